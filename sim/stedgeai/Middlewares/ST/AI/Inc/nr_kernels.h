@@ -1,0 +1,29 @@
+/* int8 kernels of the simulated NetworkRuntime library (NetworkRuntime<ver>_CM55_GCC_PIC.a).
+ * Activations are channel-last; requantisation rounds half away from zero. */
+#ifndef NR_KERNELS_H
+#define NR_KERNELS_H
+
+#include <stdint.h>
+
+int32_t nr_round(float x);
+float nr_expf(float x);
+
+void nr_conv2d_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int32_t *bias,
+                  const float *multiplier, int in_h, int in_w, int in_c, int out_h, int out_w, int out_c,
+                  int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
+                  int in_zp, int out_zp, int act_min, int act_max);
+void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int32_t *bias,
+                 const float *multiplier, int n_in, int n_out, int in_zp, int out_zp, int act_min, int act_max);
+void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int in_w, int c, int out_h,
+                int out_w, int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
+                int in_zp, int out_zp, int is_max);
+void nr_requant_s8(const int8_t *in, int8_t *out, float multiplier, int h, int w, int c, int to_chw,
+                   int in_zp, int out_zp, int act_min, int act_max);
+void nr_softmax_s8(const int8_t *in, int8_t *out, float in_scale, float out_scale, int rows, int n,
+                   int in_zp, int out_zp);
+void nr_quantize_f32(const float *in, int8_t *out, int count, float scale, int zp);
+void nr_dequantize_s8(const int8_t *in, float *out, int count, float scale, int zp);
+void nr_shift_u8_s8(const uint8_t *in, int8_t *out, int count);
+void nr_shift_s8_u8(const int8_t *in, uint8_t *out, int count);
+
+#endif

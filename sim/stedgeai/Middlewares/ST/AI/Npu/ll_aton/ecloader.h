@@ -1,0 +1,26 @@
+/* Epoch-controller blob loader (simulated LL_ATON).
+ *
+ * A blob is an array of little-endian u64 words: word 0 holds the magic 'ECB1' in its low half
+ * and the command count in its high half; each command is a header word (opcode in bits 0-7,
+ * number of argument words in bits 8-23) followed by its arguments. Buffer operands are pool
+ * references, (pool index + 1) << 32 | offset, resolved through the bases registered with
+ * ec_set_pool_base() - so blobs hold no absolute address and need no relocation. */
+#ifndef ECLOADER_H
+#define ECLOADER_H
+
+#include <stdint.h>
+
+#define EC_BLOB_MAGIC 0x31424345u   /* "ECB1" */
+#define EC_MAX_POOLS  16
+
+enum {
+  EC_OP_CONV = 1,
+  EC_OP_DENSE = 2,
+  EC_OP_POOL = 3,
+  EC_OP_REQUANT = 4,
+};
+
+void ec_set_pool_base(uint32_t pool_index, uintptr_t base);
+int ec_run_blob(const uint64_t *blob);   /* 0 on success, < 0 on a malformed blob */
+
+#endif

@@ -1,0 +1,80 @@
+/* Software (CPU) epochs: one parameter block per operator, consumed by ll_sw_forward_*().
+ * Generated networks fill these blocks; the int8 math lives in the NetworkRuntime library. */
+#ifndef LL_SW_H
+#define LL_SW_H
+
+#include <stdint.h>
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  const int8_t *weights;      /* OHWI */
+  const int32_t *bias;        /* may be NULL */
+  const float *multiplier;    /* per output channel: in_scale * w_scale / out_scale */
+  uint16_t in_h, in_w, in_c;
+  uint16_t out_h, out_w, out_c;
+  uint16_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
+  int8_t in_zp, out_zp, act_min, act_max;
+} LL_SW_Conv_Int8_Info;
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  const int8_t *weights;      /* [n_out][n_in] */
+  const int32_t *bias;        /* may be NULL */
+  const float *multiplier;    /* per output */
+  uint32_t n_in, n_out;
+  int8_t in_zp, out_zp, act_min, act_max;
+} LL_SW_Dense_Int8_Info;
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  float multiplier;           /* max: in/out scale; average: in/(out * window) */
+  uint16_t in_h, in_w, c, out_h, out_w;
+  uint16_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
+  int8_t in_zp, out_zp;
+  uint8_t is_max;
+} LL_SW_Pool_Int8_Info;
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  float multiplier;           /* in_scale / out_scale */
+  uint16_t h, w, c;           /* with to_chw: reorder HWC memory to CHW */
+  uint8_t to_chw;
+  int8_t in_zp, out_zp, act_min, act_max;
+} LL_SW_Requant_Int8_Info;
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  float in_scale, out_scale;
+  uint32_t rows, n;           /* softmax over the last axis of size n */
+  int8_t in_zp, out_zp;
+} LL_SW_Softmax_Int8_Info;
+
+typedef enum {
+  LL_SW_CONVERT_FLOAT_TO_INT8 = 0,
+  LL_SW_CONVERT_UINT8_TO_INT8,
+  LL_SW_CONVERT_INT8_TO_FLOAT,
+  LL_SW_CONVERT_INT8_TO_UINT8,
+} LL_SW_Convert_Mode;
+
+typedef struct {
+  const void *in;
+  void *out;
+  float scale;
+  uint32_t count;
+  int16_t zero_point;         /* of the int8 side */
+  LL_SW_Convert_Mode mode;
+} LL_SW_Convert_Info;
+
+void ll_sw_forward_conv_int8(const void *sw_info);
+void ll_sw_forward_dense_int8(const void *sw_info);
+void ll_sw_forward_pool_int8(const void *sw_info);
+void ll_sw_forward_requant_int8(const void *sw_info);
+void ll_sw_forward_softmax_int8(const void *sw_info);
+void ll_sw_forward_convert(const void *sw_info);
+
+#endif

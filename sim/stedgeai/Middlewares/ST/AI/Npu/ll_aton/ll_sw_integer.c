@@ -1,0 +1,31 @@
+/* int8 software epochs: unpack the parameter block, call the runtime library kernel. */
+#include "ll_sw.h"
+#include "nr_kernels.h"
+
+void ll_sw_forward_conv_int8(const void *sw_info)
+{
+  const LL_SW_Conv_Int8_Info *p = sw_info;
+  nr_conv2d_s8(p->in, p->out, p->weights, p->bias, p->multiplier, p->in_h, p->in_w, p->in_c, p->out_h,
+               p->out_w, p->out_c, p->k_h, p->k_w, p->stride_h, p->stride_w, p->pad_top, p->pad_left,
+               p->in_zp, p->out_zp, p->act_min, p->act_max);
+}
+
+void ll_sw_forward_dense_int8(const void *sw_info)
+{
+  const LL_SW_Dense_Int8_Info *p = sw_info;
+  nr_dense_s8(p->in, p->out, p->weights, p->bias, p->multiplier, p->n_in, p->n_out, p->in_zp, p->out_zp,
+              p->act_min, p->act_max);
+}
+
+void ll_sw_forward_pool_int8(const void *sw_info)
+{
+  const LL_SW_Pool_Int8_Info *p = sw_info;
+  nr_pool_s8(p->in, p->out, p->multiplier, p->in_h, p->in_w, p->c, p->out_h, p->out_w, p->k_h, p->k_w,
+             p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->in_zp, p->out_zp, p->is_max);
+}
+
+void ll_sw_forward_softmax_int8(const void *sw_info)
+{
+  const LL_SW_Softmax_Int8_Info *p = sw_info;
+  nr_softmax_s8(p->in, p->out, p->in_scale, p->out_scale, p->rows, p->n, p->in_zp, p->out_zp);
+}

@@ -1,0 +1,86 @@
+"""The lowered network: int8 tensors and the layers (one kernel call each) between them."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple                 # logical ONNX shape
+    dtype: str = "int8"          # int8 | int32 | uint8 | float32
+    scale: object = 1.0          # float, or per-channel np.ndarray for weights
+    zero_point: int = 0
+    data: np.ndarray = None      # constants only (already in memory order)
+    # filled by the allocator
+    pool: object = None
+    offset: int = 0
+    id: int = 0
+
+    @property
+    def is_param(self):
+        return self.data is not None
+
+    @property
+    def itemsize(self):
+        return {"int8": 1, "uint8": 1, "int32": 4, "float32": 4}[self.dtype]
+
+    @property
+    def count(self):
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def nbytes(self):
+        return self.count * self.itemsize
+
+    @property
+    def mem_shape(self):
+        """Memory layout: channel-last for 4-D activations (batch 1); constants as stored."""
+        if self.is_param:
+            return tuple(self.data.shape)
+        if len(self.shape) == 4:
+            _, c, h, w = self.shape
+            return (h, w, c)
+        return tuple(self.shape[1:]) if len(self.shape) > 1 else tuple(self.shape)
+
+
+@dataclass
+class Layer:
+    kind: str                    # conv2d | dense | maxpool | avgpool | relu | reshape | softmax | convert
+    name: str                    # ONNX node name (first node of the fused group)
+    inputs: list                 # activation Tensors
+    output: Tensor
+    params: list = field(default_factory=list)   # constant Tensors (weights, bias)
+    attrs: dict = field(default_factory=dict)
+    epoch: int = 0
+
+    @property
+    def label(self):
+        return {"conv2d": "Conv2D", "dense": "Dense", "maxpool": "MaxPool", "avgpool": "AvgPool",
+                "relu": "ReLU", "reshape": "Reshape", "softmax": "Softmax", "convert": "Convert"}[self.kind]
+
+
+@dataclass
+class Network:
+    model_name: str
+    inputs: list
+    outputs: list
+    layers: list
+    n_params: int = 0
+
+    @property
+    def params(self):
+        return [p for layer in self.layers for p in layer.params]
+
+    @property
+    def activations(self):
+        seen, out = set(), []
+        for t in self.inputs + [layer.output for layer in self.layers]:
+            if t.name not in seen:
+                seen.add(t.name)
+                out.append(t)
+        return out
+
+    @property
+    def macc(self):
+        return sum(layer.attrs.get("macc", 0) for layer in self.layers)

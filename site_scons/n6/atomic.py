@@ -1,0 +1,25 @@
+"""Write-then-rename, so an interrupted step never leaves a file a later build trusts."""
+import contextlib
+import os
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode="wb"):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, mode) as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_bytes(path, data):
+    with atomic_open(path, "wb") as f:
+        f.write(data)
+
+
+def write_text(path, text):
+    with atomic_open(path, "w") as f:
+        f.write(text)

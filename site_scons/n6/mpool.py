@@ -1,0 +1,112 @@
+"""The `.mpool` memory-pool file of the Neural-ART compiler (input form)."""
+from dataclasses import dataclass, field
+
+from .errors import N6Error
+from .jsonfile import read_json
+
+_MAGNITUDE = {"BYTES": 1, "KBYTES": 1024, "MBYTES": 1024 * 1024}
+EXTERNAL_BASE = 0x6000_0000
+
+
+@dataclass(frozen=True)
+class MemPool:
+    fname: str                 # file postfix, e.g. "xSPI2"
+    name: str                  # pool name, e.g. "octoFlash"
+    offset: int                # base address
+    size: int                  # bytes
+    rights: str = "ACC_WRITE"  # ACC_READ | ACC_WRITE
+    mode: str = "USEMODE_ABSOLUTE"
+    fformat: str = "FORMAT_RAW"
+    cacheable: bool = False
+    constants_preferred: bool = False
+    throughput: str = "MID"
+    latency: str = "MID"
+    byte_width: int = 8
+    freq_ratio: float = 1.0
+    read_power: float = 0.0
+    write_power: float = 0.0
+
+    @property
+    def relative(self):
+        return self.mode == "USEMODE_RELATIVE"
+
+    @property
+    def read_only(self):
+        return self.rights == "ACC_READ"
+
+    @property
+    def external(self):
+        return self.offset >= EXTERNAL_BASE
+
+
+@dataclass
+class MpoolFile:
+    path: str
+    mem_file_prefix: str
+    pools: list = field(default_factory=list)
+
+    def pool(self, fname):
+        return next((p for p in self.pools if p.fname == fname), None)
+
+
+def _quantity(path, pool, key, obj):
+    if not isinstance(obj, dict) or "value" not in obj:
+        raise N6Error(path, f"pool '{pool}': '{key}' must be an object with 'value' and 'magnitude'",
+                      f'write "{key}": {{"value": "...", "magnitude": "BYTES"}}')
+    magnitude = obj.get("magnitude", "BYTES")
+    if magnitude not in _MAGNITUDE:
+        raise N6Error(path, f"pool '{pool}': unknown magnitude '{magnitude}' in '{key}'",
+                      "use BYTES, KBYTES or MBYTES")
+    try:
+        value = int(str(obj["value"]), 0)
+    except ValueError:
+        raise N6Error(path, f"pool '{pool}': '{key}' value {obj['value']!r} is not a number",
+                      "write a decimal or 0x-prefixed hex string") from None
+    return value * _MAGNITUDE[magnitude]
+
+
+def _flag(value):
+    return str(value).lower() in ("true", "1", "yes", "cacheable_on")
+
+
+def parse_mpool(data, path):
+    memory = data.get("memory") if isinstance(data, dict) else None
+    if not isinstance(memory, dict) or not isinstance(memory.get("mempools"), list):
+        raise N6Error(path, "malformed .mpool: no 'memory.mempools' list",
+                      "start from an ST .mpool file (memory.mempools[] of pool objects)")
+    pools = []
+    for i, p in enumerate(memory["mempools"]):
+        if not isinstance(p, dict):
+            raise N6Error(path, f"malformed .mpool: mempools[{i}] is not an object")
+        missing = [k for k in ("fname", "name", "offset", "size") if k not in p]
+        if missing:
+            raise N6Error(path, f"malformed .mpool: mempools[{i}] lacks {', '.join(missing)}",
+                          "every pool needs fname, name, offset and size")
+        prop = p.get("prop", {}) or {}
+        mode = p.get("mode", "USEMODE_ABSOLUTE")
+        if mode not in ("USEMODE_ABSOLUTE", "USEMODE_RELATIVE"):
+            raise N6Error(path, f"pool '{p['fname']}': unknown mode '{mode}'",
+                          "use USEMODE_ABSOLUTE or USEMODE_RELATIVE")
+        rights = prop.get("rights", "ACC_WRITE")
+        if rights not in ("ACC_READ", "ACC_WRITE"):
+            raise N6Error(path, f"pool '{p['fname']}': unknown rights '{rights}'", "use ACC_READ or ACC_WRITE")
+        pools.append(MemPool(
+            fname=str(p["fname"]), name=str(p["name"]),
+            offset=_quantity(path, p["fname"], "offset", p["offset"]),
+            size=_quantity(path, p["fname"], "size", p["size"]),
+            rights=rights, mode=mode, fformat=p.get("fformat", "FORMAT_RAW"),
+            cacheable=_flag(prop.get("cacheable", "")),
+            constants_preferred=_flag(prop.get("constants_preferred", "")),
+            throughput=prop.get("throughput", "MID"), latency=prop.get("latency", "MID"),
+            byte_width=int(prop.get("byteWidth", 8)), freq_ratio=float(prop.get("freqRatio", 1.0)),
+            read_power=float(prop.get("read_power", 0.0)), write_power=float(prop.get("write_power", 0.0)),
+        ))
+    names = [p.fname for p in pools]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise N6Error(path, f"pool file postfix {dup[0]!r} appears twice", "give every pool a unique fname")
+    return MpoolFile(path=str(path), mem_file_prefix=memory.get("mem_file_prefix", "atonbuf"), pools=pools)
+
+
+def read_mpool(path):
+    return parse_mpool(read_json(path, ".mpool file"), path)

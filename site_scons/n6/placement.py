@@ -1,0 +1,21 @@
+"""Which memory pool receives the model's constants.
+
+One deterministic rule shared by the simulated compiler (which places the weights) and the
+generate emitter (which must name every `.raw` before the tool runs): the first pool marked
+`constants_preferred`, else the first read-only pool, else the first read/write pool."""
+
+
+def params_pool(mpool):
+    raw = [p for p in mpool.pools if p.fformat == "FORMAT_RAW"]
+    for pick in (lambda p: p.constants_preferred, lambda p: p.read_only, lambda p: True):
+        found = [p for p in raw if pick(p)]
+        if found:
+            return found[0]
+    return None
+
+
+def activation_pools(mpool):
+    """Read/write pools in allocation order: internal before external, the params pool last."""
+    cpool = params_pool(mpool)
+    rw = [p for p in mpool.pools if not p.read_only]
+    return sorted(rw, key=lambda p: (p is cpool, p.external))

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Idempotent machine setup: the GNU Arm toolchain (Debian packages) and the pinned
+# Python virtual environment in .venv. Re-running it only does what is missing.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV="$ROOT/.venv"
+say() { printf '  %-8s %s\n' "$1" "$2"; }
+
+need_apt=()
+command -v arm-none-eabi-gcc >/dev/null 2>&1 || need_apt+=(gcc-arm-none-eabi)
+[ -f /usr/lib/arm-none-eabi/include/string.h ] || need_apt+=(libnewlib-arm-none-eabi)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    say APT "${need_apt[*]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "error: Python 3.11 or newer is required (found $("$PY" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+    exit 1
+}
+if [ ! -x "$VENV/bin/python" ]; then
+    say VENV "$VENV"
+    "$PY" -m venv "$VENV"
+fi
+want=$(sha256sum "$ROOT/requirements.txt" | cut -d' ' -f1)
+have=$(cat "$VENV/.requirements.sha256" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+    say PIP "requirements.txt"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/requirements.txt"
+    echo "$want" > "$VENV/.requirements.sha256"
+fi
