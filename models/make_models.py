@@ -217,12 +217,40 @@ def tiny_dense(path):
 
 
 MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp}
+PREBUILT_FILES = ("network.c", "network.h", "network_c_info.json", "network_atonbuf.xSPI2.raw",
+                  "network_generate_report.txt")
+
+
+def prebuilt(dest):
+    """A stedgeai output folder as users bring it, made by the simulated tool from tiny_dense."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+    root = os.path.dirname(HERE)
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny_dense(os.path.join(tmp, "model.onnx"))
+        shutil.copyfile(os.path.join(HERE, "cifar_cnn", "cifar_cnn.mpool"), os.path.join(tmp, "tiny.mpool"))
+        with open(os.path.join(tmp, "neural_art.json"), "w") as f:
+            json.dump({"Globals": {}, "Profiles": {"default": {"memory_pool": "./tiny.mpool", "options":
+                       "--native-float --mvei --cache-maintenance --Ocache-opt --Os --optimization 3 "
+                       "--all-buffers-info"}}}, f)
+        env = dict(os.environ, SOURCE_DATE_EPOCH="1767225600",
+                   PYTHONPATH=os.pathsep.join([os.path.join(root, "sim", "stedgeai"), os.path.join(root, "site_scons")]))
+        env.pop("STEDGEAI_SIM_ROOT", None)
+        subprocess.run([sys.executable, "-m", "stedgeai_sim", "generate", "-m", "model.onnx", "--target", "stm32n6",
+                        "--st-neural-art", "default@neural_art.json", "-o", "out", "-w", "ws"],
+                       cwd=tmp, env=env, check=True)
+        os.makedirs(dest, exist_ok=True)
+        for name in PREBUILT_FILES:
+            shutil.copyfile(os.path.join(tmp, "out", name), os.path.join(dest, name))
 
 
 def main(argv):
     out = argv[1] if len(argv) > 1 else HERE
     for name, make in MODELS.items():
         make(os.path.join(out, name, "model.onnx"))
+    prebuilt(os.path.join(out, "tiny_prebuilt"))
     return 0
 
 

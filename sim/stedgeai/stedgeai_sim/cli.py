@@ -58,7 +58,10 @@ def _parser():
 
 
 def run(argv):
-    args = _parser().parse_args(argv)
+    args, extra = _parser().parse_known_args(argv)
+    if extra:
+        where = f"{PROG} {args.command}" if args.command else PROG
+        raise N6Error(None, f"unrecognized arguments: {' '.join(extra)}", f"see '{where} --help'")
     rel = installed_release()
     if args.version:
         print(f"ST Edge AI Core v{rel.core_full} (simulated)")

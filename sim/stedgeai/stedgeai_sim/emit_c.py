@@ -263,19 +263,21 @@ class CWriter:
                 "      .is_user_allocated = 0,", f"      .is_param = {int(t.is_param)},", "    },"]
 
     def buffer_table(self, kind, tensors, params=()):
+        def shape_arrays(ts):
+            return [f"  static const uint32_t {k}shape_{t.id}[] = {{{', '.join(map(str, s))}}};"
+                    for t in ts for k, s in (("", t.shape), ("mem_", t.mem_shape))]
+
         L = [f"const LL_Buffer_InfoTypeDef *LL_ATON_{kind}_Buffers_Info_{self.sym}(void)", "{"]
-        shapes = []
-        for t in list(tensors) + list(params):
-            shapes.append((f"shape_{t.id}", f"mem_shape_{t.id}"))
-            L.append(f"  static const uint32_t shape_{t.id}[] = {{{', '.join(map(str, t.shape))}}};")
-            L.append(f"  static const uint32_t mem_shape_{t.id}[] = {{{', '.join(map(str, t.mem_shape))}}};")
+        L += shape_arrays(tensors)
+        if params:
+            L += ["#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0"] + shape_arrays(params) + ["#endif"]
         L.append("  static const LL_Buffer_InfoTypeDef buff_info[] = {")
-        for t, (s, m) in zip(tensors, shapes):
-            L += self.buffer_entry(t, s, m)
+        for t in tensors:
+            L += self.buffer_entry(t, f"shape_{t.id}", f"mem_shape_{t.id}")
         if params:
             L.append("#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0")
-            for t, (s, m) in zip(params, shapes[len(tensors):]):
-                L += self.buffer_entry(t, s, m)
+            for t in params:
+                L += self.buffer_entry(t, f"shape_{t.id}", f"mem_shape_{t.id}")
             L.append("#endif")
         L += ["    {", "      .name = NULL,", "    },", "  };", "  return buff_info;", "}", ""]
         return L

@@ -1,6 +1,7 @@
 /* Model-side entry points of firmware services, for relocatable networks. Each forwards the
  * call through the callback table the loader stored in _network_rt_ctx.cbs, keeping the
  * model's r9 (static base) intact around the firmware call. */
+#define AI_RELOC_CALLBACKS_ONLY
 #include "ll_aton_reloc_network.h"
 
 #if defined(__arm__)

@@ -149,7 +149,8 @@ struct ai_reloc_network_entries {
 
 extern struct ai_reloc_rt_ctx _network_rt_ctx;
 
-#if defined(BUILD_AI_NETWORK_RELOC)
+/* The model configuration is needed only where AI_RELOC_NETWORK() is expanded. */
+#if defined(BUILD_AI_NETWORK_RELOC) && !defined(AI_RELOC_CALLBACKS_ONLY)
 #include MODEL_CONF
 
 #define AI_RELOC__FN3(fn, suffix) fn##_##suffix

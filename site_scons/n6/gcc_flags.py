@@ -1,0 +1,21 @@
+"""GCC flag groups of ST's relocatable-model makefile (reloc-format.md §1.3), as data."""
+
+CORE = ["-mthumb", "-mcpu=cortex-m55", "-mfpu=fpv4-sp-d16", "-mtune=cortex-m55", "-mfloat-abi=hard"]
+SECURE = ["-mcmse"]
+PIC = ["-fpic", "-mno-pic-data-is-text-relative", "-msingle-pic-base", "-mpic-register=r9"]
+OPT = ["-std=gnu99", "-mno-thumb-interwork", "-ffast-math", "-fsingle-precision-constant", "-fvisibility=hidden",
+       "-fno-unwind-tables", "-fstack-reuse=all", "-ffunction-sections", "-fdata-sections", "-fno-math-errno",
+       "-fomit-frame-pointer", "-fno-builtin", "-Os"]
+DEFINES = ["LL_ATON_DUMP_DEBUG_API", "LL_ATON_PLATFORM=LL_ATON_PLAT_STM32N6", "LL_ATON_OSAL=LL_ATON_OSAL_BARE_METAL",
+           "LL_ATON_RT_MODE=LL_ATON_RT_ASYNC", "LL_ATON_SW_FALLBACK", "LL_ATON_DBG_BUFFER_INFO_EXCLUDED=1",
+           "LL_ATON_RT_RELOC", "BUILD_AI_NETWORK_RELOC"]
+DBG_INFO_DEFINE = "LL_ATON_EB_DBG_INFO"
+ECBLOB_DEFINE = 'ECBLOB_CONST_SECTION=__attribute__((used, section(".const_ec_blob")))'
+
+# The runtime library is compiled like the model (it is linked into it), and its own memcpy &
+# co. must not be turned back into calls to themselves.
+RUNTIME_LIB = CORE + PIC + OPT + ["-fno-tree-loop-distribute-patterns"]
+
+
+def compile_flags(secure=True):
+    return CORE + (SECURE if secure else []) + PIC + OPT

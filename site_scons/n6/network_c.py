@@ -1,0 +1,146 @@
+"""What the relocatable flow reads from a generated `network.c`: header options, the LL_ATON
+version guard, the c-name, pool comments, relative-pool labels and the buffer tables."""
+import re
+from dataclasses import dataclass, field
+
+from .errors import N6Error
+
+_GLOBAL_POOL = re.compile(r"/\*\s*global pool\s+(\d+)\s+is\s+(.*?)\s*\*/")
+_POOL_DESC = re.compile(r"/\*\s*index=(\d+)\s+file postfix=(\S+)\s+name=(.*?)\s+offset=(.*?)\s*\*/")
+_LABEL = re.compile(r"^\s*extern\s+unsigned\s+char\s+(\w+)\s*\[\s*\]\s*;\s*/\*\s*\[(\d+)\]\s*;\s*\*/", re.M)
+_GUARD = re.compile(r"#if\s+LL_ATON_VERSION_MAJOR\s*!=\s*(\d+)\s*\|\|\s*LL_ATON_VERSION_MINOR\s*!=\s*(\d+)\s*"
+                    r"\|\|\s*LL_ATON_VERSION_MICRO\s*!=\s*(\d+)\s*\|\|\s*LL_ATON_VERSION_DEV\s*!=\s*(\d+)")
+_C_NAME = re.compile(r"\bLL_ATON_EpochBlockItems_(\w+)\s*\(")
+_TABLE = re.compile(r"LL_ATON_(Input|Output|Internal)_Buffers_Info_\w+\s*\(void\)\s*\{(.*?)\n\}", re.S)
+_ENTRY = re.compile(r"\{\s*\.name\s*=\s*\"([^\"]+)\"(.*?)\n\s*\},", re.S)
+_FIELD = re.compile(r"\.(\w+)\s*=\s*([^,\n]+)")
+_ADDR_BASE = re.compile(r"\.addr_base\s*=\s*\{\s*\(unsigned char \*\)\s*\(?\s*([\w]+?)(?:UL)?\s*\)?\s*\}")
+_SIZE = re.compile(r"([\d.]+)\s*(B|KB|MB)")
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
+
+
+@dataclass
+class PoolComment:
+    index: int
+    postfix: str
+    name: str
+    offset: int
+    description: str
+    size_text: str = "?"
+
+    @property
+    def absolute(self):
+        return "absolute_mode" in self.description.split()
+
+    @property
+    def read_write(self):
+        return "READ_WRITE" in self.description.split()
+
+    @property
+    def vpool(self):
+        return "vpool" in self.description.split()
+
+    @property
+    def cacheable(self):
+        return "cacheable=ON" in self.description.split()
+
+    @property
+    def size(self):
+        m = re.search(r"\bsize=(\d+)", self.description)
+        return int(m.group(1)) if m else 0
+
+    @property
+    def global_size(self):
+        """The `global pool ... is <size>` figure in bytes (0 for `?`)."""
+        m = _SIZE.fullmatch(self.size_text.strip())
+        return int(round(float(m.group(1)) * _UNITS[m.group(2)])) if m else 0
+
+
+@dataclass
+class Buffer:
+    table: str          # Input | Output | Internal
+    name: str
+    base: object        # int address or label name
+    offset_start: int
+    offset_end: int
+    offset_limit: int
+    is_param: bool
+
+
+@dataclass
+class NetworkC:
+    path: str
+    text: str
+    options: dict = field(default_factory=dict)
+    version: tuple = None
+    c_name: str = None
+    pools: list = field(default_factory=list)
+    labels: list = field(default_factory=list)      # (label, size)
+    buffers: list = field(default_factory=list)
+
+    @property
+    def git_description(self):
+        return self.options.get("GIT_DESCRIPTION", "")
+
+    def has_option(self, key):
+        return key in self.options
+
+
+def _header_options(text):
+    """Keys of the comment block before the first `/* global pool` line."""
+    head = text.split("/* global pool", 1)[0]
+    opts = {}
+    for line in head.splitlines():
+        line = line.strip().lstrip("*").strip()
+        m = re.match(r"(GIT_\w+)\s+\"(.*)\"", line)
+        if m:
+            opts[m.group(1)] = m.group(2)
+            continue
+        m = re.match(r"(--[\w-]+)\s*=\s*(.*)", line)
+        if m:
+            opts[m.group(1)] = m.group(2).strip().strip('"')
+    return opts
+
+
+def _int(text, path, what):
+    try:
+        return int(text.strip().rstrip("UuLl"), 0)
+    except ValueError:
+        raise N6Error(path, f"cannot read {what} {text.strip()!r}", "regenerate network.c with stedgeai") from None
+
+
+def parse_network_c(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise N6Error(path, "generated network C file not found", "run stedgeai generate first") from None
+    net = NetworkC(path=str(path), text=text, options=_header_options(text))
+    m = _GUARD.search(text)
+    if m:
+        net.version = tuple(int(x) for x in m.groups())
+    m = _C_NAME.search(text)
+    if not m:
+        raise N6Error(path, "no LL_ATON_EpochBlockItems_<name>() function: not a generated network file",
+                      "point the build at the network.c written by stedgeai generate")
+    net.c_name = m.group(1)
+    sizes = {int(i): s for i, s in _GLOBAL_POOL.findall(text)}
+    for idx, postfix, name, rest in _POOL_DESC.findall(text):
+        offset = re.match(r"(0x[0-9a-fA-F]+|\d+)", rest)
+        net.pools.append(PoolComment(int(idx), postfix, name, int(offset.group(1), 0) if offset else 0,
+                                     "offset=" + rest, sizes.get(int(idx), "?")))
+    net.labels = [(label, int(size)) for label, size in _LABEL.findall(text)]
+    for table, body in _TABLE.findall(text):
+        for name, fields in _ENTRY.findall(body):
+            values = dict(_FIELD.findall(fields))
+            base = _ADDR_BASE.search(fields)
+            if base is None:
+                raise N6Error(path, f"buffer '{name}' has no .addr_base", "regenerate network.c with stedgeai")
+            b = base.group(1)
+            net.buffers.append(Buffer(
+                table, name, int(b, 16) if b.lower().startswith("0x") else b,
+                _int(values.get("offset_start", "0"), path, "offset_start"),
+                _int(values.get("offset_end", "0"), path, "offset_end"),
+                _int(values.get("offset_limit", "0"), path, "offset_limit"),
+                values.get("is_param", "0").strip() == "1"))
+    return net

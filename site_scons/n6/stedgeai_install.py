@@ -1,0 +1,43 @@
+"""Finding an ST Edge AI Core install and telling its release, without running anything."""
+import os
+import re
+
+from .errors import N6Error
+from .releases import release_for_atonn
+
+CLI = os.path.join("Utilities", "linux", "stedgeai")
+LL_ATON = os.path.join("Middlewares", "ST", "AI", "Npu", "ll_aton")
+
+
+def check_install(root):
+    """A real install given through STEDGEAI_CORE_DIR must have ST's layout."""
+    for rel in (CLI, LL_ATON):
+        if not os.path.exists(os.path.join(root, rel)):
+            raise N6Error(root, f"not an ST Edge AI Core install (no {rel})",
+                          "point STEDGEAI_CORE_DIR at the install root, or unset it to use the simulated one")
+    return root
+
+
+def read_ll_aton_version(header):
+    """(major, minor, micro, dev) from an ll_aton_version.h."""
+    try:
+        with open(header) as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise N6Error(header, "LL_ATON version header not found", "check the ST Edge AI Core install") from None
+    values = []
+    for part in ("MAJOR", "MINOR", "MICRO", "DEV"):
+        m = re.search(rf"#define\s+LL_ATON_VERSION_{part}\s+\(?(\d+)", text)
+        if not m:
+            raise N6Error(header, f"no LL_ATON_VERSION_{part} definition", "check the ST Edge AI Core install")
+        values.append(int(m.group(1)))
+    return tuple(values)
+
+
+def install_release(root):
+    version = read_ll_aton_version(os.path.join(root, LL_ATON, "ll_aton_version.h"))
+    rel = release_for_atonn(version)
+    if rel is None:
+        raise N6Error(root, "LL_ATON {}.{}.{}-{} belongs to an unsupported ST Edge AI Core release".format(*version),
+                      "install ST Edge AI Core 2.2 or 3.0")
+    return rel

@@ -1,0 +1,20 @@
+"""GNU Arm Embedded toolchain (arm-none-eabi-*) as an SCons tool."""
+import shutil
+
+import SCons.Errors
+
+
+def generate(env):
+    prefix = env.get("CROSS_COMPILE", "arm-none-eabi-")
+    if not exists(env):
+        raise SCons.Errors.StopError(f"{prefix}gcc not found on PATH (fix: run ./n6 setup, which installs the "
+                                     "Debian packages gcc-arm-none-eabi and libnewlib-arm-none-eabi)")
+    for tool in ("gcc", "ar", "gnulink", "gas"):
+        env.Tool(tool)
+    env.Replace(CC=prefix + "gcc", AS=prefix + "gcc", LINK=prefix + "gcc", AR=prefix + "ar",
+                RANLIB=prefix + "ranlib", OBJCOPY=prefix + "objcopy", OBJDUMP=prefix + "objdump",
+                SIZE=prefix + "size", LIBPREFIX="", PROGSUFFIX=".elf", ARFLAGS="rcs", RANLIBCOM="")
+
+
+def exists(env):
+    return shutil.which(env.get("CROSS_COMPILE", "arm-none-eabi-") + "gcc")

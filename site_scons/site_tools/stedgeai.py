@@ -1,0 +1,173 @@
+"""ST Edge AI Core as an SCons tool: finds the install (STEDGEAI_CORE_DIR, else the simulated one
+this project builds) and provides the Generate builder.
+
+Generate: model + profile JSON + .mpool (+ the tool and its release, options as Value nodes)
+→ every file `stedgeai generate` writes, named by an emitter from the same inputs the action uses."""
+import json
+import os
+import subprocess
+import sys
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+import SCons.Node.FS
+
+from n6 import gcc_flags
+from n6.errors import N6Error
+from n6.mpool import read_mpool
+from n6.placement import params_pool
+from n6.profile import read_profile
+from n6.releases import generate_outputs, release
+from n6.stedgeai_install import CLI, check_install, install_release
+
+SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
+
+
+def _as_build_error(fn):
+    """Actions raise N6Error for bad input; SCons shows it as one `scons: *** [target] ...` line."""
+    def action(target, source, env):
+        try:
+            return fn(target, source, env)
+        except N6Error as e:
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
+    action.__name__ = fn.__name__
+    return action
+
+
+# -- install discovery -----------------------------------------------------------------------------
+
+def _install(env):
+    """(root, release, simulated) of the ST Edge AI Core the build uses."""
+    root = env.get("STEDGEAI_CORE_DIR")
+    if root:
+        check_install(root)
+        return root, install_release(root), False
+    rel = release(env["STEDGEAI_SIM_RELEASE"])
+    return env.Dir(f"$BUILD_DIR/stedgeai-sim/{rel.core}").abspath, rel, True
+
+
+def _sim_install_emitter(target, source, env):
+    from stedgeai_sim.install import installed_files, template_files
+    root = target[0]
+    files = [root.File(f) for f in installed_files(env["STEDGEAI_SIM_RELEASE"])]
+    return files, [src for _, src in template_files()] + [env.Value(sys.executable)]
+
+
+def _sim_install_action(target, source, env):
+    from stedgeai_sim.install import materialize
+    root = os.path.dirname(os.path.dirname(os.path.dirname(target[-1].abspath)))  # <root>/Utilities/linux/x
+    materialize(root, env["STEDGEAI_SIM_RELEASE"], python=sys.executable)
+
+
+def _sim_install_str(target, source, env):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(target[-1].path)))
+    return None if env.get("VERBOSE") else f"  {'INSTALL':<8} {root} (simulated ST Edge AI Core)"
+
+
+def sim_python_sources(env):
+    """The simulated tool's own code: a change regenerates every model."""
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return sorted(env.Glob(os.path.join(SIM_DIR, "stedgeai_sim", "*.py"), strings=True) +
+                  env.Glob(os.path.join(site, "n6", "*.py"), strings=True))
+
+
+def build_sim_install(env, arm_env):
+    """Lay out the simulated install and build its PIC runtime archive with the real GCC."""
+    from stedgeai_sim.install import runtime_lib_path, runtime_lib_sources
+    root, rel, _ = _install(env)
+    files = env.StedgeaiSimInstall(env.Dir(root))
+    objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
+                           CPPPATH=[os.path.join(root, "Middlewares", "ST", "AI", "Inc")],
+                           CCFLAGS=gcc_flags.RUNTIME_LIB)
+            for src in runtime_lib_sources()]
+    lib = arm_env.StaticLibrary(os.path.join(root, runtime_lib_path(rel.core)), objs)
+    return files + lib
+
+
+# -- Generate ---------------------------------------------------------------------------------------
+
+def _generate_args(env, spec):
+    """Normalised generate options: the same dict feeds the emitter, the action and a Value node."""
+    root, rel, simulated = _install(env)
+    profile = read_profile(spec.profile_file, spec.profile)
+    return {"release": rel.core, "model": spec.model_file, "profile": spec.profile, "profile_file": spec.profile_file,
+            "mpool": profile.memory_pool, "name": spec.c_name, "input_data_type": spec.input_data_type,
+            "output_data_type": spec.output_data_type, "epoch_controller": profile.epoch_controller,
+            "tool": os.path.join(root, CLI), "simulated": simulated}
+
+
+def _generate_emitter(target, source, env):
+    args = json.loads(source[-1].read())
+    outdir = target[0]
+    rel = release(args["release"])
+    mpool = read_mpool(args["mpool"])
+    pool = params_pool(mpool)
+    stem = os.path.splitext(os.path.basename(args["model"]))[0]
+    names = generate_outputs(rel, args["name"], stem, args["epoch_controller"], [pool.fname] if pool else [],
+                             mpool.mem_file_prefix)
+    return [outdir.File(n) for n in names], source
+
+
+def _generate_argv(args, outdir):
+    argv = [args["tool"], "generate", "-m", args["model"], "--target", "stm32n6",
+            "--st-neural-art", f"{args['profile']}@{args['profile_file']}",
+            "-o", outdir, "-w", os.path.join(os.path.dirname(outdir), "st_ai_ws")]
+    if args["name"]:
+        argv += ["-n", args["name"]]
+    for key in ("input_data_type", "output_data_type"):
+        if args[key]:
+            argv += ["--" + key.replace("_", "-"), args[key]]
+    return argv
+
+
+@_as_build_error
+def _generate_action(target, source, env):
+    args = json.loads(source[-1].read())
+    outdir = os.path.dirname(target[0].path)
+    argv = _generate_argv(args, outdir)
+    if env.get("VERBOSE"):
+        print(" ".join(argv))
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or [f"exit status {proc.returncode}"]
+        raise N6Error(None, lines[-1].removeprefix("stedgeai: error: "))
+    missing = [t.path for t in target if not os.path.exists(t.path)]
+    if missing:
+        raise N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
+                      "check the profile's memory pools; constants must go to the constants_preferred pool")
+    return 0
+
+
+def _generate_str(target, source, env):
+    return None if env.get("VERBOSE") else f"  {'GEN':<8} {target[0].path}"
+
+
+def generate_model(env, spec, outdir):
+    """Targets of `stedgeai generate` for one source model, into `outdir`."""
+    args = _generate_args(env, spec)
+    sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
+    if args["simulated"]:
+        sources += sim_python_sources(env)
+    targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
+    env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
+    return targets
+
+
+def generate(env):
+    env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build")
+    env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_generate_action, _generate_str), emitter=_generate_emitter,
+        target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
+    env["BUILDERS"]["StedgeaiSimInstall"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_sim_install_action, _sim_install_str),
+        emitter=_sim_install_emitter, target_factory=env.Dir)
+    env.AddMethod(generate_model, "StedgeaiGenerateModel")
+    env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
+    env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
+    if SIM_DIR not in sys.path:
+        sys.path.insert(0, SIM_DIR)
+
+
+def exists(env):
+    return True

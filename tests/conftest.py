@@ -1,0 +1,89 @@
+"""Shared fixtures: the simulated ST Edge AI Core installed per release, a runner for its CLI,
+and copies of the repository for end-to-end SCons runs."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SITE = os.path.join(ROOT, "site_scons")
+SIM = os.path.join(ROOT, "sim", "stedgeai")
+MODELS = os.path.join(ROOT, "models")
+BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
+for p in (SITE, SIM):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+
+@pytest.fixture(scope="session")
+def sim_install(tmp_path_factory):
+    """sim_install(release) → root of a simulated install tree (without the runtime archive)."""
+    from stedgeai_sim.install import materialize
+    roots = {}
+
+    def get(release="2.2"):
+        if release not in roots:
+            root = tmp_path_factory.mktemp(f"stedgeai-{release}")
+            materialize(str(root), release)
+            roots[release] = str(root)
+        return roots[release]
+    return get
+
+
+class Stedgeai:
+    def __init__(self, root):
+        self.root = root
+        self.cli = os.path.join(root, "Utilities", "linux", "stedgeai")
+
+    def run(self, *args, cwd=None):
+        return subprocess.run([self.cli, *args], capture_output=True, text=True, cwd=cwd)
+
+    def generate(self, model, out, *extra, profile="default", profile_file=None, cwd=None):
+        model_dir = os.path.join(MODELS, model) if not os.path.isabs(model) else os.path.dirname(model)
+        model_file = os.path.join(model_dir, "model.onnx") if not model.endswith(".onnx") else model
+        profile_file = profile_file or os.path.join(model_dir, "neural_art.json")
+        return self.run("generate", "-m", model_file, "--target", "stm32n6", "--st-neural-art",
+                        f"{profile}@{profile_file}", "-o", str(out), "-w", str(out) + "_ws", *extra, cwd=cwd)
+
+
+@pytest.fixture(scope="session")
+def stedgeai(sim_install):
+    """stedgeai(release) → a runner for the simulated CLI of that release."""
+    return lambda release="2.2": Stedgeai(sim_install(release))
+
+
+@pytest.fixture(scope="session")
+def generated(stedgeai, tmp_path_factory):
+    """generated(model, release, name) → output folder of one simulated generate (cached)."""
+    cache = {}
+
+    def get(model, release="2.2", name=None):
+        key = (model, release, name)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(f"gen-{model}-{release}") / "st_ai_output"
+            proc = stedgeai(release).generate(model, out, *(["-n", name] if name else []))
+            assert proc.returncode == 0, proc.stderr
+            cache[key] = str(out)
+        return cache[key]
+    return get
+
+
+def copy_repo(dest):
+    """The files of the repository as a fresh clone has them (tracked + new, not ignored)."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        src = os.path.join(ROOT, rel)
+        if os.path.isfile(src):
+            os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dest, rel))
+    return dest
+
+
+def scons(cwd, *args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, capture_output=True, text=True)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc

@@ -1,0 +1,100 @@
+"""Unit tests of the pure-Python format readers."""
+import json
+
+import pytest
+
+from n6.errors import N6Error
+from n6.jsonfile import loads_lenient
+from n6.models import discover, read_model
+from n6.mpool import read_mpool
+from n6.placement import activation_pools, params_pool
+from n6.profile import read_profile, split_profile_arg
+from n6.releases import c_symbol, generate_outputs, release
+
+from conftest import MODELS
+
+
+def test_lenient_json_accepts_comments_and_trailing_commas():
+    text = '{"a": [1, 2,], // note\n "b": {"c": "x // not a comment",},}'
+    assert loads_lenient(text) == {"a": [1, 2], "b": {"c": "x // not a comment"}}
+
+
+def test_mpool_magnitudes_modes_and_rights(tmp_path):
+    path = tmp_path / "m.mpool"
+    path.write_text(json.dumps({"memory": {"mem_file_prefix": "atonbuf", "mempools": [
+        {"fname": "xSPI2", "name": "octoFlash", "offset": {"value": "0x71000000", "magnitude": "BYTES"},
+         "size": {"value": "112", "magnitude": "MBYTES"}, "mode": "USEMODE_RELATIVE",
+         "prop": {"rights": "ACC_READ", "cacheable": "CACHEABLE_ON", "constants_preferred": "true"}},
+        {"fname": "AXISRAM5", "name": "npuRAM5", "offset": {"value": "832", "magnitude": "MBYTES"},
+         "size": {"value": "448", "magnitude": "KBYTES"}, "prop": {"rights": "ACC_WRITE"}}]}}))
+    m = read_mpool(path)
+    flash, ram = m.pools
+    assert (flash.offset, flash.size, flash.relative, flash.read_only, flash.cacheable) == \
+        (0x71000000, 112 << 20, True, True, True)
+    assert (ram.offset, ram.size, ram.relative, ram.read_only) == (0x34000000, 448 << 10, False, False)
+    assert params_pool(m) is flash and activation_pools(m) == [ram]
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{", "malformed .mpool file"),
+    ('{"memory": {}}', "no 'memory.mempools' list"),
+    ('{"memory": {"mempools": [{"fname": "a"}]}}', "lacks name, offset, size"),
+    ('{"memory": {"mempools": [{"fname": "a", "name": "b", "offset": {"value": "zz"}, "size": {"value": "1"}}]}}',
+     "is not a number"),
+    ('{"memory": {"mempools": [{"fname": "a", "name": "b", "offset": {"value": "1", "magnitude": "GB"}, '
+     '"size": {"value": "1"}}]}}', "unknown magnitude"),
+])
+def test_malformed_mpool_names_file_and_problem(tmp_path, content, problem):
+    path = tmp_path / "bad.mpool"
+    path.write_text(content)
+    with pytest.raises(N6Error) as e:
+        read_mpool(path)
+    assert str(e.value).startswith(str(path)) and problem in str(e.value) and "\n" not in str(e.value)
+
+
+def test_profile_argument_and_lookup(tmp_path):
+    assert split_profile_arg("test@dir/p.json") == ("test", "dir/p.json")
+    with pytest.raises(N6Error, match="<profile>@<file.json>"):
+        split_profile_arg("p.json")
+    prof = read_profile(f"{MODELS}/cifar_cnn/neural_art.json", "default")
+    assert prof.epoch_controller and prof.all_buffers_info
+    assert prof.memory_pool.endswith("cifar_cnn/cifar_cnn.mpool")
+    with pytest.raises(N6Error, match="profile 'nope' is not defined \\(defined: default\\)"):
+        read_profile(f"{MODELS}/cifar_cnn/neural_art.json", "nope")
+    with pytest.raises(N6Error, match="not found"):
+        read_profile(tmp_path / "missing.json", "default")
+
+
+def test_c_name_rules_per_release():
+    r22, r30 = release("2.2"), release("3.0")
+    assert [c_symbol(r22, n) for n in (None, "network", "kws")] == ["Default", "Default", "kws"]
+    assert [c_symbol(r30, n) for n in (None, "network", "kws")] == ["network", "network", "kws"]
+    assert release("v3.0.0-20426 5c81e2f7a") is r30
+    with pytest.raises(N6Error, match="not supported"):
+        release("1.0")
+
+
+def test_generate_outputs_follow_the_naming_rules():
+    assert generate_outputs(release("2.2"), "kws", "model", True, ["xSPI2"]) == [
+        "kws.c", "kws.h", "kws_c_info.json", "kws_generate_report.txt", "model_OE_3_3_0.onnx",
+        "model_OE_3_3_0_Q.json", "LICENSE.txt", "kws_ecblobs.h", "kws_atonbuf.xSPI2.raw"]
+    assert generate_outputs(release("3.0"), None, "m", False, []) == [
+        "network.c", "network.h", "network_c_info.json", "network_generate_report.txt", "m_OE_3_3_1.onnx",
+        "m_OE_3_3_1_Q.json", "LICENSE.txt", "stai_network.c", "stai_network.h"]
+
+
+def test_discovery_of_bundled_models():
+    specs = {s.name: s for s in discover(MODELS)}
+    assert {"kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"} <= set(specs)
+    assert specs["kws_mlp"].kind == "source" and specs["kws_mlp"].model_file.endswith("model.onnx")
+    assert specs["tiny_prebuilt"].kind == "prebuilt" and specs["tiny_prebuilt"].network_c.endswith("network.c")
+
+
+def test_discovery_errors_name_the_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(N6Error, match="no model file"):
+        read_model(tmp_path / "empty")
+    (tmp_path / "noprof").mkdir()
+    (tmp_path / "noprof" / "m.onnx").write_bytes(b"")
+    with pytest.raises(N6Error, match="neural_art.json: Neural-ART profile file not found"):
+        read_model(tmp_path / "noprof")

@@ -1,0 +1,190 @@
+"""The simulated `stedgeai generate`: output set and names, .raw sizes, pool comments, c-name
+rules per release, and one-line errors for bad input."""
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from n6.network_c import parse_network_c
+from n6.releases import c_symbol, generate_outputs, release
+
+from conftest import BUNDLED, MODELS
+
+
+def _expected(out, rel, name, model_dir):
+    info = json.load(open(os.path.join(out, f"{name or 'network'}_c_info.json")))
+    prof = json.load(open(os.path.join(model_dir, "neural_art.json")))["Profiles"]["default"]
+    raws = [p["fname"].split(".")[1] for p in info["memory_pools"] if p["used_size_bytes"] and
+            any(b["is_param"] for b in info["buffers"] if b["id"] in p["buffers"])]
+    return set(generate_outputs(release(rel), name, "model", "--enable-epoch-controller" in prof["options"], raws))
+
+
+@pytest.mark.parametrize("rel", ["2.2", "3.0"])
+@pytest.mark.parametrize("name", [None, "kws"])
+def test_output_set_and_names(generated, rel, name):
+    out = generated("kws_mlp", rel, name)
+    assert set(os.listdir(out)) == _expected(out, rel, name, os.path.join(MODELS, "kws_mlp"))
+    n = name or "network"
+    assert os.path.exists(os.path.join(out, f"{n}_atonbuf.AXISRAM2.raw"))
+    ws = os.path.join(out + "_ws", f"neural_art__{n}")
+    assert {"atonn_options.ini", "c_info.json", "kws_mlp.mpool", "atonbuf.AXISRAM2.raw", "atonbuf.AXISRAM5.raw"} \
+        <= set(os.listdir(ws))
+    assert os.path.getsize(os.path.join(ws, "atonbuf.AXISRAM5.raw")) == 0   # activations only: empty
+
+
+def test_epoch_controller_adds_ecblobs(generated):
+    out = generated("cifar_cnn")
+    assert "network_ecblobs.h" in os.listdir(out)
+    text = open(os.path.join(out, "network.c")).read()
+    assert '#include "network_ecblobs.h"' in text and "EpochBlock_Flags_blob" in text
+    blobs = open(os.path.join(out, "network_ecblobs.h")).read()
+    assert "ECBLOB_CONST_SECTION\nstatic const uint64_t _ec_blob_1[" in blobs
+    assert "bool LL_ATON_EC_Network_Init_Default(void)" in blobs
+
+
+@pytest.mark.parametrize("model", BUNDLED)
+def test_raw_size_equals_pool_used_size(generated, model):
+    out = generated(model)
+    info = json.load(open(os.path.join(out, "network_c_info.json")))
+    assert info["json_schema_version"] == "2.0"
+    raws = [f for f in os.listdir(out) if f.endswith(".raw")]
+    assert raws
+    for f in raws:
+        pool = next(p for p in info["memory_pools"] if f"network_{p['fname']}" == f)
+        assert os.path.getsize(os.path.join(out, f)) == pool["used_size_bytes"] > 0
+    assert info["memory_footprint"]["weights"] == sum(os.path.getsize(os.path.join(out, f)) for f in raws)
+
+
+@pytest.mark.parametrize("model", BUNDLED)
+def test_pool_comments_parse_by_the_documented_rules(generated, model):
+    out = generated(model)
+    net = parse_network_c(os.path.join(out, "network.c"))
+    info = json.load(open(os.path.join(out, "network_c_info.json")))
+    mpool = json.load(open(os.path.join(MODELS, model, f"{model}.mpool")))["memory"]["mempools"]
+    assert [(p.index, p.postfix, p.name, p.offset) for p in net.pools] == \
+        [(i + 1, m["fname"], m["name"], int(m["offset"]["value"], 0)) for i, m in enumerate(mpool)]
+    for p, m in zip(net.pools, mpool):
+        assert p.absolute == (m.get("mode") != "USEMODE_RELATIVE")
+        assert p.read_write == (m["prop"]["rights"] == "ACC_WRITE")
+    relative = [p for p in net.pools if not p.absolute]
+    assert [label for label, _ in net.labels] == [f"_mem_pool_{p.postfix}_Default" for p in relative]
+    assert net.version == (1, 1, 1, 14) and net.has_option("--all-buffers-info")
+    # used size from the buffer tables == c_info used size, pool by pool
+    for p in net.pools:
+        bufs = [b for b in net.buffers if b.base in (p.offset, f"_mem_pool_{p.postfix}_Default")]
+        used = max((b.offset_end for b in bufs), default=0) - min((b.offset_start for b in bufs), default=0)
+        assert used == next(q["used_size_bytes"] for q in info["memory_pools"] if q["id"] == p.index)
+
+
+@pytest.mark.parametrize("rel, sym, guard", [("2.2", "Default", "#  warning"), ("3.0", "network", "#  error")])
+def test_c_name_and_version_rules(generated, rel, sym, guard):
+    out = generated("cifar_cnn", rel)
+    text = open(os.path.join(out, "network.c")).read()
+    net = parse_network_c(os.path.join(out, "network.c"))
+    assert net.c_name == sym == c_symbol(release(rel), None)
+    assert net.version == release(rel).atonn
+    assert guard + ' "Possible mismatch in ll_aton library used"' in text
+    assert ("ll_aton_cipher.h" in text) == (rel == "3.0")
+    blobs = open(os.path.join(out, "network_ecblobs.h")).read()
+    assert (f"_ec_blob_{sym}_1" in blobs) == (rel == "3.0")
+    info = json.load(open(os.path.join(out, "network_c_info.json")))
+    assert info["environment"]["generated_model"]["name"] == sym
+    assert ("intq" in info["buffers"][0]) == (rel == "3.0")
+
+
+def test_named_network_uses_name_everywhere(generated):
+    out = generated("cifar_cnn", "2.2", "cnn")
+    net = parse_network_c(os.path.join(out, "cnn.c"))
+    assert net.c_name == "cnn" and net.labels == [("_mem_pool_xSPI2_cnn", 112 << 20)]
+    assert '#include "cnn_ecblobs.h"' in open(os.path.join(out, "cnn.c")).read()
+
+
+def test_version_output(stedgeai):
+    assert stedgeai("2.2").run("--version").stdout.strip() == "ST Edge AI Core v2.2.0-20266 2adc00962 (simulated)"
+    assert stedgeai("3.0").run("--version").stdout.startswith("ST Edge AI Core v3.0.0")
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+def _one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and lines[0].startswith("stedgeai: error: ")
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def _float_model(path, op="Relu"):
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])
+    w = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node(op, ["h"], ["y"], name="act")]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w])), path)
+
+
+def _qdq_with(path, op):
+    """input → Q → DQ → <op> → Q → DQ → output."""
+    g = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+         helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+         helper.make_node(op, ["xd"], ["h"], name="weird"),
+         helper.make_node("QuantizeLinear", ["h", "s", "z"], ["hq"], name="q1"),
+         helper.make_node("DequantizeLinear", ["hq", "s", "z"], ["y"], name="dq1")]
+    inits = [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.int8(0), "z")]
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])
+    onnx.save(helper.make_model(helper.make_graph(g, "g", [x], [y], inits)), path)
+
+
+def _write_profile(tmp_path, mpool, name="default"):
+    (tmp_path / "p.mpool").write_text(mpool)
+    (tmp_path / "p.json").write_text(json.dumps({"Profiles": {name: {"memory_pool": "./p.mpool",
+                                                                     "options": "--all-buffers-info"}}}))
+    return str(tmp_path / "p.json")
+
+
+def test_unsupported_operator(stedgeai, tmp_path):
+    _qdq_with(tmp_path / "m.onnx", "Sigmoid")
+    proc = stedgeai().generate(str(tmp_path / "m.onnx"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.onnx"), "operator 'Sigmoid'", "fix:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_non_int8_model(stedgeai, tmp_path):
+    _float_model(tmp_path / "f.onnx")
+    proc = stedgeai().generate(str(tmp_path / "f.onnx"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, "f.onnx", "not int8", "quantise the model")
+
+
+def test_missing_profile_file(stedgeai, tmp_path):
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", profile_file=str(tmp_path / "none.json"))
+    _one_line_error(proc, "none.json", "profile file not found")
+
+
+def test_profile_name_not_in_json(stedgeai, tmp_path):
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", profile="fast")
+    _one_line_error(proc, "neural_art.json", "profile 'fast' is not defined", "defined: default")
+
+
+def test_malformed_mpool(stedgeai, tmp_path):
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", profile_file=_write_profile(tmp_path, '{"memory": [}'))
+    _one_line_error(proc, "p.mpool", "malformed .mpool file", "line 1")
+
+
+def test_pool_too_small_for_weights(stedgeai, tmp_path):
+    mpool = json.load(open(f"{MODELS}/kws_mlp/kws_mlp.mpool"))
+    mpool["memory"]["mempools"][0]["size"] = {"value": "64", "magnitude": "KBYTES"}
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", profile_file=_write_profile(tmp_path, json.dumps(mpool)))
+    _one_line_error(proc, "p.mpool", "pool 'AXISRAM2' (65536 bytes) is too small for the weights")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_cli_option(stedgeai, tmp_path):
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", "--turbo")
+    _one_line_error(proc, "unrecognized arguments: --turbo", "stedgeai generate --help")
