@@ -1,0 +1,71 @@
+"""End to end: `scons` in a fresh copy of the repository, with the real toolchain."""
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import BUNDLED, copy_repo, scons
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    repo = copy_repo(tmp_path_factory.mktemp("repo"))
+    proc = scons(repo)
+    return repo, proc
+
+
+def test_default_build_generates_every_model(built):
+    repo, proc = built
+    for model in BUNDLED:
+        out = os.path.join(repo, "build", model, "st_ai_output")
+        assert os.path.exists(os.path.join(out, "network.c"))
+        info = json.load(open(os.path.join(out, "network_c_info.json")))
+        assert info["environment"]["tools"][0]["version"].endswith("(simulated)")
+    assert re.search(r"^  GEN      build/kws_mlp/st_ai_output/network\.c$", proc.stdout, re.M)
+    assert re.search(r"^  AR       build/stedgeai-sim/2\.2/.*/NetworkRuntime1020_CM55_GCC_PIC\.a$", proc.stdout, re.M)
+
+
+def test_second_run_is_up_to_date(built):
+    repo, _ = built
+    assert scons(repo, "-q", check=False).returncode == 0
+    assert "up to date" in scons(repo).stdout
+
+
+def test_touch_without_change_rebuilds_nothing(built):
+    repo, _ = built
+    model = os.path.join(repo, "models", "kws_mlp", "model.onnx")
+    st = os.stat(model)
+    os.utime(model, (st.st_atime + 5, st.st_mtime + 5))
+    proc = scons(repo)
+    assert "GEN" not in proc.stdout and scons(repo, "-q", check=False).returncode == 0
+
+
+def test_bad_model_folder_is_one_line_error(built, tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    mpool = os.path.join(repo, "models", "kws_mlp", "kws_mlp.mpool")
+    with open(mpool, "w") as f:
+        f.write('{"memory": {"mempools": [ }')
+    proc = scons(repo, check=False)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    assert "models/kws_mlp/kws_mlp.mpool: malformed .mpool file" in errors[0]
+
+
+def test_generate_failure_is_one_line_and_leaves_nothing_up_to_date(built, tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    shutil.copytree(os.path.join(built[0], "build"), os.path.join(repo, "build"), symlinks=True)
+    prof = os.path.join(repo, "models", "kws_mlp", "neural_art.json")
+    data = json.load(open(prof))
+    data["Profiles"]["default"]["options"] += " --all-buffers-info"   # a change, so generate re-runs
+    json.dump(data, open(prof, "w"))
+    model = os.path.join(repo, "models", "kws_mlp", "model.onnx")
+    with open(model, "wb") as f:
+        f.write(b"not an onnx file")
+    proc = scons(repo, "kws_mlp", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(errors) == 1 and "models/kws_mlp/model.onnx: not a readable ONNX model" in errors[0], proc.stderr
+    assert scons(repo, "-q", "kws_mlp", check=False).returncode != 0

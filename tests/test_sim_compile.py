@@ -1,0 +1,71 @@
+"""The simulated runtime and generated network files compile with the real arm-none-eabi-gcc and
+the exact flags, defines and include order of the relocatable build."""
+import os
+import subprocess
+
+import pytest
+
+from n6 import gcc_flags
+
+from conftest import BUNDLED, ROOT
+
+PLT_DIR = os.path.join(ROOT, "firmware", "platform", "stm32n6")
+RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
+           "ecloader.c", "ll_aton_reloc_callbacks.c"]
+
+
+def _cc(install, build_dir, src, secure=True, extra=()):
+    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
+    defines = ['MODEL_CONF="network_reloc_conf.h"'] + gcc_flags.DEFINES + [gcc_flags.DBG_INFO_DEFINE]
+    argv = (["arm-none-eabi-gcc"] + gcc_flags.compile_flags(secure) + [f"-D{d}" for d in defines] +
+            [f"-I{rt}", f"-I{PLT_DIR}", f"-I{PLT_DIR}/..", f"-I{build_dir}"] + list(extra) +
+            ["-Wall", "-Werror", "-c", src, "-o", os.path.join(build_dir, os.path.basename(src) + ".o")])
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("rel", ["2.2", "3.0"])
+def test_runtime_sources_compile(sim_install, tmp_path, rel):
+    install = sim_install(rel)
+    inc = os.path.join(install, "Middlewares", "ST", "AI", "Inc")
+    for name in RUNTIME:
+        src = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton", name)
+        extra = [f"-I{inc}"] if name in ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c") else []
+        if name in ("ll_aton_lib_sw_operators.c", "ecloader.c"):
+            extra.append("-DNDEBUG")
+        proc = _cc(install, tmp_path, src, extra=extra + [f"-I{inc}"])
+        assert proc.returncode == 0, f"{name}: {proc.stderr}"
+
+
+@pytest.mark.parametrize("rel", ["2.2", "3.0"])
+@pytest.mark.parametrize("model", BUNDLED)
+@pytest.mark.parametrize("secure", [True, False])
+def test_generated_network_compiles(sim_install, generated, tmp_path, rel, model, secure):
+    out = generated(model, rel)
+    proc = _cc(sim_install(rel), out, os.path.join(out, "network.c"), secure)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_struct_sizes_match_the_arm_gcc_layout(sim_install, tmp_path):
+    """rt_c_struct_sizes is 0x3038 with GCC + dbg info (56-byte buffer info, 48-byte epoch item)."""
+    src = tmp_path / "sizes.c"
+    src.write_text('#include "ll_aton_NN_interface.h"\n'
+                   '_Static_assert(sizeof(LL_Buffer_InfoTypeDef) == 56, "buffer info");\n'
+                   '#ifdef LL_ATON_EB_DBG_INFO\n_Static_assert(sizeof(EpochBlock_ItemTypeDef) == 48, "item");\n'
+                   '#else\n_Static_assert(sizeof(EpochBlock_ItemTypeDef) == 20, "item");\n#endif\n')
+    for dbg in ([], ["-ULL_ATON_EB_DBG_INFO"]):
+        proc = _cc(sim_install("2.2"), tmp_path, str(src), extra=dbg)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_secure_build_uses_the_secure_npu_alias(sim_install, tmp_path):
+    install = sim_install("2.2")
+    src = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton", "ll_aton.c")
+    words = {}
+    for secure in (True, False):
+        assert _cc(install, tmp_path, src, secure).returncode == 0
+        dump = subprocess.run(["arm-none-eabi-objdump", "-s", "-j", ".text.LL_ATON_Version_Get",
+                               str(tmp_path / "ll_aton.c.o")], capture_output=True, text=True).stdout
+        words[secure] = dump
+    # the literal pool holds ATON_BASE, little-endian: 0x580C0000 secure, 0x480C00000 non-secure
+    assert "00000c58" in words[True].replace(" ", "") and "00000c48" not in words[True].replace(" ", "")
+    assert "00000c48" in words[False].replace(" ", "") and "00000c58" not in words[False].replace(" ", "")
