@@ -14,12 +14,12 @@ RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "l
            "ecloader.c", "ll_aton_reloc_callbacks.c"]
 
 
-def _cc(install, build_dir, src, secure=True, extra=()):
+def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
     rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
     defines = ['MODEL_CONF="network_reloc_conf.h"'] + gcc_flags.DEFINES + [gcc_flags.DBG_INFO_DEFINE]
     argv = (["arm-none-eabi-gcc"] + gcc_flags.compile_flags(secure) + [f"-D{d}" for d in defines] +
             [f"-I{rt}", f"-I{PLT_DIR}", f"-I{PLT_DIR}/..", f"-I{build_dir}"] + list(extra) +
-            ["-Wall", "-Werror", "-c", src, "-o", os.path.join(build_dir, os.path.basename(src) + ".o")])
+            ["-Wall", "-Werror", "-c", src, "-o", os.path.join(obj_dir or build_dir, os.path.basename(src) + ".o")])
     return subprocess.run(argv, capture_output=True, text=True)
 
 
@@ -41,7 +41,7 @@ def test_runtime_sources_compile(sim_install, tmp_path, rel):
 @pytest.mark.parametrize("secure", [True, False])
 def test_generated_network_compiles(sim_install, generated, tmp_path, rel, model, secure):
     out = generated(model, rel)
-    proc = _cc(sim_install(rel), out, os.path.join(out, "network.c"), secure)
+    proc = _cc(sim_install(rel), out, os.path.join(out, "network.c"), secure, obj_dir=tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
