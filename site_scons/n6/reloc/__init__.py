@@ -1,0 +1,1 @@
+"""The relocatable ("runtime loadable") model image: prepare, format, pack, check."""

@@ -1,0 +1,236 @@
+"""The `network_rel.bin` format: header, flags word, runtime context, pool descriptors, and the
+file-level view (RO part, data image, REL table, params). Parsing and writing live together."""
+import struct
+from dataclasses import dataclass, field, fields
+
+from ..errors import N6Error
+from .pools import describe_flags
+
+MAGIC = 0x4E49424E
+SEG_NULL, SEG_FLASH, SEG_RAM, SEG_PARAM0, SEG_PARAM1 = 0x0, 0x2, 0x4, 0x8, 0x9
+FLASH_BASE, RAM_BASE = 0x2000_0000, 0x4000_0000
+OFFSET_MASK = 0x0FFF_FFFF
+
+COMMON_WORDS = ("magic", "flags", "data_start", "data_end", "data_data", "bss_start", "bss_end", "got_start",
+                "got_end", "rel_start", "rel_end", "params_start", "params_offset")
+ENTRIES_2 = ("ec_network_init", "ec_inference_init", "input_setter", "input_getter", "output_setter",
+             "output_getter", "get_epoch_items", "get_output_buffers_info", "get_input_buffers_info",
+             "get_internal_buffers_info", "rt_ctx")
+ENTRIES_3 = ENTRIES_2[:-1] + ("weight_encryption_info", "blob_encryption_info", "rt_ctx")
+LAYOUTS = {24: COMMON_WORDS + ENTRIES_2, 26: COMMON_WORDS + ENTRIES_3}
+
+
+def seg(addr):
+    return addr >> 28
+
+
+def off(addr):
+    return addr & OFFSET_MASK
+
+
+def align8(n):
+    return (n + 7) & ~7
+
+
+@dataclass
+class Header:
+    words: dict          # field name → u32, in layout order
+
+    @property
+    def n_words(self):
+        return len(self.words)
+
+    @property
+    def size(self):
+        return 4 * self.n_words
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["words"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def parse(cls, buf, n_words=None):
+        n_words = n_words or detect_header_words(buf)
+        values = struct.unpack_from(f"<{n_words}I", buf, 0)
+        return cls(dict(zip(LAYOUTS[n_words], values)))
+
+    def pack(self):
+        return struct.pack(f"<{self.n_words}I", *self.words.values())
+
+
+def detect_header_words(buf):
+    """24 words (2.x) or 26 (3.x): the header ends with rt_ctx, a RAM address."""
+    if len(buf) < 104:
+        return 24
+    w23, w25 = struct.unpack_from("<I", buf, 92)[0], struct.unpack_from("<I", buf, 100)[0]
+    return 24 if seg(w23) == SEG_RAM else (26 if seg(w25) == SEG_RAM else 24)
+
+
+@dataclass(frozen=True)
+class Flags:
+    vers_major: int
+    vers_minor: int
+    async_mode: bool
+    dbg_info: bool
+    secure: bool
+    toolchain: int
+    float_abi: int
+    fpu: bool
+    cpuid: int
+
+    TOOLCHAINS = {8: "GCC", 9: "LLVM", 10: "ST_CLANG"}
+    FLOAT_ABIS = {0: "soft", 1: "softfp", 2: "hard"}
+
+    @classmethod
+    def decode(cls, word):
+        return cls(word >> 28, (word >> 24) & 0xF, bool(word >> 22 & 1), bool(word >> 21 & 1), bool(word >> 20 & 1),
+                   (word >> 16) & 0xF, (word >> 13) & 0x3, bool(word >> 12 & 1), word & 0xFFF)
+
+    def encode(self):
+        return (self.vers_major << 28 | self.vers_minor << 24 | self.async_mode << 22 | self.dbg_info << 21 |
+                self.secure << 20 | self.toolchain << 16 | self.float_abi << 13 | self.fpu << 12 | self.cpuid)
+
+    def as_dict(self):
+        return {"vers_major": self.vers_major, "vers_minor": self.vers_minor, "secure": self.secure,
+                "dbg_info": self.dbg_info, "async_mode": self.async_mode,
+                "toolchain": self.TOOLCHAINS.get(self.toolchain, hex(self.toolchain)),
+                "float-abi": self.FLOAT_ABIS.get(self.float_abi, str(self.float_abi)), "fpu": self.fpu,
+                "cpuid": f"0x{self.cpuid:03X}"}
+
+
+@dataclass
+class RtCtx:
+    state: int = 0
+    file_addr: int = 0
+    ram_addr: int = 0
+    rom_addr: int = 0
+    cbs: int = 0
+    c_name: int = 0
+    acts_sz: int = 0
+    params_sz: int = 0
+    ext_ram_sz: int = 0
+    rt_version_desc: int = 0
+    rt_version: int = 0
+    rt_version_extra: int = 0
+    params_bin_sz: int = 0
+    params_bin_crc32: int = 0
+    rt_c_struct_sizes: int = 0
+    ll_instance: int = 0
+    itf_network: int = 0
+
+    SIZE = 68
+    PARAMS_BIN_SZ_OFFSET = 48     # words 12 and 13
+
+    @classmethod
+    def parse(cls, buf, at):
+        return cls(*struct.unpack_from("<17I", buf, at))
+
+    def pack(self):
+        return struct.pack("<17I", *(getattr(self, f.name) for f in fields(self)))
+
+
+@dataclass
+class PoolDescriptor:
+    name_addr: int
+    flags: int
+    foff: int
+    dst: int
+    size: int
+    name: str = ""
+
+    SIZE = 20
+
+    @classmethod
+    def parse(cls, buf, at):
+        return cls(*struct.unpack_from("<5I", buf, at))
+
+    def pack(self):
+        return struct.pack("<5I", self.name_addr, self.flags, self.foff, self.dst, self.size)
+
+    @property
+    def flags_desc(self):
+        return describe_flags(self.flags)
+
+    @property
+    def type(self):
+        return self.flags >> 24
+
+    @property
+    def pool_id(self):
+        return self.flags & 0xFF
+
+
+def c_string(buf, at, limit=256):
+    end = buf.find(b"\0", at, at + limit)
+    return buf[at:end if end >= 0 else at + limit].decode("latin-1")
+
+
+@dataclass
+class Image:
+    """A parsed `network_rel.bin` (params may live in a separate split file)."""
+    data: bytes
+    header: Header
+    params: bytes = b""
+    descriptors: list = field(default_factory=list)
+    rt_ctx: RtCtx = None
+
+    @classmethod
+    def parse(cls, data, path="network_rel.bin", n_words=None, params=None):
+        if len(data) < 96:
+            raise N6Error(path, f"truncated: {len(data)} bytes, shorter than a header", "rebuild the image")
+        header = Header.parse(data, n_words)
+        img = cls(data, header)
+        if header.magic != MAGIC:
+            return img
+        ro = off(header.data_data)
+        if ro + off(header.bss_start) > len(data) or off(header.rel_end) > len(data):
+            raise N6Error(path, f"truncated: {len(data)} bytes, the header describes more", "rebuild the image")
+        rt_at = ro + off(header.rt_ctx)
+        if seg(header.rt_ctx) == SEG_RAM and rt_at + RtCtx.SIZE <= len(data):
+            img.rt_ctx = RtCtx.parse(data, rt_at)
+        at = ro + off(header.params_start)
+        for _ in range(10):
+            if at + PoolDescriptor.SIZE > len(data):
+                break
+            d = PoolDescriptor.parse(data, at)
+            if d.name_addr == 0 or d.flags == 0:
+                break
+            if seg(d.name_addr) == SEG_FLASH:
+                d.name = c_string(data, off(d.name_addr))
+            img.descriptors.append(d)
+            at += PoolDescriptor.SIZE
+        if params is not None:
+            img.params = params
+        elif header.params_offset:
+            img.params = data[header.params_offset:]
+        return img
+
+    @property
+    def flags(self):
+        return Flags.decode(self.header.flags)
+
+    @property
+    def ro_size(self):
+        return off(self.header.data_data)
+
+    @property
+    def rw_size(self):
+        return off(self.header.bss_end)
+
+    @property
+    def xip_size(self):
+        return align8(self.rw_size)
+
+    @property
+    def copy_size(self):
+        return align8(self.xip_size + self.ro_size)
+
+    @property
+    def rel_sites(self):
+        a, b = off(self.header.rel_start), off(self.header.rel_end)
+        return list(struct.unpack_from(f"<{(b - a) // 4}I", self.data, a))
+
+    def string_at(self, addr):
+        return c_string(self.data, off(addr)) if seg(addr) == SEG_FLASH else ""

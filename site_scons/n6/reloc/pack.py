@@ -1,0 +1,197 @@
+"""Post-process step: the linked ELF (+ the params blob) → `<name>_rel.bin` [+ `_rel_params.bin`].
+
+Reads sections, symbols and relocations with pyelftools, checks them, builds the REL table,
+assembles RO part, data image, REL table and params (streamed, never held in memory), patches
+the header and writes the params blob size/CRC-32 into `_network_rt_ctx`."""
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
+
+from ..atomic import atomic_open
+from ..errors import N6Error
+from .image import (FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, PoolDescriptor,
+                    RtCtx, align8, off, seg)
+from .pools import TYPE_COPY
+
+FAKE_SIZE = 32
+CHUNK = 1 << 20
+REQUIRED_SECTIONS = (".flash", ".rel.flash", ".data", ".rel.data", ".relocs", ".bss")
+SECTION_SEGMENT = {".flash": SEG_FLASH, ".relocs": SEG_FLASH, ".data": SEG_RAM, ".bss": SEG_RAM,
+                   ".params_0": SEG_PARAM0, ".params_1": SEG_PARAM1, ".params_2": 0xA}
+R_ARM_ABS32, R_ARM_REL32, R_ARM_THM_CALL, R_ARM_GOT_BREL, R_ARM_THM_JUMP24, R_ARM_GOT_PREL = 2, 3, 10, 26, 30, 96
+ACCEPTED = {R_ARM_ABS32: "R_ARM_ABS32", R_ARM_GOT_BREL: "R_ARM_GOT_BREL", R_ARM_THM_CALL: "R_ARM_THM_CALL",
+            R_ARM_THM_JUMP24: "R_ARM_THM_JUMP24", R_ARM_REL32: "R_ARM_REL32", R_ARM_GOT_PREL: "R_ARM_GOT_PREL"}
+
+
+@dataclass
+class Packed:
+    bin_path: str
+    params_path: str = None
+    size: int = 0
+    params_offset: int = 0
+    params_size: int = 0
+    rel_sites: list = field(default_factory=list)
+    got_count: int = 0
+    ec_blob_size: int = 0
+    blob_size: int = 0
+    blob_crc32: int = 0
+
+
+class _Elf:
+    def __init__(self, path):
+        self.path = path
+        self.f = open(path, "rb")
+        try:
+            self.elf = ELFFile(self.f)
+        except Exception:
+            self.f.close()
+            raise N6Error(path, "not an ELF file", "re-run the link step") from None
+        self.sections = {s.name: s for s in self.elf.iter_sections()}
+        symtab = self.elf.get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            raise N6Error(path, "no symbol table", "link without stripping symbols")
+        self.symtab = symtab
+        self.symbols = {s.name: s for s in symtab.iter_symbols() if s.name}
+
+    def data(self, name):
+        s = self.sections.get(name)
+        return bytes(s.data()) if s is not None and s["sh_type"] != "SHT_NOBITS" else b""
+
+    def close(self):
+        self.f.close()
+
+
+def _fail(path, problem, fix="check the linker script and the compile flags of the relocatable build"):
+    raise N6Error(path, problem, fix)
+
+
+def _sanity(e):
+    for name in REQUIRED_SECTIONS:
+        if name not in e.sections:
+            _fail(e.path, f"section {name} is missing", "link with firmware/reloc_network_gcc.ld and --emit-relocs")
+    for name, s in e.sections.items():
+        if (name.startswith(".rel.") or name == ".relocs") and s["sh_size"] and s["sh_type"] != "SHT_REL":
+            _fail(e.path, f"section {name} is not of type REL")
+        want = SECTION_SEGMENT.get(name)
+        if want is not None and s["sh_addr"] and seg(s["sh_addr"]) != want:
+            _fail(e.path, f"section {name} at 0x{s['sh_addr']:08X} is outside segment 0x{want:X}")
+    for sym in ("_network_entries", "_network_rt_ctx", "_params_desc"):
+        if sym not in e.symbols:
+            _fail(e.path, f"symbol {sym} is missing", "compile the network with BUILD_AI_NETWORK_RELOC and the prepared sources")
+    flash = e.data(".flash")
+    magic, _, data_start, _, data_data = struct.unpack_from("<5I", flash, 0)
+    if magic != MAGIC or data_start != RAM_BASE or seg(data_data) != SEG_FLASH:
+        _fail(e.path, "the first words of .flash are not a relocatable-image header")
+
+
+def _rel_table(e, skipped):
+    data_sec = e.sections[".data"]
+    d_lo, d_hi = data_sec["sh_addr"], data_sec["sh_addr"] + data_sec["sh_size"]
+    sites, got = [], 0
+    for sec in e.elf.iter_sections():
+        if not isinstance(sec, RelocationSection):
+            continue
+        symtab = e.elf.get_section(sec["sh_link"])
+        for r in sec.iter_relocations():
+            if r["r_info_sym"] == 0:
+                continue
+            sym = symtab.get_symbol(r["r_info_sym"])
+            name = sym.name
+            if sym["st_info"]["type"] == "STT_SECTION":
+                name = e.elf.get_section(sym["st_shndx"]).name
+            if name.startswith(".debug_"):
+                continue
+            rtype, at = r["r_info_type"], r["r_offset"]
+            if rtype not in ACCEPTED:
+                _fail(e.path, f"unsupported relocation type {rtype} against '{name}' at 0x{at:08X}",
+                      "compile with the PIC flags of the relocatable build (-fpic -msingle-pic-base ...)")
+            if sym["st_value"] == 0 and sym["st_shndx"] == "SHN_UNDEF":
+                _fail(e.path, f"unresolved symbol '{name}' referenced at 0x{at:08X}",
+                      "provide it (runtime sources/archive) or remove the reference")
+            if any(lo <= at < hi for lo, hi in skipped):
+                continue
+            if rtype == R_ARM_GOT_BREL:
+                got += 1
+            elif rtype == R_ARM_ABS32:
+                if not d_lo <= at < d_hi:
+                    _fail(e.path, f"absolute relocation against '{name}' at 0x{at:08X} is not from RAM",
+                          "do not place pointer tables in read-only sections of a relocatable network")
+                sites.append(at)
+    return sites, got
+
+
+def pack(elf_path, blob_path, bin_path, split=False):
+    """Write the image; returns what the report and the checker need."""
+    e = _Elf(elf_path)
+    try:
+        _sanity(e)
+        flash, data = bytearray(e.data(".flash")), bytearray(e.data(".data"))
+        header = struct.unpack_from("<13I", flash, 0)
+        data_data, params_start = header[4], header[11]
+        ro_size = off(data_data)
+        params0 = e.data(".params_0")
+        ec_blobs = params0[:-FAKE_SIZE] if len(params0) >= FAKE_SIZE else b""
+        if ec_blobs:   # COPY sources sit after the EC blobs in the params area
+            at = off(params_start)
+            while at + PoolDescriptor.SIZE <= len(data):
+                d = PoolDescriptor.parse(data, at)
+                if d.name_addr == 0 or d.flags == 0:
+                    break
+                if d.type == TYPE_COPY:
+                    d.foff += len(ec_blobs)
+                    data[at:at + PoolDescriptor.SIZE] = d.pack()
+                at += PoolDescriptor.SIZE
+        entries = e.symbols["_network_entries"]
+        skipped = [(entries["st_value"], entries["st_value"] + entries["st_size"])]
+        sites, got = _rel_table(e, skipped)
+        rt_at = off(e.symbols["_network_rt_ctx"]["st_value"]) + RtCtx.PARAMS_BIN_SZ_OFFSET
+    finally:
+        e.close()
+
+    blob_size = os.path.getsize(blob_path) if blob_path and os.path.exists(blob_path) else 0
+    rel = struct.pack(f"<{len(sites)}I", *sites)
+    data_img = bytes(data) + bytes(align8(len(data)) - len(data))
+    rel_start = ro_size + len(data_img)
+    rel_img = rel + bytes(align8(len(rel)) - len(rel))
+    has_params = blob_size > 0 or bool(ec_blobs)
+    params_offset = rel_start + len(rel_img) if has_params and not split else 0
+    struct.pack_into("<2I", flash, 36, FLASH_BASE | rel_start, (FLASH_BASE | rel_start) + len(rel))
+    struct.pack_into("<I", flash, 48, params_offset)
+    ro_img = bytes(flash) + bytes(max(ro_size - len(flash), 0))
+
+    result = Packed(bin_path, blob_size=blob_size, ec_blob_size=len(ec_blobs), rel_sites=sites, got_count=got,
+                    params_offset=params_offset)
+    crc_at = ro_size + rt_at
+    if split:
+        result.params_path = os.path.splitext(bin_path)[0] + "_params" + os.path.splitext(bin_path)[1]
+        with atomic_open(result.params_path) as p:
+            p.write(ec_blobs)
+            result.blob_crc32 = _stream(blob_path, p)
+        result.params_size = len(ec_blobs) + blob_size
+    with atomic_open(bin_path) as out:
+        out.write(ro_img[:ro_size])
+        out.write(data_img)
+        out.write(rel_img)
+        if params_offset:
+            out.write(ec_blobs)
+            result.blob_crc32 = _stream(blob_path, out)
+            result.params_size = len(ec_blobs) + blob_size
+        result.size = out.tell()
+        out.seek(crc_at)
+        out.write(struct.pack("<2I", blob_size, result.blob_crc32))
+    return result
+
+
+def _stream(path, out):
+    crc = 0
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                out.write(chunk)
+                crc = zlib.crc32(chunk, crc)
+    return crc

@@ -1,0 +1,243 @@
+"""Prepare step: a generated network (network.c, .raw files, c_info.json, _ecblobs.h) → the
+sources of a relocatable image: `<name>_reloc.c`, `_reloc_mempools.c`, `_reloc_conf.h`,
+`_reloc_mempools.raw` (the params blob) and `_reloc_ecblobs.h` (epoch controller only)."""
+import glob
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+
+from ..atomic import atomic_open, write_text
+from ..errors import N6Error
+from ..jsonfile import read_json
+from ..network_c import parse_network_c
+from ..releases import release_for_atonn
+from .pools import EXTERNAL, TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
+
+FAKE_SIZE = 32
+CHUNK = 1 << 20
+
+
+@dataclass
+class Prepared:
+    name: str
+    c_name: str
+    release: object
+    pools: list
+    raws: dict = field(default_factory=dict)      # pool name → .raw path
+    blob_size: int = 0
+    blob_crc32: int = 0
+    acts_sz: int = 0
+    params_sz: int = 0
+    ext_ram_sz: int = 0
+    runtime_desc: str = ""
+
+    @property
+    def used_pools(self):
+        return [p for p in self.pools if p.type != TYPE_UNUSED]
+
+
+def align8(n):
+    return (n + 7) & ~7
+
+
+def c_info_path(folder, stem):
+    """`<fname>_c_info.json`, else `<fname>.json`, else `c_info.json`."""
+    for name in (f"{stem}_c_info.json", f"{stem}.json", "c_info.json"):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    return os.path.join(folder, f"{stem}_c_info.json")
+
+
+def check_c_info(path):
+    if not os.path.exists(path):
+        raise N6Error(path, "c_info.json not found", "copy the <name>_c_info.json that stedgeai wrote next to network.c")
+    info = read_json(path, "c_info.json", lenient=False)
+    if not isinstance(info, dict) or info.get("json_schema_version") != "2.0" or "graphs" not in info:
+        raise N6Error(path, "not a c_info.json of schema 2.0 with a 'graphs' entry",
+                      "use the <name>_c_info.json written by stedgeai generate")
+    return info
+
+
+def raw_candidates(folder, release, c_name, stem):
+    """The `.raw` files a network folder offers: any `*.raw` (2.x); `<c_name>*.raw` from 3.0,
+    falling back to `network*.raw` for the `Default` c-name."""
+    if release.core < "3":
+        return sorted(glob.glob(os.path.join(folder, "*.raw")))
+    found = sorted(glob.glob(os.path.join(folder, f"{c_name}*.raw")))
+    if not found and c_name == "Default":
+        found = sorted(glob.glob(os.path.join(folder, "network*.raw")))
+    return found
+
+
+def _match_raw(candidates, postfix):
+    hits = [r for r in candidates if r.endswith(f"{postfix}.raw") and
+            os.path.basename(r)[:-len(f"{postfix}.raw")].endswith((".", "_"))]
+    return hits[0] if hits else None
+
+
+def analyse(network_c, name=None, install_version=None):
+    """Parse and classify; no file is written. `install_version` is the LL_ATON version of the
+    ST Edge AI install the image will be compiled against."""
+    net = parse_network_c(network_c)
+    folder = os.path.dirname(network_c) or "."
+    stem = os.path.splitext(os.path.basename(network_c))[0]
+    if net.version is None:
+        raise N6Error(network_c, "no LL_ATON version guard found", "regenerate network.c with stedgeai")
+    rel = release_for_atonn(net.version)
+    if rel is None:
+        raise N6Error(network_c, "generated for LL_ATON {}.{}.{}-{}, which no supported release uses".format(*net.version),
+                      "regenerate with ST Edge AI Core 2.2 or 3.0")
+    if install_version and tuple(install_version) != net.version:
+        raise N6Error(network_c, "generated for LL_ATON {}.{}.{}-{}".format(*net.version) +
+                      " but the ST Edge AI install has {}.{}.{}-{}".format(*install_version),
+                      "regenerate the model with the installed stedgeai, or point STEDGEAI_CORE_DIR at the matching release")
+    if not net.has_option("--all-buffers-info"):
+        raise N6Error(network_c, "generated without --all-buffers-info",
+                      "add --all-buffers-info to the profile options and regenerate")
+    check_c_info(c_info_path(folder, stem))
+    prep = Prepared(name or stem, net.c_name, rel, pools_of(net))
+    candidates = raw_candidates(folder, rel, net.c_name, stem)
+    for p in prep.used_pools:
+        if not p.carries_params:
+            continue
+        raw = _match_raw(candidates, p.name)
+        if raw is None:
+            raise N6Error(os.path.join(folder, f"{stem}_atonbuf.{p.name}.raw"),
+                          f"missing: pool '{p.name}' holds parameters", "copy the .raw files stedgeai wrote next to network.c")
+        size = os.path.getsize(raw)
+        if size != p.used:
+            raise N6Error(raw, f"is {size} bytes but pool '{p.name}' uses {p.used} bytes",
+                          "use the .raw written by the same stedgeai run as network.c")
+        prep.raws[p.name] = raw
+    offset = 0
+    for p in prep.pools:
+        if p.type != TYPE_UNUSED and p.carries_params:
+            p.foff = offset
+            offset += align8(p.used)
+    prep.blob_size = offset
+    internal = [p for p in prep.pools if p.offset < EXTERNAL]
+    external = [p for p in prep.pools if p.offset >= EXTERNAL]
+    prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
+    prep.params_sz = sum(p.const for p in internal) + sum(p.const for p in external)
+    prep.ext_ram_sz = next((p.used for p in prep.used_pools if p.type == TYPE_RELOC and p.pool_id == 1), 0)
+    prep.runtime_desc = f"{net.git_description} (RELOC.GCC)"
+    prep.net = net
+    return prep
+
+
+def write_blob(prep, path):
+    """Concatenate the params pools' raws, each zero-padded to 8; streamed, CRC-32 on the way."""
+    crc = 0
+    with atomic_open(path, "wb") as out:
+        for p in prep.pools:
+            if p.type == TYPE_UNUSED or not p.carries_params:
+                continue
+            with open(prep.raws[p.name], "rb") as f:
+                while chunk := f.read(CHUNK):
+                    out.write(chunk)
+                    crc = zlib.crc32(chunk, crc)
+            pad = bytes(align8(p.used) - p.used)
+            out.write(pad)
+            crc = zlib.crc32(pad, crc)
+    prep.blob_crc32 = crc
+    return crc
+
+
+def conf_h(prep):
+    major, minor, micro, dev = prep.release.atonn
+    return "\n".join([
+        f"/* Configuration of the relocatable network '{prep.name}' - generated by n6, do not edit. */",
+        f"#ifndef {prep.name.upper()}_RELOC_CONF_H", f"#define {prep.name.upper()}_RELOC_CONF_H", "",
+        f'#define RUNTIME_DESC "{prep.runtime_desc}"',
+        f"#define RUNTIME_VERSION 0x{major << 24 | minor << 16 | micro << 8:08X}",
+        f"#define RUNTIME_VERSION_DEV {dev}",
+        f'#define C_NAME "{prep.name.lower()}"',
+        f"#define C_FCT_SUFFIX {prep.c_name}",
+        f"#define ACTS_SZ {prep.acts_sz}",
+        f"#define PARAMS_SZ {prep.params_sz}",
+        f"#define EXT_RAM_SZ {prep.ext_ram_sz}",
+        "/* Size and CRC-32 of the params blob are written into _network_rt_ctx when the image is",
+        " * packed, so that new weights never recompile the model. */",
+        "#define PARAMS_BIN_SZ 0",
+        "#define PARAMS_BIN_CRC32 0", "", "#endif", ""])
+
+
+def mempools_c(prep):
+    L = [f"/* Memory-pool descriptors of the relocatable network '{prep.name}' - generated by n6, do not edit. */",
+         "#undef BUILD_AI_NETWORK_RELOC", '#include "ll_aton_reloc_network.h"', "", f"#define _FAKE_SIZE {FAKE_SIZE}", ""]
+    relocs = [p for p in prep.used_pools if p.type == TYPE_RELOC]
+    for p in relocs:
+        L.append(f'__attribute__((section(".params_{p.pool_id}"), used, aligned(8))) '
+                 f"const unsigned char {p.label}[_FAKE_SIZE] = {{0}};")
+    if not relocs:
+        L.append('__attribute__((section(".params_0"), used, aligned(8))) '
+                 "const unsigned char _unreferenced_buffer[_FAKE_SIZE] = {0};")
+    L += ["", '__attribute__((section(".params_desc"), used))', "ll_aton_reloc_mem_pool_desc _params_desc[] = {"]
+    for p in prep.used_pools:
+        L.append(f'  {{.name = "{p.name}", .flags = 0x{p.flags:08X}, .foff = {p.foff}, .dst = 0x{p.dst:08X}, '
+                 f".size = {p.used}}}, /* {describe_flags(p.flags)} */")
+    L += ["  {.name = NULL, .flags = 0, .foff = 0, .dst = 0, .size = 0},", "};", ""]
+    return "\n".join(L)
+
+
+_BLOB_DECL = re.compile(r"^(\s*)(static\s+)?const\s+uint64_t\s+(_ec_blob_(\w+?))\s*\[")
+
+
+def patch_ecblobs(text, release):
+    """--ecblob-in-params: constant blobs become `_ec_blob_PARAM_*` arrays placed by
+    ECBLOB_CONST_SECTION in .const_ec_blob; #defines keep the old names working."""
+    lines = text.splitlines()
+    look = 3 if release.core >= "3" else 1
+    renamed = []
+    for i, line in enumerate(lines):
+        if line.strip() != "ECBLOB_CONST_SECTION" or i + look >= len(lines):
+            continue
+        m = _BLOB_DECL.match(lines[i + look])
+        if not m:
+            continue
+        old, suffix = m.group(3), m.group(4)
+        new = f"_ec_blob_PARAM_{suffix}"
+        lines[i + look] = _BLOB_DECL.sub(lambda mm: f"{mm.group(1)}const uint64_t {new}[", lines[i + look])
+        renamed.append((old, new))
+    if not renamed:
+        return text
+    # the defines and the pointer table go right after the last blob definition
+    text = "\n".join(lines) + "\n"
+    extra = ["", "/* Constant blobs live in the params area (--ecblob-in-params). */"]
+    extra += [f"#define {old} {new}" for old, new in renamed]
+    extra += ["const uint64_t *const _ec_blobs_in_params[] = {"] + [f"  {new}," for _, new in renamed] + ["};", ""]
+    anchor = text.rfind("};\n", 0, text.find("bool LL_ATON_EC_Network_Init_"))
+    return text[:anchor + 3] + "\n".join(extra) + text[anchor + 3:]
+
+
+def reloc_c(prep, network_c_text, stem):
+    text = network_c_text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
+    return text.rstrip("\n") + "\n\n/* Relocatable-image objects (rt_ctx, header entries, flags): added by n6. */\n" \
+        "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
+
+
+def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_version=None):
+    """Run the prepare step; returns the Prepared description (blob size and CRC included)."""
+    prep = analyse(network_c, name, install_version)
+    stem = os.path.splitext(os.path.basename(network_c))[0]
+    folder = os.path.dirname(network_c) or "."
+    n = prep.name
+    os.makedirs(outdir, exist_ok=True)
+    write_text(os.path.join(outdir, f"{n}_reloc.c"), reloc_c(prep, prep.net.text, stem))
+    ecblobs = os.path.join(folder, f"{stem}_ecblobs.h")
+    if os.path.exists(ecblobs):
+        with open(ecblobs) as f:
+            text = f.read()
+        write_text(os.path.join(outdir, f"{n}_reloc_ecblobs.h"),
+                   patch_ecblobs(text, prep.release) if ecblob_in_params else text)
+    write_text(os.path.join(outdir, f"{n}_reloc_mempools.c"), mempools_c(prep))
+    write_text(os.path.join(outdir, f"{n}_reloc_conf.h"), conf_h(prep))
+    write_blob(prep, os.path.join(outdir, f"{n}_reloc_mempools.raw"))
+    return prep
+
+
+def outputs(name, epoch_controller):
+    """File names the prepare step writes, for the emitter."""
+    files = [f"{name}_reloc.c", f"{name}_reloc_mempools.c", f"{name}_reloc_conf.h", f"{name}_reloc_mempools.raw"]
+    return files + ([f"{name}_reloc_ecblobs.h"] if epoch_controller else [])
