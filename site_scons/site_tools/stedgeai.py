@@ -3,6 +3,7 @@ this project builds) and provides the Generate builder.
 
 Generate: model + profile JSON + .mpool (+ the tool and its release, options as Value nodes)
 → every file `stedgeai generate` writes, named by an emitter from the same inputs the action uses."""
+import glob
 import json
 import os
 import subprocess
@@ -85,6 +86,20 @@ def build_sim_install(env, arm_env):
     return files + lib
 
 
+def runtime_lib(env):
+    """The PIC runtime archive: the simulated one this build makes, or the first in a real install."""
+    from stedgeai_sim.install import runtime_lib_path
+    root, rel, simulated = _install(env)
+    if simulated:
+        return env.File(os.path.join(root, runtime_lib_path(rel.core)))
+    found = sorted(glob.glob(os.path.join(root, "Middlewares", "ST", "AI", "Lib", "GCC", "ARMCortexM55",
+                                          "NetworkRuntime*_PIC.a")))
+    if not found:
+        raise N6Error(root, "no Middlewares/ST/AI/Lib/GCC/ARMCortexM55/NetworkRuntime*_PIC.a in the install",
+                      "install the STM32N6 runtime libraries of ST Edge AI Core")
+    return env.File(found[0])
+
+
 # -- Generate ---------------------------------------------------------------------------------------
 
 def _generate_args(env, spec):
@@ -165,6 +180,7 @@ def generate(env):
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
+    env.AddMethod(runtime_lib, "StedgeaiRuntimeLib")
     if SIM_DIR not in sys.path:
         sys.path.insert(0, SIM_DIR)
 

@@ -82,18 +82,6 @@ void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int i
   }
 }
 
-void nr_requant_s8(const int8_t *in, int8_t *out, float multiplier, int h, int w, int c, int to_chw,
-                   int in_zp, int out_zp, int act_min, int act_max)
-{
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int ch = 0; ch < c; ch++) {
-        int src = (y * w + x) * c + ch;
-        int dst = to_chw ? (ch * h + y) * w + x : src;
-        out[dst] = (int8_t)clamp(nr_round((float)(in[src] - in_zp) * multiplier) + out_zp, act_min, act_max);
-      }
-}
-
 void nr_softmax_s8(const int8_t *in, int8_t *out, float in_scale, float out_scale, int rows, int n,
                    int in_zp, int out_zp)
 {

@@ -17,8 +17,6 @@ void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int
 void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int in_w, int c, int out_h,
                 int out_w, int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
                 int in_zp, int out_zp, int is_max);
-void nr_requant_s8(const int8_t *in, int8_t *out, float multiplier, int h, int w, int c, int to_chw,
-                   int in_zp, int out_zp, int act_min, int act_max);
 void nr_softmax_s8(const int8_t *in, int8_t *out, float in_scale, float out_scale, int rows, int n,
                    int in_zp, int out_zp);
 void nr_quantize_f32(const float *in, int8_t *out, int count, float scale, int zp);

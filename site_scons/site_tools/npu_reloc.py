@@ -1,0 +1,190 @@
+"""Relocatable Neural-ART model images as SCons builders:
+
+  RelocPrepare  network.c (+ .raw, _ecblobs.h, c_info.json) → the reloc sources + params blob
+  (compile)     the reloc sources and LL_ATON runtime sources, with ST's flags (arm_gcc env)
+  RelocLink     objects + runtime archive → <name>.elf + <name>.map, ST's link order
+  RelocPack     <name>.elf + params blob → <name>_rel.bin [+ _rel_params.bin] + results JSON,
+                then the image checker (XIP and COPY) and the size gate.
+
+A weight change reaches only prepare and pack: the compiled sources never contain the weights,
+their size or their CRC (pack writes those into rt_ctx)."""
+import glob
+import json
+import os
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+
+from n6 import gcc_flags
+from n6.atomic import write_text
+from n6.errors import N6Error
+from n6.reloc import check, report
+from n6.reloc.pack import pack
+from n6.reloc.prepare import outputs as prepare_outputs, prepare
+from n6.releases import release_for_atonn
+from n6.stedgeai_install import LL_ATON, read_ll_aton_version
+
+FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
+LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
+PLT_DIR = os.path.join(FIRMWARE, "platform", "stm32n6")
+RUNTIME_SOURCES = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
+                   "ecloader.c"]
+LATE_SOURCES = ["ll_aton_reloc_callbacks.c"]
+EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
+NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
+
+
+def _build_error(fn):
+    def action(target, source, env):
+        try:
+            return fn(target, source, env)
+        except N6Error as e:
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
+    action.__name__ = fn.__name__
+    return action
+
+
+def _comstr(verb):
+    return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {target[0].path}"
+
+
+# -- prepare ---------------------------------------------------------------------------------------
+
+def _prepare_emitter(target, source, env):
+    opts = json.loads(source[-1].read())
+    outdir = target[0]
+    names = prepare_outputs(opts["name"], opts["epoch_controller"])
+    return [outdir.File(n) for n in names], source
+
+
+@_build_error
+def _prepare_action(target, source, env):
+    opts = json.loads(source[-1].read())
+    prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
+            opts["install_version"])
+
+
+# -- model ------------------------------------------------------------------------------------------
+
+def reloc_options(env, spec):
+    """Per-model options: model.json "reloc" overrides the command-line variables."""
+    opts = {"secure": env["RELOC_SECURE"], "split": env["RELOC_SPLIT"], "dbg_info": env["RELOC_DBG_INFO"],
+            "ecblob_in_params": env["RELOC_ECBLOB_IN_PARAMS"], "name": env.get("RELOC_NAME") or None}
+    unknown = set(spec.reloc) - set(opts)
+    if unknown:
+        raise N6Error(os.path.join(spec.path, "model.json"), f"unknown reloc option '{sorted(unknown)[0]}'",
+                      f"use {', '.join(sorted(opts))}")
+    opts.update(spec.reloc)
+    return opts
+
+
+def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, epoch_controller, outdir):
+    """Nodes of the relocatable image of one model. `inputs`: the files next to `network_c` that
+    prepare reads (the .raw files, c_info.json, _ecblobs.h), so a weight change reruns it."""
+    opts = reloc_options(env, spec)
+    stem = os.path.splitext(os.path.basename(str(network_c)))[0]
+    name = opts["name"] or stem
+    rt_dir = os.path.join(install_root, LL_ATON)
+    sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
+    install_version = list(read_ll_aton_version(os.path.join(rt_dir, "ll_aton_version.h"))) \
+        if os.path.exists(os.path.join(rt_dir, "ll_aton_version.h")) else None
+    build = os.path.join(outdir, "reloc")
+    prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
+                 "install_version": install_version}
+    prepared = env.RelocPrepare(env.Dir(build), [network_c] + list(inputs) +
+                                [env.Value(json.dumps(prep_opts, sort_keys=True))])
+    reloc_c, mempools_c, conf_h, blob = prepared[:4]
+
+    defines = [f'MODEL_CONF=\\"{name}_reloc_conf.h\\"'] + gcc_flags.DEFINES
+    if opts["dbg_info"]:
+        defines.append(gcc_flags.DBG_INFO_DEFINE)
+    if opts["ecblob_in_params"]:
+        defines.append(gcc_flags.ECBLOB_DEFINE.replace('"', '\\"'))   # SCons quotes it, not its quotes
+    cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
+                     CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
+
+    def obj(src, name_):
+        extra = {"CPPDEFINES": defines + EXTRA_DEFINES.get(name_, [])}
+        if name_ in NEEDS_SW_LIB_INC:
+            extra["CPPPATH"] = cenv["CPPPATH"] + [sw_inc]
+        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
+
+    first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
+    late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
+    env.Depends(first[0], [conf_h] + prepared[4:])   # MODEL_CONF is a macro include: no scanner sees it
+    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
+                         RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
+    env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
+    pack_opts = {"split": opts["split"], "name": name, "budgets": {k: env[f"RELOC_{k.upper()}_SIZE"] for k in
+                                                                   ("flash", "params_flash", "exec_ram", "ext_ram")},
+                 "copy_mode": env["RELOC_COPY_MODE"]}
+    image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
+                          [elf[0], blob, env.Value(json.dumps(pack_opts, sort_keys=True))])
+    return image
+
+
+def _link_emitter(target, source, env):
+    return target + [os.path.splitext(str(target[0]))[0] + ".map"], source
+
+
+def _pack_emitter(target, source, env):
+    opts = json.loads(source[-1].read())
+    base = os.path.splitext(target[0].path)[0]
+    extra = [base + "_params.bin"] if opts["split"] else []
+    return target + extra + [os.path.join(os.path.dirname(base), f"{opts['name']}_reloc_results.json")], source
+
+
+@_build_error
+def _pack_action(target, source, env):
+    opts = json.loads(source[-1].read())
+    bin_path = target[0].path
+    packed = pack(source[0].path, source[1].path, bin_path, split=opts["split"])
+    img = report.load(bin_path, packed.params_path)
+    try:
+        with open(bin_path, "rb") as f:
+            data = f.read()
+        params = open(packed.params_path, "rb").read() if packed.params_path else None
+        check.check_image(data, params, fw=check.Firmware(cmse=True, dbg_info=img.flags.dbg_info,
+                                                          ll_aton=tuple(img.rt_ctx.rt_version.to_bytes(4, "big")[:3])))
+    except check.LoaderError as e:
+        for t in target:
+            if os.path.exists(t.path):
+                os.unlink(t.path)
+        raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
+    budgets = report.Budgets(**opts["budgets"], copy_mode=opts["copy_mode"])
+    from n6.releases import release_for_atonn as rel_for
+    rt = img.rt_ctx.rt_version
+    rel = rel_for((rt >> 24, (rt >> 16) & 0xFF, (rt >> 8) & 0xFF, img.rt_ctx.rt_version_extra))
+    res = report.results(img, packed, opts["name"], rel, [t.path for t in target[:-1]])
+    write_text(target[-1].path, json.dumps(res, indent=1) + "\n")
+    if not env.get("RELOC_QUIET"):
+        print(report.text(res, budgets, bin_path))
+    try:
+        report.gate(res, budgets, bin_path)
+    except N6Error:
+        for t in target:
+            if os.path.exists(t.path):
+                os.unlink(t.path)
+        raise
+
+
+def generate(env):
+    env.SetDefault(RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
+                   RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
+                   RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
+    env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_prepare_action, _comstr("PREPARE")), emitter=_prepare_emitter,
+        target_factory=env.Dir)
+    env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(
+            "$LINK $CCFLAGS $RELOC_FIRST -T $RELOC_SCRIPT -nostartfiles -nostdlib -Wl,--gc-sections -Wl,--cref "
+            "-Bstatic -Wl,--emit-relocs -Wl,-Map,${TARGETS[1]} $RELOC_LIB $RELOC_LATE -o $TARGET",
+            "$LINKCOMSTR"), emitter=_link_emitter)
+    env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_pack_action, _comstr("PACK")), emitter=_pack_emitter)
+    env.AddMethod(build_reloc, "RelocImage")
+
+
+def exists(env):
+    return True
