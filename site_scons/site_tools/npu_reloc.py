@@ -23,7 +23,7 @@ from n6.reloc import check, report
 from n6.reloc.pack import pack
 from n6.reloc.prepare import outputs as prepare_outputs, prepare
 from n6.releases import release_for_atonn
-from n6.stedgeai_install import LL_ATON, read_ll_aton_version
+from n6.stedgeai_install import LL_ATON
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -87,8 +87,7 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
     name = opts["name"] or stem
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
-    install_version = list(read_ll_aton_version(os.path.join(rt_dir, "ll_aton_version.h"))) \
-        if os.path.exists(os.path.join(rt_dir, "ll_aton_version.h")) else None
+    install_version = list(env.StedgeaiInstall()[1].atonn)
     build = os.path.join(outdir, "reloc")
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
                  "install_version": install_version}
