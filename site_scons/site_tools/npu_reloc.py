@@ -144,8 +144,7 @@ def _pack_action(target, source, env):
         with open(bin_path, "rb") as f:
             data = f.read()
         params = open(packed.params_path, "rb").read() if packed.params_path else None
-        check.check_image(data, params, fw=check.Firmware(cmse=True, dbg_info=img.flags.dbg_info,
-                                                          ll_aton=tuple(img.rt_ctx.rt_version.to_bytes(4, "big")[:3])))
+        check.check_image(data, params, fw=check.Firmware.matching(img))
     except check.LoaderError as e:
         for t in target:
             if os.path.exists(t.path):

@@ -33,6 +33,15 @@ class Firmware:
     ll_aton: tuple = (1, 1, 1)
     struct_sizes: int = 0x3038
 
+    @classmethod
+    def matching(cls, img, cmse=True):
+        """A firmware built from the same release and options as `img` (its intended host)."""
+        rt = img.rt_ctx
+        flags = img.flags
+        return cls(cpu_part=0xD22, cmse=cmse, dbg_info=flags.dbg_info, async_mode=flags.async_mode,
+                   ll_aton=(rt.rt_version >> 24, (rt.rt_version >> 16) & 0xFF, (rt.rt_version >> 8) & 0xFF)
+                   if rt else (1, 1, 1), struct_sizes=0x3038 if flags.dbg_info else 0x1438)
+
 
 @dataclass
 class Config:

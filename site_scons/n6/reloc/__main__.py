@@ -1,0 +1,90 @@
+"""`python -m n6.reloc inspect|check <network_rel.bin> [--params <network_rel_params.bin>] [--json]`
+
+inspect: header, decoded flags, pool descriptors, REL entries and sizes of any image.
+check:   the loader's checks and an installation in XIP and COPY mode (exit 1 with the
+         loader's error name when the image is rejected)."""
+import argparse
+import json
+import os
+import sys
+
+from tabulate import tabulate
+
+from ..errors import N6Error
+from . import check
+from .image import Image, off
+
+
+def inspect(img):
+    h = img.header
+    return {
+        "header": {k: f"0x{v:08X}" for k, v in h.words.items()}, "header_size": h.size,
+        "flags": img.flags.as_dict(),
+        "sizes": {"file": len(img.data), "ro": img.ro_size, "rw": img.rw_size, "xip": img.xip_size,
+                  "copy": img.copy_size, "params_offset": h.params_offset, "params": len(img.params),
+                  "got": off(h.got_end) - off(h.got_start), "bss": off(h.bss_end) - off(h.bss_start)},
+        "rt_ctx": {k: v for k, v in vars(img.rt_ctx).items()} if img.rt_ctx else None,
+        "c_name": img.string_at(img.rt_ctx.c_name) if img.rt_ctx else "",
+        "runtime": img.string_at(img.rt_ctx.rt_version_desc) if img.rt_ctx else "",
+        "descriptors": [{"name": d.name, "flags": f"0x{d.flags:08X}", "decoded": d.flags_desc, "foff": d.foff,
+                         "dst": f"0x{d.dst:08X}", "size": d.size} for d in img.descriptors],
+        "rel": [f"0x{s:08X}" for s in img.rel_sites],
+    }
+
+
+def _print(info):
+    print(tabulate([[k, v] for k, v in info["header"].items()], ["header word", "value"]))
+    print()
+    print(tabulate([[k, v] for k, v in info["flags"].items()], ["flag", "value"]))
+    print(f"\nnetwork '{info['c_name']}', runtime {info['runtime']}")
+    print(tabulate([[k, v] for k, v in info["sizes"].items()], ["size", "bytes"]))
+    print()
+    print(tabulate(info["descriptors"], "keys"))
+    print(f"\nREL entries ({len(info['rel'])}): " + " ".join(info["rel"]))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="n6.reloc", description="inspect or check a relocatable model image")
+    p.add_argument("command", choices=["inspect", "check"])
+    p.add_argument("image")
+    p.add_argument("--params", help="the split params file (default: <image stem>_params.bin if present)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    args = p.parse_args(argv)
+    params_path = args.params or os.path.splitext(args.image)[0] + "_params.bin"
+    try:
+        with open(args.image, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print(f"n6.reloc: error: {args.image}: {e.strerror}", file=sys.stderr)
+        return 2
+    params = open(params_path, "rb").read() if os.path.exists(params_path) else None
+    try:
+        if args.command == "inspect":
+            info = inspect(Image.parse(data, args.image, params=params))
+            print(json.dumps(info, indent=1)) if args.json else _print(info)
+            return 0
+        results = check.check_image(data, params, check.Firmware.matching(Image.parse(data, args.image, params=params)))
+    except N6Error as e:
+        print(f"n6.reloc: error: {e}", file=sys.stderr)
+        return 2
+    except check.LoaderError as e:
+        if args.json:
+            print(json.dumps({"image": args.image, "ok": False, "error": e.name, "code": e.code, "detail": e.detail}))
+        else:
+            print(f"{args.image}: rejected: {e}", file=sys.stderr)
+        return 1
+    report = {"image": args.image, "ok": True, "modes": [
+        {"mode": r.mode, "ro_base": f"0x{r.ro_base:08X}", "ram_base": f"0x{r.ram_base:08X}",
+         "got_words": r.got_words, "rel_sites": r.rel_sites, "warnings": r.warnings} for r in results]}
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for m in report["modes"]:
+            print(f"{args.image}: installs in {m['mode']} mode (RO at {m['ro_base']}, RAM at {m['ram_base']}, "
+                  f"{m['got_words']} GOT words, {m['rel_sites']} REL sites)" +
+                  "".join(f"; warning: {w}" for w in m["warnings"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
