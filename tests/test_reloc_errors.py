@@ -142,3 +142,40 @@ def test_unresolved_symbol(repo):
 def test_no_st_edge_ai_install(repo, tmp_path):
     err = _scons_error(repo, f"STEDGEAI_CORE_DIR={tmp_path}")
     assert f"{tmp_path}: not an ST Edge AI Core install (no Utilities/linux/stedgeai)" in err
+
+
+def test_post_check_rejects_a_rel_site_pointing_nowhere(repo):
+    import struct
+    from n6.reloc.image import off
+    from n6.reloc.pack import post_check
+    scons(repo, "kws_mlp")
+    data = bytearray(open(os.path.join(repo, "build", "kws_mlp", "network_rel.bin"), "rb").read())
+    post_check("network_rel.bin", bytes(data))   # the built image passes
+    h = struct.unpack_from("<13I", data, 0)
+    site = struct.unpack_from("<I", data, off(h[9]))[0]
+    struct.pack_into("<I", data, off(h[4]) + off(site), 0x40000000 | off(h[7]))   # into the GOT gap
+    with pytest.raises(N6Error, match="network_rel.bin: REL site .* points nowhere the loader can rebase"):
+        post_check("network_rel.bin", bytes(data))
+
+
+def test_size_gate_fails_with_the_numbers_and_leaves_no_image(repo):
+    err = _scons_error(repo, "RELOC_FLASH_SIZE=4096", "kws_mlp")
+    assert "build/kws_mlp/network_rel.bin: does not fit: flash (network_rel.bin) needs 97" in err
+    assert "4096 available" in err
+    assert not os.path.exists(os.path.join(repo, "build", "kws_mlp", "network_rel.bin"))
+    err = _scons_error(repo, "RELOC_EXEC_RAM_SIZE=512", "RELOC_COPY_MODE=1", "kws_mlp")
+    assert "does not fit: exec RAM (COPY) needs" in err and "512 available" in err
+
+
+def test_per_model_reloc_options(repo):
+    with open(os.path.join(repo, "models", "cifar_cnn", "model.json"), "w") as f:
+        json.dump({"reloc": {"split": True, "secure": False, "name": "cnn"}}, f)
+    scons(repo, "cifar_cnn")
+    out = os.path.join(repo, "build", "cifar_cnn")
+    assert {"cnn_rel.bin", "cnn_rel_params.bin", "cnn_reloc_results.json"} <= set(os.listdir(out))
+    res = json.load(open(os.path.join(out, "cnn_reloc_results.json")))["reloc_binary_image"]
+    assert res["flags"]["secure"] is False and res["params_offset"] == 0 and res["rt_context"]["c_name"] == "cnn"
+    with open(os.path.join(repo, "models", "cifar_cnn", "model.json"), "w") as f:
+        json.dump({"reloc": {"splitt": True}}, f)
+    assert "models/cifar_cnn/model.json: unknown reloc option 'splitt'" in _scons_error(repo, "cifar_cnn")
+    os.unlink(os.path.join(repo, "models", "cifar_cnn", "model.json"))

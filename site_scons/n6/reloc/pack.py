@@ -184,7 +184,30 @@ def pack(elf_path, blob_path, bin_path, split=False):
         result.size = out.tell()
         out.seek(crc_at)
         out.write(struct.pack("<2I", blob_size, result.blob_crc32))
+        post_check(bin_path, bytes(ro_img[:ro_size]) + data_img + rel_img)
     return result
+
+
+def post_check(path, data):
+    """Every REL site's word and every GOT word but the last three must point into data or bss
+    (not the init-array/GOT gap), into the RO image, or into a relocatable pool segment."""
+    h = struct.unpack_from("<13I", data, 0)
+    ro, data_end, bss_start, bss_end, got_start, got_end = off(h[4]), off(h[3]), off(h[5]), off(h[6]), off(h[7]), off(h[8])
+    rel_start, rel_end = off(h[9]), off(h[10])
+
+    def valid(word):
+        s, o = seg(word), off(word)
+        return (s == SEG_RAM and (o < data_end or bss_start <= o < bss_end)) or (s == SEG_FLASH and o < ro) or \
+            s in (SEG_PARAM0, SEG_PARAM1)
+
+    for site in struct.unpack_from(f"<{(rel_end - rel_start) // 4}I", data, rel_start):
+        word = struct.unpack_from("<I", data, ro + off(site))[0]
+        if not valid(word):
+            _fail(path, f"REL site 0x{site:08X} holds 0x{word:08X}, which points nowhere the loader can rebase")
+    for at in range(got_start, max(got_start, got_end - 12), 4):
+        word = struct.unpack_from("<I", data, ro + at)[0]
+        if not valid(word):
+            _fail(path, f"GOT word at 0x{RAM_BASE | at:08X} holds 0x{word:08X}, which the loader cannot rebase")
 
 
 def _stream(path, out):
