@@ -167,6 +167,30 @@ def _pack_action(target, source, env):
         raise
 
 
+@_build_error
+def _check_action(target, source, env):
+    """`scons check`: the image checker on every built image, XIP and COPY."""
+    for node in source:
+        if not node.path.endswith("_rel.bin"):
+            continue
+        params = os.path.splitext(node.path)[0] + "_params.bin"
+        with open(node.path, "rb") as f:
+            data = f.read()
+        extra = open(params, "rb").read() if os.path.exists(params) else None
+        img = report.load(node.path, params if extra else None)
+        try:
+            modes = check.check_image(data, extra, check.Firmware.matching(img))
+        except check.LoaderError as e:
+            raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
+        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode")
+
+
+def check_alias(env, images):
+    alias = env.Alias("check", images, SCons.Action.Action(_check_action, None))
+    env.AlwaysBuild(alias)
+    return alias
+
+
 def generate(env):
     env.SetDefault(RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
                    RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
@@ -182,6 +206,7 @@ def generate(env):
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_pack_action, _comstr("PACK")), emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
+    env.AddMethod(check_alias, "RelocCheckAlias")
 
 
 def exists(env):
