@@ -1,0 +1,211 @@
+"""Incremental builds redo exactly what a change requires (end to end, real toolchain)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from n6.mpool import read_mpool
+from n6.placement import params_pool
+from n6.profile import read_profile
+from n6.releases import generate_outputs, release
+
+from conftest import BUNDLED, MODELS, ROOT, copy_repo, scons
+
+STEP = re.compile(r"^  (GEN|PREPARE|CC|AR|LINK|PACK|INSTALL)\s+(\S+)", re.M)
+
+
+def steps(proc):
+    """(verb, model) of every progress line; model is the folder under build/."""
+    out = []
+    for verb, path in STEP.findall(proc.stdout):
+        parts = path.split("/")
+        out.append((verb, parts[1] if len(parts) > 1 else path))
+    return out
+
+
+def bump(path, seconds=2):
+    """Move an mtime forward so content-timestamp sees the change even within one second."""
+    st = os.stat(path)
+    os.utime(path, (st.st_atime + seconds, st.st_mtime + seconds))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    repo = copy_repo(tmp_path_factory.mktemp("incr"))
+    scons(repo)
+    return repo
+
+
+def _image(repo, model, build="build"):
+    return open(os.path.join(repo, build, model, "network_rel.bin"), "rb").read()
+
+
+def test_up_to_date_after_build(repo):
+    assert scons(repo, "-q", check=False).returncode == 0
+
+
+def test_touching_inputs_without_change_rebuilds_nothing(repo):
+    for rel in ("models/tiny_prebuilt/network_atonbuf.xSPI2.raw", "models/tiny_prebuilt/network.c",
+                "models/cifar_cnn/model.onnx", "models/cifar_cnn/cifar_cnn.mpool", "models/kws_mlp/neural_art.json"):
+        bump(os.path.join(repo, rel))
+    assert steps(scons(repo)) == []
+    assert scons(repo, "-q", check=False).returncode == 0
+
+
+def test_raw_change_runs_prepare_and_pack_only(repo, tmp_path):
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    data = bytearray(open(raw, "rb").read())
+    data[100:116] = bytes(range(16))
+    open(raw, "wb").write(data)
+    bump(raw)
+    proc = scons(repo, "--debug=explain")
+    assert steps(proc) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+    assert "network_atonbuf.xSPI2.raw" in proc.stdout   # explain names the cause
+    clean = copy_repo(tmp_path / "clean")
+    shutil.copyfile(raw, os.path.join(clean, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw"))
+    scons(clean, "tiny_prebuilt")
+    assert _image(repo, "tiny_prebuilt") == _image(clean, "tiny_prebuilt")
+
+
+def _new_weights(path):
+    """Other int8 weight values, same shapes and scales: network.c stays identical."""
+    model = onnx.load(path)
+    rng = np.random.default_rng(11)
+    for init in model.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if arr.dtype == np.int8 and arr.ndim >= 2:   # weights, not the zero points
+            init.CopyFrom(numpy_helper.from_array(rng.integers(-127, 128, arr.shape, dtype=np.int8), init.name))
+    onnx.save(model, path)
+
+
+def test_weight_change_of_a_source_model_does_not_compile_or_link(repo, tmp_path):
+    model = os.path.join(repo, "models", "kws_mlp", "model.onnx")
+    before = open(os.path.join(repo, "build", "kws_mlp", "st_ai_output", "network.c")).read()
+    _new_weights(model)
+    bump(model)
+    proc = scons(repo)
+    assert steps(proc) == [("GEN", "kws_mlp"), ("PREPARE", "kws_mlp"), ("PACK", "kws_mlp")]
+    assert open(os.path.join(repo, "build", "kws_mlp", "st_ai_output", "network.c")).read() == before
+    clean = copy_repo(tmp_path / "clean")
+    shutil.copyfile(model, os.path.join(clean, "models", "kws_mlp", "model.onnx"))
+    scons(clean, "kws_mlp")
+    assert _image(repo, "kws_mlp") == _image(clean, "kws_mlp")
+
+
+def test_network_c_change_recompiles_and_relinks_that_model_only(repo):
+    c = os.path.join(repo, "models", "tiny_prebuilt", "network.c")
+    text = open(c).read()
+    assert ".act_max = 127," in text
+    open(c, "w").write(text.replace(".act_max = 127,", ".act_max = 126,", 1))   # a real code change
+    bump(c)
+    got = steps(scons(repo))
+    assert {m for _, m in got} == {"tiny_prebuilt"}
+    assert ("CC", "tiny_prebuilt") in got and ("LINK", "tiny_prebuilt") in got and ("PACK", "tiny_prebuilt") in got
+    assert sum(1 for v, _ in got if v == "CC") == 1   # network_reloc.o only; the runtime objects stay
+
+
+def test_profile_and_mpool_changes_regenerate(repo):
+    prof = os.path.join(repo, "models", "cifar_cnn", "neural_art.json")
+    data = json.load(open(prof))
+    data["Profiles"]["default"]["options"] += " --Oalt-sched"
+    json.dump(data, open(prof, "w"))
+    bump(prof)
+    got = steps(scons(repo))
+    assert got[0] == ("GEN", "cifar_cnn") and {m for _, m in got} == {"cifar_cnn"}
+    mpool = os.path.join(repo, "models", "cifar_cnn", "cifar_cnn.mpool")
+    data = json.load(open(mpool))
+    data["memory"]["mempools"][0]["prop"]["read_power"] = 19.0
+    json.dump(data, open(mpool, "w"))
+    bump(mpool)
+    assert steps(scons(repo))[0] == ("GEN", "cifar_cnn")
+
+
+def test_split_option_repacks_without_recompiling(repo):
+    got = steps(scons(repo, "RELOC_SPLIT=1"))
+    assert got and {v for v, _ in got} == {"PACK"}
+    assert {m for _, m in got} == {"kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"}
+    assert os.path.exists(os.path.join(repo, "build", "big_mlp", "network_rel_params.bin"))
+    assert {v for v, _ in steps(scons(repo))} == {"PACK"}     # and back
+
+
+@pytest.mark.parametrize("rel, expected", [
+    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("big_mlp/reloc/network_reloc_mempools.raw", ["PREPARE"]),
+    ("cifar_cnn/reloc/network.elf", ["LINK"]),
+    ("tiny_prebuilt/network_rel.bin", ["PACK"]),
+    # generate rewrites c_info.json, which holds the generation time and which prepare reads
+    ("kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw", ["GEN", "PREPARE"]),
+])
+def test_deleted_output_reruns_exactly_its_step(repo, rel, expected):
+    """The producing step runs again; its dependents only where their inputs' content changed."""
+    path = os.path.join(repo, "build", rel)
+    before = open(path, "rb").read()
+    os.unlink(path)
+    assert steps(scons(repo)) == [(step, rel.split("/")[0]) for step in expected]
+    assert open(path, "rb").read() == before
+    assert scons(repo, "-q", check=False).returncode == 0
+
+
+def test_interrupted_pack_leaves_nothing_up_to_date(repo):
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    data = bytearray(open(raw, "rb").read())
+    data[0] ^= 0xFF
+    open(raw, "wb").write(data)
+    bump(raw)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "fixtures", "slow_pack"))
+    proc = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    for line in proc.stdout:
+        if line.startswith("  PACK"):
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGKILL)
+            break
+        assert time.time() < deadline
+    proc.wait()
+    leftovers = [f for f in os.listdir(os.path.join(repo, "build", "tiny_prebuilt")) if ".tmp" in f]
+    assert scons(repo, "-q", "tiny_prebuilt", check=False).returncode != 0
+    got = steps(scons(repo, "tiny_prebuilt"))
+    assert ("PACK", "tiny_prebuilt") in got
+    assert scons(repo, "-q", check=False).returncode == 0
+    assert leftovers == [] or all(not f.endswith(".bin") for f in leftovers)
+
+
+@pytest.mark.parametrize("rel", ["2.2", "3.0"])
+@pytest.mark.parametrize("model", BUNDLED)
+@pytest.mark.parametrize("name", [None, "net"])
+def test_emitter_prediction_equals_what_the_tool_writes(generated, rel, model, name):
+    out = generated(model, rel, name)
+    profile = read_profile(os.path.join(MODELS, model, "neural_art.json"), "default")
+    pool = params_pool(read_mpool(profile.memory_pool))
+    predicted = generate_outputs(release(rel), name, "model", profile.epoch_controller, [pool.fname])
+    assert sorted(predicted) == sorted(os.listdir(out))
+
+
+def test_parallel_clean_build(tmp_path):
+    repo = copy_repo(tmp_path / "par")
+    proc = scons(repo, "-j2")
+    assert len([v for v, _ in steps(proc) if v == "PACK"]) == 4
+    assert scons(repo, "-q", check=False).returncode == 0
+
+
+def test_cache_dir_is_opt_in_and_restores_outputs(tmp_path):
+    repo = copy_repo(tmp_path / "cached")
+    scons(repo, f"CACHE_DIR={tmp_path / 'cache'}", "kws_mlp")
+    assert os.listdir(tmp_path / "cache")
+    image = _image(repo, "kws_mlp")
+    shutil.rmtree(os.path.join(repo, "build", "kws_mlp"))
+    proc = scons(repo, f"CACHE_DIR={tmp_path / 'cache'}", "kws_mlp")
+    assert "Retrieved" in proc.stdout and _image(repo, "kws_mlp") == image
+    other = copy_repo(tmp_path / "nocache")
+    scons(other, "kws_mlp")
+    assert not os.path.exists(os.path.join(other, "build", "kws_mlp", "..", "..", "cache"))
