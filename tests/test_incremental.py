@@ -162,7 +162,7 @@ def test_interrupted_pack_leaves_nothing_up_to_date(repo):
     open(raw, "wb").write(data)
     bump(raw)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "fixtures", "slow_pack"))
-    proc = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
     for line in proc.stdout:
@@ -172,12 +172,14 @@ def test_interrupted_pack_leaves_nothing_up_to_date(repo):
             break
         assert time.time() < deadline
     proc.wait()
-    leftovers = [f for f in os.listdir(os.path.join(repo, "build", "tiny_prebuilt")) if ".tmp" in f]
+    out = os.path.join(repo, "build", "tiny_prebuilt")
+    partial = [f for f in os.listdir(out) if ".tmp" in f]
+    assert partial, "the kill should have hit the pack step while it was writing"
+    assert not os.path.exists(os.path.join(out, "network_rel.bin"))   # never renamed into place
     assert scons(repo, "-q", "tiny_prebuilt", check=False).returncode != 0
-    got = steps(scons(repo, "tiny_prebuilt"))
-    assert ("PACK", "tiny_prebuilt") in got
+    assert steps(scons(repo, "tiny_prebuilt")) == [("PACK", "tiny_prebuilt")]
     assert scons(repo, "-q", check=False).returncode == 0
-    assert leftovers == [] or all(not f.endswith(".bin") for f in leftovers)
+    assert not [f for f in os.listdir(out) if ".tmp" in f]          # stale temp files are swept
 
 
 @pytest.mark.parametrize("rel", ["2.2", "3.0"])

@@ -1,10 +1,13 @@
 """Write-then-rename, so an interrupted step never leaves a file a later build trusts."""
 import contextlib
+import glob
 import os
 
 
 @contextlib.contextmanager
 def atomic_open(path, mode="wb"):
+    for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run
+        os.unlink(stale)
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, mode) as f:
