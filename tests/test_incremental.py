@@ -177,7 +177,8 @@ def test_interrupted_pack_leaves_nothing_up_to_date(repo):
     assert partial, "the kill should have hit the pack step while it was writing"
     assert not os.path.exists(os.path.join(out, "network_rel.bin"))   # never renamed into place
     assert scons(repo, "-q", "tiny_prebuilt", check=False).returncode != 0
-    assert steps(scons(repo, "tiny_prebuilt")) == [("PACK", "tiny_prebuilt")]
+    got = steps(scons(repo, "tiny_prebuilt"))   # SCons saves signatures at the end: prepare may rerun too
+    assert got[-1] == ("PACK", "tiny_prebuilt") and set(got) <= {("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")}
     assert scons(repo, "-q", check=False).returncode == 0
     assert not [f for f in os.listdir(out) if ".tmp" in f]          # stale temp files are swept
 
