@@ -19,10 +19,7 @@ import SCons.Errors
 from n6 import gcc_flags
 from n6.atomic import write_text
 from n6.errors import N6Error
-from n6.reloc import check, report
-from n6.reloc.pack import pack
 from n6.reloc.prepare import outputs as prepare_outputs, prepare
-from n6.releases import release_for_atonn
 from n6.stedgeai_install import LL_ATON
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
@@ -102,15 +99,23 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
         defines.append(gcc_flags.ECBLOB_DEFINE.replace('"', '\\"'))   # SCons quotes it, not its quotes
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
                      CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
+    # The runtime sources never see the model's files: their objects depend only on the options,
+    # so models built with the same options share them.
+    variant = "-".join([name, "secure" if opts["secure"] else "nonsecure", "dbg" if opts["dbg_info"] else "nodbg"] +
+                       (["ecblob"] if opts["ecblob_in_params"] else []))
+    shared = os.path.join(env.subst("$BUILD_DIR"), "reloc-runtime", variant)
+    renv = _runtime_env(env, cenv, rt_dir, shared)
 
-    def obj(src, name_):
+    def obj(e, src, name_, where):
         extra = {"CPPDEFINES": defines + EXTRA_DEFINES.get(name_, [])}
         if name_ in NEEDS_SW_LIB_INC:
-            extra["CPPPATH"] = cenv["CPPPATH"] + [sw_inc]
-        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
+            extra["CPPPATH"] = e["CPPPATH"] + [sw_inc]
+        return e.Object(os.path.join(where, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
 
-    first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
-    late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
+    first = [obj(cenv, reloc_c, f"{name}_reloc.c", build)] + \
+        [obj(renv, os.path.join(rt_dir, s), s, shared) for s in RUNTIME_SOURCES]
+    late = [obj(cenv, mempools_c, f"{name}_reloc_mempools.c", build)] + \
+        [obj(renv, os.path.join(rt_dir, s), s, shared) for s in LATE_SOURCES]
     env.Depends(first[0], [conf_h] + prepared[4:])   # MODEL_CONF is a macro include: no scanner sees it
     elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
@@ -121,6 +126,16 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           [elf[0], blob, env.Value(json.dumps(pack_opts, sort_keys=True))])
     return image
+
+
+_RUNTIME_ENVS = {}
+
+
+def _runtime_env(env, cenv, rt_dir, shared):
+    """One compile environment per shared runtime folder (SCons needs one builder per target)."""
+    if shared not in _RUNTIME_ENVS:
+        _RUNTIME_ENVS[shared] = cenv.Clone(CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(shared)])
+    return _RUNTIME_ENVS[shared]
 
 
 def _link_emitter(target, source, env):
@@ -136,6 +151,9 @@ def _pack_emitter(target, source, env):
 
 @_build_error
 def _pack_action(target, source, env):
+    from n6.reloc import check, report   # pyelftools and tabulate: only when packing
+    from n6.reloc.pack import pack
+    from n6.releases import release_for_atonn
     opts = json.loads(source[-1].read())
     bin_path = target[0].path
     packed = pack(source[0].path, source[1].path, bin_path, split=opts["split"])
@@ -151,9 +169,8 @@ def _pack_action(target, source, env):
                 os.unlink(t.path)
         raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
     budgets = report.Budgets(**opts["budgets"], copy_mode=opts["copy_mode"])
-    from n6.releases import release_for_atonn as rel_for
     rt = img.rt_ctx.rt_version
-    rel = rel_for((rt >> 24, (rt >> 16) & 0xFF, (rt >> 8) & 0xFF, img.rt_ctx.rt_version_extra))
+    rel = release_for_atonn((rt >> 24, (rt >> 16) & 0xFF, (rt >> 8) & 0xFF, img.rt_ctx.rt_version_extra))
     res = report.results(img, packed, opts["name"], rel, [t.path for t in target[:-1]])
     write_text(target[-1].path, json.dumps(res, indent=1) + "\n")
     if not env.get("RELOC_QUIET"):
@@ -170,6 +187,7 @@ def _pack_action(target, source, env):
 @_build_error
 def _check_action(target, source, env):
     """`scons check`: the image checker on every built image, XIP and COPY."""
+    from n6.reloc import check, report
     for node in source:
         if not node.path.endswith("_rel.bin"):
             continue

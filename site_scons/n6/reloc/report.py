@@ -88,7 +88,7 @@ def gate(res, budgets, path):
     for label, used, total in usage(res, budgets):
         if total and used > total:
             raise N6Error(path, f"does not fit: {label} needs {used} bytes, {total} available",
-                          "shrink the model, use --split / a larger region, or raise the RELOC_*_SIZE budget")
+                          "set RELOC_SPLIT=1 to flash the params separately, shrink the model, or raise the RELOC_*_SIZE budget")
 
 
 def load(path, params_path=None):

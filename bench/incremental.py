@@ -1,0 +1,130 @@
+"""Incremental-build costs, as ratios measured in one run:
+
+    ./n6 build && .venv/bin/python bench/incremental.py [total-MB]
+
+Three models with `total-MB` (default 64) of params in total, as stedgeai output folders (made
+once by the simulated tool, outside the timings, so the numbers are about the build itself).
+Reported: no-op vs an empty SConstruct's no-op; weight-only change vs copy + CRC-32 of that
+model's params and vs a clean build; code-only change vs a clean build; compiles/links each."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from conftest import copy_repo  # noqa: E402
+from make_models import big_mlp  # noqa: E402
+
+STEP = re.compile(r"^  (GEN|PREPARE|CC|LINK|PACK)\s", re.M)
+
+
+def scons(cwd, *args):
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "RELOC_SPLIT=1", *args], cwd=cwd,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - t
+    if proc.returncode:
+        sys.exit(proc.stdout + proc.stderr)
+    steps = STEP.findall(proc.stdout)
+    return elapsed, steps.count("CC"), steps.count("LINK")
+
+
+def bump(path):
+    st = os.stat(path)
+    os.utime(path, (st.st_atime + 2, st.st_mtime + 2))
+
+
+def make_models(repo, total_mb):
+    """Three wide MLPs as prebuilt stedgeai output folders."""
+    models = os.path.join(repo, "models")
+    for entry in os.listdir(models):
+        if os.path.isdir(os.path.join(models, entry)):
+            shutil.rmtree(os.path.join(models, entry))
+    width = int(total_mb * (1 << 20) / 3 / 2048)
+    for i in range(3):
+        src = os.path.join(models, f"wide{i}")
+        big_mlp(os.path.join(src, "model.onnx"), width=width)
+        for f in ("neural_art.json", "big_mlp.mpool"):
+            shutil.copyfile(os.path.join(ROOT, "models", "big_mlp", f), os.path.join(src, f))
+    scons(repo)   # the simulated generate, once
+    for i in range(3):
+        src, out = os.path.join(models, f"wide{i}"), os.path.join(repo, "build", f"wide{i}", "st_ai_output")
+        shutil.rmtree(src)
+        os.makedirs(src)
+        for f in os.listdir(out):
+            if f.endswith((".c", ".h", ".raw", "_c_info.json")):
+                shutil.copyfile(os.path.join(out, f), os.path.join(src, f))
+        shutil.rmtree(os.path.join(repo, "build", f"wide{i}"))
+
+
+def main():
+    total_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = copy_repo(os.path.join(tmp, "repo"))
+        make_models(repo, total_mb)
+        raws = [os.path.join(repo, "models", f"wide{i}", "network_atonbuf.xSPI2.raw") for i in range(3)]
+        params = sum(os.path.getsize(r) for r in raws)
+        changed = os.path.getsize(raws[0])
+
+        clean = scons(repo)
+        noop = min(scons(repo) for _ in range(3))
+        empty = os.path.join(tmp, "empty")
+        os.makedirs(empty)
+        open(os.path.join(empty, "SConstruct"), "w").close()
+        empty_noop = min(scons(empty) for _ in range(3))   # (RELOC_SPLIT is ignored there)
+
+        weights = []
+        for k in range(3):   # weight-only: new bytes in one model's params, same size
+            with open(raws[0], "r+b") as f:
+                f.seek(4096 * (k + 1))
+                f.write(os.urandom(64))
+            bump(raws[0])
+            weights.append(scons(repo))
+        weight = min(weights)
+
+        def copy_crc():
+            dst = os.path.join(tmp, "copy.raw")
+            shutil.copyfile(raws[0], dst)
+            crc = 0
+            with open(dst, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    crc = zlib.crc32(chunk, crc)
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            copy_crc()
+            times.append(time.perf_counter() - t)
+        copy_t = min(times)
+
+        code = []
+        for k in range(3):   # code-only: one model's network.c changes
+            c = os.path.join(repo, "models", "wide1", "network.c")
+            text = open(c).read()
+            open(c, "w").write(text.replace(f".act_max = {127 - k},", f".act_max = {126 - k},", 1))
+            bump(c)
+            code.append(scons(repo))
+        code_t = min(code)
+
+    print(f"models: 3, params {params / (1 << 20):.1f} MB in total, {changed / (1 << 20):.1f} MB "
+          "in the changed model")
+    rows = [("clean build", clean, None), ("no-op", noop, f"{noop[0] / empty_noop[0]:.2f}x an empty SConstruct's "
+                                                          f"no-op (goal <= 1.5)"),
+            ("weight-only change", weight, f"{weight[0] / copy_t:.2f}x copy+crc32 of its params (goal <= 1.3), "
+                                           f"{100 * weight[0] / clean[0]:.1f}% of a clean build (goal <= 5%); "
+                                           f"beyond the no-op: {(weight[0] - noop[0]) / copy_t:.2f}x copy+crc32"),
+            ("code-only change", code_t, f"{100 * code_t[0] / clean[0]:.1f}% of a clean build")]
+    for label, (t, cc, link), note in rows:
+        print(f"{label:<20} {t * 1000:8.0f} ms  compiles {cc:3d}  links {link}" + (f"   {note}" if note else ""))
+    print(f"{'empty SConstruct':<20} {empty_noop[0] * 1000:8.0f} ms")
+    print(f"{'copy + crc32':<20} {copy_t * 1000:8.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
