@@ -32,10 +32,13 @@ def steps(proc):
     return out
 
 
-def bump(path, seconds=2):
-    """Move an mtime forward so content-timestamp sees the change even within one second."""
-    st = os.stat(path)
-    os.utime(path, (st.st_atime + seconds, st.st_mtime + seconds))
+_CLOCK = [int(time.time()) + 10]
+
+
+def bump(path):
+    """Give `path` a new whole-second mtime: SCons compares timestamps in whole seconds."""
+    _CLOCK[0] += 2
+    os.utime(path, (_CLOCK[0], _CLOCK[0]))
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +77,21 @@ def test_raw_change_runs_prepare_and_pack_only(repo, tmp_path):
     shutil.copyfile(raw, os.path.join(clean, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw"))
     scons(clean, "tiny_prebuilt")
     assert _image(repo, "tiny_prebuilt") == _image(clean, "tiny_prebuilt")
+
+
+def test_same_second_edit_needs_the_content_decider(repo):
+    """SCons timestamps have whole-second resolution: an edit that keeps size and whole-second mtime
+    is invisible to content-timestamp, and is found by DECIDER=content."""
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    scons(repo, "DECIDER=content")
+    st = os.stat(raw)
+    data = bytearray(open(raw, "rb").read())
+    data[200] ^= 0x55
+    open(raw, "wb").write(data)
+    os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))   # same second, other nanoseconds
+    assert steps(scons(repo)) == []                                # the documented blind spot
+    assert steps(scons(repo, "DECIDER=content")) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+    bump(raw)
 
 
 def _new_weights(path):

@@ -9,7 +9,7 @@ def generate(env):
     if not exists(env):
         raise SCons.Errors.StopError(f"{prefix}gcc not found on PATH (fix: run ./n6 setup, which installs the "
                                      "Debian packages gcc-arm-none-eabi and libnewlib-arm-none-eabi)")
-    for tool in ("gcc", "ar", "gnulink", "gas"):
+    for tool in ("cc", "ar", "link", "as"):   # generic tools: no host-compiler probing at read time
         env.Tool(tool)
     env.Replace(CC=prefix + "gcc", AS=prefix + "gcc", LINK=prefix + "gcc", AR=prefix + "ar",
                 RANLIB=prefix + "ranlib", OBJCOPY=prefix + "objcopy", OBJDUMP=prefix + "objdump",
