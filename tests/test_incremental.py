@@ -32,12 +32,12 @@ def steps(proc):
     return out
 
 
-_CLOCK = [int(time.time()) + 10]
+_CLOCK = [0]
 
 
 def bump(path):
-    """Give `path` a new whole-second mtime: SCons compares timestamps in whole seconds."""
-    _CLOCK[0] += 2
+    """Give `path` a whole-second mtime later than any before: SCons compares whole seconds."""
+    _CLOCK[0] = max(_CLOCK[0], int(time.time())) + 2
     os.utime(path, (_CLOCK[0], _CLOCK[0]))
 
 
