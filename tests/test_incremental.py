@@ -94,6 +94,24 @@ def test_same_second_edit_needs_the_content_decider(repo):
     bump(raw)
 
 
+def test_outputs_rewritten_within_one_second_still_propagate(repo):
+    """Prepare's outputs all keep one whole-second mtime here; pack must still see the new blob."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "fixtures", "frozen_mtime"))
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    images = []
+    for value in (1, 2):
+        data = bytearray(open(raw, "rb").read())
+        data[300] = value
+        open(raw, "wb").write(data)
+        bump(raw)
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert steps(proc) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")], (value, proc.stdout)
+        images.append(_image(repo, "tiny_prebuilt"))
+    assert images[0] != images[1]
+
+
 def _new_weights(path):
     """Other int8 weight values, same shapes and scales: network.c stays identical."""
     model = onnx.load(path)

@@ -152,16 +152,20 @@ def _pack_emitter(target, source, env):
 @_build_error
 def _pack_action(target, source, env):
     from n6.reloc import check, report   # pyelftools and tabulate: only when packing
+    from n6.reloc.image import Image
     from n6.reloc.pack import pack
     from n6.releases import release_for_atonn
     opts = json.loads(source[-1].read())
     bin_path = target[0].path
     packed = pack(source[0].path, source[1].path, bin_path, split=opts["split"])
-    img = report.load(bin_path, packed.params_path)
+    with open(bin_path, "rb") as f:
+        data = f.read()
+    params = None
+    if packed.params_path:
+        with open(packed.params_path, "rb") as f:
+            params = f.read()
+    img = Image.parse(data, bin_path, params=params)
     try:
-        with open(bin_path, "rb") as f:
-            data = f.read()
-        params = open(packed.params_path, "rb").read() if packed.params_path else None
         check.check_image(data, params, fw=check.Firmware.matching(img))
     except check.LoaderError as e:
         for t in target:

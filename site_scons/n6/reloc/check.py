@@ -61,7 +61,8 @@ class Memory:
         self.regions = []
 
     def map(self, base, data):
-        self.regions.append((base, data if isinstance(data, bytearray) else bytearray(data)))
+        """Map `data` at `base`; bytes/memoryview regions are read-only and never copied."""
+        self.regions.append((base, data))
 
     def find(self, addr, n):
         for base, buf in self.regions:
@@ -82,6 +83,8 @@ class Memory:
                 raise LoaderError("INVALID_BIN", f"write of {len(data)} bytes at unmapped 0x{addr:08X}")
             self.map(addr, bytearray(len(data)))
             buf, at = self.find(addr, len(data))
+        if not isinstance(buf, bytearray):
+            raise LoaderError("INVALID_BIN", f"write of {len(data)} bytes into read-only 0x{addr:08X}")
         buf[at:at + len(data)] = data
 
     def u32(self, addr):
@@ -149,7 +152,7 @@ def check_params_words(img, params):
                           f"0x{zlib.crc32(raw):08X}")
 
 
-def install(data, cfg=None, fw=None, params=None):
+def install(data, cfg=None, fw=None, params=None, verify_params=True):
     """Install `data` (the image file) as the loader does; returns the memory model."""
     fw, cfg = fw or Firmware(), cfg
     if not data or not cfg or cfg.file_addr == 0:
@@ -187,11 +190,12 @@ def install(data, cfg=None, fw=None, params=None):
     if base_p % 4:
         raise LoaderError("PARAM_ADDR", "params address not 4-aligned")
     if params is None:
-        params = data[h.params_offset:] if h.params_offset else b""
-    check_params_words(img, params)
+        params = memoryview(data)[h.params_offset:] if h.params_offset else b""
+    if verify_params:
+        check_params_words(img, params)
     mem.map(cfg.exec_ram_addr, bytearray(cfg.exec_ram_size))
-    if cfg.ext_ram_addr:
-        mem.map(cfg.ext_ram_addr, bytearray(cfg.ext_ram_size))
+    if cfg.ext_ram_addr:   # model only the part the image can touch; the size check uses the real budget
+        mem.map(cfg.ext_ram_addr, bytearray(min(cfg.ext_ram_size, align8(img.rt_ctx.ext_ram_sz))))
     param0 = 0
     descs = _descriptors(img)
     for d in descs:
@@ -224,9 +228,9 @@ def install(data, cfg=None, fw=None, params=None):
         ro_base, ram_base = cfg.file_addr, cfg.exec_ram_addr
     else:
         ro_base, ram_base = cfg.exec_ram_addr, cfg.exec_ram_addr + ro_size
-        mem.write(ro_base, data[:ro_size])
+        mem.write(ro_base, memoryview(data)[:ro_size])
     bss = off(h.bss_end) - off(h.bss_start)
-    mem.write(ram_base, data[ro_size:ro_size + off(h.bss_end) - bss])
+    mem.write(ram_base, memoryview(data)[ro_size:ro_size + off(h.bss_end) - bss])
     mem.write(ram_base + off(h.bss_start), bytes(bss))
     bases = {SEG_RAM: ram_base, SEG_FLASH: ro_base, SEG_PARAM0: param0, SEG_PARAM1: param1}
 
@@ -276,5 +280,5 @@ def check_image(data, params=None, fw=None, file_addr=0x7100_0000, param_addr=0x
     results = []
     for mode in (MODE_XIP, MODE_COPY):
         cfg = Config(mode=mode | MODE_CLEAR, file_addr=file_addr, ext_param_addr=param_addr if split else 0)
-        results.append(install(data, cfg, fw, params if split else None))
+        results.append(install(data, cfg, fw, params if split else None, verify_params=mode == MODE_XIP))
     return results

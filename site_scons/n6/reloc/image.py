@@ -204,7 +204,7 @@ class Image:
         if params is not None:
             img.params = params
         elif header.params_offset:
-            img.params = data[header.params_offset:]
+            img.params = memoryview(data)[header.params_offset:]
         return img
 
     @property

@@ -4,7 +4,7 @@ sources of a relocatable image: `<name>_reloc.c`, `_reloc_mempools.c`, `_reloc_c
 import glob
 import os
 import re
-import zlib
+import shutil
 from dataclasses import dataclass, field
 
 from ..atomic import atomic_open, write_text
@@ -26,7 +26,6 @@ class Prepared:
     pools: list
     raws: dict = field(default_factory=dict)      # pool name → .raw path
     blob_size: int = 0
-    blob_crc32: int = 0
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
@@ -127,21 +126,15 @@ def analyse(network_c, name=None, install_version=None):
 
 
 def write_blob(prep, path):
-    """Concatenate the params pools' raws, each zero-padded to 8; streamed, CRC-32 on the way."""
-    crc = 0
+    """Concatenate the params pools' raws, each zero-padded to 8, streamed. (Its CRC-32 is
+    computed by the packer, which writes it into the image.)"""
     with atomic_open(path, "wb") as out:
         for p in prep.pools:
             if p.type == TYPE_UNUSED or not p.carries_params:
                 continue
             with open(prep.raws[p.name], "rb") as f:
-                while chunk := f.read(CHUNK):
-                    out.write(chunk)
-                    crc = zlib.crc32(chunk, crc)
-            pad = bytes(align8(p.used) - p.used)
-            out.write(pad)
-            crc = zlib.crc32(pad, crc)
-    prep.blob_crc32 = crc
-    return crc
+                shutil.copyfileobj(f, out, CHUNK)
+            out.write(bytes(align8(p.used) - p.used))
 
 
 def conf_h(prep):
