@@ -9,6 +9,9 @@ say() { printf '  %-8s %s\n' "$1" "$2"; }
 need_apt=()
 command -v arm-none-eabi-gcc >/dev/null 2>&1 || need_apt+=(gcc-arm-none-eabi)
 [ -f /usr/lib/arm-none-eabi/include/string.h ] || need_apt+=(libnewlib-arm-none-eabi)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                # host build of generated code in tests
+[ -f /usr/include/stdio.h ] || need_apt+=(libc6-dev)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     say APT "${need_apt[*]}"
