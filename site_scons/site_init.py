@@ -4,7 +4,6 @@ import sys
 
 import SCons.Script
 
-from n6.errors import N6Error
 
 
 def n6_fail(error):

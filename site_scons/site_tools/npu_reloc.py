@@ -8,7 +8,6 @@
 
 A weight change reaches only prepare and pack: the compiled sources never contain the weights,
 their size or their CRC (pack writes those into rt_ctx)."""
-import glob
 import json
 import os
 

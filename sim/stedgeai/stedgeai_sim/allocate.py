@@ -2,8 +2,6 @@
 activations first-fit by lifetime in the read/write pools."""
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from n6.errors import N6Error
 from n6.placement import activation_pools, params_pool
 
@@ -133,7 +131,3 @@ def assign_epochs(net, epoch_controller):
         layer.epoch, prev_hw = epoch, hw
         layer.attrs["ec"] = hw
     return epoch
-
-
-def n_bytes(arrays):
-    return int(sum(np.asarray(a).nbytes for a in arrays))

@@ -6,8 +6,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from .image import (MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Image, PoolDescriptor, RtCtx,
-                    align8, off, seg)
+from .image import (MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Image, PoolDescriptor, align8, off, seg)
 from .pools import ATTR_CACHEABLE, ATTR_WRITE, DATA_ACTIV, DATA_MIXED, TYPE_COPY, TYPE_RELOC, TYPE_RESET
 
 ERROR_CODES = {"NONE": 0, "INVALID_BIN": -1, "MEMORY": -2, "NOT_SUPPORTED": -3, "ARG": -4, "INVALID_HDL": -5,
