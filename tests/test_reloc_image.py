@@ -241,3 +241,40 @@ def test_inspect_and_check_cli(variant, repo):
     ok = subprocess.run([__import__("sys").executable, "-m", "n6.reloc", "check", image, "--json"],
                         capture_output=True, text=True, env=env)
     assert ok.returncode == 0 and [m["mode"] for m in json.loads(ok.stdout)["modes"]] == ["XIP", "COPY"]
+
+
+# -- stored goldens ---------------------------------------------------------------------------------
+# The prebuilt example's image depends only on our runtime sources, linker script and packer and on
+# the distribution's arm-none-eabi-gcc; any change to its bytes must be deliberate:
+#     N6_UPDATE_GOLDEN=1 ./n6 test -k golden
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+
+
+def _golden_view(data, params):
+    import hashlib
+    from n6.reloc.__main__ import inspect
+    img = Image.parse(data, params=params)
+    view = inspect(img)
+    view["sha256"] = hashlib.sha256(data).hexdigest()
+    view["params_sha256"] = hashlib.sha256(bytes(img.params)).hexdigest()
+    view["padding"] = {"after_data": data[off(img.header.data_data) + _data_len(img):off(img.header.rel_start)].hex(),
+                       "after_rel": data[off(img.header.rel_end):(off(img.header.rel_end) + 7) // 8 * 8].hex()}
+    return json.loads(json.dumps(view))
+
+
+def _data_len(img):
+    return off(img.header.got_end)   # the .data image ends with the GOT
+
+
+@pytest.mark.parametrize("name", ["secure", "nonsecure-split"])
+def test_golden_prebuilt_image(variant, name):
+    data, params, _ = _image(variant(name), "tiny_prebuilt", "split" in name)
+    view = _golden_view(data, params)
+    path = os.path.join(GOLDEN, f"tiny_prebuilt-{name}.json")
+    if os.environ.get("N6_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            json.dump(view, f, indent=1, sort_keys=True)
+            f.write("\n")
+    with open(path) as f:
+        assert view == json.load(f)
