@@ -38,7 +38,7 @@ class Stedgeai:
         self.cli = os.path.join(root, "Utilities", "linux", "stedgeai")
 
     def run(self, *args, cwd=None):
-        return subprocess.run([self.cli, *args], capture_output=True, text=True, cwd=cwd)
+        return subprocess.run([self.cli, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
     def generate(self, model, out, *extra, profile="default", profile_file=None, cwd=None):
         model_dir = os.path.join(MODELS, model) if not os.path.isabs(model) else os.path.dirname(model)
@@ -83,7 +83,8 @@ def copy_repo(dest):
 
 
 def scons(cwd, *args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
