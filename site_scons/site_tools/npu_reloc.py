@@ -13,13 +13,13 @@ import os
 
 import SCons.Action
 import SCons.Builder
-import SCons.Errors
 
 from n6 import gcc_flags
 from n6.atomic import write_text
 from n6.errors import N6Error
 from n6.reloc.prepare import outputs as prepare_outputs, prepare
 from n6.stedgeai_install import LL_ATON
+from n6_scons import progress, reports_errors
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -31,20 +31,6 @@ EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBU
 NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 
 
-def _build_error(fn):
-    def action(target, source, env):
-        try:
-            return fn(target, source, env)
-        except N6Error as e:
-            raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
-    action.__name__ = fn.__name__
-    return action
-
-
-def _comstr(verb):
-    return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {target[0].path}"
-
-
 # -- prepare ---------------------------------------------------------------------------------------
 
 def _prepare_emitter(target, source, env):
@@ -54,7 +40,7 @@ def _prepare_emitter(target, source, env):
     return [outdir.File(n) for n in names], source
 
 
-@_build_error
+@reports_errors
 def _prepare_action(target, source, env):
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
@@ -148,7 +134,7 @@ def _pack_emitter(target, source, env):
     return target + extra + [os.path.join(os.path.dirname(base), f"{opts['name']}_reloc_results.json")], source
 
 
-@_build_error
+@reports_errors
 def _pack_action(target, source, env):
     from n6.reloc import check, report   # pyelftools and tabulate: only when packing
     from n6.reloc.image import Image
@@ -187,7 +173,7 @@ def _pack_action(target, source, env):
         raise
 
 
-@_build_error
+@reports_errors
 def _check_action(target, source, env):
     """`scons check`: the image checker on every built image, XIP and COPY."""
     from n6.reloc import check, report
@@ -217,7 +203,7 @@ def generate(env):
                    RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
                    RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_prepare_action, _comstr("PREPARE")), emitter=_prepare_emitter,
+        action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
         target_factory=env.Dir)
     env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(
         action=SCons.Action.Action(
@@ -225,7 +211,7 @@ def generate(env):
             "-Bstatic -Wl,--emit-relocs -Wl,-Map,${TARGETS[1]} $RELOC_LIB $RELOC_LATE -o $TARGET",
             "$LINKCOMSTR"), emitter=_link_emitter)
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_pack_action, _comstr("PACK")), emitter=_pack_emitter)
+        action=SCons.Action.Action(_pack_action, progress("PACK")), emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
     env.AddMethod(check_alias, "RelocCheckAlias")
 

@@ -11,7 +11,6 @@ import sys
 
 import SCons.Action
 import SCons.Builder
-import SCons.Errors
 import SCons.Node.FS
 
 from n6 import gcc_flags
@@ -21,19 +20,9 @@ from n6.placement import params_pool
 from n6.profile import read_profile
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, check_install, install_release
+from n6_scons import progress, reports_errors
 
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
-
-
-def _as_build_error(fn):
-    """Actions raise N6Error for bad input; SCons shows it as one `scons: *** [target] ...` line."""
-    def action(target, source, env):
-        try:
-            return fn(target, source, env)
-        except N6Error as e:
-            raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
-    action.__name__ = fn.__name__
-    return action
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -59,11 +48,6 @@ def _sim_install_action(target, source, env):
     from stedgeai_sim.install import materialize
     root = os.path.dirname(os.path.dirname(os.path.dirname(target[-1].abspath)))  # <root>/Utilities/linux/x
     materialize(root, env["STEDGEAI_SIM_RELEASE"], python=sys.executable)
-
-
-def _sim_install_str(target, source, env):
-    root = os.path.dirname(os.path.dirname(os.path.dirname(target[-1].path)))
-    return None if env.get("VERBOSE") else f"  {'INSTALL':<8} {root} (simulated ST Edge AI Core)"
 
 
 def sim_python_sources(env):
@@ -136,7 +120,7 @@ def _generate_argv(args, outdir):
     return argv
 
 
-@_as_build_error
+@reports_errors
 def _generate_action(target, source, env):
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
@@ -154,10 +138,6 @@ def _generate_action(target, source, env):
     return 0
 
 
-def _generate_str(target, source, env):
-    return None if env.get("VERBOSE") else f"  {'GEN':<8} {target[0].path}"
-
-
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
@@ -172,10 +152,11 @@ def generate_model(env, spec, outdir):
 def generate(env):
     env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build")
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_generate_action, _generate_str), emitter=_generate_emitter,
+        action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
     env["BUILDERS"]["StedgeaiSimInstall"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_sim_install_action, _sim_install_str),
+        action=SCons.Action.Action(_sim_install_action, progress(
+            "INSTALL", lambda t: os.path.dirname(os.path.dirname(t[-1].dir.path)) + " (simulated ST Edge AI Core)")),
         emitter=_sim_install_emitter, target_factory=env.Dir)
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")

@@ -1,0 +1,21 @@
+"""What every n6 SCons tool shares: Python actions that report bad input as one
+`scons: *** [target] <file>: <problem> (fix: ...)` line, and short progress lines."""
+import SCons.Errors
+
+from n6.errors import N6Error
+
+
+def reports_errors(fn):
+    """Wrap a Python action: an N6Error becomes a BuildError (one line, exit 2, no traceback)."""
+    def action(target, source, env):
+        try:
+            return fn(target, source, env)
+        except N6Error as e:
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
+    action.__name__ = fn.__name__
+    return action
+
+
+def progress(verb, what=lambda target: target[0].path):
+    """strfunction printing `  VERB     <what>` (nothing with VERBOSE=1: commands show instead)."""
+    return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {what(target)}"
