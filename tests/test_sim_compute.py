@@ -109,3 +109,24 @@ def test_generated_code_matches_the_onnx_reference(generated, sim_install, tmp_p
         assert got.shape == want.shape
         assert np.max(np.abs(got.astype(int) - want.astype(int))) <= 2, (trial, got, want)
         assert np.argmax(got) == np.argmax(want)
+
+
+def test_float_input_and_uint8_output_conversions(stedgeai, sim_install, tmp_path):
+    """--input-data-type float32 / --output-data-type uint8 add convert epochs at the boundary."""
+    out = tmp_path / "st_ai_output"
+    proc = stedgeai().generate("kws_mlp", out, "--input-data-type", "float32", "--output-data-type", "uint8")
+    assert proc.returncode == 0, proc.stderr
+    text = open(out / "network.c").read()
+    assert "LL_SW_CONVERT_FLOAT_TO_INT8" in text and "LL_SW_CONVERT_INT8_TO_UINT8" in text
+    exe, info = _build(str(out), sim_install("2.2"), tmp_path)
+    (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
+    assert (inp["data_format"]["type"], outp["data_format"]["type"]) == ("float32", "uint8")
+    x = np.random.default_rng(3).standard_normal(inp["shape"]).astype(np.float32)
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    got = np.frombuffer(subprocess.run([str(exe), str(tmp_path / "in.bin")], capture_output=True,
+                                       check=True).stdout, np.uint8)
+    ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, "kws_mlp", "model.onnx")))
+    y = ref.run(None, {"input": x})[0]
+    q = outp["data_format"]
+    want = np.clip(np.round(y / q["scale"]) + q["zero"], 0, 255).reshape(-1)
+    assert np.max(np.abs(got.astype(int) - want.astype(int))) <= 2 and np.argmax(got) == np.argmax(want)
