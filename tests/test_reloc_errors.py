@@ -1,6 +1,7 @@
 """Bad input to the relocatable pipeline: one-line errors that name the file and the fix."""
 import json
 import os
+import shlex
 import shutil
 
 import pytest
@@ -179,3 +180,37 @@ def test_per_model_reloc_options(repo):
         json.dump({"reloc": {"splitt": True}}, f)
     assert "models/cifar_cnn/model.json: unknown reloc option 'splitt'" in _scons_error(repo, "cifar_cnn")
     os.unlink(os.path.join(repo, "models", "cifar_cnn", "model.json"))
+
+
+def test_compile_and_link_command_lines(tmp_path):
+    """ST's makefile flags, defines and include order; per-file extras; ST's link order."""
+    from n6 import gcc_flags
+    repo = copy_repo(tmp_path / "cmd")
+    out = scons(repo, "VERBOSE=1", "RELOC_SECURE=0", "tiny_prebuilt").stdout
+    lines = {}
+    for line in out.splitlines():
+        if line.startswith("arm-none-eabi-gcc ") and " -o " in line:
+            argv = shlex.split(line)   # as the compiler receives it
+            lines[os.path.basename(argv[argv.index("-o") + 1])] = argv
+    cc = lines["network_reloc.o"]
+    flags = gcc_flags.compile_flags(secure=False)
+    at = cc.index(flags[0])
+    assert cc[at:at + len(flags)] == flags and "-mcmse" not in cc
+    defines = [a for a in cc if a.startswith("-D")]
+    assert defines[0] == '-DMODEL_CONF="network_reloc_conf.h"'
+    assert defines[1:] == ["-D" + d for d in gcc_flags.DEFINES] + ["-DLL_ATON_EB_DBG_INFO"]
+    includes = [a[2:] for a in cc if a.startswith("-I")]
+    assert includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton") and includes[1].endswith("firmware/platform/stm32n6")
+    assert includes[2].endswith("firmware/platform") and includes[3].endswith("build/tiny_prebuilt/reloc")
+    assert "-DNDEBUG" in lines["ecloader.o"] and "-DNDEBUG" in lines["ll_aton_lib_sw_operators.o"]
+    assert "-DNDEBUG" not in lines["ll_aton.o"]
+    assert any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_sw_integer.o"])
+    assert not any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_aton.o"])
+    link = lines["network.elf"]
+    objs = [os.path.basename(a) for a in link if a.endswith((".o", ".a"))]
+    assert objs == ["network_reloc.o", "ll_aton.o", "ll_aton_util.o", "ll_sw_integer.o", "ll_sw_float.o",
+                    "ll_aton_lib_sw_operators.o", "ecloader.o", "NetworkRuntime1020_CM55_GCC_PIC.a",
+                    "network_reloc_mempools.o", "ll_aton_reloc_callbacks.o"]
+    tail = link[link.index("-T"):]
+    assert tail[2:9] == ["-nostartfiles", "-nostdlib", "-Wl,--gc-sections", "-Wl,--cref", "-Bstatic",
+                         "-Wl,--emit-relocs", "-Wl,-Map,build/tiny_prebuilt/reloc/network.map"]
