@@ -98,3 +98,56 @@ def test_discovery_errors_name_the_folder(tmp_path):
     (tmp_path / "noprof" / "m.onnx").write_bytes(b"")
     with pytest.raises(N6Error, match="neural_art.json: Neural-ART profile file not found"):
         read_model(tmp_path / "noprof")
+
+
+def test_network_c_buffer_forms(tmp_path):
+    """Buffer tables in the three forms generated files use: hex base, label base (inside
+    conversion macros), and the older absolute addr_start/addr_end/addr_limit form."""
+    from n6.network_c import parse_network_c
+    src = tmp_path / "network.c"
+    src.write_text("""
+/* global pool 1 is 1.00 KB */
+/* index=1 file postfix=xSPI2 name=octoFlash offset=0x71000000  size=1000 READ_ONLY cacheable=ON */
+/* global pool 2 is 96 B */
+/* index=2 file postfix=AXISRAM5 name=npuRAM5 offset=0x342e0000 absolute_mode size=1000 READ_WRITE */
+extern unsigned char _mem_pool_xSPI2_Default[]; /* [1000]; */
+const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_Default(void) { return 0; }
+const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
+{
+  static const LL_Buffer_InfoTypeDef buff_info[] = {
+    {
+      .name = "a",
+      .addr_base = {(unsigned char *)(0x342e0000UL)} /* Equivalent hex address = 0x342e0000UL */,
+      .offset_start = 16,
+      .offset_end = 48,
+      .offset_limit = 56,
+      .is_param = 0,
+    },
+    {
+      .name = "w",
+      .addr_base = {(unsigned char *)ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uint32_t)_mem_pool_xSPI2_Default)},
+      .offset_start = 0,
+      .offset_end = 1000,
+      .offset_limit = 1000,
+      .is_param = 1,
+    },
+    {
+      .name = "old",
+      .addr_start = {(unsigned char *)(0x342e0040UL)},
+      .addr_end = {(unsigned char *)(0x342e0050UL)},
+      .addr_limit = {(unsigned char *)(0x342e0058UL)},
+      .is_param = 0,
+    },
+    {
+      .name = NULL,
+    }
+  };
+  return buff_info;
+}
+""")
+    net = parse_network_c(src)
+    got = [(b.name, b.base, b.offset_start, b.offset_end, b.offset_limit, b.is_param) for b in net.buffers]
+    assert got == [("a", 0x342E0000, 16, 48, 56, False), ("w", "_mem_pool_xSPI2_Default", 0, 1000, 1000, True),
+                   ("old", 0x342E0040, 0, 16, 24, False)]
+    assert [(p.index, p.postfix, p.absolute, p.read_write, p.cacheable, p.global_size) for p in net.pools] == \
+        [(1, "xSPI2", False, False, True, 1024), (2, "AXISRAM5", True, True, False, 96)]

@@ -14,7 +14,9 @@ _C_NAME = re.compile(r"\bLL_ATON_EpochBlockItems_(\w+)\s*\(")
 _TABLE = re.compile(r"LL_ATON_(Input|Output|Internal)_Buffers_Info_\w+\s*\(void\)\s*\{(.*?)\n\}", re.S)
 _ENTRY = re.compile(r"\{\s*\.name\s*=\s*\"([^\"]+)\"(.*?)\n\s*\},", re.S)
 _FIELD = re.compile(r"\.(\w+)\s*=\s*([^,\n]+)")
-_ADDR_BASE = re.compile(r"\.addr_base\s*=\s*\{\s*\(unsigned char \*\)\s*\(?\s*([\w]+?)(?:UL)?\s*\)?\s*\}")
+_ADDR_BASE = re.compile(r"\.addr_base\s*=\s*\{(.*?)\}\s*(?:/\*.*?\*/)?\s*,", re.S)
+_HEX = re.compile(r"\b(0x[0-9a-fA-F]+)")
+_OLD_FORM = re.compile(r"\.addr_(start|end|limit)\s*=\s*\{(.*?)\}", re.S)
 _SIZE = re.compile(r"([\d.]+)\s*(B|KB|MB)")
 _UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
 
@@ -109,6 +111,34 @@ def _int(text, path, what):
         raise N6Error(path, f"cannot read {what} {text.strip()!r}", "regenerate network.c with stedgeai") from None
 
 
+def _address(text, labels):
+    """A pool base as written in a buffer table: a hex literal, or a relative pool's label
+    (possibly inside address-conversion macros and casts)."""
+    for label in labels:
+        if re.search(rf"\b{re.escape(label)}\b", text):
+            return label
+    m = _HEX.search(text)
+    return int(m.group(1), 16) if m else None
+
+
+def _buffer(path, table, name, fields, labels):
+    values = dict(_FIELD.findall(fields))
+    base = _ADDR_BASE.search(fields)
+    if base is not None:
+        addr = _address(base.group(1), labels)
+        offsets = [_int(values.get(f"offset_{k}", "0"), path, f"offset_{k}") for k in ("start", "end", "limit")]
+    else:   # older form: absolute start/end/limit addresses
+        old = {k: _address(v, labels) for k, v in _OLD_FORM.findall(fields)}
+        if not isinstance(old.get("start"), int):
+            addr = None
+        else:
+            addr = old["start"]
+            offsets = [0, old.get("end", addr) - addr, old.get("limit", addr) - addr]
+    if addr is None:
+        raise N6Error(path, f"buffer '{name}' has no readable .addr_base", "regenerate network.c with stedgeai")
+    return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1")
+
+
 def parse_network_c(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -130,17 +160,8 @@ def parse_network_c(path):
         net.pools.append(PoolComment(int(idx), postfix, name, int(offset.group(1), 0) if offset else 0,
                                      "offset=" + rest, sizes.get(int(idx), "?")))
     net.labels = [(label, int(size)) for label, size in _LABEL.findall(text)]
+    labels = [label for label, _ in net.labels]
     for table, body in _TABLE.findall(text):
         for name, fields in _ENTRY.findall(body):
-            values = dict(_FIELD.findall(fields))
-            base = _ADDR_BASE.search(fields)
-            if base is None:
-                raise N6Error(path, f"buffer '{name}' has no .addr_base", "regenerate network.c with stedgeai")
-            b = base.group(1)
-            net.buffers.append(Buffer(
-                table, name, int(b, 16) if b.lower().startswith("0x") else b,
-                _int(values.get("offset_start", "0"), path, "offset_start"),
-                _int(values.get("offset_end", "0"), path, "offset_end"),
-                _int(values.get("offset_limit", "0"), path, "offset_limit"),
-                values.get("is_param", "0").strip() == "1"))
+            net.buffers.append(_buffer(path, table, name, fields, labels))
     return net
