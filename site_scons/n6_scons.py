@@ -19,3 +19,13 @@ def reports_errors(fn):
 def progress(verb, what=lambda target: target[0].path):
     """strfunction printing `  VERB     <what>` (nothing with VERBOSE=1: commands show instead)."""
     return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {what(target)}"
+
+
+def library_sources(env):
+    """The n6 library's own files: a step whose logic lives there must rerun when they change
+    (SCons signs a Python action by its own bytecode only, not by the code it calls)."""
+    import glob
+    import os
+    site = os.path.dirname(os.path.abspath(__file__))
+    return sorted(glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True) +
+                  [os.path.join(site, "n6_scons.py")])

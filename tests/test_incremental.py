@@ -252,3 +252,13 @@ def test_cache_dir_is_opt_in_and_restores_outputs(tmp_path):
     other = copy_repo(tmp_path / "nocache")
     scons(other, "kws_mlp")
     assert not os.path.exists(os.path.join(other, "build", "kws_mlp", "..", "..", "cache"))
+
+
+def test_packer_change_repacks_without_regenerating_or_compiling(tmp_path):
+    repo = copy_repo(tmp_path / "lib")
+    scons(repo)
+    with open(os.path.join(repo, "site_scons", "n6", "reloc", "pack.py"), "a") as f:
+        f.write("\n# a change of the packer's code\n")
+    got = steps(scons(repo))
+    assert {v for v, _ in got} == {"PREPARE", "PACK"}
+    assert len([1 for v, _ in got if v == "PACK"]) == 4

@@ -19,7 +19,7 @@ from n6.atomic import write_text
 from n6.errors import N6Error
 from n6.reloc.prepare import outputs as prepare_outputs, prepare
 from n6.stedgeai_install import LL_ATON
-from n6_scons import progress, reports_errors
+from n6_scons import library_sources, progress, reports_errors
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -110,6 +110,7 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           [elf[0], blob, env.Value(json.dumps(pack_opts, sort_keys=True))])
+    env.Depends(prepared + image, library_sources(env))
     return image
 
 

@@ -51,10 +51,11 @@ def _sim_install_action(target, source, env):
 
 
 def sim_python_sources(env):
-    """The simulated tool's own code: a change regenerates every model."""
+    """The simulated tool's own code and the n6 modules it imports (top level only, never
+    n6.reloc): a change regenerates every model."""
     site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return sorted(env.Glob(os.path.join(SIM_DIR, "stedgeai_sim", "*.py"), strings=True) +
-                  env.Glob(os.path.join(site, "n6", "*.py"), strings=True))
+    return sorted(glob.glob(os.path.join(SIM_DIR, "stedgeai_sim", "*.py")) +
+                  glob.glob(os.path.join(site, "n6", "*.py")))
 
 
 def build_sim_install(env, arm_env):
