@@ -91,6 +91,8 @@ def test_discovery_of_bundled_models():
 
 
 def test_discovery_errors_name_the_folder(tmp_path):
+    with pytest.raises(N6Error, match="no models folder"):
+        discover(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(N6Error, match="no model file"):
         read_model(tmp_path / "empty")

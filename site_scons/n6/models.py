@@ -67,6 +67,8 @@ def read_model(path):
 
 
 def discover(models_dir):
+    if not os.path.isdir(models_dir):
+        raise N6Error(models_dir, "no models folder", "create models/<name>/ with a model and its neural_art.json")
     out = []
     for entry in sorted(os.listdir(models_dir)):
         path = os.path.join(models_dir, entry)
