@@ -84,23 +84,17 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
         defines.append(gcc_flags.ECBLOB_DEFINE.replace('"', '\\"'))   # SCons quotes it, not its quotes
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
                      CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
-    # The runtime sources never see the model's files: their objects depend only on the options,
-    # so models built with the same options share them.
-    variant = "-".join([name, "secure" if opts["secure"] else "nonsecure", "dbg" if opts["dbg_info"] else "nodbg"] +
-                       (["ecblob"] if opts["ecblob_in_params"] else []))
-    shared = os.path.join(env.subst("$BUILD_DIR"), "reloc-runtime", variant)
-    renv = _runtime_env(env, cenv, rt_dir, shared)
 
-    def obj(e, src, name_, where):
+    def obj(src, name_):
         extra = {"CPPDEFINES": defines + EXTRA_DEFINES.get(name_, [])}
         if name_ in NEEDS_SW_LIB_INC:
-            extra["CPPPATH"] = e["CPPPATH"] + [sw_inc]
-        return e.Object(os.path.join(where, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
+            extra["CPPPATH"] = cenv["CPPPATH"] + [sw_inc]
+        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
 
-    first = [obj(cenv, reloc_c, f"{name}_reloc.c", build)] + \
-        [obj(renv, os.path.join(rt_dir, s), s, shared) for s in RUNTIME_SOURCES]
-    late = [obj(cenv, mempools_c, f"{name}_reloc_mempools.c", build)] + \
-        [obj(renv, os.path.join(rt_dir, s), s, shared) for s in LATE_SOURCES]
+    # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
+    # include the model's configuration header from the model's build folder.
+    first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
+    late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
     env.Depends(first[0], [conf_h] + prepared[4:])   # MODEL_CONF is a macro include: no scanner sees it
     elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
@@ -112,16 +106,6 @@ def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, ep
                           [elf[0], blob, env.Value(json.dumps(pack_opts, sort_keys=True))])
     env.Depends(prepared + image, library_sources(env))
     return image
-
-
-_RUNTIME_ENVS = {}
-
-
-def _runtime_env(env, cenv, rt_dir, shared):
-    """One compile environment per shared runtime folder (SCons needs one builder per target)."""
-    if shared not in _RUNTIME_ENVS:
-        _RUNTIME_ENVS[shared] = cenv.Clone(CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(shared)])
-    return _RUNTIME_ENVS[shared]
 
 
 def _link_emitter(target, source, env):
