@@ -80,11 +80,11 @@ def main():
         changed = os.path.getsize(raws[0])
 
         clean = scons(repo)
-        noop = sorted(scons(repo) for _ in range(7))[3]            # medians: a no-op is short and noisy
+        noop = sorted(scons(repo) for _ in range(11))[5]            # medians: a no-op is short and noisy
         empty = os.path.join(tmp, "empty")
         os.makedirs(empty)
         open(os.path.join(empty, "SConstruct"), "w").close()
-        empty_noop = sorted(scons(empty) for _ in range(7))[3]     # (RELOC_SPLIT is ignored there)
+        empty_noop = sorted(scons(empty) for _ in range(11))[5]     # (RELOC_SPLIT is ignored there)
 
         weights = []
         for k in range(3):   # weight-only: new bytes in one model's params, same size
