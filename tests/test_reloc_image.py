@@ -219,14 +219,14 @@ def test_rejections_carry_the_loader_error_names(variant):
     assert _reject(data, fw=check.Firmware(ll_aton=(1, 1, 3))) == "INVALID_BIN"
     cfg = check.Config(exec_ram_size=16)
     with pytest.raises(check.LoaderError) as e:
-        check.install(data, cfg)
+        check.install(data, check.FILE_ADDR, cfg)
     assert e.value.name == "MEMORY"
 
 
 def test_split_image_needs_the_params_address(variant):
     data, params, _ = _image(variant("nonsecure-split"), "cifar_cnn", split=True)
     with pytest.raises(check.LoaderError) as e:
-        check.install(data, check.Config(), check.Firmware())
+        check.install(data, check.FILE_ADDR, check.Config(), check.Firmware())
     assert e.value.name == "PARAM_ADDR"
 
 

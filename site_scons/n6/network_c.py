@@ -30,21 +30,25 @@ class PoolComment:
     description: str
     size_text: str = "?"
 
+    def has(self, token):
+        """Whether the description carries `token` (absolute_mode, READ_WRITE, vpool, cacheable=ON)."""
+        return token in self.description.split()
+
     @property
     def absolute(self):
-        return "absolute_mode" in self.description.split()
+        return self.has("absolute_mode")
 
     @property
     def read_write(self):
-        return "READ_WRITE" in self.description.split()
+        return self.has("READ_WRITE")
 
     @property
     def vpool(self):
-        return "vpool" in self.description.split()
+        return self.has("vpool")
 
     @property
     def cacheable(self):
-        return "cacheable=ON" in self.description.split()
+        return self.has("cacheable=ON")
 
     @property
     def size(self):

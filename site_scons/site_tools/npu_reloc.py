@@ -15,8 +15,8 @@ import SCons.Action
 import SCons.Builder
 
 from n6 import gcc_flags
-from n6.atomic import write_text
 from n6.errors import N6Error
+from n6.reloc.image import params_path
 from n6.reloc.prepare import outputs as prepare_outputs, prepare
 from n6.stedgeai_install import LL_ATON
 from n6_scons import library_sources, progress, reports_errors
@@ -113,72 +113,36 @@ def _link_emitter(target, source, env):
 
 
 def _pack_emitter(target, source, env):
+    """<name>_rel.bin [, <name>_rel_params.bin], <name>_reloc_results.json (always last)."""
     opts = json.loads(source[-1].read())
-    base = os.path.splitext(target[0].path)[0]
-    extra = [base + "_params.bin"] if opts["split"] else []
-    return target + extra + [os.path.join(os.path.dirname(base), f"{opts['name']}_reloc_results.json")], source
+    extra = [params_path(target[0].path)] if opts["split"] else []
+    return target + extra + [os.path.join(target[0].dir.path, f"{opts['name']}_reloc_results.json")], source
 
 
 @reports_errors
 def _pack_action(target, source, env):
-    from n6.reloc import check, report   # pyelftools and tabulate: only when packing
-    from n6.reloc.image import Image
-    from n6.reloc.pack import pack
-    from n6.releases import release_for_atonn
+    from n6.reloc.pipeline import pack_step   # pyelftools and tabulate: only when packing
+    from n6.reloc.report import Budgets
     opts = json.loads(source[-1].read())
-    bin_path = target[0].path
-    packed = pack(source[0].path, source[1].path, bin_path, split=opts["split"])
-    with open(bin_path, "rb") as f:
-        data = f.read()
-    params = None
-    if packed.params_path:
-        with open(packed.params_path, "rb") as f:
-            params = f.read()
-    img = Image.parse(data, bin_path, params=params)
-    try:
-        check.check_image(data, params, fw=check.Firmware.matching(img))
-    except check.LoaderError as e:
-        for t in target:
-            if os.path.exists(t.path):
-                os.unlink(t.path)
-        raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
-    budgets = report.Budgets(**opts["budgets"], copy_mode=opts["copy_mode"])
-    rt = img.rt_ctx.rt_version
-    rel = release_for_atonn((rt >> 24, (rt >> 16) & 0xFF, (rt >> 8) & 0xFF, img.rt_ctx.rt_version_extra))
-    res = report.results(img, packed, opts["name"], rel, [t.path for t in target[:-1]])
-    write_text(target[-1].path, json.dumps(res, indent=1) + "\n")
-    if not env.get("RELOC_QUIET"):
-        print(report.text(res, budgets, bin_path))
-    try:
-        report.gate(res, budgets, bin_path)
-    except N6Error:
-        for t in target:
-            if os.path.exists(t.path):
-                os.unlink(t.path)
-        raise
+    pack_step(source[0].path, source[1].path, target[0].path, target[-1].path, opts["name"],
+              Budgets(**opts["budgets"], copy_mode=opts["copy_mode"]), split=opts["split"])
 
 
 @reports_errors
 def _check_action(target, source, env):
     """`scons check`: the image checker on every built image, XIP and COPY."""
-    from n6.reloc import check, report
+    from n6.reloc.check import LoaderError, check_file
     for node in source:
-        if not node.path.endswith("_rel.bin"):
-            continue
-        params = os.path.splitext(node.path)[0] + "_params.bin"
-        with open(node.path, "rb") as f:
-            data = f.read()
-        extra = open(params, "rb").read() if os.path.exists(params) else None
-        img = report.load(node.path, params if extra else None)
         try:
-            modes = check.check_image(data, extra, check.Firmware.matching(img))
-        except check.LoaderError as e:
+            _, modes = check_file(node.path, params_path(node.path))
+        except LoaderError as e:
             raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
         print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode")
 
 
 def check_alias(env, images):
-    alias = env.Alias("check", images, SCons.Action.Action(_check_action, None))
+    alias = env.Alias("check", [i for i in images if i.path.endswith("_rel.bin")],
+                      SCons.Action.Action(_check_action, None))
     env.AlwaysBuild(alias)
     return alias
 

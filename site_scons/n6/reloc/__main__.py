@@ -5,14 +5,13 @@ check:   the loader's checks and an installation in XIP and COPY mode (exit 1 wi
          loader's error name when the image is rejected)."""
 import argparse
 import json
-import os
 import sys
 
 from tabulate import tabulate
 
 from ..errors import N6Error
 from . import check
-from .image import Image, off
+from .image import Image, off, params_path
 
 
 def inspect(img):
@@ -50,20 +49,16 @@ def main(argv=None):
     p.add_argument("--params", help="the split params file (default: <image stem>_params.bin if present)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     args = p.parse_args(argv)
-    params_path = args.params or os.path.splitext(args.image)[0] + "_params.bin"
+    params = args.params or params_path(args.image)
     try:
-        with open(args.image, "rb") as f:
-            data = f.read()
+        if args.command == "inspect":
+            info = inspect(Image.load(args.image, params))
+            print(json.dumps(info, indent=1)) if args.json else _print(info)
+            return 0
+        _, results = check.check_file(args.image, params)
     except OSError as e:
         print(f"n6.reloc: error: {args.image}: {e.strerror}", file=sys.stderr)
         return 2
-    params = open(params_path, "rb").read() if os.path.exists(params_path) else None
-    try:
-        if args.command == "inspect":
-            info = inspect(Image.parse(data, args.image, params=params))
-            print(json.dumps(info, indent=1)) if args.json else _print(info)
-            return 0
-        results = check.check_image(data, params, check.Firmware.matching(Image.parse(data, args.image, params=params)))
     except N6Error as e:
         print(f"n6.reloc: error: {e}", file=sys.stderr)
         return 2

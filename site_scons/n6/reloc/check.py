@@ -6,13 +6,14 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from .image import (MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Image, PoolDescriptor, align8, off, seg)
+from ..mpool import EXTERNAL_BASE
+from .image import MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header, Image, align8, off, seg
 from .pools import ATTR_CACHEABLE, ATTR_WRITE, DATA_ACTIV, DATA_MIXED, TYPE_COPY, TYPE_RELOC, TYPE_RESET
 
 ERROR_CODES = {"NONE": 0, "INVALID_BIN": -1, "MEMORY": -2, "NOT_SUPPORTED": -3, "ARG": -4, "INVALID_HDL": -5,
                "INSTALL": -6, "PARAM_ADDR": -7, "PARAM_DESC": -8, "PARAMS_CRC": -100}
 MODE_XIP, MODE_COPY, MODE_CLEAR = 1, 2, 4
-EXTERNAL = 0x6000_0000
+FILE_ADDR, PARAMS_ADDR = 0x7100_0000, 0x7180_0000   # where the board keeps image and split params
 
 
 class LoaderError(Exception):
@@ -35,22 +36,21 @@ class Firmware:
     @classmethod
     def matching(cls, img, cmse=True):
         """A firmware built from the same release and options as `img` (its intended host)."""
-        rt = img.rt_ctx
         flags = img.flags
-        return cls(cpu_part=0xD22, cmse=cmse, dbg_info=flags.dbg_info, async_mode=flags.async_mode,
-                   ll_aton=(rt.rt_version >> 24, (rt.rt_version >> 16) & 0xFF, (rt.rt_version >> 8) & 0xFF)
-                   if rt else (1, 1, 1), struct_sizes=0x3038 if flags.dbg_info else 0x1438)
+        return cls(cmse=cmse, dbg_info=flags.dbg_info, async_mode=flags.async_mode,
+                   ll_aton=img.rt_ctx.ll_aton_version[:3] if img.rt_ctx else (1, 1, 1),
+                   struct_sizes=0x3038 if flags.dbg_info else 0x1438)
 
 
 @dataclass
 class Config:
+    """`ll_aton_reloc_config`: where the application lets the loader put the model."""
     exec_ram_addr: int = 0x3406_0000
     exec_ram_size: int = 640 * 1024
     ext_ram_addr: int = 0x9010_0000
     ext_ram_size: int = 27 * 1024 * 1024
     ext_param_addr: int = 0
     mode: int = MODE_XIP | MODE_CLEAR
-    file_addr: int = 0x7100_0000
 
 
 class Memory:
@@ -151,12 +151,13 @@ def check_params_words(img, params):
                           f"0x{zlib.crc32(raw):08X}")
 
 
-def install(data, cfg=None, fw=None, params=None, verify_params=True):
-    """Install `data` (the image file) as the loader does; returns the memory model."""
-    fw, cfg = fw or Firmware(), cfg
-    if not data or not cfg or cfg.file_addr == 0:
-        raise LoaderError("INVALID_BIN" if not data or (cfg and cfg.file_addr == 0) else "ARG", "null image or config")
-    if cfg.file_addr % 4:
+def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
+    """`ll_aton_reloc_install(file_ptr, config, ...)` on `data` mapped at `file_addr`, checks in
+    the loader's order; returns the memory model after installation."""
+    fw = fw or Firmware()
+    if not data or not file_addr:
+        raise LoaderError("INVALID_BIN", "null image")
+    if file_addr % 4:
         raise LoaderError("INVALID_BIN", "image address not 4-aligned")
     if len(data) < 96 or struct.unpack_from("<I", data, 0)[0] != MAGIC:
         raise LoaderError("INVALID_BIN", "bad magic" if len(data) >= 4 else "truncated")
@@ -165,6 +166,10 @@ def install(data, cfg=None, fw=None, params=None, verify_params=True):
     except Exception as e:   # N6Error for truncation
         raise LoaderError("INVALID_BIN", str(e)) from None
     warnings = check_environment(img, fw)
+    if cfg is None:
+        raise LoaderError("ARG", "no config")
+    if not img.descriptors_terminated:
+        raise LoaderError("INVALID_BIN", "descriptor table not terminated within 10 entries")
     if not cfg.mode & (MODE_XIP | MODE_COPY):
         raise LoaderError("ARG", "mode has neither XIP nor COPY")
     xip = bool(cfg.mode & MODE_XIP)
@@ -177,13 +182,13 @@ def install(data, cfg=None, fw=None, params=None, verify_params=True):
         raise LoaderError("MEMORY", "exec RAM not 4-aligned")
 
     mem = Memory()
-    mem.map(cfg.file_addr, data)
+    mem.map(file_addr, data)
     h = img.header
     if cfg.ext_param_addr:
         base_p = cfg.ext_param_addr
         mem.map(base_p, params if params is not None else b"")
     elif h.params_offset:
-        base_p = cfg.file_addr + h.params_offset
+        base_p = file_addr + h.params_offset
     else:
         raise LoaderError("PARAM_ADDR", "no params: split image installed without ext_param_addr")
     if base_p % 4:
@@ -196,18 +201,17 @@ def install(data, cfg=None, fw=None, params=None, verify_params=True):
     if cfg.ext_ram_addr:   # model only the part the image can touch; the size check uses the real budget
         mem.map(cfg.ext_ram_addr, bytearray(min(cfg.ext_ram_size, align8(img.rt_ctx.ext_ram_sz))))
     param0 = 0
-    descs = _descriptors(img)
-    for d in descs:
+    for d in img.descriptors:
         src, length = base_p + d.foff, align8(d.size)
         attr = (d.flags >> 8) & 0xFF
         if d.type == TYPE_RELOC and d.pool_id == 0:
-            if attr & ATTR_CACHEABLE and base_p <= EXTERNAL:
+            if attr & ATTR_CACHEABLE and base_p <= EXTERNAL_BASE:
                 raise LoaderError("PARAM_ADDR", f"cacheable pool {d.name} needs params above 0x60000000")
             if (d.flags >> 16) & 0xFF == DATA_MIXED or attr & ATTR_WRITE:
                 raise LoaderError("PARAM_DESC", f"pool {d.name}: RELOC id 0 must be read-only params")
             param0 = src
         elif d.type == TYPE_RELOC and d.pool_id == 1:
-            if (attr & ATTR_CACHEABLE and cfg.ext_ram_addr <= EXTERNAL) or not cfg.ext_ram_addr or \
+            if (attr & ATTR_CACHEABLE and cfg.ext_ram_addr <= EXTERNAL_BASE) or not cfg.ext_ram_addr or \
                     cfg.ext_ram_size < length:
                 raise LoaderError("PARAM_ADDR", f"pool {d.name} needs {length} bytes of external RAM above 0x60000000")
             if (d.flags >> 16) & 0xFF == DATA_MIXED:
@@ -224,7 +228,7 @@ def install(data, cfg=None, fw=None, params=None, verify_params=True):
 
     ro_size = img.ro_size
     if xip:
-        ro_base, ram_base = cfg.file_addr, cfg.exec_ram_addr
+        ro_base, ram_base = file_addr, cfg.exec_ram_addr
     else:
         ro_base, ram_base = cfg.exec_ram_addr, cfg.exec_ram_addr + ro_size
         mem.write(ro_base, memoryview(data)[:ro_size])
@@ -256,28 +260,25 @@ def install(data, cfg=None, fw=None, params=None, verify_params=True):
             raise LoaderError("INVALID_BIN", f"REL site 0x{site:08X} in segment 0x{seg(site):X}")
         mem.set_u32(a, rebase(mem.u32(a), f"REL site 0x{site:08X}"))
     rt = ram_base + off(h.rt_ctx)
-    for i, value in ((0, 1 | (2 if xip else 0)), (1, cfg.file_addr), (2, ram_base), (3, ro_base)):
+    for i, value in ((0, 1 | (2 if xip else 0)), (1, file_addr), (2, ram_base), (3, ro_base)):
         mem.set_u32(rt + 4 * i, value)
     return Installed("XIP" if xip else "COPY", ro_base, ram_base, param0, param1, mem, warnings, len(got), len(sites))
 
 
-def _descriptors(img):
-    at = img.ro_size + off(img.header.params_start)
-    out = []
-    for i in range(10):
-        d = PoolDescriptor.parse(img.data, at + i * PoolDescriptor.SIZE)
-        if d.name_addr == 0 or d.flags == 0:
-            return out
-        d.name = img.string_at(d.name_addr)
-        out.append(d)
-    raise LoaderError("INVALID_BIN", "descriptor table not terminated within 10 entries")
-
-
-def check_image(data, params=None, fw=None, file_addr=0x7100_0000, param_addr=0x7180_0000):
+def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARAMS_ADDR):
     """Install in XIP and in COPY mode; returns both memory models or raises LoaderError."""
-    split = struct.unpack_from("<I", data, 48)[0] == 0 if len(data) >= 52 else False
+    off_at = Header.offset_of("params_offset")
+    split = len(data) >= off_at + 4 and struct.unpack_from("<I", data, off_at)[0] == 0
     results = []
     for mode in (MODE_XIP, MODE_COPY):
-        cfg = Config(mode=mode | MODE_CLEAR, file_addr=file_addr, ext_param_addr=param_addr if split else 0)
-        results.append(install(data, cfg, fw, params if split else None, verify_params=mode == MODE_XIP))
+        cfg = Config(mode=mode | MODE_CLEAR, ext_param_addr=param_addr if split else 0)
+        results.append(install(data, file_addr, cfg, fw, params if split else None, verify_params=mode == MODE_XIP))
     return results
+
+
+def check_file(bin_path, params_path=None):
+    """Read an image (and its split params) once and check it against the firmware it is built
+    for; returns (image, [XIP install, COPY install])."""
+    img = Image.load(bin_path, params_path)
+    split = img.header.params_offset == 0
+    return img, check_image(img.data, img.params if split else None, Firmware.matching(img))

@@ -1,5 +1,6 @@
 """The `network_rel.bin` format: header, flags word, runtime context, pool descriptors, and the
 file-level view (RO part, data image, REL table, params). Parsing and writing live together."""
+import os
 import struct
 from dataclasses import dataclass, field, fields
 
@@ -7,6 +8,8 @@ from ..errors import N6Error
 from .pools import describe_flags
 
 MAGIC = 0x4E49424E
+FAKE_SIZE = 32            # each relocatable pool's placeholder array at the end of .params_<id>
+MAX_DESCRIPTORS = 10      # the loader gives up on a table not terminated within 10 entries
 SEG_NULL, SEG_FLASH, SEG_RAM, SEG_PARAM0, SEG_PARAM1 = 0x0, 0x2, 0x4, 0x8, 0x9
 FLASH_BASE, RAM_BASE = 0x2000_0000, 0x4000_0000
 OFFSET_MASK = 0x0FFF_FFFF
@@ -55,6 +58,11 @@ class Header:
         n_words = n_words or detect_header_words(buf)
         values = struct.unpack_from(f"<{n_words}I", buf, 0)
         return cls(dict(zip(LAYOUTS[n_words], values)))
+
+    @staticmethod
+    def offset_of(name):
+        """File offset of a word common to every layout (magic ... params_offset)."""
+        return 4 * COMMON_WORDS.index(name)
 
     def pack(self):
         return struct.pack(f"<{self.n_words}I", *self.words.values())
@@ -123,6 +131,12 @@ class RtCtx:
     SIZE = 68
     PARAMS_BIN_SZ_OFFSET = 48     # words 12 and 13
 
+    @property
+    def ll_aton_version(self):
+        """(major, minor, micro, dev) of the LL_ATON the image was built with."""
+        v = self.rt_version
+        return v >> 24, (v >> 16) & 0xFF, (v >> 8) & 0xFF, self.rt_version_extra
+
     @classmethod
     def parse(cls, buf, at):
         return cls(*struct.unpack_from("<17I", buf, at))
@@ -162,6 +176,26 @@ class PoolDescriptor:
         return self.flags & 0xFF
 
 
+def read_descriptors(buf, at):
+    """The pool-descriptor table at `at`: (entries as (offset, descriptor), terminated)."""
+    out = []
+    for i in range(MAX_DESCRIPTORS):
+        where = at + i * PoolDescriptor.SIZE
+        if where + PoolDescriptor.SIZE > len(buf):
+            break
+        d = PoolDescriptor.parse(buf, where)
+        if d.name_addr == 0 or d.flags == 0:
+            return out, True
+        out.append((where, d))
+    return out, False
+
+
+def params_path(bin_path):
+    """`network_rel.bin` → `network_rel_params.bin`: where a split image's params go."""
+    stem, ext = os.path.splitext(bin_path)
+    return f"{stem}_params{ext}"
+
+
 def c_string(buf, at, limit=256):
     end = buf.find(b"\0", at, at + limit)
     return buf[at:end if end >= 0 else at + limit].decode("latin-1")
@@ -174,6 +208,7 @@ class Image:
     header: Header
     params: bytes = b""
     descriptors: list = field(default_factory=list)
+    descriptors_terminated: bool = True
     rt_ctx: RtCtx = None
 
     @classmethod
@@ -190,17 +225,10 @@ class Image:
         rt_at = ro + off(header.rt_ctx)
         if seg(header.rt_ctx) == SEG_RAM and rt_at + RtCtx.SIZE <= len(data):
             img.rt_ctx = RtCtx.parse(data, rt_at)
-        at = ro + off(header.params_start)
-        for _ in range(10):
-            if at + PoolDescriptor.SIZE > len(data):
-                break
-            d = PoolDescriptor.parse(data, at)
-            if d.name_addr == 0 or d.flags == 0:
-                break
-            if seg(d.name_addr) == SEG_FLASH:
-                d.name = c_string(data, off(d.name_addr))
+        entries, img.descriptors_terminated = read_descriptors(data, ro + off(header.params_start))
+        for _, d in entries:
+            d.name = img.string_at(d.name_addr)
             img.descriptors.append(d)
-            at += PoolDescriptor.SIZE
         if params is not None:
             img.params = params
         elif header.params_offset:
@@ -234,3 +262,14 @@ class Image:
 
     def string_at(self, addr):
         return c_string(self.data, off(addr)) if seg(addr) == SEG_FLASH else ""
+
+    @classmethod
+    def load(cls, bin_path, params=None):
+        """Read an image file and, when given, its split params file (each read once)."""
+        with open(bin_path, "rb") as f:
+            data = f.read()
+        extra = None
+        if params and os.path.exists(params):
+            with open(params, "rb") as f:
+                extra = f.read()
+        return cls.parse(data, bin_path, params=extra)

@@ -14,11 +14,10 @@ from elftools.elf.sections import SymbolTableSection
 
 from ..atomic import atomic_open
 from ..errors import N6Error
-from .image import (FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, PoolDescriptor,
-                    RtCtx, align8, off, seg)
+from .image import (FAKE_SIZE, FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header,
+                    RtCtx, align8, off, params_path, read_descriptors, seg)
 from .pools import TYPE_COPY
 
-FAKE_SIZE = 32
 CHUNK = 1 << 20
 REQUIRED_SECTIONS = (".flash", ".rel.flash", ".data", ".rel.data", ".relocs", ".bss")
 SECTION_SEGMENT = {".flash": SEG_FLASH, ".relocs": SEG_FLASH, ".data": SEG_RAM, ".bss": SEG_RAM,
@@ -30,16 +29,14 @@ ACCEPTED = {R_ARM_ABS32: "R_ARM_ABS32", R_ARM_GOT_BREL: "R_ARM_GOT_BREL", R_ARM_
 
 @dataclass
 class Packed:
+    """What the report needs from the pack step (the rest is in the image itself)."""
     bin_path: str
     params_path: str = None
     size: int = 0
-    params_offset: int = 0
     params_size: int = 0
     rel_sites: list = field(default_factory=list)
     got_count: int = 0
     ec_blob_size: int = 0
-    blob_size: int = 0
-    blob_crc32: int = 0
 
 
 class _Elf:
@@ -83,9 +80,8 @@ def _sanity(e):
     for sym in ("_network_entries", "_network_rt_ctx", "_params_desc"):
         if sym not in e.symbols:
             _fail(e.path, f"symbol {sym} is missing", "compile the network with BUILD_AI_NETWORK_RELOC and the prepared sources")
-    flash = e.data(".flash")
-    magic, _, data_start, _, data_data = struct.unpack_from("<5I", flash, 0)
-    if magic != MAGIC or data_start != RAM_BASE or seg(data_data) != SEG_FLASH:
+    h = Header.parse(e.data(".flash"))
+    if h.magic != MAGIC or h.data_start != RAM_BASE or seg(h.data_data) != SEG_FLASH:
         _fail(e.path, "the first words of .flash are not a relocatable-image header")
 
 
@@ -131,25 +127,19 @@ def pack(elf_path, blob_path, bin_path, split=False):
     try:
         _sanity(e)
         flash, data = bytearray(e.data(".flash")), bytearray(e.data(".data"))
-        header = struct.unpack_from("<13I", flash, 0)
-        data_data, params_start = header[4], header[11]
-        ro_size = off(data_data)
+        h = Header.parse(flash)
+        ro_size = off(h.data_data)
         params0 = e.data(".params_0")
         ec_blobs = params0[:-FAKE_SIZE] if len(params0) >= FAKE_SIZE else b""
         if ec_blobs:   # COPY sources sit after the EC blobs in the params area
-            at = off(params_start)
-            while at + PoolDescriptor.SIZE <= len(data):
-                d = PoolDescriptor.parse(data, at)
-                if d.name_addr == 0 or d.flags == 0:
-                    break
+            for at, d in read_descriptors(data, off(h.params_start))[0]:
                 if d.type == TYPE_COPY:
                     d.foff += len(ec_blobs)
-                    data[at:at + PoolDescriptor.SIZE] = d.pack()
-                at += PoolDescriptor.SIZE
+                    data[at:at + d.SIZE] = d.pack()
         entries = e.symbols["_network_entries"]
         skipped = [(entries["st_value"], entries["st_value"] + entries["st_size"])]
         sites, got = _rel_table(e, skipped)
-        rt_at = off(e.symbols["_network_rt_ctx"]["st_value"]) + RtCtx.PARAMS_BIN_SZ_OFFSET
+        crc_at = ro_size + off(e.symbols["_network_rt_ctx"]["st_value"]) + RtCtx.PARAMS_BIN_SZ_OFFSET
     finally:
         e.close()
 
@@ -158,42 +148,41 @@ def pack(elf_path, blob_path, bin_path, split=False):
     data_img = bytes(data) + bytes(align8(len(data)) - len(data))
     rel_start = ro_size + len(data_img)
     rel_img = rel + bytes(align8(len(rel)) - len(rel))
-    has_params = blob_size > 0 or bool(ec_blobs)
-    params_offset = rel_start + len(rel_img) if has_params and not split else 0
-    struct.pack_into("<2I", flash, 36, FLASH_BASE | rel_start, (FLASH_BASE | rel_start) + len(rel))
-    struct.pack_into("<I", flash, 48, params_offset)
-    ro_img = bytes(flash) + bytes(max(ro_size - len(flash), 0))
+    params_offset = rel_start + len(rel_img) if (blob_size or ec_blobs) and not split else 0
+    struct.pack_into("<2I", flash, Header.offset_of("rel_start"), FLASH_BASE | rel_start,
+                     (FLASH_BASE | rel_start) + len(rel))
+    struct.pack_into("<I", flash, Header.offset_of("params_offset"), params_offset)
+    ro_img = bytes(flash[:ro_size]) + bytes(max(ro_size - len(flash), 0))
 
-    result = Packed(bin_path, blob_size=blob_size, ec_blob_size=len(ec_blobs), rel_sites=sites, got_count=got,
-                    params_offset=params_offset)
-    crc_at = ro_size + rt_at
+    has_params = split or params_offset
+    result = Packed(bin_path, ec_blob_size=len(ec_blobs), rel_sites=sites, got_count=got,
+                    params_size=len(ec_blobs) + blob_size if has_params else 0)
+    crc = 0
     if split:
-        result.params_path = os.path.splitext(bin_path)[0] + "_params" + os.path.splitext(bin_path)[1]
+        result.params_path = params_path(bin_path)
         with atomic_open(result.params_path) as p:
             p.write(ec_blobs)
-            result.blob_crc32 = _stream(blob_path, p)
-        result.params_size = len(ec_blobs) + blob_size
+            crc = _stream(blob_path, p)
     with atomic_open(bin_path) as out:
-        out.write(ro_img[:ro_size])
+        out.write(ro_img)
         out.write(data_img)
         out.write(rel_img)
         if params_offset:
             out.write(ec_blobs)
-            result.blob_crc32 = _stream(blob_path, out)
-            result.params_size = len(ec_blobs) + blob_size
+            crc = _stream(blob_path, out)
         result.size = out.tell()
         out.seek(crc_at)
-        out.write(struct.pack("<2I", blob_size, result.blob_crc32))
-        post_check(bin_path, bytes(ro_img[:ro_size]) + data_img + rel_img)
+        out.write(struct.pack("<2I", blob_size, crc))
+        post_check(bin_path, ro_img + data_img + rel_img)
     return result
 
 
 def post_check(path, data):
     """Every REL site's word and every GOT word but the last three must point into data or bss
     (not the init-array/GOT gap), into the RO image, or into a relocatable pool segment."""
-    h = struct.unpack_from("<13I", data, 0)
-    ro, data_end, bss_start, bss_end, got_start, got_end = off(h[4]), off(h[3]), off(h[5]), off(h[6]), off(h[7]), off(h[8])
-    rel_start, rel_end = off(h[9]), off(h[10])
+    h = Header.parse(data)
+    ro, data_end, bss_start, bss_end = off(h.data_data), off(h.data_end), off(h.bss_start), off(h.bss_end)
+    got_start, got_end, rel_start, rel_end = off(h.got_start), off(h.got_end), off(h.rel_start), off(h.rel_end)
 
     def valid(word):
         s, o = seg(word), off(word)

@@ -3,8 +3,7 @@ from the buffer tables, classification into descriptors (RELOC/COPY/RESET, PARAM
 from dataclasses import dataclass
 
 from ..errors import N6Error
-
-EXTERNAL = 0x6000_0000
+from ..mpool import EXTERNAL_BASE
 
 TYPE_UNUSED, TYPE_RELOC, TYPE_COPY, TYPE_RESET = 0, 1, 2, 3
 DATA_PARAM, DATA_ACTIV, DATA_MIXED = 1, 2, 3
@@ -114,7 +113,7 @@ def _classify(path, pools):
             p.type = TYPE_UNUSED
             continue
         if not p.absolute:
-            if p.offset < EXTERNAL:
+            if p.offset < EXTERNAL_BASE:
                 raise N6Error(path, f"relative pool '{p.name}' at 0x{p.offset:08X} is below 0x60000000",
                               "only external pools (xSPI, >= 0x60000000) may be USEMODE_RELATIVE in the .mpool")
             p.type, p.pool_id = TYPE_RELOC, 1 if p.read_write else 0

@@ -12,9 +12,10 @@ from ..errors import N6Error
 from ..jsonfile import read_json
 from ..network_c import parse_network_c
 from ..releases import release_for_atonn
-from .pools import EXTERNAL, TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
+from ..mpool import EXTERNAL_BASE
+from .image import FAKE_SIZE, align8
+from .pools import TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
 
-FAKE_SIZE = 32
 CHUNK = 1 << 20
 
 
@@ -24,8 +25,8 @@ class Prepared:
     c_name: str
     release: object
     pools: list
+    net: object = None                            # the parsed network C file
     raws: dict = field(default_factory=dict)      # pool name → .raw path
-    blob_size: int = 0
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
@@ -34,10 +35,6 @@ class Prepared:
     @property
     def used_pools(self):
         return [p for p in self.pools if p.type != TYPE_UNUSED]
-
-
-def align8(n):
-    return (n + 7) & ~7
 
 
 def c_info_path(folder, stem):
@@ -95,7 +92,7 @@ def analyse(network_c, name=None, install_version=None):
         raise N6Error(network_c, "generated without --all-buffers-info",
                       "add --all-buffers-info to the profile options and regenerate")
     check_c_info(c_info_path(folder, stem))
-    prep = Prepared(name or stem, net.c_name, rel, pools_of(net))
+    prep = Prepared(name or stem, net.c_name, rel, pools_of(net), net)
     candidates = raw_candidates(folder, rel, net.c_name, stem)
     for p in prep.used_pools:
         if not p.carries_params:
@@ -114,14 +111,12 @@ def analyse(network_c, name=None, install_version=None):
         if p.type != TYPE_UNUSED and p.carries_params:
             p.foff = offset
             offset += align8(p.used)
-    prep.blob_size = offset
-    internal = [p for p in prep.pools if p.offset < EXTERNAL]
-    external = [p for p in prep.pools if p.offset >= EXTERNAL]
+    internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
+    external = [p for p in prep.pools if p.offset >= EXTERNAL_BASE]
     prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
     prep.params_sz = sum(p.const for p in internal) + sum(p.const for p in external)
     prep.ext_ram_sz = next((p.used for p in prep.used_pools if p.type == TYPE_RELOC and p.pool_id == 1), 0)
     prep.runtime_desc = f"{net.git_description} (RELOC.GCC)"
-    prep.net = net
     return prep
 
 

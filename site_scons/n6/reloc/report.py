@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tabulate import tabulate
 
 from ..errors import N6Error
-from .image import Image, align8, off
+from .image import align8, off
 
 RESULTS_VERSION = "1.0"
 
@@ -89,13 +89,3 @@ def gate(res, budgets, path):
         if total and used > total:
             raise N6Error(path, f"does not fit: {label} needs {used} bytes, {total} available",
                           "set RELOC_SPLIT=1 to flash the params separately, shrink the model, or raise the RELOC_*_SIZE budget")
-
-
-def load(path, params_path=None):
-    with open(path, "rb") as f:
-        data = f.read()
-    params = None
-    if params_path and os.path.exists(params_path):
-        with open(params_path, "rb") as f:
-            params = f.read()
-    return Image.parse(data, path, params=params)
