@@ -16,9 +16,9 @@ def reports_errors(fn):
     return action
 
 
-def progress(verb, what=lambda target: target[0].path):
+def progress(verb, what=lambda target, env: target[0].path):
     """strfunction printing `  VERB     <what>` (nothing with VERBOSE=1: commands show instead)."""
-    return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {what(target)}"
+    return lambda target, source, env: None if env.get("VERBOSE") else f"  {verb:<8} {what(target, env)}"
 
 
 def library_sources(env):

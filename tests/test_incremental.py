@@ -262,3 +262,13 @@ def test_packer_change_repacks_without_regenerating_or_compiling(tmp_path):
     got = steps(scons(repo))
     assert {v for v, _ in got} == {"PREPARE", "PACK"}
     assert len([1 for v, _ in got if v == "PACK"]) == 4
+
+
+def test_runtime_library_change_relinks_without_regenerating(tmp_path):
+    repo = copy_repo(tmp_path / "rtlib")
+    scons(repo)
+    with open(os.path.join(repo, "sim", "stedgeai", "runtime_lib", "nr_kernels.c"), "a") as f:
+        f.write("\nint nr_build_note(void) { return 1; }\n")
+    got = steps(scons(repo))
+    assert "GEN" not in {v for v, _ in got} and "PREPARE" not in {v for v, _ in got}
+    assert len([1 for v, _ in got if v == "LINK"]) == 4

@@ -4,9 +4,7 @@ builders; full command lines with VERBOSE=1. The n6 builders use n6_scons.progre
 
 def generate(env):
     if not env.get("VERBOSE"):
-        env.SetDefault(CCCOMSTR="  CC       $TARGET", ASCOMSTR="  AS       $TARGET", ASPPCOMSTR="  AS       $TARGET",
-                       ARCOMSTR="  AR       $TARGET", RANLIBCOMSTR="", LINKCOMSTR="  LINK     $TARGET",
-                       INSTALLSTR="  INSTALL  $TARGET")
+        env.SetDefault(CCCOMSTR="  CC       $TARGET", ARCOMSTR="  AR       $TARGET", LINKCOMSTR="  LINK     $TARGET")
 
 
 def exists(env):

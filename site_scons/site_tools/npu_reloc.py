@@ -61,27 +61,29 @@ def reloc_options(env, spec):
     return opts
 
 
-def build_reloc(env, arm, spec, network_c, inputs, install_root, runtime_lib, epoch_controller, outdir):
+def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     """Nodes of the relocatable image of one model. `inputs`: the files next to `network_c` that
     prepare reads (the .raw files, c_info.json, _ecblobs.h), so a weight change reruns it."""
     opts = reloc_options(env, spec)
     stem = os.path.splitext(os.path.basename(str(network_c)))[0]
     name = opts["name"] or stem
+    install_root, install_rel, _ = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
-    install_version = list(env.StedgeaiInstall()[1].atonn)
+    runtime_lib = env.StedgeaiRuntimeLib()
     build = os.path.join(outdir, "reloc")
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
-                 "install_version": install_version}
+                 "install_version": list(install_rel.atonn)}
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + list(inputs) +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
     reloc_c, mempools_c, conf_h, blob = prepared[:4]
 
-    defines = [f'MODEL_CONF=\\"{name}_reloc_conf.h\\"'] + gcc_flags.DEFINES
+    defines = [f'MODEL_CONF="{name}_reloc_conf.h"'] + gcc_flags.DEFINES
     if opts["dbg_info"]:
         defines.append(gcc_flags.DBG_INFO_DEFINE)
     if opts["ecblob_in_params"]:
-        defines.append(gcc_flags.ECBLOB_DEFINE.replace('"', '\\"'))   # SCons quotes it, not its quotes
+        defines.append(gcc_flags.ECBLOB_DEFINE)
+    defines = [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
                      CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
 

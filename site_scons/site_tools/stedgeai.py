@@ -3,6 +3,7 @@ this project builds) and provides the Generate builder.
 
 Generate: model + profile JSON + .mpool (+ the tool and its release, options as Value nodes)
 → every file `stedgeai generate` writes, named by an emitter from the same inputs the action uses."""
+import functools
 import glob
 import json
 import os
@@ -27,14 +28,20 @@ SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 # -- install discovery -----------------------------------------------------------------------------
 
+_INSTALLS = {}
+
+
 def _install(env):
-    """(root, release, simulated) of the ST Edge AI Core the build uses."""
-    root = env.get("STEDGEAI_CORE_DIR")
-    if root:
-        check_install(root)
-        return root, install_release(root), False
-    rel = release(env["STEDGEAI_SIM_RELEASE"])
-    return env.Dir(f"$BUILD_DIR/stedgeai-sim/{rel.core}").abspath, rel, True
+    """(root, release, simulated) of the ST Edge AI Core the build uses; found once per build."""
+    key = (env.get("STEDGEAI_CORE_DIR"), env["STEDGEAI_SIM_RELEASE"], env.subst("$BUILD_DIR"))
+    if key not in _INSTALLS:
+        root = key[0]
+        if root:
+            _INSTALLS[key] = check_install(root), install_release(root), False
+        else:
+            rel = release(key[1])
+            _INSTALLS[key] = env.Dir(f"$BUILD_DIR/stedgeai-sim/{rel.core}").abspath, rel, True
+    return _INSTALLS[key]
 
 
 def _sim_install_emitter(target, source, env):
@@ -46,11 +53,11 @@ def _sim_install_emitter(target, source, env):
 
 def _sim_install_action(target, source, env):
     from stedgeai_sim.install import materialize
-    root = os.path.dirname(os.path.dirname(os.path.dirname(target[-1].abspath)))  # <root>/Utilities/linux/x
-    materialize(root, env["STEDGEAI_SIM_RELEASE"], python=sys.executable)
+    materialize(_install(env)[0], env["STEDGEAI_SIM_RELEASE"], python=sys.executable)
 
 
-def sim_python_sources(env):
+@functools.cache
+def sim_python_sources():
     """The simulated tool's own code and the n6 modules it imports (top level only, never
     n6.reloc): a change regenerates every model."""
     site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -144,7 +151,7 @@ def generate_model(env, spec, outdir):
     args = _generate_args(env, spec)
     sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
     if args["simulated"]:
-        sources += sim_python_sources(env)
+        sources += sim_python_sources()
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets
@@ -157,7 +164,7 @@ def generate(env):
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
     env["BUILDERS"]["StedgeaiSimInstall"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_sim_install_action, progress(
-            "INSTALL", lambda t: os.path.dirname(os.path.dirname(t[-1].dir.path)) + " (simulated ST Edge AI Core)")),
+            "INSTALL", lambda t, env: os.path.relpath(_install(env)[0]) + " (simulated ST Edge AI Core)")),
         emitter=_sim_install_emitter, target_factory=env.Dir)
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
