@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from n6.errors import N6Error
 from n6.placement import activation_pools, params_pool
 
+from .ir import Layer, Tensor
+
 ALIGN = 8
 
 
@@ -43,7 +45,6 @@ class PoolUse:
 
 def add_io_conversions(net, input_type, output_type):
     """`--input-data-type` / `--output-data-type`: convert epochs at the graph boundary."""
-    from .ir import Layer, Tensor
     if input_type not in (None, "int8"):
         new = []
         for t in net.inputs:
