@@ -3,6 +3,7 @@ linker script and packer): header words, flags, descriptors, REL table and paddi
 against the ELF as binutils reads it, in every variant; the checker installs every image."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 import zlib
@@ -158,7 +159,7 @@ def test_descriptor_table(variant, model):
     assert img.rt_ctx.params_bin_crc32 == zlib.crc32(img.params)
 
 
-def test_ecblobs_in_params_shift_copy_sources(variant):
+def test_ecblobs_lead_the_params_area(variant):
     _, _, img = _image(variant("nodbg-ecblob"), "cifar_cnn")
     ec = img.rt_ctx and len(img.params) - img.rt_ctx.params_bin_sz
     assert ec > 0 and ec % 8 == 0
@@ -176,6 +177,10 @@ def test_checker_installs_every_image(variant, name, model):
     xip, copy = check.check_image(data, params, fw)
     assert (xip.mode, copy.mode) == ("XIP", "COPY")
     assert copy.ram_base - copy.ro_base == img.ro_size
+    for d in img.descriptors:   # COPY pools received their initial content from the params area
+        if d.type == 2:
+            for inst in (xip, copy):
+                assert inst.memory.read(d.dst, d.size) == bytes(img.params[d.foff:d.foff + d.size])
     for inst in (xip, copy):   # every relocated GOT word now points at mapped memory
         h = img.header
         for a in range(inst.ram_base + off(h.got_start), inst.ram_base + off(h.got_end) - 12, 4):
@@ -190,6 +195,26 @@ def test_prebuilt_of_another_release_is_one_line_error(repo, variant):
     assert proc.returncode != 0 and len(errors) == 1 and "Traceback" not in proc.stderr
     assert "models/tiny_prebuilt/network.c: generated for LL_ATON 1.1.1-14 but the ST Edge AI install has " \
            "1.1.3-8" in errors[0]
+
+
+def test_ecblobs_in_params_shift_copy_sources(tmp_path):
+    """With EC blobs in the params area, a COPY pool's source moves behind them; the installed
+    pool holds exactly the .raw bytes."""
+    repo = copy_repo(tmp_path / "copy")
+    src, dst = os.path.join(repo, "models", "cifar_cnn"), os.path.join(repo, "models", "cnn_copy")
+    os.makedirs(dst)
+    for f in ("model.onnx", "neural_art.json"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
+    pools = json.load(open(os.path.join(repo, "models", "kws_mlp", "kws_mlp.mpool")))   # absolute pools only
+    json.dump(pools, open(os.path.join(dst, "cifar_cnn.mpool"), "w"))
+    scons(repo, "RELOC_ECBLOB_IN_PARAMS=1", "cnn_copy")
+    data, _, img = _image(os.path.join(repo, "build"), "cnn_copy")
+    copy_pool = next(d for d in img.descriptors if d.type == 2)
+    ec = len(img.params) - img.rt_ctx.params_bin_sz
+    assert ec > 0 and copy_pool.foff == ec
+    xip, _ = check.check_image(data, None, check.Firmware())
+    raw = open(os.path.join(repo, "build", "cnn_copy", "st_ai_output", "network_atonbuf.AXISRAM2.raw"), "rb").read()
+    assert xip.memory.read(copy_pool.dst, len(raw)) == raw
 
 
 # -- the checker rejects broken images ------------------------------------------------------------
@@ -207,7 +232,8 @@ def test_rejections_carry_the_loader_error_names(variant):
     assert _reject(bad) == "INVALID_BIN"                                    # corrupted magic
     assert _reject(data[:img.ro_size + 16]) == "INVALID_BIN"                  # truncated
     bad = bytearray(data)
-    struct.pack_into("<I", bad, off(img.header.rel_start), 0x40000004)        # REL site on a non-address word
+    site = struct.unpack_from("<I", bad, off(img.header.rel_start))[0]
+    struct.pack_into("<I", bad, off(img.header.rel_start), site ^ 0x10000000)  # flipped: segment 0x5
     assert _reject(bad) == "INVALID_BIN"
     bad = bytearray(data)
     bad[-1] ^= 0x01                                                           # params no longer match the CRC

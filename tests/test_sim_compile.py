@@ -32,7 +32,7 @@ def test_runtime_sources_compile(sim_install, tmp_path, rel):
         extra = [f"-I{inc}"] if name in ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c") else []
         if name in ("ll_aton_lib_sw_operators.c", "ecloader.c"):
             extra.append("-DNDEBUG")
-        proc = _cc(install, tmp_path, src, extra=extra + [f"-I{inc}"])
+        proc = _cc(install, tmp_path, src, extra=extra)   # only ST's per-file extras, nothing more
         assert proc.returncode == 0, f"{name}: {proc.stderr}"
 
 
