@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "models"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from conftest import copy_repo  # noqa: E402
+from conftest import bump, copy_repo  # noqa: E402
 from make_models import big_mlp  # noqa: E402
 
 STEP = re.compile(r"^  (GEN|PREPARE|CC|LINK|PACK)\s", re.M)
@@ -38,13 +38,6 @@ def scons(cwd, *args):
     return elapsed, steps.count("CC"), steps.count("LINK")
 
 
-_CLOCK = [0]
-
-
-def bump(path):
-    """Give `path` a whole-second mtime later than any before: SCons compares whole seconds."""
-    _CLOCK[0] = max(_CLOCK[0], int(time.time())) + 2
-    os.utime(path, (_CLOCK[0], _CLOCK[0]))
 
 
 def make_models(repo, total_mb):

@@ -16,7 +16,9 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 
+from n6.reloc.elf import code_image  # noqa: E402
 from n6.reloc.pack import pack  # noqa: E402
+from n6.reloc.params import ParamsBlob, ParamsPart  # noqa: E402
 
 CHUNK = 1 << 20
 
@@ -48,8 +50,12 @@ def main():
                 while chunk := f.read(CHUNK):
                     crc = zlib.crc32(chunk, crc)
 
+        code, desc = os.path.join(tmp, "network_rel_code.bin"), os.path.join(tmp, "network_reloc_params.json")
+        code_image(elf).save(code)
+        ParamsBlob([ParamsPart("xSPI2", blob, mb * CHUNK)]).save(desc)
+
         def packed():
-            pack(elf, blob, os.path.join(tmp, "network_rel.bin"))
+            pack(code, desc, os.path.join(tmp, "network_rel.bin"))
 
         t_base, t_pack = best(baseline), best(packed)
         tracemalloc.start()

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -88,3 +89,12 @@ def scons(cwd, *args, check=True):
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
+
+
+_CLOCK = [0]
+
+
+def bump(path):
+    """Give `path` a whole-second mtime later than any before: SCons compares whole seconds."""
+    _CLOCK[0] = max(_CLOCK[0], int(time.time())) + 2
+    os.utime(path, (_CLOCK[0], _CLOCK[0]))

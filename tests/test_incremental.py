@@ -19,9 +19,9 @@ from n6.placement import params_pool
 from n6.profile import read_profile
 from n6.releases import generate_outputs, release
 
-from conftest import BUNDLED, MODELS, ROOT, copy_repo, scons
+from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
 
-STEP = re.compile(r"^  (GEN|PREPARE|CC|AR|LINK|PACK|INSTALL)\s+(\S+)", re.M)
+STEP = re.compile(r"^  (GEN|PREPARE|CC|AR|LINK|IMAGE|PACK|INSTALL)\s+(\S+)", re.M)
 
 
 def steps(proc):
@@ -33,13 +33,6 @@ def steps(proc):
     return out
 
 
-_CLOCK = [0]
-
-
-def bump(path):
-    """Give `path` a whole-second mtime later than any before: SCons compares whole seconds."""
-    _CLOCK[0] = max(_CLOCK[0], int(time.time())) + 2
-    os.utime(path, (_CLOCK[0], _CLOCK[0]))
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +58,14 @@ def test_touching_inputs_without_change_rebuilds_nothing(repo):
     assert scons(repo, "-q", check=False).returncode == 0
 
 
-def test_raw_change_runs_prepare_and_pack_only(repo, tmp_path):
+def test_raw_change_runs_pack_only(repo, tmp_path):
     raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
     data = bytearray(open(raw, "rb").read())
     data[100:116] = bytes(range(16))
     open(raw, "wb").write(data)
     bump(raw)
     proc = scons(repo, "--debug=explain")
-    assert steps(proc) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+    assert steps(proc) == [("PACK", "tiny_prebuilt")]
     assert "network_atonbuf.xSPI2.raw" in proc.stdout   # explain names the cause
     clean = copy_repo(tmp_path / "clean")
     shutil.copyfile(raw, os.path.join(clean, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw"))
@@ -91,24 +84,24 @@ def test_same_second_edit_needs_the_content_decider(repo):
     open(raw, "wb").write(data)
     os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))   # same second, other nanoseconds
     assert steps(scons(repo)) == []                                # the documented blind spot
-    assert steps(scons(repo, "DECIDER=content")) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+    assert steps(scons(repo, "DECIDER=content")) == [("PACK", "tiny_prebuilt")]
     bump(raw)
 
 
 def test_outputs_rewritten_within_one_second_still_propagate(repo):
-    """Prepare's outputs all keep one whole-second mtime here; pack must still see the new blob."""
+    """Every file the n6 steps write keeps one whole-second mtime here (the prepared sources, the
+    code image): compile and pack must still see their new content."""
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "fixtures", "frozen_mtime"))
-    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    c = os.path.join(repo, "models", "tiny_prebuilt", "network.c")
     images = []
-    for value in (1, 2):
-        data = bytearray(open(raw, "rb").read())
-        data[300] = value
-        open(raw, "wb").write(data)
-        bump(raw)
+    for old, new in ((127, 126), (126, 125)):
+        text = open(c).read()
+        open(c, "w").write(text.replace(f".act_max = {old},", f".act_max = {new},", 1))
+        bump(c)
         proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
-        assert steps(proc) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")], (value, proc.stdout)
+        assert [v for v, _ in steps(proc)] == ["PREPARE", "CC", "LINK", "IMAGE", "PACK"], (new, proc.stdout)
         images.append(_image(repo, "tiny_prebuilt"))
     assert images[0] != images[1]
 
@@ -176,8 +169,9 @@ def test_split_option_repacks_without_recompiling(repo):
 
 @pytest.mark.parametrize("rel, expected", [
     ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
-    ("big_mlp/reloc/network_reloc_mempools.raw", ["PREPARE"]),
+    ("big_mlp/reloc/network_reloc_params.json", ["PREPARE"]),
     ("cifar_cnn/reloc/network.elf", ["LINK"]),
+    ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
     ("tiny_prebuilt/network_rel.bin", ["PACK"]),
     # generate rewrites c_info.json, which holds the generation time and which prepare reads
     ("kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw", ["GEN", "PREPARE"]),
@@ -217,8 +211,7 @@ def test_interrupted_pack_leaves_nothing_up_to_date(repo):
     assert partial, "the kill should have hit the pack step while it was writing"
     assert not os.path.exists(os.path.join(out, "network_rel.bin"))   # never renamed into place
     assert scons(repo, "-q", "tiny_prebuilt", check=False).returncode != 0
-    got = steps(scons(repo, "tiny_prebuilt"))   # SCons saves signatures at the end: prepare may rerun too
-    assert got[-1] == ("PACK", "tiny_prebuilt") and set(got) <= {("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")}
+    assert steps(scons(repo, "tiny_prebuilt")) == [("PACK", "tiny_prebuilt")]
     assert scons(repo, "-q", check=False).returncode == 0
     assert not [f for f in os.listdir(out) if ".tmp" in f]          # stale temp files are swept
 
@@ -269,7 +262,7 @@ def _rebuild_after_appending(tmp_path, relpath, text):
 
 def test_packer_change_repacks_without_regenerating_or_compiling(tmp_path):
     got = _rebuild_after_appending(tmp_path, "site_scons/n6/reloc/pack.py", "\n# a change of the packer's code\n")
-    assert {v for v, _ in got} == {"PREPARE", "PACK"}
+    assert {v for v, _ in got} == {"PREPARE", "IMAGE", "PACK"}
     assert len([1 for v, _ in got if v == "PACK"]) == 4
 
 

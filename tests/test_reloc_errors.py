@@ -11,7 +11,7 @@ from n6.network_c import Buffer, NetworkC, PoolComment
 from n6.reloc.pools import pools_of
 from n6.reloc.prepare import prepare
 
-from conftest import MODELS, copy_repo, scons
+from conftest import MODELS, bump, copy_repo, scons
 
 PREBUILT = os.path.join(MODELS, "tiny_prebuilt")
 
@@ -117,6 +117,7 @@ def _inject(repo, code):
     assert anchor in text
     with open(path, "w") as f:
         f.write(text.replace(anchor, anchor + code))
+    bump(path)
 
 
 def _scons_error(repo, *args):
@@ -140,6 +141,28 @@ def test_unresolved_symbol(repo):
     assert "network.elf: unresolved symbol 'network_missing'" in err and "fix:" in err
 
 
+def test_raw_resized_after_a_build_fails_the_pack_and_leaves_no_image(repo):
+    """Prepare reads only the .raw names; pack finds a weight file that no longer fits its pool."""
+    network_c = os.path.join(repo, "models", "tiny_prebuilt", "network.c")
+    shutil.copyfile(os.path.join(PREBUILT, "network.c"), network_c)
+    bump(network_c)
+    scons(repo, "tiny_prebuilt")
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    size = os.path.getsize(raw)
+    try:
+        with open(raw, "ab") as f:
+            f.write(bytes(8))
+        bump(raw)
+        err = _scons_error(repo, "tiny_prebuilt")
+        assert f"network_atonbuf.xSPI2.raw: is {size + 8} bytes but pool 'xSPI2' uses {size} bytes" in err
+        assert "fix: use the .raw files written by the same stedgeai run as network.c" in err
+        assert not os.path.exists(os.path.join(repo, "build", "tiny_prebuilt", "network_rel.bin"))
+        assert scons(repo, "-q", "tiny_prebuilt", check=False).returncode != 0
+    finally:
+        shutil.copyfile(os.path.join(PREBUILT, "network_atonbuf.xSPI2.raw"), raw)
+        bump(raw)
+
+
 def test_no_st_edge_ai_install(repo, tmp_path):
     err = _scons_error(repo, f"STEDGEAI_CORE_DIR={tmp_path}")
     assert f"{tmp_path}: not an ST Edge AI Core install (no Utilities/linux/stedgeai)" in err
@@ -148,7 +171,7 @@ def test_no_st_edge_ai_install(repo, tmp_path):
 def test_post_check_rejects_a_rel_site_pointing_nowhere(repo):
     import struct
     from n6.reloc.image import off
-    from n6.reloc.pack import post_check
+    from n6.reloc.elf import post_check
     scons(repo, "kws_mlp")
     data = bytearray(open(os.path.join(repo, "build", "kws_mlp", "network_rel.bin"), "rb").read())
     post_check("network_rel.bin", bytes(data))   # the built image passes

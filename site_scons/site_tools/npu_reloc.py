@@ -1,13 +1,15 @@
 """Relocatable Neural-ART model images as SCons builders:
 
-  RelocPrepare  network.c (+ .raw, _ecblobs.h, c_info.json) → the reloc sources + params blob
+  RelocPrepare  network.c (+ _ecblobs.h, c_info.json, the .raw names) → the reloc sources and
+                the params description (which .raw files, in which order)
   (compile)     the reloc sources and LL_ATON runtime sources, with ST's flags (arm_gcc env)
   RelocLink     objects + runtime archive → <name>.elf + <name>.map, ST's link order
-  RelocPack     <name>.elf + params blob → <name>_rel.bin [+ _rel_params.bin] + results JSON,
+  RelocCode     <name>.elf → the code image (all of the image but the params; pyelftools)
+  RelocPack     code image + .raw files → <name>_rel.bin [+ _rel_params.bin] + results JSON,
                 then the image checker (XIP and COPY) and the size gate.
 
-A weight change reaches only prepare and pack: the compiled sources never contain the weights,
-their size or their CRC (pack writes those into rt_ctx)."""
+A weight change reaches pack only: the compiled sources never contain the weights, their size
+or their CRC (pack writes those into rt_ctx), and prepare reads the .raw names, not the bytes."""
 import json
 import os
 
@@ -16,10 +18,9 @@ import SCons.Builder
 
 from n6 import gcc_flags
 from n6.errors import N6Error
-from n6.reloc.image import params_path
-from n6.reloc.prepare import outputs as prepare_outputs, prepare
+from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LL_ATON
-from n6_scons import library_sources, progress, reports_errors
+from n6_scons import library_code, progress, reports_errors
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -36,12 +37,12 @@ NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 def _prepare_emitter(target, source, env):
     opts = json.loads(source[-1].read())
     outdir = target[0]
-    names = prepare_outputs(opts["name"], opts["epoch_controller"])
-    return [outdir.File(n) for n in names], source
+    return [outdir.File(n) for n in prepare_outputs(opts["name"], opts["epoch_controller"])], source
 
 
 @reports_errors
 def _prepare_action(target, source, env):
+    from n6.reloc.prepare import prepare
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
             opts["install_version"])
@@ -63,7 +64,8 @@ def reloc_options(env, spec):
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     """Nodes of the relocatable image of one model. `inputs`: the files next to `network_c` that
-    prepare reads (the .raw files, c_info.json, _ecblobs.h), so a weight change reruns it."""
+    the steps read: c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees
+    only their names, so new weights never rerun it)."""
     opts = reloc_options(env, spec)
     stem = os.path.splitext(os.path.basename(str(network_c)))[0]
     name = opts["name"] or stem
@@ -72,11 +74,12 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
     runtime_lib = env.StedgeaiRuntimeLib()
     build = os.path.join(outdir, "reloc")
+    raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
-                 "install_version": list(install_rel.atonn)}
-    prepared = env.RelocPrepare(env.Dir(build), [network_c] + list(inputs) +
+                 "install_version": list(install_rel.atonn), "raws": sorted(os.path.basename(str(r)) for r in raws)}
+    prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
-    reloc_c, mempools_c, conf_h, blob = prepared[:4]
+    reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
 
     defines = [f'MODEL_CONF="{name}_reloc_conf.h"'] + gcc_flags.DEFINES
     if opts["dbg_info"]:
@@ -87,11 +90,14 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
                      CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
 
+    flag_sets = {}
+
     def obj(src, name_):
-        extra = {"CPPDEFINES": defines + EXTRA_DEFINES.get(name_, [])}
-        if name_ in NEEDS_SW_LIB_INC:
-            extra["CPPPATH"] = cenv["CPPPATH"] + [sw_inc]
-        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **extra)
+        key = (tuple(EXTRA_DEFINES.get(name_, [])), name_ in NEEDS_SW_LIB_INC)
+        if key not in flag_sets:
+            flag_sets[key] = cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
+                                                CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else []))
+        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **flag_sets[key])
 
     # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
     # include the model's configuration header from the model's build folder.
@@ -101,12 +107,13 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
+    code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
     pack_opts = {"split": opts["split"], "name": name, "budgets": {k: env[f"RELOC_{k.upper()}_SIZE"] for k in
                                                                    ("flash", "params_flash", "exec_ram", "ext_ram")},
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
-                          [elf[0], blob, env.Value(json.dumps(pack_opts, sort_keys=True))])
-    env.Depends(prepared + image, library_sources(env))
+                          code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
+    env.Depends(prepared + code + image, library_code(env))
     return image
 
 
@@ -121,12 +128,22 @@ def _pack_emitter(target, source, env):
     return target + extra + [os.path.join(target[0].dir.path, f"{opts['name']}_reloc_results.json")], source
 
 
+def _code_emitter(target, source, env):
+    return target + [code_facts_path(target[0].path)], source
+
+
+@reports_errors
+def _code_action(target, source, env):
+    from n6.reloc.pipeline import code_step
+    code_step(source[0].path, target[0].path)
+
+
 @reports_errors
 def _pack_action(target, source, env):
-    from n6.reloc.pipeline import pack_step   # pyelftools and tabulate: only when packing
+    from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     from n6.reloc.report import Budgets
     opts = json.loads(source[-1].read())
-    pack_step(source[0].path, source[1].path, target[0].path, target[-1].path, opts["name"],
+    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts["name"],
               Budgets(**opts["budgets"], copy_mode=opts["copy_mode"]), split=opts["split"])
 
 
@@ -161,6 +178,8 @@ def generate(env):
             "$LINK $CCFLAGS $RELOC_FIRST -T $RELOC_SCRIPT -nostartfiles -nostdlib -Wl,--gc-sections -Wl,--cref "
             "-Bstatic -Wl,--emit-relocs -Wl,-Map,${TARGETS[1]} $RELOC_LIB $RELOC_LATE -o $TARGET",
             "$LINKCOMSTR"), emitter=_link_emitter)
+    env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
+        action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_pack_action, progress("PACK")), emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")

@@ -21,7 +21,7 @@ from n6.placement import params_pool
 from n6.profile import read_profile
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, check_install, install_release
-from n6_scons import progress, reports_errors
+from n6_scons import code_version, progress, reports_errors
 
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
 
@@ -44,16 +44,10 @@ def _install(env):
     return _INSTALLS[key]
 
 
-def _sim_install_emitter(target, source, env):
-    from stedgeai_sim.install import installed_files, template_files
-    root = target[0]
-    files = [root.File(f) for f in installed_files(env["STEDGEAI_SIM_RELEASE"])]
-    return files, [src for _, src in template_files()] + [env.Value(sys.executable)]
-
-
 def _sim_install_action(target, source, env):
-    from stedgeai_sim.install import materialize
-    materialize(_install(env)[0], env["STEDGEAI_SIM_RELEASE"], python=sys.executable)
+    from stedgeai_sim.install import write_file
+    root = _install(env)[0]
+    write_file(root, env["STEDGEAI_SIM_RELEASE"], os.path.relpath(target[0].abspath, root), python=sys.executable)
 
 
 @functools.cache
@@ -67,9 +61,12 @@ def sim_python_sources():
 
 def build_sim_install(env, arm_env):
     """Lay out the simulated install and build its PIC runtime archive with the real GCC."""
-    from stedgeai_sim.install import runtime_lib_path, runtime_lib_sources
+    from stedgeai_sim.install import installed_files, runtime_lib_path, runtime_lib_sources
     root, rel, _ = _install(env)
-    files = env.StedgeaiSimInstall(env.Dir(root))
+    facts = env.Value(json.dumps({"release": rel.core_full, "atonn": rel.atonn, "python": sys.executable}))
+    files = []   # one node per file: a template change redoes that file only
+    for relpath, src in installed_files(rel.core).items():
+        files += env.StedgeaiSimInstall(os.path.join(root, relpath), ([src] if src else []) + [facts])
     objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
                            CPPPATH=[os.path.join(root, "Middlewares", "ST", "AI", "Inc")],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
@@ -150,8 +147,11 @@ def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
     sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
-    if args["simulated"]:
-        sources += sim_python_sources()
+    if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/)
+        from stedgeai_sim.install import installed_files
+        root = _install(env)[0]
+        sources += [os.path.join(root, f) for f in installed_files(args["release"]) if f.startswith("Utilities")]
+        sources.append(code_version(env, "simulated stedgeai", sim_python_sources()))
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets
@@ -163,9 +163,7 @@ def generate(env):
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
     env["BUILDERS"]["StedgeaiSimInstall"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_sim_install_action, progress(
-            "INSTALL", lambda t, env: os.path.relpath(_install(env)[0]) + " (simulated ST Edge AI Core)")),
-        emitter=_sim_install_emitter, target_factory=env.Dir)
+        action=SCons.Action.Action(_sim_install_action, progress("INSTALL")))
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")

@@ -52,33 +52,44 @@ def _dest(rel, relpath):
     return relpath
 
 
+LAUNCHER_PATH = os.path.join("Utilities", "linux", "stedgeai")
+SIM_JSON_PATH = os.path.join("Utilities", "linux", "stedgeai_sim.json")
+
+
 def installed_files(core):
-    """Relative paths of every file materialize() writes (the build's emitter uses this)."""
+    """{path in the install: its template, or None for a file written from scratch}, for every
+    file materialize() writes (the build makes one node per file from this)."""
     rel = release(core)
-    files = [_dest(rel, r) for r, _ in template_files()]
-    return files + [os.path.join("Utilities", "linux", "stedgeai"), os.path.join("Utilities", "linux", "stedgeai_sim.json")]
+    files = {_dest(rel, r): src for r, src in template_files()}
+    return dict(files, **{LAUNCHER_PATH: None, SIM_JSON_PATH: None})
+
+
+def write_file(dest, core, relpath, python=None):
+    """Write one file of the install rooted at `dest`."""
+    rel = release(core)
+    target = os.path.join(dest, relpath)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    src = installed_files(core)[relpath]
+    if relpath == LAUNCHER_PATH:
+        write_text(target, LAUNCHER.format(core=rel.core_full, python=python or sys.executable,
+                                           pythonpath=f"{SIM_DIR}:{SITE_SCONS}"))
+        os.chmod(target, os.stat(target).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    elif relpath == SIM_JSON_PATH:
+        write_text(target, json.dumps({"release": rel.core}) + "\n")
+    elif src.endswith(".in"):
+        major, minor, micro, dev = rel.atonn
+        with open(src) as f:
+            text = f.read()
+        for key, value in {"CORE": rel.core_full, "MAJOR": major, "MINOR": minor, "MICRO": micro, "DEV": dev}.items():
+            text = text.replace(f"@{key}@", str(value))
+        write_text(target, text)
+    else:
+        shutil.copyfile(src, target)
 
 
 def materialize(dest, core, python=None):
-    rel = release(core)
-    major, minor, micro, dev = rel.atonn
-    for relpath, src in template_files():
-        target = os.path.join(dest, _dest(rel, relpath))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if relpath.endswith(".in"):
-            with open(src) as f:
-                text = f.read()
-            for key, value in {"CORE": rel.core_full, "MAJOR": major, "MINOR": minor, "MICRO": micro, "DEV": dev}.items():
-                text = text.replace(f"@{key}@", str(value))
-            write_text(target, text)
-        else:
-            shutil.copyfile(src, target)
-    tools = os.path.join(dest, "Utilities", "linux")
-    launcher = os.path.join(tools, "stedgeai")
-    write_text(launcher, LAUNCHER.format(core=rel.core_full, python=python or sys.executable,
-                                         pythonpath=f"{SIM_DIR}:{SITE_SCONS}"))
-    os.chmod(launcher, os.stat(launcher).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    write_text(os.path.join(tools, "stedgeai_sim.json"), json.dumps({"release": rel.core}) + "\n")
+    for relpath in installed_files(core):
+        write_file(dest, core, relpath, python)
 
 
 if __name__ == "__main__":

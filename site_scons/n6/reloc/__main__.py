@@ -11,7 +11,8 @@ from tabulate import tabulate
 
 from ..errors import N6Error
 from . import check
-from .image import Image, off, params_path
+from .image import Image, off
+from .names import params_path
 
 
 def inspect(img):

@@ -144,6 +144,7 @@ def check_environment(img, fw):
 def check_params_words(img, params):
     """Our addition: rt_ctx's params size / CRC-32 describe the raw params blob."""
     size = img.rt_ctx.params_bin_sz
+    params = memoryview(params)
     raw = params[len(params) - size:] if size <= len(params) else params   # EC blobs come first
     if size != len(raw) or img.rt_ctx.params_bin_crc32 != zlib.crc32(raw):
         raise LoaderError("PARAMS_CRC", f"rt_ctx says {img.rt_ctx.params_bin_sz} bytes, CRC-32 "
@@ -265,20 +266,22 @@ def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
     return Installed("XIP" if xip else "COPY", ro_base, ram_base, param0, param1, mem, warnings, len(got), len(sites))
 
 
-def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARAMS_ADDR):
-    """Install in XIP and in COPY mode; returns both memory models or raises LoaderError."""
+def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARAMS_ADDR, verify_params=True):
+    """Install in XIP and in COPY mode; returns both memory models or raises LoaderError.
+    `verify_params=False` skips the params CRC-32 (for the packer, which just computed it)."""
     off_at = Header.offset_of("params_offset")
     split = len(data) >= off_at + 4 and struct.unpack_from("<I", data, off_at)[0] == 0
     results = []
     for mode in (MODE_XIP, MODE_COPY):
         cfg = Config(mode=mode | MODE_CLEAR, ext_param_addr=param_addr if split else 0)
-        results.append(install(data, file_addr, cfg, fw, params if split else None, verify_params=mode == MODE_XIP))
+        results.append(install(data, file_addr, cfg, fw, params if split else None, verify_params=verify_params and mode == MODE_XIP))
     return results
 
 
-def check_file(bin_path, params_path=None):
-    """Read an image (and its split params) once and check it against the firmware it is built
-    for; returns (image, [XIP install, COPY install])."""
+def check_file(bin_path, params_path=None, verify_params=True):
+    """Check an image (and its split params) against the firmware it is built for; returns
+    (image, [XIP install, COPY install])."""
     img = Image.load(bin_path, params_path)
     split = img.header.params_offset == 0
-    return img, check_image(img.data, img.params if split else None, Firmware.matching(img))
+    return img, check_image(img.data, img.params if split else None, Firmware.matching(img),
+                            verify_params=verify_params)

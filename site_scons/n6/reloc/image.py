@@ -1,10 +1,15 @@
 """The `network_rel.bin` format: header, flags word, runtime context, pool descriptors, and the
 file-level view (RO part, data image, REL table, params). Parsing and writing live together."""
+import json
+import mmap
 import os
 import struct
 from dataclasses import dataclass, field, fields
 
+from ..atomic import write_bytes, write_text
 from ..errors import N6Error
+from ..jsonfile import read_json
+from .names import code_facts_path
 from .pools import describe_flags
 
 MAGIC = 0x4E49424E
@@ -190,10 +195,48 @@ def read_descriptors(buf, at):
     return out, False
 
 
-def params_path(bin_path):
-    """`network_rel.bin` → `network_rel_params.bin`: where a split image's params go."""
-    stem, ext = os.path.splitext(bin_path)
-    return f"{stem}_params{ext}"
+
+@dataclass
+class CodeImage:
+    """What of `network_rel.bin` the linked ELF decides: RO part, data image and REL table
+    (`code`; params offset, size and CRC-32 still 0), the EC blobs that lead the params area,
+    and the count of GOT-relative references the report shows. Pack adds the params.
+    Stored as `<stem>.bin` (code + EC blobs) and `<stem>.json` (the sizes and the count)."""
+    code: bytes
+    ec_blobs: bytes = b""
+    got_entries: int = 0
+
+    @property
+    def header(self):
+        return Header.parse(self.code)
+
+    @property
+    def rel_entries(self):
+        h = self.header
+        return (off(h.rel_end) - off(h.rel_start)) // 4
+
+    @property
+    def params_words_at(self):
+        """File offset of rt_ctx's params size and CRC-32 words."""
+        h = self.header
+        return off(h.data_data) + off(h.rt_ctx) + RtCtx.PARAMS_BIN_SZ_OFFSET
+
+    def save(self, path):
+        write_bytes(path, self.code + self.ec_blobs)
+        write_text(code_facts_path(path), json.dumps({"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs),
+                                                  "got_entries": self.got_entries}, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path):
+        facts = read_json(code_facts_path(path), "code image description", lenient=False)
+        with open(path, "rb") as f:
+            data = f.read()
+        size = facts["code_size"]
+        if len(data) != size + facts["ec_blob_size"]:
+            raise N6Error(path, f"is {len(data)} bytes, its description says {size + facts['ec_blob_size']}",
+                          "rebuild: the image step writes both")
+        return cls(data[:size], data[size:], facts["got_entries"])
+
 
 
 def c_string(buf, at, limit=256):
@@ -265,11 +308,14 @@ class Image:
 
     @classmethod
     def load(cls, bin_path, params=None):
-        """Read an image file and, when given, its split params file (each read once)."""
-        with open(bin_path, "rb") as f:
-            data = f.read()
-        extra = None
-        if params and os.path.exists(params):
-            with open(params, "rb") as f:
-                extra = f.read()
-        return cls.parse(data, bin_path, params=extra)
+        """Map an image file and, when given, its split params file: read-only, never copied,
+        so tens of MB of params cost no memory and only the pages a check touches are read."""
+        extra = _map(params) if params and os.path.exists(params) else None
+        return cls.parse(_map(bin_path), bin_path, params=extra)
+
+
+def _map(path):
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

@@ -1,30 +1,15 @@
-"""Post-process step: the linked ELF (+ the params blob) → `<name>_rel.bin` [+ `_rel_params.bin`].
+"""Pack step: the code image + the params blob → `<name>_rel.bin` [+ `_rel_params.bin`].
 
-Reads sections, symbols and relocations with pyelftools, checks them, builds the REL table,
-assembles RO part, data image, REL table and params (streamed, never held in memory), patches
-the header and writes the params blob size/CRC-32 into `_network_rt_ctx`."""
-import os
+The params are streamed from the `.raw` files (never held in memory) after the EC blobs; the
+header gets the params offset (unless split) and rt_ctx the blob's size and CRC-32. No ELF is
+read here, so a weight change costs a copy and a CRC."""
 import struct
-import zlib
-from dataclasses import dataclass, field
-
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
+from dataclasses import dataclass
 
 from ..atomic import atomic_open
-from ..errors import N6Error
-from .image import (FAKE_SIZE, FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header,
-                    RtCtx, align8, off, params_path, read_descriptors, seg)
-from .pools import TYPE_COPY
-
-CHUNK = 1 << 20
-REQUIRED_SECTIONS = (".flash", ".rel.flash", ".data", ".rel.data", ".relocs", ".bss")
-SECTION_SEGMENT = {".flash": SEG_FLASH, ".relocs": SEG_FLASH, ".data": SEG_RAM, ".bss": SEG_RAM,
-                   ".params_0": SEG_PARAM0, ".params_1": SEG_PARAM1, ".params_2": 0xA}
-R_ARM_ABS32, R_ARM_REL32, R_ARM_THM_CALL, R_ARM_GOT_BREL, R_ARM_THM_JUMP24, R_ARM_GOT_PREL = 2, 3, 10, 26, 30, 96
-ACCEPTED = {R_ARM_ABS32: "R_ARM_ABS32", R_ARM_GOT_BREL: "R_ARM_GOT_BREL", R_ARM_THM_CALL: "R_ARM_THM_CALL",
-            R_ARM_THM_JUMP24: "R_ARM_THM_JUMP24", R_ARM_REL32: "R_ARM_REL32", R_ARM_GOT_PREL: "R_ARM_GOT_PREL"}
+from .image import CodeImage, Header
+from .names import params_path
+from .params import ParamsBlob
 
 
 @dataclass
@@ -34,176 +19,34 @@ class Packed:
     params_path: str = None
     size: int = 0
     params_size: int = 0
-    rel_sites: list = field(default_factory=list)
-    got_count: int = 0
+    rel_entries: int = 0
+    got_entries: int = 0
     ec_blob_size: int = 0
 
 
-class _Elf:
-    def __init__(self, path):
-        self.path = path
-        self.f = open(path, "rb")
-        try:
-            self.elf = ELFFile(self.f)
-        except Exception:
-            self.f.close()
-            raise N6Error(path, "not an ELF file", "re-run the link step") from None
-        self.sections = {s.name: s for s in self.elf.iter_sections()}
-        symtab = self.elf.get_section_by_name(".symtab")
-        if not isinstance(symtab, SymbolTableSection):
-            raise N6Error(path, "no symbol table", "link without stripping symbols")
-        self.symtab = symtab
-        self.symbols = {s.name: s for s in symtab.iter_symbols() if s.name}
-
-    def data(self, name):
-        s = self.sections.get(name)
-        return bytes(s.data()) if s is not None and s["sh_type"] != "SHT_NOBITS" else b""
-
-    def close(self):
-        self.f.close()
-
-
-def _fail(path, problem, fix="check the linker script and the compile flags of the relocatable build"):
-    raise N6Error(path, problem, fix)
-
-
-def _sanity(e):
-    for name in REQUIRED_SECTIONS:
-        if name not in e.sections:
-            _fail(e.path, f"section {name} is missing", "link with firmware/reloc_network_gcc.ld and --emit-relocs")
-    for name, s in e.sections.items():
-        if (name.startswith(".rel.") or name == ".relocs") and s["sh_size"] and s["sh_type"] != "SHT_REL":
-            _fail(e.path, f"section {name} is not of type REL")
-        want = SECTION_SEGMENT.get(name)
-        if want is not None and s["sh_addr"] and seg(s["sh_addr"]) != want:
-            _fail(e.path, f"section {name} at 0x{s['sh_addr']:08X} is outside segment 0x{want:X}")
-    for sym in ("_network_entries", "_network_rt_ctx", "_params_desc"):
-        if sym not in e.symbols:
-            _fail(e.path, f"symbol {sym} is missing", "compile the network with BUILD_AI_NETWORK_RELOC and the prepared sources")
-    h = Header.parse(e.data(".flash"))
-    if h.magic != MAGIC or h.data_start != RAM_BASE or seg(h.data_data) != SEG_FLASH:
-        _fail(e.path, "the first words of .flash are not a relocatable-image header")
-
-
-def _rel_table(e, skipped):
-    data_sec = e.sections[".data"]
-    d_lo, d_hi = data_sec["sh_addr"], data_sec["sh_addr"] + data_sec["sh_size"]
-    sites, got = [], 0
-    for sec in e.elf.iter_sections():
-        if not isinstance(sec, RelocationSection):
-            continue
-        symtab = e.elf.get_section(sec["sh_link"])
-        for r in sec.iter_relocations():
-            if r["r_info_sym"] == 0:
-                continue
-            sym = symtab.get_symbol(r["r_info_sym"])
-            name = sym.name
-            if sym["st_info"]["type"] == "STT_SECTION":
-                name = e.elf.get_section(sym["st_shndx"]).name
-            if name.startswith(".debug_"):
-                continue
-            rtype, at = r["r_info_type"], r["r_offset"]
-            if rtype not in ACCEPTED:
-                _fail(e.path, f"unsupported relocation type {rtype} against '{name}' at 0x{at:08X}",
-                      "compile with the PIC flags of the relocatable build (-fpic -msingle-pic-base ...)")
-            if sym["st_value"] == 0 and sym["st_shndx"] == "SHN_UNDEF":
-                _fail(e.path, f"unresolved symbol '{name}' referenced at 0x{at:08X}",
-                      "provide it (runtime sources/archive) or remove the reference")
-            if any(lo <= at < hi for lo, hi in skipped):
-                continue
-            if rtype == R_ARM_GOT_BREL:
-                got += 1
-            elif rtype == R_ARM_ABS32:
-                if not d_lo <= at < d_hi:
-                    _fail(e.path, f"absolute relocation against '{name}' at 0x{at:08X} is not from RAM",
-                          "do not place pointer tables in read-only sections of a relocatable network")
-                sites.append(at)
-    return sites, got
-
-
-def pack(elf_path, blob_path, bin_path, split=False):
+def pack(code_path, params_desc, bin_path, split=False):
     """Write the image; returns what the report and the checker need."""
-    e = _Elf(elf_path)
-    try:
-        _sanity(e)
-        flash, data = bytearray(e.data(".flash")), bytearray(e.data(".data"))
-        h = Header.parse(flash)
-        ro_size = off(h.data_data)
-        params0 = e.data(".params_0")
-        ec_blobs = params0[:-FAKE_SIZE] if len(params0) >= FAKE_SIZE else b""
-        if ec_blobs:   # COPY sources sit after the EC blobs in the params area
-            for at, d in read_descriptors(data, off(h.params_start))[0]:
-                if d.type == TYPE_COPY:
-                    d.foff += len(ec_blobs)
-                    data[at:at + d.SIZE] = d.pack()
-        entries = e.symbols["_network_entries"]
-        skipped = [(entries["st_value"], entries["st_value"] + entries["st_size"])]
-        sites, got = _rel_table(e, skipped)
-        crc_at = ro_size + off(e.symbols["_network_rt_ctx"]["st_value"]) + RtCtx.PARAMS_BIN_SZ_OFFSET
-    finally:
-        e.close()
-
-    blob_size = os.path.getsize(blob_path) if blob_path and os.path.exists(blob_path) else 0
-    rel = struct.pack(f"<{len(sites)}I", *sites)
-    data_img = bytes(data) + bytes(align8(len(data)) - len(data))
-    rel_start = ro_size + len(data_img)
-    rel_img = rel + bytes(align8(len(rel)) - len(rel))
-    params_offset = rel_start + len(rel_img) if (blob_size or ec_blobs) and not split else 0
-    struct.pack_into("<2I", flash, Header.offset_of("rel_start"), FLASH_BASE | rel_start,
-                     (FLASH_BASE | rel_start) + len(rel))
-    struct.pack_into("<I", flash, Header.offset_of("params_offset"), params_offset)
-    ro_img = bytes(flash[:ro_size]) + bytes(max(ro_size - len(flash), 0))
-
-    has_params = split or params_offset
-    result = Packed(bin_path, ec_blob_size=len(ec_blobs), rel_sites=sites, got_count=got,
-                    params_size=len(ec_blobs) + blob_size if has_params else 0)
+    c = CodeImage.load(code_path)
+    blob = ParamsBlob.load(params_desc) if params_desc else ParamsBlob([])
+    blob.verify()
+    ec_blobs = c.ec_blobs
+    code = bytearray(c.code)
+    params_offset = len(code) if (blob.size or ec_blobs) and not split else 0
+    struct.pack_into("<I", code, Header.offset_of("params_offset"), params_offset)
+    result = Packed(bin_path, ec_blob_size=len(ec_blobs), rel_entries=c.rel_entries, got_entries=c.got_entries,
+                    params_size=len(ec_blobs) + blob.size if split or params_offset else 0)
     crc = 0
     if split:
         result.params_path = params_path(bin_path)
         with atomic_open(result.params_path) as p:
             p.write(ec_blobs)
-            crc = _stream(blob_path, p)
+            crc = blob.stream(p)
     with atomic_open(bin_path) as out:
-        out.write(ro_img)
-        out.write(data_img)
-        out.write(rel_img)
+        out.write(code)
         if params_offset:
             out.write(ec_blobs)
-            crc = _stream(blob_path, out)
+            crc = blob.stream(out)
         result.size = out.tell()
-        out.seek(crc_at)
-        out.write(struct.pack("<2I", blob_size, crc))
-        post_check(bin_path, ro_img + data_img + rel_img)
+        out.seek(c.params_words_at)
+        out.write(struct.pack("<2I", blob.size, crc))
     return result
-
-
-def post_check(path, data):
-    """Every REL site's word and every GOT word but the last three must point into data or bss
-    (not the init-array/GOT gap), into the RO image, or into a relocatable pool segment."""
-    h = Header.parse(data)
-    ro, data_end, bss_start, bss_end = off(h.data_data), off(h.data_end), off(h.bss_start), off(h.bss_end)
-    got_start, got_end, rel_start, rel_end = off(h.got_start), off(h.got_end), off(h.rel_start), off(h.rel_end)
-
-    def valid(word):
-        s, o = seg(word), off(word)
-        return (s == SEG_RAM and (o < data_end or bss_start <= o < bss_end)) or (s == SEG_FLASH and o < ro) or \
-            s in (SEG_PARAM0, SEG_PARAM1)
-
-    for site in struct.unpack_from(f"<{(rel_end - rel_start) // 4}I", data, rel_start):
-        word = struct.unpack_from("<I", data, ro + off(site))[0]
-        if not valid(word):
-            _fail(path, f"REL site 0x{site:08X} holds 0x{word:08X}, which points nowhere the loader can rebase")
-    for at in range(got_start, max(got_start, got_end - 12), 4):
-        word = struct.unpack_from("<I", data, ro + at)[0]
-        if not valid(word):
-            _fail(path, f"GOT word at 0x{RAM_BASE | at:08X} holds 0x{word:08X}, which the loader cannot rebase")
-
-
-def _stream(path, out):
-    crc = 0
-    if path and os.path.exists(path):
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK):
-                out.write(chunk)
-                crc = zlib.crc32(chunk, crc)
-    return crc

@@ -1,5 +1,6 @@
-"""The pack step as the build runs it: pack, check the image (XIP and COPY install), write the
-results JSON, print the size report and apply the size gate. A failure leaves no image behind."""
+"""The image and pack steps as the build runs them. Pack: pack, check the image (XIP and COPY
+install), write the results JSON, print the size report and apply the size gate. A failure
+leaves no image behind."""
 import json
 import os
 
@@ -8,23 +9,30 @@ from ..errors import N6Error
 from ..releases import release_for_atonn
 from . import report
 from .check import LoaderError, check_file
+from .names import params_path
 from .pack import pack
 
 
-def pack_step(elf, blob, bin_path, results_path, name, budgets, split=False, log=print):
-    packed = pack(elf, blob, bin_path, split=split)
-    outputs = [bin_path, results_path] + ([packed.params_path] if packed.params_path else [])
+def code_step(elf, code_path):
+    """The ELF's part of the image, kept apart so new weights never read the ELF again."""
+    from .elf import code_image   # pyelftools: only when the ELF changed
+    code_image(elf).save(code_path)
+
+
+def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print):
     try:
-        try:
-            img, _ = check_file(bin_path, packed.params_path)
+        packed = pack(code_path, params_desc, bin_path, split=split)
+        try:   # the params CRC-32 was computed from the very bytes written: not read back here
+            img, _ = check_file(bin_path, packed.params_path, verify_params=False)
         except LoaderError as e:
             raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
-        res = report.results(img, packed, name, release_for_atonn(img.rt_ctx.ll_aton_version), outputs[:1] + outputs[2:])
+        files = [bin_path] + ([packed.params_path] if packed.params_path else [])
+        res = report.results(img, packed, name, release_for_atonn(img.rt_ctx.ll_aton_version), files)
         write_text(results_path, json.dumps(res, indent=1) + "\n")
         log(report.text(res, budgets, bin_path))
         report.gate(res, budgets, bin_path)
     except N6Error:
-        for path in outputs:
+        for path in (bin_path, params_path(bin_path), results_path):   # no stale image outlives a failure
             if os.path.exists(path):
                 os.unlink(path)
         raise

@@ -1,10 +1,10 @@
 """Prepare step: a generated network (network.c, .raw files, c_info.json, _ecblobs.h) → the
 sources of a relocatable image: `<name>_reloc.c`, `_reloc_mempools.c`, `_reloc_conf.h`,
-`_reloc_mempools.raw` (the params blob) and `_reloc_ecblobs.h` (epoch controller only)."""
+`_reloc_params.json` (which `.raw` files make the params blob; pack streams them) and
+`_reloc_ecblobs.h` (epoch controller only). The weights themselves are not read here."""
 import glob
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 
 from ..atomic import atomic_open, write_text
@@ -14,9 +14,8 @@ from ..network_c import parse_network_c
 from ..releases import release_for_atonn
 from ..mpool import EXTERNAL_BASE
 from .image import FAKE_SIZE, align8
+from .params import REGENERATE, ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
-
-CHUNK = 1 << 20
 
 
 @dataclass
@@ -100,11 +99,10 @@ def analyse(network_c, name=None, install_version=None):
         raw = _match_raw(candidates, p.name)
         if raw is None:
             raise N6Error(os.path.join(folder, f"{stem}_atonbuf.{p.name}.raw"),
-                          f"missing: pool '{p.name}' holds parameters", "copy the .raw files stedgeai wrote next to network.c")
+                          f"missing: pool '{p.name}' holds parameters", REGENERATE)
         size = os.path.getsize(raw)
         if size != p.used:
-            raise N6Error(raw, f"is {size} bytes but pool '{p.name}' uses {p.used} bytes",
-                          "use the .raw written by the same stedgeai run as network.c")
+            raise N6Error(raw, f"is {size} bytes but pool '{p.name}' uses {p.used} bytes", REGENERATE)
         prep.raws[p.name] = raw
     offset = 0
     for p in prep.pools:
@@ -120,16 +118,10 @@ def analyse(network_c, name=None, install_version=None):
     return prep
 
 
-def write_blob(prep, path):
-    """Concatenate the params pools' raws, each zero-padded to 8, streamed. (Its CRC-32 is
-    computed by the packer, which writes it into the image.)"""
-    with atomic_open(path, "wb") as out:
-        for p in prep.pools:
-            if p.type == TYPE_UNUSED or not p.carries_params:
-                continue
-            with open(prep.raws[p.name], "rb") as f:
-                shutil.copyfileobj(f, out, CHUNK)
-            out.write(bytes(align8(p.used) - p.used))
+def params_blob(prep):
+    """The params pools' raws in pool order (each zero-padded to 8 in the blob)."""
+    return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.pools
+                       if p.type != TYPE_UNUSED and p.carries_params])
 
 
 def conf_h(prep):
@@ -206,7 +198,7 @@ def reloc_c(prep, network_c_text, stem):
 
 
 def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_version=None):
-    """Run the prepare step; returns the Prepared description (blob size and CRC included)."""
+    """Run the prepare step; returns the Prepared description."""
     prep = analyse(network_c, name, install_version)
     stem = os.path.splitext(os.path.basename(network_c))[0]
     folder = os.path.dirname(network_c) or "."
@@ -221,11 +213,5 @@ def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_versio
                    patch_ecblobs(text, prep.release) if ecblob_in_params else text)
     write_text(os.path.join(outdir, f"{n}_reloc_mempools.c"), mempools_c(prep))
     write_text(os.path.join(outdir, f"{n}_reloc_conf.h"), conf_h(prep))
-    write_blob(prep, os.path.join(outdir, f"{n}_reloc_mempools.raw"))
+    params_blob(prep).save(os.path.join(outdir, f"{n}_reloc_params.json"))
     return prep
-
-
-def outputs(name, epoch_controller):
-    """File names the prepare step writes, for the emitter."""
-    files = [f"{name}_reloc.c", f"{name}_reloc_mempools.c", f"{name}_reloc_conf.h", f"{name}_reloc_mempools.raw"]
-    return files + ([f"{name}_reloc_ecblobs.h"] if epoch_controller else [])

@@ -42,7 +42,7 @@ def results(img, packed, name, release, files):
                        "acts_sz": rt.acts_sz, "params_sz": rt.params_sz, "ext_ram_sz": rt.ext_ram_sz,
                        "params_bin_sz": rt.params_bin_sz, "params_bin_crc32": f"0x{rt.params_bin_crc32:08X}",
                        "rt_c_struct_sizes": f"0x{rt.rt_c_struct_sizes:04X}"},
-        "rel_entries": len(packed.rel_sites), "got_entries": packed.got_count, "ec_blobs_in_params": packed.ec_blob_size,
+        "rel_entries": packed.rel_entries, "got_entries": packed.got_entries, "ec_blobs_in_params": packed.ec_blob_size,
         "notes": [],
         "gen_files": [{"size": os.path.getsize(f), "path": f} for f in files if os.path.exists(f)],
     }

@@ -1,0 +1,20 @@
+"""File names of the relocatable build, in one light module: the build's emitters read them at
+SConscript time without importing the steps themselves."""
+import os
+
+
+def prepare_outputs(name, epoch_controller):
+    """What the prepare step writes into the model's reloc folder."""
+    files = [f"{name}_reloc.c", f"{name}_reloc_mempools.c", f"{name}_reloc_conf.h", f"{name}_reloc_params.json"]
+    return files + ([f"{name}_reloc_ecblobs.h"] if epoch_controller else [])
+
+
+def params_path(bin_path):
+    """`network_rel.bin` → `network_rel_params.bin`: where a split image's params go."""
+    stem, ext = os.path.splitext(bin_path)
+    return f"{stem}_params{ext}"
+
+
+def code_facts_path(path):
+    """`<stem>.bin` → `<stem>.json`: where a code image keeps its sizes."""
+    return os.path.splitext(path)[0] + ".json"

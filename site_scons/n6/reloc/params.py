@@ -1,0 +1,73 @@
+"""The params blob: the `.raw` files of the pools that carry parameters, in pool order, each
+zero-padded to 8 bytes. Prepare describes it in `<name>_reloc_params.json`; pack streams it
+from the `.raw` files straight into the image, so new weights cost one copy and one CRC-32."""
+import json
+import os
+import zlib
+from dataclasses import dataclass
+
+from ..atomic import write_text
+from ..errors import N6Error
+from ..jsonfile import read_json
+from .image import align8
+
+CHUNK = 1 << 20
+VERSION = 1
+REGENERATE = "use the .raw files written by the same stedgeai run as network.c"
+
+
+@dataclass(frozen=True)
+class ParamsPart:
+    pool: str
+    path: str
+    size: int
+
+
+@dataclass
+class ParamsBlob:
+    parts: list
+
+    @property
+    def size(self):
+        return sum(align8(p.size) for p in self.parts)
+
+    def save(self, path):
+        """Paths are stored relative to the description's folder."""
+        folder = os.path.dirname(path) or "."
+        parts = [{"pool": p.pool, "path": os.path.relpath(p.path, folder), "size": p.size} for p in self.parts]
+        write_text(path, json.dumps({"version": VERSION, "size": self.size, "parts": parts}, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path):
+        doc = read_json(path, "params description", lenient=False)
+        if not isinstance(doc, dict) or doc.get("version") != VERSION:
+            raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
+        folder = os.path.dirname(path) or "."
+        return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
+                    for p in doc["parts"]])
+
+    def verify(self):
+        """Every part is there with the size the network was generated for (before any copy)."""
+        for p in self.parts:
+            try:
+                size = os.path.getsize(p.path)
+            except OSError:
+                raise N6Error(p.path, f"missing: pool '{p.pool}' holds parameters", REGENERATE) from None
+            if size != p.size:
+                raise N6Error(p.path, f"is {size} bytes but pool '{p.pool}' uses {p.size} bytes", REGENERATE)
+
+    def stream(self, out, crc=0):
+        """Write the blob to `out`; returns its CRC-32."""
+        for p in self.parts:
+            with open(p.path, "rb") as f:
+                left = p.size
+                while left and (chunk := f.read(min(CHUNK, left))):
+                    out.write(chunk)
+                    crc = zlib.crc32(chunk, crc)
+                    left -= len(chunk)
+            if left:
+                raise N6Error(p.path, "shrank while it was being packed", "rebuild")
+            pad = bytes(align8(p.size) - p.size)
+            out.write(pad)
+            crc = zlib.crc32(pad, crc)
+        return crc
