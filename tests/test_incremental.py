@@ -66,7 +66,7 @@ def test_raw_change_runs_pack_only(repo, tmp_path):
     bump(raw)
     proc = scons(repo, "--debug=explain")
     assert steps(proc) == [("PACK", "tiny_prebuilt")]
-    assert "network_atonbuf.xSPI2.raw" in proc.stdout   # explain names the cause
+    assert "network_atonbuf.xSPI2.raw' changed" in proc.stdout   # explain names the cause
     clean = copy_repo(tmp_path / "clean")
     shutil.copyfile(raw, os.path.join(clean, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw"))
     scons(clean, "tiny_prebuilt")
@@ -84,7 +84,10 @@ def test_same_second_edit_needs_the_content_decider(repo):
     open(raw, "wb").write(data)
     os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))   # same second, other nanoseconds
     assert steps(scons(repo)) == []                                # the documented blind spot
-    assert steps(scons(repo, "DECIDER=content")) == [("PACK", "tiny_prebuilt")]
+    proc = scons(repo, "DECIDER=content", "--debug=explain")
+    assert steps(proc) == [("PACK", "tiny_prebuilt")]
+    assert "rebuilding `build/tiny_prebuilt/network_rel.bin' because `models/tiny_prebuilt/" \
+           "network_atonbuf.xSPI2.raw' changed" in proc.stdout   # the exact cause, nothing else
     bump(raw)
 
 
