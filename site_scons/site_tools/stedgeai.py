@@ -16,9 +16,6 @@ import SCons.Node.FS
 
 from n6 import gcc_flags
 from n6.errors import N6Error
-from n6.mpool import read_mpool
-from n6.placement import params_pool
-from n6.profile import read_profile
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, check_install, install_release
 from n6_scons import code_version, progress, reports_errors
@@ -93,6 +90,7 @@ def runtime_lib(env):
 
 def _generate_args(env, spec):
     """Normalised generate options: the same dict feeds the emitter, the action and a Value node."""
+    from n6.profile import read_profile   # source models only: a prebuilt-only tree never loads it
     root, rel, simulated = _install(env)
     profile = read_profile(spec.profile_file, spec.profile)
     return {"release": rel.core, "model": spec.model_file, "profile": spec.profile, "profile_file": spec.profile_file,
@@ -102,6 +100,8 @@ def _generate_args(env, spec):
 
 
 def _generate_emitter(target, source, env):
+    from n6.mpool import read_mpool
+    from n6.placement import params_pool
     args = json.loads(source[-1].read())
     outdir = target[0]
     rel = release(args["release"])
