@@ -153,3 +153,44 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
                    ("old", 0x342E0040, 0, 16, 24, False)]
     assert [(p.index, p.postfix, p.absolute, p.read_write, p.cacheable, p.global_size) for p in net.pools] == \
         [(1, "xSPI2", False, False, True, 1024), (2, "AXISRAM5", True, True, False, 96)]
+
+
+def test_params_blob_streams_raws_padded_to_8_with_their_crc(tmp_path):
+    import io
+    import zlib
+    from n6.reloc.params import ParamsBlob, ParamsPart
+    raws = tmp_path / "model"
+    raws.mkdir()
+    (raws / "a.raw").write_bytes(bytes(range(13)))
+    (raws / "b.raw").write_bytes(b"\xAA" * 8)
+    desc = tmp_path / "build" / "network_reloc_params.json"
+    desc.parent.mkdir()
+    ParamsBlob([ParamsPart("p0", str(raws / "a.raw"), 13), ParamsPart("p1", str(raws / "b.raw"), 8)]).save(str(desc))
+    stored = json.loads(desc.read_text())
+    assert stored["size"] == 24 and [p["path"] for p in stored["parts"]] == ["../model/a.raw", "../model/b.raw"]
+    blob = ParamsBlob.load(str(desc))
+    blob.verify()
+    out = io.BytesIO()
+    crc = blob.stream(out)
+    expected = bytes(range(13)) + bytes(3) + b"\xAA" * 8
+    assert out.getvalue() == expected and crc == zlib.crc32(expected) and blob.size == len(expected)
+    (raws / "b.raw").write_bytes(b"\xAA" * 9)
+    with pytest.raises(N6Error, match=r"b\.raw: is 9 bytes but pool 'p1' uses 8 bytes \(fix: use the \.raw files"):
+        blob.verify()
+    (raws / "a.raw").unlink()
+    with pytest.raises(N6Error, match=r"a\.raw: missing: pool 'p0' holds parameters"):
+        blob.verify()
+
+
+def test_code_image_round_trip_and_a_mismatched_pair(tmp_path):
+    import struct
+    from n6.reloc.image import CodeImage
+    code = bytearray(104)
+    struct.pack_into("<I", code, 0, 0x4E49424E)
+    img = CodeImage(bytes(code), b"\x01" * 16, got_entries=5)
+    path = tmp_path / "network_rel_code.bin"
+    img.save(str(path))
+    assert CodeImage.load(str(path)) == img
+    path.write_bytes(bytes(code))   # the EC blobs are gone, the description still counts them
+    with pytest.raises(N6Error, match=r"network_rel_code\.bin: is 104 bytes, its description says 120"):
+        CodeImage.load(str(path))
