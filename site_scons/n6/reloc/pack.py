@@ -27,7 +27,7 @@ class Packed:
 def pack(code_path, params_desc, bin_path, split=False):
     """Write the image; returns what the report and the checker need."""
     c = CodeImage.load(code_path)
-    blob = ParamsBlob.load(params_desc) if params_desc else ParamsBlob([])
+    blob = ParamsBlob.load(params_desc)
     blob.verify()
     ec_blobs = c.ec_blobs
     code = bytearray(c.code)

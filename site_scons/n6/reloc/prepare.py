@@ -14,7 +14,7 @@ from ..network_c import parse_network_c
 from ..releases import release_for_atonn
 from ..mpool import EXTERNAL_BASE
 from .image import FAKE_SIZE, align8
-from .params import REGENERATE, ParamsBlob, ParamsPart
+from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
 
 
@@ -34,6 +34,11 @@ class Prepared:
     @property
     def used_pools(self):
         return [p for p in self.pools if p.type != TYPE_UNUSED]
+
+    @property
+    def params_pools(self):
+        """The pools whose bytes make the params blob, in blob order."""
+        return [p for p in self.used_pools if p.carries_params]
 
 
 def c_info_path(folder, stem):
@@ -93,22 +98,12 @@ def analyse(network_c, name=None, install_version=None):
     check_c_info(c_info_path(folder, stem))
     prep = Prepared(name or stem, net.c_name, rel, pools_of(net), net)
     candidates = raw_candidates(folder, rel, net.c_name, stem)
-    for p in prep.used_pools:
-        if not p.carries_params:
-            continue
-        raw = _match_raw(candidates, p.name)
-        if raw is None:
-            raise N6Error(os.path.join(folder, f"{stem}_atonbuf.{p.name}.raw"),
-                          f"missing: pool '{p.name}' holds parameters", REGENERATE)
-        size = os.path.getsize(raw)
-        if size != p.used:
-            raise N6Error(raw, f"is {size} bytes but pool '{p.name}' uses {p.used} bytes", REGENERATE)
-        prep.raws[p.name] = raw
     offset = 0
-    for p in prep.pools:
-        if p.type != TYPE_UNUSED and p.carries_params:
-            p.foff = offset
-            offset += align8(p.used)
+    for p in prep.params_pools:
+        prep.raws[p.name] = _match_raw(candidates, p.name) or os.path.join(folder, f"{stem}_atonbuf.{p.name}.raw")
+        p.foff = offset
+        offset += align8(p.used)
+    params_blob(prep).verify()   # every pool's .raw is there, with the pool's size
     internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
     external = [p for p in prep.pools if p.offset >= EXTERNAL_BASE]
     prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
@@ -120,8 +115,7 @@ def analyse(network_c, name=None, install_version=None):
 
 def params_blob(prep):
     """The params pools' raws in pool order (each zero-padded to 8 in the blob)."""
-    return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.pools
-                       if p.type != TYPE_UNUSED and p.carries_params])
+    return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.params_pools])
 
 
 def conf_h(prep):
