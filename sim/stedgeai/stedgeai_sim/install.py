@@ -3,6 +3,7 @@
 The tree has ST's layout (Utilities/linux/stedgeai, Middlewares/ST/AI/...), so the build finds it
 exactly like a real install through STEDGEAI_CORE_DIR. The PIC runtime archive is not made here:
 the build compiles it with the real arm-none-eabi-gcc (see runtime_lib_sources())."""
+import functools
 import glob
 import json
 import os
@@ -25,13 +26,13 @@ PYTHONPATH="{pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{python}" -m stedge
 """
 
 
+@functools.cache
 def template_files():
-    """(relative path, absolute source) for every file of the install template."""
-    out = []
-    for path in sorted(glob.glob(os.path.join(TEMPLATE, "**", "*"), recursive=True)):
-        if os.path.isfile(path):
-            out.append((os.path.relpath(path, TEMPLATE), path))
-    return out
+    """(relative path, absolute source) for every file of the install template (listed once:
+    the build asks per install file and per model)."""
+    return tuple((os.path.relpath(path, TEMPLATE), path)
+                 for path in sorted(glob.glob(os.path.join(TEMPLATE, "**", "*"), recursive=True))
+                 if os.path.isfile(path))
 
 
 def runtime_lib_sources():
