@@ -1,12 +1,14 @@
 """What every n6 SCons tool shares: Python actions that report bad input as one
-`scons: *** [target] <file>: <problem> (fix: ...)` line, and short progress lines."""
-import functools
+`scons: *** [target] <file>: <problem> (fix: ...)` line, short progress lines, and nodes
+standing for the code a step runs."""
 import glob
 import hashlib
 import os
 
+import SCons.Action
 import SCons.Errors
 
+from n6.atomic import write_text
 from n6.errors import N6Error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # relative names: same digest in any clone
@@ -29,23 +31,30 @@ def progress(verb, what=lambda target, env: target[0].path):
 
 
 def code_version(env, label, paths):
-    """A Value node standing for the code in `paths`: a step whose logic lives there must rerun
-    when it changes (SCons signs a Python action by its own bytecode only, not by the code it
-    calls). One node instead of one edge per file keeps every no-op short."""
-    return env.Value(f"{label} {_digest(tuple(sorted(paths)))}")
+    """One node standing for the code in `paths`: a step whose logic lives there must rerun when
+    it changes (SCons signs a Python action by its own bytecode only, not by the code it calls).
+    The node is a digest file made by an action, so reading the SConscripts reads no code, a
+    no-op checks each file once, and every step has one edge to it instead of one per file."""
+    key = (env.subst("$BUILD_DIR"), label)
+    if key not in _CODE_VERSIONS:
+        _CODE_VERSIONS[key] = env.Command(os.path.join("$BUILD_DIR", ".code", f"{label}.sha256"), sorted(paths),
+                                          SCons.Action.Action(_write_digest, None))
+    return _CODE_VERSIONS[key]
 
 
-@functools.cache
-def _digest(paths):
+_CODE_VERSIONS = {}
+
+
+def _write_digest(target, source, env):
     h = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            h.update(os.path.relpath(path, ROOT).encode() + b"\0" + f.read())
-    return h.hexdigest()[:16]
+    for node in source:
+        with open(node.abspath, "rb") as f:
+            h.update(os.path.relpath(node.abspath, ROOT).encode() + b"\0" + f.read())
+    write_text(target[0].abspath, h.hexdigest() + "\n")
 
 
 def library_code(env):
     """The n6 library's own code (and this module's)."""
     site = os.path.join(ROOT, "site_scons")
-    return code_version(env, "n6 library", glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True) +
+    return code_version(env, "n6-library", glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True) +
                         [os.path.join(site, "n6_scons.py")])

@@ -151,7 +151,7 @@ def generate_model(env, spec, outdir):
         from stedgeai_sim.install import installed_files
         root = _install(env)[0]
         sources += [os.path.join(root, f) for f in installed_files(args["release"]) if f.startswith("Utilities")]
-        sources.append(code_version(env, "simulated stedgeai", sim_python_sources()))
+        sources += code_version(env, "stedgeai-sim", sim_python_sources())
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets
