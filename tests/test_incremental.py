@@ -73,6 +73,17 @@ def test_raw_change_runs_pack_only(repo, tmp_path):
     assert _image(repo, "tiny_prebuilt") == _image(clean, "tiny_prebuilt")
 
 
+def test_a_new_raw_file_reruns_prepare(repo):
+    """Prepare sees the .raw names, not their bytes: a new name must reach it (it picks the raws)."""
+    extra = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.AXISRAM9.raw")
+    open(extra, "wb").write(bytes(16))
+    try:
+        assert steps(scons(repo)) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+    finally:
+        os.unlink(extra)
+    assert steps(scons(repo)) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
+
+
 def test_same_second_edit_needs_the_content_decider(repo):
     """SCons timestamps have whole-second resolution: an edit that keeps size and whole-second mtime
     is invisible to content-timestamp, and is found by DECIDER=content."""
@@ -274,3 +285,9 @@ def test_runtime_library_change_relinks_without_regenerating(tmp_path):
                                    "\nint nr_build_note(void) { return 1; }\n")
     assert "GEN" not in {v for v, _ in got} and "PREPARE" not in {v for v, _ in got}
     assert len([1 for v, _ in got if v == "LINK"]) == 4
+
+
+def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
+    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
+    assert sorted(m for v, m in got if v == "GEN") == ["big_mlp", "cifar_cnn", "kws_mlp"]
+    assert "CC" not in {v for v, _ in got}   # same generated code: nothing recompiles
