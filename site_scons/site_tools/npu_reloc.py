@@ -18,6 +18,7 @@ import SCons.Builder
 
 from n6 import gcc_flags
 from n6.errors import N6Error
+from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LL_ATON
 from n6_scons import library_code, progress, reports_errors
@@ -108,13 +109,18 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
-    pack_opts = {"split": opts["split"], "name": name, "budgets": {k: env[f"RELOC_{k.upper()}_SIZE"] for k in
-                                                                   ("flash", "params_flash", "exec_ram", "ext_ram")},
+    pack_opts = {"split": opts["split"], "name": name, "budgets": budgets(env),
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
     env.Depends(prepared + code + image, library_code(env))
     return image
+
+
+def budgets(env):
+    """The size gate's budgets from the RELOC_*_SIZE variables (bytes; None: gate off)."""
+    return {k: parse_size(env[f"RELOC_{k.upper()}_SIZE"], f"RELOC_{k.upper()}_SIZE", allow_none=True)
+            for k in ("flash", "params_flash", "exec_ram", "ext_ram")}
 
 
 def _link_emitter(target, source, env):
@@ -168,8 +174,8 @@ def check_alias(env, images):
 
 def generate(env):
     env.SetDefault(RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
-                   RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
-                   RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
+                   RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="8M", RELOC_PARAMS_FLASH_SIZE="104M",
+                   RELOC_EXEC_RAM_SIZE="640K", RELOC_EXT_RAM_SIZE="27M")
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
         target_factory=env.Dir)
