@@ -110,19 +110,21 @@ class Cpu:
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
         if services:
             uc.hook_add(UC_HOOK_CODE, self._on_service, begin=self.stubs, end=self.stubs + 4 * len(services) - 1)
-        self._counting = []
+        self._counting, self._counting_mode = [], (False, False)
         self.set_counting(count)
 
-    def set_counting(self, on):
-        """Count instructions and memory accesses (one hook call per block and per access: about
-        10-50x slower) or run at full speed with no counts."""
-        if bool(on) == bool(self._counting):
+    def set_counting(self, instructions, memory=False):
+        """Count instructions (one hook call per block: ~10x slower) and memory accesses (one per
+        access: ~50x slower), or run at full speed with no counts."""
+        if (instructions, memory) == self._counting_mode:
             return
+        self._counting_mode = (instructions, memory)
         for h in self._counting:
             self.uc.hook_del(h)
         self._counting = []
-        if on:
+        if instructions:
             self._counting.append(self.uc.hook_add(UC_HOOK_BLOCK, self._on_block))
+        if memory:
             for r in self.regions:
                 self._counting.append(self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access,
                                                        user_data=r.name, begin=r.base, end=r.base + r.size - 1))

@@ -25,6 +25,21 @@ DEFAULT_LAYOUT = {
                 ("npuRAM4", 0x3427_0000, 0x7_0000), ("npuRAM5", 0x342E_0000, 0x7_0000),
                 ("npuRAM6", 0x3435_0000, 0x7_0000), ("xSPI1 PSRAM", 0x9000_0000, 32 << 20)],
 }
+
+
+def layout_from_board(board):
+    """DEFAULT_LAYOUT with the addresses of a board file (n6.board.Board)."""
+    regions = [("firmware", FIRMWARE_BASE, board.memory.exec_ram.base - FIRMWARE_BASE),
+               ("exec RAM", board.memory.exec_ram.base, board.memory.exec_ram.size),
+               ("AXISRAM2", 0x3410_0000, 1 << 20)]
+    regions += [(r.name, r.base, r.size) for r in board.memory.npu_ram]
+    ext = board.memory.external_ram
+    regions.append(("xSPI1 PSRAM", ext.base & ~0xFFFFF, ext.size + (ext.base & 0xFFFFF)))
+    return {"network": board.images.network, "params": board.images.params,
+            "exec_ram": (board.memory.exec_ram.base, board.memory.exec_ram.size),
+            "external_ram": (ext.base, ext.size), "regions": regions}
+
+
 DTYPES = {1: "float32", 2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32"}
 BUFFER_INFO_SIZE = 56
 EB_LAST, EB_PURE_HW, EB_PURE_SW, EB_HYBRID, EB_BLOB = 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6
@@ -95,7 +110,8 @@ class InstalledModel:
         split = self.img.header.params_offset == 0
         cfg = Config(exec_ram[0], exec_ram[1], ext_ram[0], ext_ram[1], layout["params"] if split else 0,
                      (MODE_XIP if mode == "XIP" else MODE_COPY) | MODE_CLEAR)
-        self.installed = install(data, layout["network"], cfg, fw, params if split else None)   # LoaderError
+        # the loader does not check the params CRC-32 (only our image checker does)
+        self.installed = install(data, layout["network"], cfg, fw, params if split else None, verify_params=False)
         self.mode = mode
         regions = [Region(*r) for r in layout["regions"]]
         regions.append(Region("xSPI2 flash", layout["network"], len(data)))

@@ -2,7 +2,8 @@
 host requests, answer with bare `respMsg`s, wait for the host's ack after every log. Fault
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
-`slow:S` (every reply S seconds late)."""
+`slow:S` (every reply S seconds late). PER_LAYER runs count instructions per epoch; with the
+BUSIF_RW_DATA counter option also reads and writes per memory region (`s:sim:` logs)."""
 import os
 import select
 import struct
@@ -17,6 +18,7 @@ from google.protobuf.message import DecodeError
 from .emulator import Fault, NpuAccess
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ, NPU_HZ
 
+BUSIF_RW_DATA = 0x08                                    # counter option: bus read/write data
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
 
 
@@ -171,7 +173,7 @@ class Board:
             os.close(self.link.port.fd)
             raise Disconnect()
         per_layer = bool(req.param & PER_LAYER)
-        model.cpu.set_counting(per_layer)
+        model.cpu.set_counting(per_layer, per_layer and bool(req.opt >> 8 & BUSIF_RW_DATA))
         try:
             result = model.infer(data)
         except NpuAccess as e:
