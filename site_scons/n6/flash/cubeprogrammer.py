@@ -216,6 +216,9 @@ class CubeProgrammer(Backend):
         if result.timed_out:
             raise ProgrammerError(self.log_path, f"programmer did not finish within {self.runner.timeout} s",
                                   "power-cycle the board; check for a process holding the probe")
+        if result.returncode < 0:
+            raise ProgrammerError(self.log_path, f"programmer stopped by signal {-result.returncode}",
+                                  "flash again: the record was not updated, the interrupted sectors are rewritten")
         problem, fix = classify(result.output, self.loader_name, self.serial)
         raise ProgrammerError(self.log_path, problem, fix)
 
