@@ -132,6 +132,27 @@ def test_first_flash_writes_every_sector_then_nothing(repo):
     assert "is up to date" in proc.stdout and calls(repo) == before    # 0 bytes, 0 programmer calls
 
 
+def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
+    before, recs = calls(repo), records(repo)
+    proc = flash(repo, "RELOC_SPLIT=1", "DRY_RUN=1")
+    dry = [line for line in proc.stdout.splitlines() if line.startswith("  DRY-RUN")]
+    assert [line.split()[2:6] for line in dry] == [["-q", "-c", "port=SWD", "mode=powerdown"],
+                                                   ["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
+    assert calls(repo) == before and records(repo) == recs       # no programmer run, no record touched
+    change_raw(repo, [7 * S])
+    proc = flash(repo, "RELOC_SPLIT=1", "VERBOSE=1")
+    shown = [line for line in proc.stdout.splitlines() if "STM32_Programmer_CLI" in line]
+    assert len(shown) == 3 and " -d " in shown[2] and shown[2].rstrip().endswith("-v")
+    assert calls(repo) == before + 3
+
+
+def test_records_survive_clean(repo):
+    recs = records(repo)
+    run(repo, "-c", "big_mlp", "RELOC_SPLIT=1")
+    assert recs and records(repo) == recs
+    run(repo, "big_mlp", "RELOC_SPLIT=1")
+
+
 def test_one_byte_raw_change_split(repo):
     old_net, old_par = image(repo, "network_rel.bin"), image(repo, "network_rel_params.bin")
     change_raw(repo, [3 * S + 10])

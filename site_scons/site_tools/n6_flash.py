@@ -23,7 +23,6 @@ from n6_scons import reports_errors
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
-TIMEOUT = 600
 
 
 def sim_board_dir(env):
@@ -178,7 +177,7 @@ def _make_backend(cfg, board, log_path, serial):
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = cfg["sim_board"]
-    runner = ToolRunner(log_path, verbose=bool(cfg.get("verbose")), dry_run=cfg["dry_run"], timeout=TIMEOUT,
+    runner = ToolRunner(log_path, verbose=bool(cfg.get("verbose")), dry_run=cfg["dry_run"],
                         env=install.environ(environ))
     return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
                           board.programmer.access_port, serial, log_path)
@@ -217,20 +216,21 @@ def _flash_action(target, source, env):
     images = layout(models, board, cfg["multi"], flags)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
     firmware = board.firmware or default_firmware(release(cfg["release"]).core)
+    tag = "  SIMULATED" if cfg["simulated"] else ""
     for im in images:
         if im.role == "network":
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):
-                print(f"  WARNING  {w}")
-    tag = "  SIMULATED" if cfg["simulated"] else ""
+                print(f"  WARNING  {w}{tag}")
     flash_dir = os.path.dirname(target[0].abspath)
     log_path = os.path.join(os.path.relpath(flash_dir), "programmer.log")
     if os.path.exists(log_path):
         os.unlink(log_path)
-    hint = cfg["probe"] or (cfg["probes"][0] if len(cfg["probes"]) == 1 else None)
-    if not cfg["probe"] and len(cfg["probes"]) > 1:
-        raise N6Error(None, f"several probes attached: {', '.join(cfg['probes'])}", "choose one with PROBE=<serial>")
     backend = _make_backend(cfg, board, log_path, cfg["probe"])
     backend.check_options(cfg["reset"], cfg["probe"])
+    probes = cfg["probes"] or ([] if cfg["probe"] or cfg["dry_run"] else backend.probes())
+    if not cfg["probe"] and len(probes) > 1:
+        raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
+    hint = cfg["probe"] or (probes[0] if probes else None)
     store = RecordStore(os.path.join(cfg["build_dir"], "deploy-records"))
     bar = _Bar()
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
@@ -240,7 +240,7 @@ def _flash_action(target, source, env):
         finally:
             bar.close()
     for note in result.notes:
-        print(f"  FLASH    {note}")
+        print(f"  FLASH    {note}{tag}")
     for r in result.images:
         print(f"  FLASH    {r.image.path} \u2192 0x{r.image.address:08X}: {len(r.written)} of {r.sectors} sectors "
               f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
