@@ -91,6 +91,13 @@ class Board:
     firmware: Firmware | None
 
     @property
+    def budgets(self):
+        """The size gate's defaults (bytes; 0 → None, gate off): each image's flash region and the RAMs."""
+        b = {"flash": self.images.params - self.images.network, "params_flash": self.flash.end - self.images.params,
+             "exec_ram": self.memory.exec_ram.size, "ext_ram": self.memory.external_ram.size}
+        return {k: v or None for k, v in b.items()}
+
+    @property
     def key(self):
         """The file stem, as given to BOARD=."""
         return os.path.splitext(os.path.basename(self.path))[0]
@@ -100,7 +107,9 @@ def board_path(name_or_path):
     """BOARD= value → file: a path to a .toml file, or the name of a bundled board."""
     if name_or_path.endswith(".toml") or os.sep in name_or_path:
         return name_or_path
-    return os.path.join(BOARDS_DIR, name_or_path + ".toml")
+    path = os.path.join(BOARDS_DIR, name_or_path + ".toml")
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def available_boards():
