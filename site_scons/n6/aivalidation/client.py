@@ -149,7 +149,9 @@ class Client:
             if resp.state == pb.S_ERROR:
                 detail = f": {self.board_logs[-1]}" if self.board_logs else ""
                 err = ERROR_NAMES.get(resp.ack.error, resp.ack.error) if resp.HasField("ack") else "no ack"
+                crashed = any(k in detail for k in ("HardFault", "not executable"))
                 raise BoardError(self.name, f"{what} refused by the board ({err}){detail}",
+                                 "rebuild the image and check it (./n6 check)" if crashed else
                                  "check that the model was flashed and installed (scons flash)")
             return resp
 
