@@ -165,3 +165,18 @@ def test_no_port_model_missing_and_loader_rejection(built, tmp_path):
     with simulated_board(BOARD, image=str(bad)) as port, Client.open(port, timeouts=FAST) as c:
         with pytest.raises(BoardError, match="INVALID_BIN"):
             c.connect()
+
+
+def test_legacy_one_byte_header_board(built, tmp_path):
+    board = tmp_path / "dk-1byte.toml"
+    board.write_text(open(BOARD).read().replace('header = "2byte"', 'header = "1byte"'))
+    image = os.path.join(built, "build", "tiny_prebuilt", "network_rel.bin")
+    with simulated_board(str(board), image=image) as port:
+        with Client.open(port, header="1byte") as c:
+            c.connect()
+            per_layer = c.run("network", [bytes(64)], PER_LAYER)
+            assert per_layer.epochs and len(per_layer.outputs[0][1]) == 10
+            assert c.device.extra == [0, 1_000_000_000, 900_000_000, 0]   # field 5 in the legacy sysinfo
+        with pytest.raises(BoardError, match="SYNC"):
+            with Client.open(port, header="2byte", timeouts=FAST) as c:
+                c.connect()

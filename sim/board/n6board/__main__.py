@@ -86,7 +86,7 @@ def main(argv=None):
     ap.add_argument("--params")
     ap.add_argument("--release", default="2.2")
     ap.add_argument("--mode", choices=("COPY", "XIP"), default="COPY")
-    ap.add_argument("--header", choices=("2byte", "1byte"), default="2byte")
+    ap.add_argument("--header", choices=("2byte", "1byte"), help="default: the board file's [validation] header")
     ap.add_argument("--port-file")
     args = ap.parse_args(argv)
     master, slave = os.openpty()
@@ -99,7 +99,7 @@ def main(argv=None):
         write_text(args.port_file, path + "\n")
     else:
         print(path, flush=True)
-    Board(FdPort(master), args.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
+    Board(FdPort(master), args.header or load_board(args.board).validation.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ class Client:
                 raise BoardError(self.name, f"no answer to {what} within {timeout:g} s", FIX_FIRMWARE) from None
             except LinkError as e:
                 raise BoardError(self.name, f"{what}: not an aiValidation packet ({e})", FIX_FIRMWARE) from None
-            resp = pb.respMsg()
+            resp = (pb.respMsgLegacy if self.link.framing.header == "1byte" else pb.respMsg)()
             try:
                 resp.ParseFromString(raw)
             except DecodeError:
@@ -177,7 +177,7 @@ class Client:
         si = self.expect(self.receive(self.timeouts.sys_info, "SYS_INFO"), "sinfo", (pb.S_IDLE,), "SYS_INFO")
         dev = Device((major, minor), sync.capability, sync.rtid, si.devid, si.sclock, si.hclock, si.cache,
                      list(si.extra))
-        if si.com_param:
+        if getattr(si, "com_param", 0):      # 2-byte releases only: a USB board's larger packets
             self.link.framing = Framing(self.link.framing.header, si.com_param)
         for idx in range(16):
             logs = []
