@@ -63,3 +63,15 @@ def test_board_fault_is_one_line_and_leaves_no_run_json(repo):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "no answer to SYNC" in errors[0] and "Traceback" not in proc.stderr
     assert not os.path.exists(run_json)
+
+
+def test_multi_model_board_of_a_3x_release(tmp_path):
+    """3.x: both models behind the multi-model header are installed and each run finds its own."""
+    repo = copy_repo(tmp_path / "repo")
+    (tmp_path / "repo" / "models" / "kws_mlp" / "model.json").write_text(json.dumps({"name": "kws"}))
+    proc = scons(repo, "flash", "run", "STEDGEAI_SIM_RELEASE=3.0", "MODEL=kws_mlp,big_mlp", check=False)
+    assert "2 models named" not in proc.stderr and proc.returncode == 0, proc.stderr
+    assert "multi-model header" in proc.stdout
+    runs = {m: json.load(open(os.path.join(repo, "build", m, "run", "run.json"))) for m in ("kws_mlp", "big_mlp")}
+    assert runs["kws_mlp"]["model"] == "kws" and runs["big_mlp"]["model"] == "network"
+    assert runs["kws_mlp"]["outputs"][0]["shape"] == [12] and runs["big_mlp"]["outputs"][0]["shape"] == [10]

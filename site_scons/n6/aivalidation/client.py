@@ -198,9 +198,12 @@ class Client:
 
     def model(self, name=None):
         models = self.device.models if self.device else []
-        for m in models:
-            if name in (None, m.name):
-                return m
+        found = [m for m in models if name in (None, m.name)]
+        if len(found) > 1:
+            raise BoardError(self.name, f"{len(found)} models named '{name}' are on the board",
+                             "give each model its own c-name (model.json \"name\", stedgeai -n)")
+        if found:
+            return found[0]
         have = ", ".join(m.name for m in models) or "none"
         raise BoardError(self.name, f"model '{name}' is not on the board (the board has: {have})",
                          "flash it first (scons flash)")
