@@ -32,6 +32,8 @@ def _session(opts, on_board_path):
 
     @contextlib.contextmanager
     def ctx():
+        if port and not on_board.get("simulated"):
+            _start_firmware(opts, on_board, board)
         if port:
             with connect(port, board.validation.baudrate, header) as (client, device):
                 yield client, device, False
@@ -43,6 +45,20 @@ def _session(opts, on_board_path):
             raise N6Error(on_board_path, "the model is on a real board but no serial port is known",
                           "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
     return ctx()
+
+
+def _start_firmware(opts, on_board, board):
+    """Load ST's validation firmware into the board's SRAM and start it (real boards)."""
+    from n6.flash.cubeprogrammer import find_cli
+    from n6.reloc.image import Image
+    from n6.run import firmware_start
+    network = next(i for i in on_board["images"] if i["role"] == "network")
+    img = Image.load(network["path"])
+    elf = firmware_start.firmware_path(opts["install_root"], opts["release"], copy_size=img.copy_size,
+                                       ext_ram_size=img.rt_ctx.ext_ram_sz if img.rt_ctx else 0)
+    print(f"  START    {os.path.basename(elf)}")
+    firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
+                         on_board.get("probe"))
 
 
 @reports_errors
@@ -99,11 +115,12 @@ def run_model(env, spec, image):
     from n6.board import board_path
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     on_board = env.File(os.path.join("$BUILD_DIR", spec.name, "flash", "on_board.json"))
-    install = env.StedgeaiInstall()[1]
+    install_root, install, _ = env.StedgeaiInstall()
     opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]),
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
-            "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core}
+            "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
+            "install_root": os.path.abspath(install_root)}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
                       SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))
