@@ -41,14 +41,18 @@ def test_flash_run_validate(repo, tmp_path, model):
     inputs = [bytes.fromhex(bufs[0]) for bufs in run["inputs_data"]]
     assert [g.tobytes() for g in got] == _host(repo, model, tmp_path, inputs)
     val = json.load(open(os.path.join(run_dir, "validate.json")))
-    if model == "kws_mlp":
-        assert val["passed"] and val["outputs"][0]["max_abs_lsb"] <= 2 and val["outputs"][0]["top1"] == 1.0
-    else:
-        assert val["passed"] is None      # prebuilt folder: no host reference wired in
+    assert val["passed"] and val["outputs"][0]["max_abs_lsb"] <= 2 and val["outputs"][0]["top1"] == 1.0
+    assert ("onnxruntime" if model == "kws_mlp" else "host build") in val["reference"]
+    if model == "tiny_prebuilt":          # the same code on the same inputs
+        assert val["outputs"][0]["max_abs_lsb"] == 0
     again = scons(repo, "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5")
     assert "  RUN " not in again.stdout and "VALIDATE" not in again.stdout
     other = scons(repo, "run", f"MODEL={model}", "RUNS=3", "SEED=6")
     assert "  RUN " in other.stdout and "  FLASH" not in other.stdout
+    strict = scons(repo, "validate", f"MODEL={model}", "RUNS=3", "SEED=6", "VALIDATE_TOLERANCE=-1", check=False)
+    assert strict.returncode != 0 and "beyond -1.0 LSB" in strict.stderr
+    assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))
+    assert not os.path.exists(os.path.join(run_dir, "validate.json"))
 
 
 def test_board_fault_is_one_line_and_leaves_no_run_json(repo):
