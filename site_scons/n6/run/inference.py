@@ -40,6 +40,10 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
             dt = np.dtype(desc.dtype)
             if dt.kind == "f":
                 bufs.append(rng.standard_normal(desc.size).astype(dt).tobytes())
+            elif desc.scale:         # a quantised input: standard-normal data, quantised like the model's
+                info = np.iinfo(dt)
+                q = np.round(rng.standard_normal(desc.size) / desc.scale) + desc.zero_point
+                bufs.append(np.clip(q, info.min, info.max).astype(dt).tobytes())
             else:
                 info = np.iinfo(dt)
                 bufs.append(rng.integers(info.min, info.max, desc.size, dtype=dt, endpoint=True).tobytes())
