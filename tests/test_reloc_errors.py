@@ -223,8 +223,8 @@ def test_compile_and_link_command_lines(tmp_path):
     assert defines[0] == '-DMODEL_CONF="network_reloc_conf.h"'
     assert defines[1:] == ["-D" + d for d in gcc_flags.DEFINES] + ["-DLL_ATON_EB_DBG_INFO"]
     includes = [a[2:] for a in cc if a.startswith("-I")]
-    assert includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton") and includes[1].endswith("firmware/platform/stm32n6")
-    assert includes[2].endswith("firmware/platform") and includes[3].endswith("build/tiny_prebuilt/reloc")
+    assert includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton") and includes[1].endswith("scripts/N6_reloc/resources/platform/stm32n6")
+    assert includes[2].endswith("scripts/N6_reloc/resources/platform") and includes[3].endswith("build/tiny_prebuilt/reloc")
     assert "-DNDEBUG" in lines["ecloader.o"] and "-DNDEBUG" in lines["ll_aton_lib_sw_operators.o"]
     assert "-DNDEBUG" not in lines["ll_aton.o"]
     assert any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_sw_integer.o"])

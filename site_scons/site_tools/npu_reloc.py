@@ -19,15 +19,11 @@ import SCons.Builder
 from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.stedgeai_install import LL_ATON
+from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
 from n6_scons import library_code, progress, reports_errors
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
-PLT_DIR = os.path.join(FIRMWARE, "platform", "stm32n6")
-RUNTIME_SOURCES = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
-                   "ecloader.c"]
-LATE_SOURCES = ["ll_aton_reloc_callbacks.c"]
 EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
 NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 
@@ -71,7 +67,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     name = opts["name"] or stem
     install_root, install_rel, _ = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
-    sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
+    sw_inc = os.path.join(install_root, SW_LIB_INC)
+    plt_dir = os.path.join(install_root, PLATFORM)
     runtime_lib = env.StedgeaiRuntimeLib()
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
@@ -88,7 +85,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
         defines.append(gcc_flags.ECBLOB_DEFINE)
     defines = [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
-                     CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
+                     CPPPATH=[rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)])
 
     flag_sets = {}
 
