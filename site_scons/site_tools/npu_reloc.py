@@ -41,7 +41,7 @@ def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
-            opts["install_version"])
+            opts["install_version"], opts["absolute_flash_pools"])
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -73,6 +73,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
+                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"],
                  "install_version": list(install_rel.atonn), "raws": sorted(os.path.basename(str(r)) for r in raws)}
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
@@ -153,7 +154,8 @@ def _check_action(target, source, env):
             _, modes = check_file(node.path, params_path(node.path))
         except LoaderError as e:
             raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
-        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode")
+        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
+              "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
 
 
 def check_alias(env, images):
@@ -164,7 +166,7 @@ def check_alias(env, images):
 
 
 def generate(env):
-    env.SetDefault(RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
+    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
                    RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
                    RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
