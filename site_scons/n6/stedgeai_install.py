@@ -18,8 +18,8 @@ PLATFORM = os.path.join("scripts", "N6_reloc", "resources", "platform", "stm32n6
 RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
                    "ecloader.c")
 LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)
-READ_PATHS = (CLI, LL_ATON_VERSION, SW_LIB_INC, PLATFORM) + \
-    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES) + (RUNTIME_LIB_GLOB,)
+READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
+    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES)
 
 
 def check_install(root):
