@@ -265,8 +265,10 @@ def test_compile_and_link_command_lines(tmp_path):
     at = cc.index(flags[0])
     assert cc[at:at + len(flags)] == flags and "-mcmse" not in cc
     defines = [a for a in cc if a.startswith("-D")]
-    assert defines[0] == '-DMODEL_CONF="network_reloc_conf.h"'
-    assert defines[1:] == ["-D" + d for d in gcc_flags.DEFINES] + ["-DLL_ATON_EB_DBG_INFO"]
+    assert defines == ["-DBUILD_AI_NETWORK_RELOC", '-DMODEL_CONF="network_reloc_conf.h"', "-DLL_ATON_DUMP_DEBUG_API",
+                       "-DLL_ATON_PLATFORM=LL_ATON_PLAT_STM32N6", "-DLL_ATON_OSAL=LL_ATON_OSAL_BARE_METAL",
+                       "-DLL_ATON_RT_MODE=LL_ATON_RT_ASYNC", "-DLL_ATON_SW_FALLBACK", "-DLL_ATON_EB_DBG_INFO",
+                       "-DLL_ATON_DBG_BUFFER_INFO_EXCLUDED=1", "-DLL_ATON_RT_RELOC"]   # ST's makefile order
     includes = [a[2:] for a in cc if a.startswith("-I")]
     assert includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton") and includes[1].endswith("scripts/N6_reloc/resources/platform/stm32n6")
     assert includes[2].endswith("scripts/N6_reloc/resources/platform") and includes[3].endswith("build/tiny_prebuilt/reloc")

@@ -17,7 +17,7 @@ RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "l
 def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
     rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
     plt = os.path.join(install, PLATFORM)
-    defines = ['MODEL_CONF="network_reloc_conf.h"'] + gcc_flags.DEFINES + [gcc_flags.DBG_INFO_DEFINE]
+    defines = gcc_flags.defines("network")
     argv = (["arm-none-eabi-gcc"] + gcc_flags.compile_flags(secure) + [f"-D{d}" for d in defines] +
             [f"-I{rt}", f"-I{plt}", f"-I{plt}/..", f"-I{build_dir}"] + list(extra) +
             ["-Wall", "-Werror", "-c", src, "-o", os.path.join(obj_dir or build_dir, os.path.basename(src) + ".o")])

@@ -79,12 +79,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
     reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
 
-    defines = [f'MODEL_CONF="{name}_reloc_conf.h"'] + gcc_flags.DEFINES
-    if opts["dbg_info"]:
-        defines.append(gcc_flags.DBG_INFO_DEFINE)
-    if opts["ecblob_in_params"]:
-        defines.append(gcc_flags.ECBLOB_DEFINE)
-    defines = [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
+    defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
+               for d in gcc_flags.defines(name, opts["dbg_info"], opts["ecblob_in_params"])]
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
                      CPPPATH=[rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)])
 
