@@ -62,15 +62,12 @@ def built(tmp_path_factory):
 
 
 def host_outputs(root, model, tmp_path, inputs):
-    from test_sim_compute import _build
-    exe, _ = _build(os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt"
-                    else os.path.join(root, "models", model), os.path.join(root, "build", "stedgeai-sim", "2.2"),
-                    tmp_path)
-    outs = []
-    for data in inputs:
-        (tmp_path / "in.bin").write_bytes(data)
-        outs.append(subprocess.run([str(exe), str(tmp_path / "in.bin")], capture_output=True, check=True).stdout)
-    return outs
+    """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
+    from n6.run import host_reference
+    folder = os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt" else \
+        os.path.join(root, "models", model)
+    out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
+    return [o[0] for o in out]
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 
 from ..errors import N6Error
+from ..stedgeai_install import LL_ATON, PLATFORM, SW_LIB_INC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RUNTIME = ("ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ecloader.c")
@@ -87,7 +88,7 @@ def build(folder, install_root, workdir, stem="network"):
     main = os.path.join(workdir, "host_main.c")
     with open(main, "w") as f:
         f.write((MAIN % {"pools": "\n".join(pools), "setup": "\n".join(setup)}).replace("@", sym))
-    rt = os.path.join(install_root, "Middlewares", "ST", "AI", "Npu", "ll_aton")
+    rt = os.path.join(install_root, LL_ATON)
     srcs = [main, os.path.join(folder, f"{stem}.c")] + [os.path.join(rt, s) for s in RUNTIME] + \
         [os.path.join(ROOT, "sim", "stedgeai", "runtime_lib", "nr_kernels.c")]
     missing = [s for s in srcs if not os.path.exists(s)]
@@ -96,8 +97,8 @@ def build(folder, install_root, workdir, stem="network"):
                       "validate prebuilt folders with the simulated tool (no STEDGEAI_CORE_DIR)")
     exe = os.path.join(workdir, "host_reference")
     proc = subprocess.run(["gcc", "-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}",
-                           f"-I{os.path.join(install_root, 'Middlewares', 'ST', 'AI', 'Inc')}",
-                           f"-I{os.path.join(ROOT, 'firmware', 'platform', 'stm32n6')}", f"-I{folder}", *srcs,
+                           f"-I{os.path.join(install_root, SW_LIB_INC)}", f"-I{os.path.join(install_root, PLATFORM)}",
+                           f"-I{folder}", *srcs,
                            "-o", exe], capture_output=True, text=True)
     if proc.returncode:
         first = next((line for line in proc.stderr.splitlines() if "error" in line), proc.stderr.strip()[:200])
