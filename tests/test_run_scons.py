@@ -46,6 +46,10 @@ def test_flash_run_validate(repo, tmp_path, model):
     assert "  RUN " not in again.stdout and "VALIDATE" not in again.stdout
     other = scons(repo, "run", f"MODEL={model}", "RUNS=3", "SEED=6")
     assert "  RUN " in other.stdout and "  FLASH" not in other.stdout
+    timed = scons(repo, "run", f"MODEL={model}", "RUNS=1", "RUN_PER_LAYER=1")
+    summary = json.load(open(os.path.join(run_dir, "run.json")))
+    assert "ms / inference (simulated" in timed.stdout and summary["ms_per_inference"] > 0
+    assert summary["epochs"] and summary["runs"][0]["cycles"] == sum(e["cycles"] for e in summary["epochs"])
     strict = scons(repo, "validate", f"MODEL={model}", "RUNS=3", "SEED=6", "VALIDATE_TOLERANCE=-1", check=False)
     assert strict.returncode != 0 and "beyond -1.0 LSB" in strict.stderr
     assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))

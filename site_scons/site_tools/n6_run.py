@@ -68,7 +68,7 @@ def _run_action(target, source, env):
     with _session(opts, source[0].abspath) as (client, device, simulated):
         model = client.model(opts["c_name"])
         inputs = inference.make_inputs(model, opts["inputs"] or None, opts["seed"], opts["runs"])
-        model, results = inference.run_model(client, device, model.name, inputs)
+        model, results = inference.run_model(client, device, model.name, inputs, per_layer=opts["per_layer"])
     text, summary = inference.report(model, device, results, simulated)
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(os.path.dirname(target[0].abspath), model, results, summary)
@@ -122,7 +122,7 @@ def run_model(env, spec, image):
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     on_board = env.File(os.path.join("$BUILD_DIR", spec.name, "flash", "on_board.json"))
     install_root, install, _ = env.StedgeaiInstall()
-    opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]),
+    opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": bool(env.get("RUN_PER_LAYER")),
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
             "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
