@@ -83,7 +83,7 @@ def boot(args):
             continue
         try:
             model = InstalledModel(data, params, dict(layout, exec_ram=(exec_base, exec_size)), core=args.release,
-                                   mode=args.mode or mode)
+                                   mode=args.mode or mode, board_firmware=board.firmware)
         except LoaderError as e:
             text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
             return models, text, banner + [text]
