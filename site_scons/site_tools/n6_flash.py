@@ -59,6 +59,16 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
+_PROBES = {}
+
+
+def _probes_once(simulated, sim_dir):
+    key = (simulated, sim_dir)
+    if key not in _PROBES:
+        _PROBES[key] = attached_probes(simulated, sim_dir)
+    return _PROBES[key]
+
+
 def _models_to_flash(env, requested, all_models, board, multi):
     """The model set of one `scons flash` run, or a one-line error."""
     chosen = [m for m in env.get("MODEL", "").split(",") if m] or list(board.images.models)
@@ -88,18 +98,50 @@ def _models_to_flash(env, requested, all_models, board, multi):
 
 def flash_targets(env, model_images, install_release):
     """Define `flash` / `flash-<model>` for what the command line asks (and nothing otherwise:
-    an ordinary build never reads the board file's probes)."""
+    an ordinary build never reads the board file or lists probes). Remembers the models so that
+    env.OnBoard(model) can give other steps (run, validate) the flash step of a model."""
+    _CONTEXT[env.Dir("$BUILD_DIR").abspath] = (model_images, install_release)
     requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
                  if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested:
         return []
+    board = load_board(board_path(env["BOARD"]))
+    models = _models_to_flash(env, requested, model_images, board, install_release.header_words > 24)
+    nodes = _flash_step(env, models)
+    for t in requested:
+        env.Alias(t, nodes)
+    return nodes
+
+
+def on_board(env, model):
+    """`build/<model>/flash/on_board.json`: the node that puts `model` on the board (its flash
+    step, alone or in the set the command line flashes). Depend on it to run on the board; call
+    it after FlashTargets. Defining steps costs no programmer call; building two different sets in
+    one run is refused (the board holds one set)."""
+    key = env.Dir("$BUILD_DIR").abspath
+    if key not in _CONTEXT or model not in _CONTEXT[key][0]:
+        raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
+    for models, nodes in _STEPS.get(key, {}).items():
+        if model in models:
+            return nodes[2 * models.index(model)]
+    return _flash_step(env, (model,))[0]
+
+
+_CONTEXT = {}     # build dir → (model images, install release)
+_FLASHED = {}     # build dir → the model set flashed in this run
+_STEPS = {}       # build dir → {models: flash step nodes}
+
+
+def _flash_step(env, models):
+    """One flash step for `models` (together on the board): targets on_board.json + flash.json per model."""
+    key = env.Dir("$BUILD_DIR").abspath
+    model_images, install_release = _CONTEXT[key]
     bpath = board_path(env["BOARD"])
     board = load_board(bpath)
     multi = install_release.header_words > 24
-    models = _models_to_flash(env, requested, model_images, board, multi)
     backend, install = _backend_choice(env, board)
     simulated = install is not None and install.simulated
-    probes = [env["PROBE"]] if env.get("PROBE") else attached_probes(simulated, sim_board_dir(env))
+    probes = [env["PROBE"]] if env.get("PROBE") else _probes_once(simulated, sim_board_dir(env))
     cfg = {"board": bpath, "models": list(models), "multi": multi, "release": install_release.core,
            "backend": backend, "cli": install.cli if install else None, "simulated": simulated,
            "found_by": install.found_by if install else "pyocd", "probes": probes, "probe": env.get("PROBE") or None,
@@ -118,14 +160,13 @@ def flash_targets(env, model_images, install_release):
     for m in models:
         out = os.path.join("$BUILD_DIR", m, "flash")
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
-    node = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
-                       SCons.Action.Action(_flash_action, None))
-    env.NoCache(node)
+    nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
+                        SCons.Action.Action(_flash_action, None))
+    env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
-        env.AlwaysBuild(node)
-    for t in requested:
-        env.Alias(t, node)
-    return node
+        env.AlwaysBuild(nodes)
+    _STEPS.setdefault(key, {})[tuple(models)] = nodes
+    return nodes
 
 
 def _ext_ram_budget(env, board):
@@ -210,6 +251,10 @@ def _flash_action(target, source, env):
     from n6.releases import release
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
+    ran = _FLASHED.setdefault(cfg["build_dir"], cfg["models"])
+    if ran != cfg["models"]:          # the board holds one set: a second one would overwrite the first
+        raise N6Error(None, f"one run would put {', '.join(ran)} and then {', '.join(cfg['models'])} on the board",
+                      "flash (or run) one model set at a time")
     board = load_board(cfg["board"])
     models = [ModelFiles(m, cfg["files"][m]["network"], cfg["files"][m]["params"]) for m in cfg["models"]]
     flags = 0 if cfg["copy_mode"] else mrel.FLAG_XIP
@@ -269,6 +314,7 @@ def generate(env):
     env.SetDefault(BOARD="stm32n6570-dk", MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")
+    env.AddMethod(on_board, "OnBoard")
 
 
 def exists(env):
