@@ -356,3 +356,14 @@ def test_on_board_gives_other_steps_the_flash_step(repo):
         assert proc.returncode == 2 and "on the board (fix: flash (or run) one model set at a time)" in proc.stderr
     finally:
         open(sconstruct, "w").write(original)
+
+
+def test_size_gate_budgets_come_from_the_board_file(repo):
+    path = _board_file(repo, "small.toml", **{"exec_ram = { base = 0x34060000, size = 0xA0000 }":
+                                               "exec_ram = { base = 0x34060000, size = 0x100 }"})
+    proc = run(repo, "kws_mlp", f"BOARD={path}", check=False)
+    assert proc.returncode == 2 and "does not fit: exec RAM (XIP) needs" in proc.stderr and \
+        "256 available" in proc.stderr
+    run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
+    proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
+    assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr
