@@ -185,8 +185,8 @@ def _sizes(n):
 class _Bar:
     """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
 
-    def __init__(self, stream=sys.stdout):
-        self.stream, self.tty = stream, stream.isatty()
+    def __init__(self, tag="", stream=sys.stdout):
+        self.tag, self.stream, self.tty = tag, stream, stream.isatty()
         self.start = None
         self.shown = False
 
@@ -194,17 +194,19 @@ class _Bar:
         import time
         if not self.tty or not total:
             return
-        self.start = self.start or time.monotonic()
-        rate = done / max(time.monotonic() - self.start, 1e-3)
+        now = time.monotonic()
+        self.start = self.start or (now, done)
+        elapsed = now - self.start[0]
+        rate = f"{(done - self.start[1]) / elapsed / 1024:.0f} KiB/s" if elapsed > 0.2 else ""
         fill = 30 * done // total
         self.stream.write(f"\r  FLASH    [{'=' * fill}{' ' * (30 - fill)}] {_sizes(done)} of {_sizes(total)} "
-                          f"{rate / 1024:.0f} KiB/s ")
+                          f"{rate:<12}{self.tag}")
         self.stream.flush()
         self.shown = True
 
     def close(self):
         if self.shown:
-            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.write("\r" + " " * 90 + "\r")
             self.stream.flush()
 
 
@@ -277,7 +279,7 @@ def _flash_action(target, source, env):
         raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
     hint = cfg["probe"] or (probes[0] if probes else None)
     store = RecordStore(os.path.join(cfg["build_dir"], "deploy-records"))
-    bar = _Bar()
+    bar = _Bar(tag)
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
         try:
             result = deploy(images, backend, store, board.flash.sector_size, work, force=cfg["force"],
