@@ -334,3 +334,36 @@ def test_multi_model_flash_3x(repo):
     assert ("build30/kws_mlp/network_rel.bin: " in proc.stderr and "bytes at 0x71000000-" in proc.stderr and
             "overlaps multi-model header (kws_mlp, cifar_cnn) (28 bytes at 0x71000000-0x7100001C)" in proc.stderr)
     assert calls(repo, "build30") == before
+
+
+def test_on_board_gives_other_steps_the_flash_step(repo):
+    """What `scons run` builds on: env.OnBoard(model) is the model's flash step."""
+    sconstruct = os.path.join(repo, "SConstruct")
+    original = open(sconstruct).read()
+    with open(sconstruct, "a") as f:
+        f.write('\nif "probe-run" in COMMAND_LINE_TARGETS:\n'
+                '    env.Alias("probe-run", env.Command("$BUILD_DIR/probe-run.txt", env.OnBoard("tiny_prebuilt"),\n'
+                '              Copy("$TARGET", "$SOURCE")))\n')
+    try:
+        run(repo, "probe-run")
+        st = board(repo)
+        tiny = image(repo, "network_rel.bin", "tiny_prebuilt")
+        assert st.read(0x71000000, len(tiny)) == tiny
+        assert json.load(open(os.path.join(repo, "build", "probe-run.txt")))["model"] == "tiny_prebuilt"
+        before = calls(repo)
+        assert "is up to date" in run(repo, "probe-run").stdout and calls(repo) == before
+        proc = run(repo, "probe-run", "flash", "MODEL=big_mlp", "FORCE=1", check=False)   # both steps run
+        assert proc.returncode == 2 and "on the board (fix: flash (or run) one model set at a time)" in proc.stderr
+    finally:
+        open(sconstruct, "w").write(original)
+
+
+def test_size_gate_budgets_come_from_the_board_file(repo):
+    path = _board_file(repo, "small.toml", **{"exec_ram = { base = 0x34060000, size = 0xA0000 }":
+                                               "exec_ram = { base = 0x34060000, size = 0x100 }"})
+    proc = run(repo, "kws_mlp", f"BOARD={path}", check=False)
+    assert proc.returncode == 2 and "does not fit: exec RAM (XIP) needs" in proc.stderr and \
+        "256 available" in proc.stderr
+    run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
+    proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
+    assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr

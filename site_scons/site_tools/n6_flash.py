@@ -23,7 +23,6 @@ from n6_scons import reports_errors
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
-ON_BOARD_STEPS = ("flash", "profile", "run", "validate")   # steps that need what `flash` puts on the board
 
 
 def sim_board_dir(env):
@@ -60,6 +59,16 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
+_PROBES = {}
+
+
+def _probes_once(simulated, sim_dir):
+    key = (simulated, sim_dir)
+    if key not in _PROBES:
+        _PROBES[key] = attached_probes(simulated, sim_dir)
+    return _PROBES[key]
+
+
 def _models_to_flash(env, requested, all_models, board, multi):
     """The model set of one `scons flash` run, or a one-line error."""
     chosen = [m for m in env.get("MODEL", "").split(",") if m] or list(board.images.models)
@@ -89,22 +98,50 @@ def _models_to_flash(env, requested, all_models, board, multi):
 
 def flash_targets(env, model_images, install_release):
     """Define `flash` / `flash-<model>` for what the command line asks (and nothing otherwise:
-    an ordinary build never reads the board file's probes)."""
-    requested = []
-    for t in SCons.Script.COMMAND_LINE_TARGETS:     # steps that need the model on the board flash it first
-        verb, dash, model = t.partition("-")
-        if verb in ON_BOARD_STEPS and (not dash or model in model_images):
-            requested.append(f"flash-{model}" if dash else "flash")
-    requested = list(dict.fromkeys(requested))
+    an ordinary build never reads the board file or lists probes). Remembers the models so that
+    env.OnBoard(model) can give other steps (run, validate) the flash step of a model."""
+    _CONTEXT[env.Dir("$BUILD_DIR").abspath] = (model_images, install_release)
+    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
+                 if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested:
         return []
+    board = load_board(board_path(env["BOARD"]))
+    models = _models_to_flash(env, requested, model_images, board, install_release.header_words > 24)
+    nodes = _flash_step(env, models)
+    for t in requested:
+        env.Alias(t, nodes)
+    return nodes
+
+
+def on_board(env, model):
+    """`build/<model>/flash/on_board.json`: the node that puts `model` on the board (its flash
+    step, alone or in the set the command line flashes). Depend on it to run on the board; call
+    it after FlashTargets. Defining steps costs no programmer call; building two different sets in
+    one run is refused (the board holds one set)."""
+    key = env.Dir("$BUILD_DIR").abspath
+    if key not in _CONTEXT or model not in _CONTEXT[key][0]:
+        raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
+    for models, nodes in _STEPS.get(key, {}).items():
+        if model in models:
+            return nodes[2 * models.index(model)]
+    return _flash_step(env, (model,))[0]
+
+
+_CONTEXT = {}     # build dir → (model images, install release)
+_FLASHED = {}     # build dir → the model set flashed in this run
+_STEPS = {}       # build dir → {models: flash step nodes}
+
+
+def _flash_step(env, models):
+    """One flash step for `models` (together on the board): targets on_board.json + flash.json per model."""
+    key = env.Dir("$BUILD_DIR").abspath
+    model_images, install_release = _CONTEXT[key]
     bpath = board_path(env["BOARD"])
     board = load_board(bpath)
     multi = install_release.header_words > 24
-    models = _models_to_flash(env, requested, model_images, board, multi)
     backend, install = _backend_choice(env, board)
     simulated = install is not None and install.simulated
-    probes = [env["PROBE"]] if env.get("PROBE") else attached_probes(simulated, sim_board_dir(env))
+    probes = [env["PROBE"]] if env.get("PROBE") else _probes_once(simulated, sim_board_dir(env))
     cfg = {"board": bpath, "models": list(models), "multi": multi, "release": install_release.core,
            "backend": backend, "cli": install.cli if install else None, "simulated": simulated,
            "found_by": install.found_by if install else "pyocd", "probes": probes, "probe": env.get("PROBE") or None,
@@ -123,14 +160,13 @@ def flash_targets(env, model_images, install_release):
     for m in models:
         out = os.path.join("$BUILD_DIR", m, "flash")
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
-    node = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
-                       SCons.Action.Action(_flash_action, None))
-    env.NoCache(node)
+    nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
+                        SCons.Action.Action(_flash_action, None))
+    env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
-        env.AlwaysBuild(node)
-    for t in requested:
-        env.Alias(t, node)
-    return node
+        env.AlwaysBuild(nodes)
+    _STEPS.setdefault(key, {})[tuple(models)] = nodes
+    return nodes
 
 
 def _ext_ram_budget(env, board):
@@ -149,8 +185,8 @@ def _sizes(n):
 class _Bar:
     """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
 
-    def __init__(self, stream=sys.stdout):
-        self.stream, self.tty = stream, stream.isatty()
+    def __init__(self, tag="", stream=sys.stdout):
+        self.tag, self.stream, self.tty = tag, stream, stream.isatty()
         self.start = None
         self.shown = False
 
@@ -158,17 +194,19 @@ class _Bar:
         import time
         if not self.tty or not total:
             return
-        self.start = self.start or time.monotonic()
-        rate = done / max(time.monotonic() - self.start, 1e-3)
+        now = time.monotonic()
+        self.start = self.start or (now, done)
+        elapsed = now - self.start[0]
+        rate = f"{(done - self.start[1]) / elapsed / 1024:.0f} KiB/s" if elapsed > 0.2 else ""
         fill = 30 * done // total
         self.stream.write(f"\r  FLASH    [{'=' * fill}{' ' * (30 - fill)}] {_sizes(done)} of {_sizes(total)} "
-                          f"{rate / 1024:.0f} KiB/s ")
+                          f"{rate:<12}{self.tag}")
         self.stream.flush()
         self.shown = True
 
     def close(self):
         if self.shown:
-            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.write("\r" + " " * 90 + "\r")
             self.stream.flush()
 
 
@@ -215,6 +253,10 @@ def _flash_action(target, source, env):
     from n6.releases import release
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
+    ran = _FLASHED.setdefault(cfg["build_dir"], cfg["models"])
+    if ran != cfg["models"]:          # the board holds one set: a second one would overwrite the first
+        raise N6Error(None, f"one run would put {', '.join(ran)} and then {', '.join(cfg['models'])} on the board",
+                      "flash (or run) one model set at a time")
     board = load_board(cfg["board"])
     models = [ModelFiles(m, cfg["files"][m]["network"], cfg["files"][m]["params"]) for m in cfg["models"]]
     flags = 0 if cfg["copy_mode"] else mrel.FLAG_XIP
@@ -237,7 +279,7 @@ def _flash_action(target, source, env):
         raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
     hint = cfg["probe"] or (probes[0] if probes else None)
     store = RecordStore(os.path.join(cfg["build_dir"], "deploy-records"))
-    bar = _Bar()
+    bar = _Bar(tag)
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
         try:
             result = deploy(images, backend, store, board.flash.sector_size, work, force=cfg["force"],
@@ -251,12 +293,11 @@ def _flash_action(target, source, env):
               f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
     if cfg["dry_run"]:
         return None
-    sector = board.flash.sector_size
     report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": cfg["simulated"],
               "backend": cfg["backend"], "programmer": cfg["cli"], "found_by": cfg["found_by"],
               "models": cfg["models"], "force": cfg["force"], "programmer_calls": result.programmer_calls,
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
-              "notes": result.notes, "images": [r.as_dict(sector) for r in result.images]}
+              "notes": result.notes, "images": [r.as_dict() for r in result.images]}
     own = set()
     for i, m in enumerate(cfg["models"]):
         on_board = {"board": board.key, "probe": result.serial, "simulated": cfg["simulated"], "model": m,
@@ -274,6 +315,7 @@ def generate(env):
     env.SetDefault(BOARD="stm32n6570-dk", MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")
+    env.AddMethod(on_board, "OnBoard")
 
 
 def exists(env):
