@@ -1,5 +1,6 @@
 """Host <-> simulated board: inferences/s per bundled model over the pty, bytes/s of the link,
-and the emulator's speed (emulated instructions per second, with and without counting).
+and the emulator's speed (emulated instructions per second): uncounted, with the native block
+counter every run uses, and with a Python block hook (how per-layer runs counted before).
 
     ./n6 build && .venv/bin/python bench/board_link.py [runs]
 
@@ -17,25 +18,40 @@ from tabulate import tabulate  # noqa: E402
 from n6.aivalidation import IO_ONLY, PER_LAYER, Client  # noqa: E402
 from n6.aivalidation import n6_aivalidation_pb2 as pb  # noqa: E402
 from n6.run.session import simulated_board  # noqa: E402
+from n6board.emulator import thumb_instructions  # noqa: E402
 from n6board.firmware import InstalledModel  # noqa: E402
+from unicorn import UC_HOOK_BLOCK  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 
 
 def emulator_speed(image):
-    """(instructions of one inference, seconds plain, seconds counting)."""
+    """(instructions of one inference, seconds: native block counting (every run), a Python
+    block hook (how PER_LAYER runs counted before), no counting at all)."""
     with open(image, "rb") as f:
         data = f.read()
-    m = InstalledModel(data)
-    x = [bytes(b.nbytes) for b in m.inputs]
-    t = time.perf_counter()
-    m.infer(x)
-    plain = time.perf_counter() - t
-    m.cpu.set_counting(True)
-    t = time.perf_counter()
-    r = m.infer(x)
-    counted = time.perf_counter() - t
-    return sum(e.start.instructions + e.end.instructions for e in r.epochs), plain, counted
+    times = {}
+    for how in ("native", "python", "none"):
+        m = InstalledModel(data)
+        x = [bytes(b.nbytes) for b in m.inputs]
+        if how != "native":
+            m.cpu._blocks.detach()
+        if how == "python":
+            sizes = {}
+
+            def on_block(uc, address, size, _):
+                n = sizes.get(address)
+                if n is None:
+                    n = sizes[address] = thumb_instructions(uc.mem_read(address, size))
+                m.cpu.counters.instructions += n
+            m.cpu.uc.hook_add(UC_HOOK_BLOCK, on_block)
+        m.infer(x)                                  # translate once
+        t = time.perf_counter()
+        r = m.infer(x)
+        times[how] = time.perf_counter() - t
+        if how == "native":
+            insns = r.cycles
+    return insns, times
 
 
 def link(image, runs):
@@ -67,13 +83,14 @@ def main():
         if not os.path.exists(image):
             print(f"skipping {model}: build it first (./n6 build)")
             continue
-        insns, plain, counted = emulator_speed(image)
+        insns, t = emulator_speed(image)
         per_s, bps = link(image, runs)
-        rows.append([model, f"{per_s:.2f}", f"{bps / 1000:.1f}", f"{insns:,}", f"{insns / plain / 1e6:.1f}",
-                     f"{insns / counted / 1e6:.1f}", f"{counted / plain:.1f}x"])
+        rows.append([model, f"{per_s:.2f}", f"{bps / 1000:.1f}", f"{insns:,}", f"{insns / t['none'] / 1e6:.1f}",
+                     f"{insns / t['native'] / 1e6:.1f}", f"{insns / t['python'] / 1e6:.1f}",
+                     f"{t['native'] / t['none']:.2f}x", f"{t['python'] / t['none']:.1f}x"])
     print(tabulate(rows, headers=["model", "inf/s (link+emu)", "link kB/s (SYNC round trips)", "instructions/inf",
-                                  "emu M insn/s", "counting M insn/s", "counting cost"]))
-
+                                  "uncounted M insn/s", "native count M insn/s", "Python hook M insn/s",
+                                  "native cost", "Python hook cost"]))
 
 if __name__ == "__main__":
     main()

@@ -46,6 +46,10 @@ def test_flash_run_validate(repo, tmp_path, model):
     assert "  RUN " not in again.stdout and "VALIDATE" not in again.stdout
     other = scons(repo, "run", f"MODEL={model}", "RUNS=3", "SEED=6")
     assert "  RUN " in other.stdout and "  FLASH" not in other.stdout
+    io_only = json.load(open(os.path.join(run_dir, "run.json")))      # timed from the run reply, every run
+    assert "ms / inference (simulated: 1 cycle per instruction at 800 MHz)" in other.stdout
+    assert all(r["cycles"] > 0 and r["cpu_cycles"] == r["cycles"] and r["npu_cycles"] == 0 for r in io_only["runs"])
+    assert io_only["ms_per_inference"] == pytest.approx(io_only["cycles_per_inference"] / 800e3, rel=1e-3)
     timed = scons(repo, "run", f"MODEL={model}", "RUNS=1", "RUN_PER_LAYER=1")
     summary = json.load(open(os.path.join(run_dir, "run.json")))
     assert "ms / inference (simulated" in timed.stdout and summary["ms_per_inference"] > 0

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from unicorn import UC_HOOK_CODE
 
 from conftest import ROOT, copy_repo, scons
 from n6.aivalidation import IO_ONLY, PER_LAYER, BoardError, Client, Timeouts
@@ -17,6 +18,7 @@ from n6.run.session import simulated_board
 
 sys.path.insert(0, os.path.join(ROOT, "sim", "board"))
 from n6board.emulator import Cpu, Fault, NpuAccess, Region  # noqa: E402
+from n6board.firmware import InstalledModel  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 MODELS = ("kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt")
@@ -51,6 +53,61 @@ def test_low_overhead_loops_execute_with_their_architectural_meaning(tmp_path):
         assert cpu.call(0x1000_0000, 0, n, m) == 3 * n + 100 * m
         # push, movs, dls, n x (adds, le), wls, m x (adds, le), pop
         assert cpu.counters.instructions == 5 + 2 * n + 2 * m
+
+
+IT_AND_LOOPS = """
+.syntax unified
+.thumb
+.global f
+f:  push {r4, lr}
+    movs r0, #0
+    dls lr, r1
+1:  cmp r0, r2
+    ite lt              @ one of the two is condition-failed: still executed (a cycle each)
+    addlt r0, r0, #2
+    addge r0, r0, #1
+    le lr, 1b
+    pop {r4, pc}
+"""
+
+
+def reference_count(uc):
+    """A per-instruction hook's count: the independent reference for the block counter. The hook
+    does not fire for condition-failed instructions of an IT block, so an IT counts its block."""
+    state = {"n": 0, "shadow": ()}
+
+    def step(uc, addr, size, _):
+        if addr in state["shadow"]:
+            return
+        code = bytes(uc.mem_read(addr, 10))
+        hw = code[0] | code[1] << 8
+        state["n"] += 1
+        state["shadow"] = ()
+        if hw & 0xFF00 == 0xBF00 and hw & 0xF:       # IT with k = 1..4 instructions
+            k, at, shadow = 5 - (hw & -hw & 0xF).bit_length(), 2, set()
+            for _ in range(k):
+                shadow.add(addr + at)
+                at += 4 if code[at + 1] >> 3 in (0x1D, 0x1E, 0x1F) else 2
+            state["n"] += k
+            state["shadow"] = shadow
+
+    uc.hook_add(UC_HOOK_CODE, step)
+    uc.ctl_flush_tb()
+    return state
+
+
+def test_block_counts_equal_a_per_instruction_count_with_it_blocks_and_loops(tmp_path):
+    (tmp_path / "i.s").write_text(IT_AND_LOOPS)
+    subprocess.run(["arm-none-eabi-as", "-march=armv8.1-m.main", "-mthumb", "i.s", "-o", "i.o"], cwd=tmp_path,
+                   check=True)
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "i.o", "i.bin"], cwd=tmp_path, check=True)
+    cpu = Cpu([Region("code", 0x1000_0000, 0x1000), Region("firmware", 0x3400_0000, 0x6_0000)], 0x3400_0000, [])
+    cpu.write(0x1000_0000, (tmp_path / "i.bin").read_bytes())
+    ref = reference_count(cpu.uc)
+    for n, m in ((1, 0), (6, 2), (40, 100)):
+        cpu.counters.instructions = ref["n"] = 0
+        cpu.call(0x1000_0000, 0, n, m)
+        assert cpu.counters.instructions == ref["n"] == 4 + 5 * n
 
 
 NPU_WRITE = """
@@ -92,6 +149,24 @@ def host_outputs(root, model, tmp_path, inputs):
         os.path.join(root, "models", model)
     out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
     return [o[0] for o in out]
+
+
+@pytest.mark.parametrize("model", ["tiny_prebuilt", "kws_mlp"])
+def test_every_inference_is_counted_exactly(built, model):
+    """The counts of an IO-only-speed run (no Python hook) equal the per-instruction reference."""
+    with open(os.path.join(built, "build", model, "network_rel.bin"), "rb") as f:
+        m = InstalledModel(f.read())
+    ref = reference_count(m.cpu.uc)
+    x = [bytes(range(256)) * (b.nbytes // 256) + bytes(b.nbytes % 256) for b in m.inputs]
+    m.cpu.call(m.entry("ec_inference_init"), r9=m.r9)      # outside the epochs: not in the reference
+    ref["n"] = 0
+    m.cpu.call = _skip_init(m.cpu.call, m.entry("ec_inference_init"))
+    result = m.infer(x)
+    assert result.cycles == sum(e.start.instructions + e.end.instructions for e in result.epochs) == ref["n"] > 1000
+
+
+def _skip_init(call, init):
+    return lambda fn, *args, **kw: 0 if fn == init else call(fn, *args, **kw)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -130,7 +130,8 @@ def run_model(env, spec):
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
                       SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))
-    env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py"))])
+    env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py")),
+                      env.Glob(os.path.join(SIM_BOARD_CODE, "*.c"))])
     env.NoCache(run)
     onnx = spec.model_file if spec.kind == "source" else ""
     vopts = {"tolerance": float(env["VALIDATE_TOLERANCE"]), "onnx": os.path.abspath(onnx) if onnx else "",

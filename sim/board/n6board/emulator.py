@@ -8,18 +8,22 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
 * The firmware's callback table lives in the firmware's RAM: each entry points at a `bx lr` stub
   whose execution is served in Python (the firmware side of the image's calls).
 * Cycle model (stated, not measured): one cycle per executed instruction (CPI 1). Instructions
-  are counted per translated block (Thumb-2 16/32-bit decoding of the block's bytes).
-* Counting is optional (one hook call per block and per access): instructions, and reads and
-  writes per memory region in accesses and bytes.
+  are counted on every call, exactly: a native block hook (blockcount) counts executions per
+  translated block, times the block's instruction count (Thumb-2 16/32-bit decoding of its bytes,
+  once per block).
+* Memory counting is optional (one Python hook call per access): reads and writes per memory
+  region in accesses and bytes.
 * Any access to the NPU's register block means the code programs the NPU: not executable here."""
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import (UC_ARCH_ARM, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_READ,
+from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_READ,
                      UC_HOOK_MEM_INVALID, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UC_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_UNMAPPED,
                      UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
                                UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
+
+from .blockcount import BlockCounter
 
 PAGE = 0x1000
 NPU_REGS = ((0x480C0000, 0x10000), (0x580C0000, 0x10000))   # the NPU register block, both aliases
@@ -104,6 +108,7 @@ class Cpu:
             uc.mem_write(self.table + 4 * i, struct.pack("<I", (self.stubs + 4 * i) | 1))
         self.counters = Counters()
         self._block_sizes = {}
+        self._blocks = BlockCounter(uc)
         self._bad_access = None
         self._stop_reason = None
         uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
@@ -114,16 +119,14 @@ class Cpu:
         self.set_counting(count)
 
     def set_counting(self, instructions, memory=False):
-        """Count instructions (one hook call per block: ~10x slower) and memory accesses (one per
-        access: ~50x slower), or run at full speed with no counts."""
+        """Count memory accesses (one Python call per access: ~50x slower) or not. Instructions are
+        always counted (natively: `instructions` is kept for callers that ask for them)."""
         if (instructions, memory) == self._counting_mode:
             return
         self._counting_mode = (instructions, memory)
         for h in self._counting:
             self.uc.hook_del(h)
         self._counting = []
-        if instructions:
-            self._counting.append(self.uc.hook_add(UC_HOOK_BLOCK, self._on_block))
         if memory:
             for r in self.regions:
                 self._counting.append(self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access,
@@ -166,6 +169,7 @@ class Cpu:
         uc.reg_write(UC_ARM_REG_SP, self.stack_top)
         uc.reg_write(UC_ARM_REG_LR, self.ret | 1)
         self._bad_access = self._stop_reason = None
+        self._blocks.take()
         try:
             uc.emu_start(fn | 1, self.ret, timeout=int(timeout_s * 1e6))
         except UcError as e:
@@ -178,6 +182,8 @@ class Cpu:
                     raise NpuAccess("NPU register access (hardware epoch)", pc, addr) from None
                 raise Fault(f"bus fault ({kind})", pc, addr) from None
             raise Fault(f"{e}", pc) from None
+        finally:
+            self._count_blocks()
         if self._stop_reason:
             raise self._stop_reason
         pc = uc.reg_read(UC_ARM_REG_PC)
@@ -186,11 +192,14 @@ class Cpu:
         return uc.reg_read(UC_ARM_REG_R0)
 
     # -- hooks ----------------------------------------------------------------------------------
-    def _on_block(self, uc, address, size, _):
-        n = self._block_sizes.get((address, size))
-        if n is None:
-            n = self._block_sizes[(address, size)] = thumb_instructions(uc.mem_read(address, size))
-        self.counters.instructions += n
+    def _count_blocks(self):
+        sizes, total = self._block_sizes, 0
+        for block, runs in self._blocks.take().items():
+            n = sizes.get(block)
+            if n is None:
+                n = sizes[block] = thumb_instructions(self.uc.mem_read(*block))
+            total += n * runs
+        self.counters.instructions += total
 
     def _on_access(self, uc, access, address, size, value, region):
         table = self.counters.writes if access == UC_MEM_WRITE else self.counters.reads

@@ -200,7 +200,7 @@ class Board:
                                       ep.kind, id=ep.last << 16 | ep.first, duration=sum(counts) / MCU_HZ * 1000,
                                       counter_type=1 << 16, counters=counts[:2] if self.fault == "counters" else counts)
                 self.send(pb.S_PROCESSING, op=op)
-        cpu_all = sum(totals)
+        cpu_all = result.cycles       # counted on every run: IO-only replies carry [0, 0, 0, total, 0]
         words = []
         for v in totals + [cpu_all, 0]:
             words += [v & 0xFFFFFFFF, v >> 32]

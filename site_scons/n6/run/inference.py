@@ -67,6 +67,17 @@ def outputs_arrays(model, results):
     return out
 
 
+def cycle_split(counters, simulated):
+    """(CPU cycles, NPU cycles) of the run reply's final counters [pre, core, post, total, ...]
+    (deploy-protocol.md §4.7-5.1): per-layer runs give the split (core = while the NPU runs); an
+    IO-only run gives only the total: all CPU on the simulated board (it has no NPU), unknown on a
+    real one (None, None)."""
+    c = list(counters) + [0] * 5
+    if c[0] or c[1] or c[2]:
+        return c[0] + c[2], c[1]
+    return (c[3], 0) if simulated else (None, None)
+
+
 def report(model, device, results, simulated):
     """(text, JSON-able dict) of the summary and the timing table."""
     mcu = int(device.config.get("mcu_freq", device.sclock or 1))
@@ -74,7 +85,8 @@ def report(model, device, results, simulated):
     for i, r in enumerate(results):
         c = r.model_op.counter_values + [0] * 5
         ms = c[3] / mcu * 1000 if c[3] else None
-        per.append({"run": i, "cycles": c[3], "ms": ms, "cpu_cycles": c[0] + c[2], "npu_cycles": c[1],
+        cpu, npu = cycle_split(c, simulated)
+        per.append({"run": i, "cycles": c[3], "ms": ms, "cpu_cycles": cpu, "npu_cycles": npu,
                     "host_s": r.host_seconds})
     measured = [p for p in per if p["ms"]]
     summary = {"model": model.name, "simulated": simulated, "device": f"0x{device.devid:x}",
@@ -83,17 +95,20 @@ def report(model, device, results, simulated):
                "outputs": [d.as_dict() for d in model.outputs], "runs": per}
     if measured:
         mean = sum(p["ms"] for p in measured) / len(measured)
-        cpu = sum(p["cpu_cycles"] for p in measured)
-        npu = sum(p["npu_cycles"] for p in measured)
+        split = all(p["cpu_cycles"] is not None for p in measured)
+        cpu = sum(p["cpu_cycles"] for p in measured) // len(measured) if split else None
+        npu = sum(p["npu_cycles"] for p in measured) // len(measured) if split else None
         summary.update(ms_per_inference=mean, inferences_per_s=1000 / mean if mean else None,
-                       cpu_share=cpu / (cpu + npu) if cpu + npu else None)
-        rows.append(["ms / inference" + (" (simulated: 1 cycle per instruction)" if simulated else ""),
-                     f"{mean:.3f}"])
+                       cycles_per_inference=sum(p["cycles"] for p in measured) // len(measured),
+                       cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)
+        clock = f"{mcu / 1e6:g} MHz"
+        rows.append([f"ms / inference (simulated: 1 cycle per instruction at {clock})" if simulated else
+                     f"ms / inference (MCU cycles at {clock})", f"{mean:.3f}"])
         rows.append(["inferences / s", f"{1000 / mean:.2f}" if mean else "-"])
-        rows.append(["CPU / NPU cycles", f"{cpu:,} / {npu:,}"])
+        rows.append(["CPU / NPU cycles per inference", f"{cpu:,} / {npu:,}" if split else
+                     f"{summary['cycles_per_inference']:,} in all (the split needs RUN_PER_LAYER=1)"])
     else:
-        rows.append(["ms / inference", "not measured (the simulated board counts cycles in per-layer runs)"
-                     if simulated else "not reported by the firmware"])
+        rows.append(["ms / inference", "not reported by the firmware"])
     host = sum(p["host_s"] for p in per) / len(per)
     rows.append(["host round trip / inference", f"{host * 1000:.1f} ms"])
     lines = [f"  model {model.name} on {'simulated ' if simulated else ''}STM32N6 (dev 0x{device.devid:x}), "

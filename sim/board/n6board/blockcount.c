@@ -1,0 +1,60 @@
+/* Executions per translated block, counted by a native block hook: the simulated board's exact
+ * instruction count costs one hash-table increment per block instead of a Python call. The
+ * Python side multiplies each (address, size) count by the block's Thumb-2 instruction count. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { uint64_t key, n; } slot_t;
+typedef struct { slot_t *slots; uint64_t mask, used; } table_t;
+
+table_t *bc_new(void) {
+    table_t *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->mask = 1023;
+    t->slots = calloc(t->mask + 1, sizeof *t->slots);
+    if (!t->slots) { free(t); return NULL; }
+    return t;
+}
+
+void bc_free(table_t *t) { if (t) { free(t->slots); free(t); } }
+
+static slot_t *find(slot_t *slots, uint64_t mask, uint64_t key) {
+    uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
+    while (slots[i].key && slots[i].key != key) i = (i + 1) & mask;
+    return &slots[i];
+}
+
+static void grow(table_t *t) {
+    uint64_t mask = t->mask * 2 + 1;
+    slot_t *slots = calloc(mask + 1, sizeof *slots);
+    if (!slots) abort();
+    for (uint64_t i = 0; i <= t->mask; i++)
+        if (t->slots[i].key) *find(slots, mask, t->slots[i].key) = t->slots[i];
+    free(t->slots);
+    t->slots = slots;
+    t->mask = mask;
+}
+
+/* unicorn's block hook (uc_cb_hookcode_t); key = address << 16 | size, never 0 for a Thumb block */
+void bc_hook(void *uc, uint64_t address, uint32_t size, table_t *t) {
+    uint64_t key = address << 16 | (size & 0xFFFF);
+    slot_t *s = find(t->slots, t->mask, key);
+    if (!s->key) {
+        if (2 * (t->used + 1) > t->mask) { grow(t); s = find(t->slots, t->mask, key); }
+        s->key = key;
+        t->used++;
+    }
+    s->n++;
+}
+
+uint64_t bc_used(table_t *t) { return t->used; }
+
+/* Copy the used slots out (keys, counts) and empty the table. */
+void bc_take(table_t *t, uint64_t *keys, uint64_t *counts) {
+    uint64_t j = 0;
+    for (uint64_t i = 0; i <= t->mask; i++)
+        if (t->slots[i].key) { keys[j] = t->slots[i].key; counts[j] = t->slots[i].n; j++; }
+    memset(t->slots, 0, (t->mask + 1) * sizeof *t->slots);
+    t->used = 0;
+}
