@@ -57,8 +57,12 @@ def _start_firmware(opts, on_board, board):
     elf = firmware_start.firmware_path(opts["install_root"], opts["release"], copy_size=img.copy_size,
                                        ext_ram_size=img.rt_ctx.ext_ram_sz if img.rt_ctx else 0)
     print(f"  START    {os.path.basename(elf)}")
-    firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
-                         on_board.get("probe"))
+    if opts["backend"] == "pyocd":          # the flash step's programmer backend
+        firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
+                                   on_board.get("probe"))
+    else:
+        firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
+                             on_board.get("probe"))
 
 
 @reports_errors
@@ -118,7 +122,7 @@ def run_model(env, spec):
     """(run node, validate node) of one model; call after FlashTargets. The run reads what the
     flash step put on the board: it depends on the model's `flash/on_board.json` (env.OnBoard), so
     a changed image is flashed first."""
-    from n6.board import board_path
+    from n6.board import board_path, load_board
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     on_board = env.OnBoard(spec.name)
     install_root, install, _ = env.StedgeaiInstall()
@@ -126,7 +130,8 @@ def run_model(env, spec):
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
             "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
-            "install_root": os.path.abspath(install_root)}
+            "install_root": os.path.abspath(install_root),
+            "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
                       SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))

@@ -1,6 +1,6 @@
 """Starting ST's prebuilt aiValidation reloc firmware on a real board (deploy-protocol.md §3.2):
-the variant that fits the image, then ST-LINK_gdbserver + arm-none-eabi-gdb loading it into SRAM
-and jumping to Reset_Handler. The simulated board needs none of this."""
+the variant that fits the image, then ST-LINK_gdbserver + arm-none-eabi-gdb, or pyOCD's Python
+API, loading it into SRAM and jumping to Reset_Handler. The simulated board needs none of this."""
 import glob
 import os
 import re
@@ -85,4 +85,54 @@ def start(elf, cube_bin_dir, frequency=2000, access_port=1, serial=None, environ
     finally:
         server.terminate()
         server.wait()
+    time.sleep(1)
+
+
+PYOCD_MISSING = N6Error(None, "starting the validation firmware with pyOCD: the pyocd package is not installed",
+                        "pip install pyocd && pyocd pack install stm32n657x0hxq, or set the board file's "
+                        "[programmer] backend (FLASH_BACKEND=) to stm32cubeprogrammer")
+
+
+def elf_load(elf):
+    """(Reset_Handler address, [(load address, bytes)]): what gdb's `load` writes (the ELF's
+    loadable segments' file bytes at their physical addresses) and where `set $pc` points."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    try:
+        with open(elf, "rb") as f:
+            e = ELFFile(f)
+            symtab = e.get_section_by_name(".symtab")
+            found = symtab and symtab.get_symbol_by_name("Reset_Handler")
+            if not found:
+                raise N6Error(elf, "no Reset_Handler symbol", "use ST's validation firmware ELF (with symbols)")
+            chunks = [(seg["p_paddr"], seg.data()) for seg in e.iter_segments()
+                      if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]]
+            return found[0]["st_value"] & ~1, chunks
+    except (OSError, ELFError) as err:
+        raise N6Error(elf, f"cannot read the validation firmware: {err}", "reinstall ST Edge AI Core") from None
+
+
+def _pyocd_session(serial, target, frequency_khz):
+    try:
+        import pyocd  # noqa: F401
+    except ImportError:
+        raise PYOCD_MISSING from None
+    from ..flash.pyocd_backend import _open_session
+    return _open_session(serial, target, frequency_khz, "attach")
+
+
+def start_pyocd(elf, target, frequency=2000, serial=None, open_session=_pyocd_session):
+    """The gdb sequence through pyOCD: reset and halt, write the firmware's segments into SRAM,
+    pc = Reset_Handler (Thumb), resume; the session closes (the core keeps running)."""
+    entry, chunks = elf_load(elf)
+    with open_session(serial, target, frequency) as session:
+        core = session.board.target
+        core.reset_and_halt()
+        for addr, data in chunks:
+            core.write_memory_block8(addr, list(data))
+        if any(bytes(core.read_memory_block8(a, len(d))) != d for a, d in chunks):
+            raise N6Error(elf, "starting the validation firmware with pyOCD failed: SRAM does not hold the "
+                          "firmware after loading", "check the probe and the boot mode (development boot)")
+        core.write_core_register("pc", entry)
+        core.resume()
     time.sleep(1)
