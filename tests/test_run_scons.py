@@ -26,9 +26,16 @@ def _host(root, model, tmp_path, inputs):
     return [o[0] for o in out]
 
 
+# What each bundled model meets against its reference, in output LSB (max over the outputs):
+# the source models against onnxruntime (measured: 0 on 3 seeds x 4 inputs each; 1 allows a
+# rounding tie), the prebuilt folder against the host build of the same C (exact).
+TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "tiny_prebuilt": 0}
+
+
 @pytest.mark.parametrize("model", ["kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"])
 def test_flash_run_validate(repo, tmp_path, model):
-    proc = scons(repo, "flash", "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5")
+    tol = f"VALIDATE_TOLERANCE={TOLERANCE_LSB[model]}"
+    proc = scons(repo, "flash", "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5", tol)
     assert "  RUN      " in proc.stdout and "simulated" in proc.stdout
     run_dir = os.path.join(repo, "build", model, "run")
     run = json.load(open(os.path.join(run_dir, "run.json")))
@@ -38,11 +45,10 @@ def test_flash_run_validate(repo, tmp_path, model):
     inputs = [bytes.fromhex(bufs[0]) for bufs in run["inputs_data"]]
     assert [g.tobytes() for g in got] == _host(repo, model, tmp_path, inputs)
     val = json.load(open(os.path.join(run_dir, "validate.json")))
-    assert val["passed"] and val["outputs"][0]["max_abs_lsb"] <= 2 and val["outputs"][0]["top1"] == 1.0
+    assert val["passed"] and len(run["inputs_data"]) == 3 and len(set(map(str, run["inputs_data"]))) == 3
+    assert all(o["max_abs_lsb"] <= TOLERANCE_LSB[model] and o["top1"] == 1.0 for o in val["outputs"])
     assert ("host build" if model == "tiny_prebuilt" else "onnxruntime") in val["reference"]
-    if model == "tiny_prebuilt":          # the same code on the same inputs
-        assert val["outputs"][0]["max_abs_lsb"] == 0
-    again = scons(repo, "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5")
+    again = scons(repo, "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5", tol)
     assert "  RUN " not in again.stdout and "VALIDATE" not in again.stdout
     other = scons(repo, "run", f"MODEL={model}", "RUNS=3", "SEED=6")
     assert "  RUN " in other.stdout and "  FLASH" not in other.stdout

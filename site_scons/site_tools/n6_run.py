@@ -7,6 +7,7 @@ options change; `run` and `validate` flash first.
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB)"""
 import json
 import os
+import sys
 
 import SCons.Action
 
@@ -15,6 +16,12 @@ from n6_scons import library_code, progress, reports_errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
+
+
+def _say(text):
+    """One write per message (print() makes two): a parallel job's progress line never lands
+    inside a report, where a `  VERB  path` line would no longer start a line."""
+    sys.stdout.write(text + "\n")
 
 
 def _session(opts, on_board_path):
@@ -56,7 +63,7 @@ def _start_firmware(opts, on_board, board):
     img = Image.load(network["path"])
     elf = firmware_start.firmware_path(opts["install_root"], opts["release"], copy_size=img.copy_size,
                                        ext_ram_size=img.rt_ctx.ext_ram_sz if img.rt_ctx else 0)
-    print(f"  START    {os.path.basename(elf)}")
+    _say(f"  START    {os.path.basename(elf)}")
     if opts["backend"] == "pyocd":          # the flash step's programmer backend
         firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
                                    on_board.get("probe"))
@@ -76,7 +83,7 @@ def _run_action(target, source, env):
     text, summary = inference.report(model, device, results, simulated)
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(os.path.dirname(target[0].abspath), model, results, summary)
-    print(text)
+    _say(text)
 
 
 @reports_errors
@@ -105,7 +112,7 @@ def _validate_action(target, source, env):
         reference = f"host build of {opts['model_dir']}/network.c"
     text, report, passed = validate.validate(model, got, ref, opts["tolerance"], reference)
     report["simulated"] = run["simulated"]
-    print(text)
+    _say(text)
     if not passed:             # no validate.json a later look could take for this run's verdict
         if os.path.exists(target[0].abspath):
             os.unlink(target[0].abspath)
