@@ -1,5 +1,7 @@
 """Unit tests of the pure-Python format readers."""
 import json
+import os
+import shutil
 
 import pytest
 
@@ -84,7 +86,9 @@ def test_generate_outputs_follow_the_naming_rules():
 
 
 def test_discovery_of_bundled_models():
-    specs = {s.name: s for s in discover(MODELS)}
+    found, errors = discover(MODELS)
+    assert errors == {}
+    specs = {s.name: s for s in found}
     assert {"kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"} <= set(specs)
     assert specs["kws_mlp"].kind == "source" and specs["kws_mlp"].model_file.endswith("model.onnx")
     assert specs["tiny_prebuilt"].kind == "prebuilt" and specs["tiny_prebuilt"].network_c.endswith("network.c")
@@ -97,9 +101,46 @@ def test_discovery_errors_name_the_folder(tmp_path):
     with pytest.raises(N6Error, match="no model file"):
         read_model(tmp_path / "empty")
     (tmp_path / "noprof").mkdir()
-    (tmp_path / "noprof" / "m.onnx").write_bytes(b"")
+    (tmp_path / "noprof" / "m.onnx").write_bytes(b"\x08\x07")
     with pytest.raises(N6Error, match="neural_art.json: Neural-ART profile file not found"):
         read_model(tmp_path / "noprof")
+
+
+def _stedgeai_folder(dest, network="network"):
+    """What `stedgeai generate` leaves in its output folder, with the bundled prebuilt network."""
+    dest.mkdir()
+    src = os.path.join(MODELS, "tiny_prebuilt")
+    for f in os.listdir(src):
+        shutil.copyfile(os.path.join(src, f), dest / f.replace("network", network))
+    for side in ("model_OE_3_3_0.onnx", "model_OE_3_3_0_Q.json", "LICENSE.txt", f"{network}_data.hex"):
+        (dest / side).write_bytes(b"side file")
+    return dest
+
+
+def test_stedgeai_output_folder_with_side_files_is_prebuilt(tmp_path):
+    spec = read_model(_stedgeai_folder(tmp_path / "gen"))
+    assert spec.kind == "prebuilt" and os.path.basename(spec.network_c) == "network.c"
+    assert sorted(map(os.path.basename, spec.inputs)) == ["network_atonbuf.xSPI2.raw", "network_c_info.json"]
+    spec = read_model(_stedgeai_folder(tmp_path / "named", "face"))
+    assert os.path.basename(spec.network_c) == "face.c"
+
+
+def test_model_next_to_generated_network_says_which_to_remove(tmp_path):
+    folder = _stedgeai_folder(tmp_path / "both")
+    (folder / "model.onnx").write_bytes(b"\x08\x07")
+    with pytest.raises(N6Error) as e:
+        read_model(folder)
+    assert "holds both a model (model.onnx) and a generated network (network.c)" in str(e.value)
+    assert "remove model.onnx" in str(e.value) and "or remove network.c and network_c_info.json" in str(e.value)
+
+
+def test_a_broken_folder_does_not_hide_the_others(tmp_path):
+    _stedgeai_folder(tmp_path / "good")
+    (tmp_path / "bad").mkdir()
+    _stedgeai_folder(tmp_path / "check")
+    specs, errors = discover(str(tmp_path))
+    assert [s.name for s in specs] == ["good"]
+    assert "no model file" in str(errors["bad"]) and "also a build target" in str(errors["check"])
 
 
 def test_network_c_buffer_forms(tmp_path):
