@@ -1,7 +1,6 @@
 """Unit tests of the pure-Python format readers."""
 import json
 import os
-import shutil
 
 import pytest
 
@@ -13,7 +12,7 @@ from n6.placement import activation_pools, params_pool
 from n6.profile import read_profile, split_profile_arg
 from n6.releases import c_symbol, generate_outputs, release
 
-from conftest import MODELS
+from conftest import MODELS, stedgeai_output_folder
 
 
 def test_lenient_json_accepts_comments_and_trailing_commas():
@@ -106,27 +105,16 @@ def test_discovery_errors_name_the_folder(tmp_path):
         read_model(tmp_path / "noprof")
 
 
-def _stedgeai_folder(dest, network="network"):
-    """What `stedgeai generate` leaves in its output folder, with the bundled prebuilt network."""
-    dest.mkdir()
-    src = os.path.join(MODELS, "tiny_prebuilt")
-    for f in os.listdir(src):
-        shutil.copyfile(os.path.join(src, f), dest / f.replace("network", network))
-    for side in ("model_OE_3_3_0.onnx", "model_OE_3_3_0_Q.json", "LICENSE.txt", f"{network}_data.hex"):
-        (dest / side).write_bytes(b"side file")
-    return dest
-
-
 def test_stedgeai_output_folder_with_side_files_is_prebuilt(tmp_path):
-    spec = read_model(_stedgeai_folder(tmp_path / "gen"))
+    spec = read_model(stedgeai_output_folder(tmp_path / "gen"))
     assert spec.kind == "prebuilt" and os.path.basename(spec.network_c) == "network.c"
     assert sorted(map(os.path.basename, spec.inputs)) == ["network_atonbuf.xSPI2.raw", "network_c_info.json"]
-    spec = read_model(_stedgeai_folder(tmp_path / "named", "face"))
+    spec = read_model(stedgeai_output_folder(tmp_path / "named", "face"))
     assert os.path.basename(spec.network_c) == "face.c"
 
 
 def test_model_next_to_generated_network_says_which_to_remove(tmp_path):
-    folder = _stedgeai_folder(tmp_path / "both")
+    folder = stedgeai_output_folder(tmp_path / "both")
     (folder / "model.onnx").write_bytes(b"\x08\x07")
     with pytest.raises(N6Error) as e:
         read_model(folder)
@@ -135,9 +123,9 @@ def test_model_next_to_generated_network_says_which_to_remove(tmp_path):
 
 
 def test_a_broken_folder_does_not_hide_the_others(tmp_path):
-    _stedgeai_folder(tmp_path / "good")
+    stedgeai_output_folder(tmp_path / "good")
     (tmp_path / "bad").mkdir()
-    _stedgeai_folder(tmp_path / "check")
+    stedgeai_output_folder(tmp_path / "check")
     specs, errors = discover(str(tmp_path))
     assert [s.name for s in specs] == ["good"]
     assert "no model file" in str(errors["bad"]) and "also a build target" in str(errors["check"])

@@ -34,8 +34,9 @@ def check_build_dir(path, variable="BUILD_DIR"):
 class BuildLock:
     """Held until the process exits (the kernel releases it, even after a crash or kill)."""
 
-    def __init__(self, build_dir):
+    def __init__(self, build_dir, label=None):
         self.path = os.path.join(build_dir, LOCK)
+        self.label = label or build_dir
         self.fd = None
 
     def acquire(self, say=print):
@@ -48,7 +49,7 @@ class BuildLock:
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
-            say(f"  WAIT     another build is running in {os.path.dirname(self.path) or '.'} (pid {holder}); "
+            say(f"  WAIT     another build is running in {self.label} (pid {holder}); "
                 "waiting for it to finish")
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             waited = True

@@ -35,7 +35,7 @@ def build_folder(env):
         return build_dir
     check_build_dir(build_dir)
     if build_dir not in _LOCKS:
-        _LOCKS[build_dir] = BuildLock(build_dir)
+        _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
         _LOCKS[build_dir].acquire(say=lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)
