@@ -19,16 +19,17 @@ LOCK = ".lock"
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
-def check_build_dir(path, variable="BUILD_DIR"):
+def check_build_dir(path, variable="BUILD_DIR", shown=None):
     """A build folder that is a file, or that cannot be created or written, is a one-line error."""
+    shown = shown or path
     if os.path.exists(path) and not os.path.isdir(path):
-        raise N6Error(path, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
+        raise N6Error(shown, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        raise N6Error(path, f"cannot create {variable}: {e.strerror}", f"set {variable} to a writable folder") from None
+        raise N6Error(shown, f"cannot create {variable}: {e.strerror}", f"set {variable} to a writable folder") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise N6Error(path, f"{variable} is not writable", f"set {variable} to a writable folder")
+        raise N6Error(shown, f"{variable} is not writable", f"set {variable} to a writable folder")
 
 
 class BuildLock:

@@ -28,12 +28,12 @@ def _readonly():
 
 
 def build_folder(env):
-    build_dir = env.Dir("$BUILD_DIR").abspath
+    build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
     if _readonly():
         if os.path.exists(build_dir) and not os.path.isdir(build_dir):
-            check_build_dir(build_dir)
+            check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
         return build_dir
-    check_build_dir(build_dir)
+    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
     if build_dir not in _LOCKS:
         _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
         _LOCKS[build_dir].acquire(say=lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
@@ -95,7 +95,7 @@ def prune_stale(env, keep=()):
     """Remove outputs of an older configuration; say what went."""
     if _readonly():
         return []
-    build_dir = env.Dir("$BUILD_DIR").abspath
+    build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
     removed = prune(build_dir, outputs(env, build_dir), keep=keep)
     label = env.subst("$BUILD_DIR")
     cleaning = SCons.Script.GetOption("clean")
@@ -113,7 +113,7 @@ def prune_stale(env, keep=()):
 
 def check_folder(env, path, variable):
     if not _readonly():
-        check_build_dir(env.Dir(path).abspath, variable)
+        check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path))
 
 
 def broken_models(env, broken, good):

@@ -18,6 +18,7 @@ import SCons.Builder
 
 from n6 import gcc_flags
 from n6.errors import N6Error
+from n6.models import c_identifier
 from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LL_ATON
@@ -61,6 +62,13 @@ def reloc_options(env, spec):
                       f"use {', '.join(sorted(opts))}")
     opts.update(spec.reloc)
     return opts
+
+
+def check_variables(env):
+    """The variables every model shares: a bad one fails at once, not once per model."""
+    if env.get("RELOC_NAME"):
+        c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
+    budgets(env)
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
@@ -191,6 +199,7 @@ def generate(env):
         action=SCons.Action.Action(_pack_action, progress("PACK")), emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
     env.AddMethod(check_alias, "RelocCheckAlias")
+    env.AddMethod(check_variables, "RelocCheckVariables")
 
 
 def exists(env):
