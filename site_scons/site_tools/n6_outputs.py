@@ -122,7 +122,7 @@ def broken_models(env, broken, good):
     if not broken:
         return None
     lines = [str(e) for e in broken.values()]
-    if _readonly() or SCons.Script.GetOption("clean"):
+    if SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
         for line in lines:
             sys.stderr.write(f"scons: *** {line}\n")
         return None
