@@ -248,3 +248,18 @@ def test_sizes_none_only_where_allowed():
     with pytest.raises(N6Error, match="not allowed"):
         parse_size("none", "flash.size")
     assert [format_size(n) for n in (8 << 20, 640 << 10, 4660, None)] == ["8M", "640K", "4660", "none"]
+
+
+def test_stale_outputs_spare_steps_declared_only_on_request():
+    """A flash or run step exists only when asked for: its records are not stale in a plain
+    build, but are once their model is gone or their folder gets other outputs."""
+    from n6.outputs import stale_outputs
+    previous = {"kws/network_rel.bin", "kws/network_rel_params.bin", "kws/flash/on_board.json",
+                "old/network_rel.bin", "old/flash/on_board.json", "kws/st_ai_output/network_ecblobs.h",
+                "kws/st_ai_output/network.c", "broken/network_rel.bin"}
+    current = {"kws/network_rel.bin", "kws/st_ai_output/network.c"}
+    assert stale_outputs(previous, current, keep=["broken"]) == [
+        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash/on_board.json",
+        "old/network_rel.bin"]
+    assert stale_outputs(previous, current | {"kws/flash/flash.json"}, keep=["broken"])[0] == \
+        "kws/flash/on_board.json"

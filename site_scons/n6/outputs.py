@@ -3,8 +3,8 @@
 One build at a time per build folder: `BuildLock` (an advisory lock on `<build>/.lock`; a second
 build waits and says so in one line). Outputs the current configuration no longer produces (an
 option turned off, a renamed or deleted model) are removed: `prune` compares the list of outputs
-of the previous run (`<build>/.n6-outputs`) with the current one, like ninja's cleandead, so
-nothing the build did not make is ever touched."""
+of earlier runs (`<build>/.n6-outputs`) with the current one, like ninja's cleandead, so nothing
+the build did not make is ever touched."""
 import errno
 import fcntl
 import json
@@ -67,14 +67,28 @@ def read_manifest(build_dir):
         return set()
 
 
+def stale_outputs(previous, current, keep=()):
+    """What the previous run listed and the current one no longer makes. Some steps are
+    declared only when asked for (a flash, a run): their outputs are stale only if the current
+    run still writes to their folder (it makes other files there, so it would have made these
+    too), or if nothing at all is made any more in their top folder (a model that is gone)."""
+    current = set(current)
+    folders = {os.path.dirname(p) for p in current}
+    tops = {p.split("/", 1)[0] for p in current}
+
+    def stale(p):
+        if p in current or any(p == k or p.startswith(k + "/") for k in keep):
+            return False
+        return p.split("/", 1)[0] not in tops or os.path.dirname(p) in folders
+    return sorted(p for p in previous if stale(p))
+
+
 def prune(build_dir, current, keep=(), dry_run=False):
-    """Remove what the previous run listed as an output and the current one does not (paths
-    relative to `build_dir`; folders listed are removed whole), then record `current`. Folders
-    in `keep` (relative) are left alone and stay listed. Returns the removed paths, a folder
-    standing for everything removed under it when nothing else is left there."""
+    """Remove the stale outputs (paths relative to `build_dir`; folders listed are removed
+    whole), then record what is listed now. Returns the removed paths, a folder standing for
+    everything removed under it when nothing else is left there."""
     previous = read_manifest(build_dir)
-    kept = {p for p in previous if any(p == k or p.startswith(k + "/") for k in keep)}
-    stale = sorted(previous - set(current) - kept)
+    stale = stale_outputs(previous, current, keep)
     removed = []
     for rel in stale:
         path = os.path.join(build_dir, rel)
@@ -91,9 +105,10 @@ def prune(build_dir, current, keep=(), dry_run=False):
     if not dry_run:
         for rel in removed:
             remove_empty_parents(build_dir, os.path.dirname(rel))
-        listing = sorted(set(current) | kept)
-        if set(listing) != previous:
-            write_text(os.path.join(build_dir, MANIFEST), json.dumps(listing, indent=0) + "\n")
+        still = {p for p in previous if p not in stale and os.path.lexists(os.path.join(build_dir, p))}
+        listing = set(current) | still
+        if listing != previous:
+            write_text(os.path.join(build_dir, MANIFEST), json.dumps(sorted(listing), indent=0) + "\n")
     return summarize(build_dir, removed)
 
 
