@@ -263,3 +263,53 @@ def test_stale_outputs_spare_steps_declared_only_on_request():
         "old/network_rel.bin"]
     assert stale_outputs(previous, current | {"kws/flash/flash.json"}, keep=["broken"])[0] == \
         "kws/flash/on_board.json"
+
+
+@pytest.mark.parametrize("data,problem", [
+    (b"\xef\xbb\xbf[flash]\nbase = 1\n", "starts with a byte-order mark"),
+    (b"[flash]\nname = \"\xe9\"\n", "is not UTF-8 .byte 0xE9"),
+    (b"[flash\n", "malformed board file: "),
+])
+def test_toml_files_are_checked_like_json(tmp_path, data, problem):
+    from n6.tomlfile import read_toml
+    path = tmp_path / "b.toml"
+    path.write_bytes(data)
+    with pytest.raises(N6Error, match=problem) as e:
+        read_toml(path, "board file")
+    assert str(e.value).startswith(f"{path}: ") and "(fix: " in str(e.value)
+    path.write_bytes(b"[flash]\nbase = 0x70000000\n")
+    assert read_toml(path, "board file") == {"flash": {"base": 0x70000000}}
+
+
+@pytest.mark.parametrize("data,problem", [
+    (b"\xef\xbb\xbf{}", "starts with a byte-order mark"), (b'{"a": "\xe9"}', "is not UTF-8"),
+    (b"[1]", "must hold an object"), (b"{", "malformed model options file: ")])
+def test_json_files_encoding_and_shape(tmp_path, data, problem):
+    from n6.jsonfile import read_json
+    path = tmp_path / "model.json"
+    path.write_bytes(data)
+    with pytest.raises(N6Error, match=problem):
+        read_json(path, "model options file", shape=dict)
+
+
+def test_profile_options_unknown_and_unbalanced(tmp_path):
+    from n6.profile import parse_options
+    assert parse_options("p.json", "d", "--Os --csv-file x.csv --optimization 3 -O3") == \
+        ("--Os", "--csv-file", "x.csv", "--optimization", "3", "-O3")
+    for text, problem in (("--Os --enable-epoch-controler", "unknown Neural-ART compiler option"),
+                          ('--csv-file "x', "no closing quotation"), ("--csv-file", "needs a value"),
+                          (["--Os"], "not a string")):
+        with pytest.raises(N6Error, match=problem):
+            parse_options("p.json", "d", text)
+
+
+def test_mpool_overlap_and_32_bit_limit(tmp_path):
+    def mpool(*pools):
+        return {"memory": {"mempools": [{"fname": f, "name": f, "offset": {"value": hex(o), "magnitude": "BYTES"},
+                                         "size": {"value": str(s), "magnitude": "BYTES"}} for f, o, s in pools]}}
+    from n6.mpool import parse_mpool
+    parse_mpool(mpool(("A", 0x34000000, 0x1000), ("B", 0x34001000, 0x1000)), "m.mpool")   # adjacent is fine
+    with pytest.raises(N6Error, match="pools 'A' .* and 'B' .* overlap"):
+        parse_mpool(mpool(("A", 0x34000000, 0x1001), ("B", 0x34001000, 0x1000)), "m.mpool")
+    with pytest.raises(N6Error, match="beyond the 32-bit address space"):
+        parse_mpool(mpool(("A", 0xFFFFF000, 0x1001),), "m.mpool")
