@@ -15,7 +15,6 @@ import SCons.Node.FS
 import SCons.Node.Alias
 import SCons.Script
 
-from n6.errors import N6Error
 from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
 
 _LOCKS = {}
