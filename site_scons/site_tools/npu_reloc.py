@@ -17,6 +17,7 @@ import SCons.Action
 import SCons.Builder
 
 from n6 import gcc_flags
+from n6.board import DEFAULT_BOARD, board_path, load_board
 from n6.errors import N6Error
 from n6.models import c_identifier
 from n6.sizes import parse_size
@@ -121,9 +122,18 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
 
 
 def budgets(env):
-    """The size gate's budgets from the RELOC_*_SIZE variables (bytes; None: gate off)."""
-    return {k: parse_size(env[f"RELOC_{k.upper()}_SIZE"], f"RELOC_{k.upper()}_SIZE", allow_none=True)
-            for k in ("flash", "params_flash", "exec_ram", "ext_ram")}
+    """The size gate's budgets (bytes; None: gate off): the RELOC_*_SIZE variables where given,
+    else the board file's (BOARD=)."""
+    board = None
+    out = {}
+    for k in ("flash", "params_flash", "exec_ram", "ext_ram"):
+        value = env.get(f"RELOC_{k.upper()}_SIZE", "")
+        if value in ("", None):
+            board = board or load_board(board_path(env.get("BOARD", DEFAULT_BOARD)))
+            out[k] = board.budgets[k]
+        else:
+            out[k] = parse_size(value, f"RELOC_{k.upper()}_SIZE", allow_none=True)
+    return out
 
 
 def _link_emitter(target, source, env):
@@ -178,8 +188,8 @@ def check_alias(env, images):
 
 def generate(env):
     env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
-                   RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="8M",
-                   RELOC_PARAMS_FLASH_SIZE="104M", RELOC_EXEC_RAM_SIZE="640K", RELOC_EXT_RAM_SIZE="27M")
+                   RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
+                   RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
         target_factory=env.Dir)
