@@ -65,7 +65,7 @@ def outputs(env, build_dir):
     """Every file (or folder) under `build_dir` the current build description makes: targets
     reachable from an alias or a default target, and what `Clean` adds."""
     roots = list(SCons.Node.Alias.default_ans.values()) + list(SCons.Script.DEFAULT_TARGETS)
-    seen, out = set(), set()
+    seen, executors, out = set(), set(), set()
     prefix = build_dir + os.sep
     while roots:
         node = roots.pop()
@@ -73,20 +73,21 @@ def outputs(env, build_dir):
             continue
         seen.add(node)
         if node.has_builder() and isinstance(node, SCons.Node.FS.Base):
-            for target in node.get_executor().get_all_targets():   # every file the step writes
-                path = target.get_abspath()
-                if path.startswith(prefix):
-                    out.add(os.path.relpath(path, build_dir))
+            executor = node.get_executor()
+            if executor not in executors:   # every file the step writes, once per step
+                executors.add(executor)
+                for target in executor.get_all_targets():
+                    path = target.get_abspath()
+                    if path.startswith(prefix):
+                        out.add(path[len(prefix):])
         roots.extend(node.sources)
         roots.extend(node.depends)
         roots.extend(node.prerequisites or ())
-        for side in getattr(node, "side_effects", ()):
-            roots.append(side)
     for target, extra in SCons.Environment.CleanTargets.items():
         for node in extra:
             path = node.get_abspath()
             if path.startswith(prefix):
-                out.add(os.path.relpath(path, build_dir))
+                out.add(path[len(prefix):])
     return out
 
 
