@@ -126,9 +126,12 @@ def test_a_broken_folder_does_not_hide_the_others(tmp_path):
     stedgeai_output_folder(tmp_path / "good")
     (tmp_path / "bad").mkdir()
     stedgeai_output_folder(tmp_path / "check")
+    stedgeai_output_folder(tmp_path / "deploy-records")    # the flash step's records folder
+    stedgeai_output_folder(tmp_path / "run-good")           # would shadow model good's run target
     specs, errors = discover(str(tmp_path))
     assert [s.name for s in specs] == ["good"]
-    assert "no model file" in str(errors["bad"]) and "also a build target" in str(errors["check"])
+    assert "no model file" in str(errors["bad"])
+    assert all("also a build target" in str(errors[n]) for n in ("check", "deploy-records", "run-good"))
 
 
 def test_network_c_buffer_forms(tmp_path):

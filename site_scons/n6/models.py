@@ -14,7 +14,9 @@ RELOC_OPTIONS = {"secure": bool, "split": bool, "dbg_info": bool, "ecblob_in_par
 DATA_TYPES = ("int8", "uint8", "float32")
 # Targets and folders of the build itself: a model folder may not take these names.
 RESERVED_NAMES = {"build", "check", "flash", "run", "validate", "profile", "clean", "install", "test", "help",
-                  "all", "broken-models", "stedgeai-sim", "sim-board", "obj"}
+                  "all", "broken-models", "stedgeai-sim", "sim-board", "obj", "deploy-records"}
+# Per-model targets are `<step>-<model>`: a folder named like one would shadow another model's target.
+RESERVED_PREFIXES = ("flash-", "run-", "validate-", "profile-")
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What stedgeai writes besides the network: ignored in a prebuilt folder.
@@ -97,7 +99,7 @@ def read_model(path, reserved=()):
     if not FOLDER_NAME.fullmatch(name):
         raise N6Error(path, f"model folder name {name!r} is not a plain name",
                       "rename the folder with letters, digits, '_', '.', '-' only")
-    if name in reserved:
+    if name in reserved or name.startswith(RESERVED_PREFIXES):
         raise N6Error(path, f"model folder name '{name}' is also a build target or folder",
                       f"rename the folder (reserved: {', '.join(sorted(reserved))})")
     models = _model_files(path)
