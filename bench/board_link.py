@@ -46,9 +46,12 @@ def emulator_speed(image):
                 m.cpu.counters.instructions += n
             m.cpu.uc.hook_add(UC_HOOK_BLOCK, on_block)
         m.infer(x)                                  # translate once
-        t = time.perf_counter()
-        r = m.infer(x)
-        times[how] = time.perf_counter() - t
+        best = float("inf")
+        for _ in range(3):                          # the best of three: the machine may be busy
+            t = time.perf_counter()
+            r = m.infer(x)
+            best = min(best, time.perf_counter() - t)
+        times[how] = best
         if how == "native":
             insns = r.cycles
     return insns, times
