@@ -250,3 +250,45 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     probe, console = render_in_chromium(page, tmp_path)
     assert console == []
     assert probe["svg"] > 100 and probe["rows"] == 3 and probe["broken"] == 0
+
+
+class FakeClient:
+    """Stands for the host protocol client: records each run request, answers with operators
+    (the host library's data class) carrying the logs the board sent before them."""
+
+    def __init__(self, epochs, bad_counters=False):
+        from n6.aivalidation import Device, ModelInfo, TensorDesc
+        self.name, self.requests, self.epochs, self.bad = "/dev/pts/7", [], epochs, bad_counters
+        self.device = Device((3, 1), 1, 0x10004, config={"version": "1.0", "dev_id": "0x486",
+                                                         **{k: str(v) for k, v in CLOCKS.items()}})
+        self.device.models = [ModelInfo("network", [TensorDesc("in", "int8", (1, 10))], [], 0, 0, (10, 2, 0), "",
+                                        (2, 2, 0), 0, 1)]
+
+    def model(self, name):
+        return self.device.models[0]
+
+    def run(self, name, inputs, mode=1, counter_option=0, first=True):
+        from n6.aivalidation import Operator, RunResult
+        self.requests.append((name, [len(i) for i in inputs], mode, counter_option, first))
+        msgs = sim_messages(self.epochs)
+        ops, logs = [], []
+        for m in msgs:
+            if isinstance(m, str):
+                logs.append(m[2:])
+            else:
+                ops.append(Operator(m.name, m.type, m.id, 0.0, m.counter_type,
+                                    [1, 2] if self.bad and ops == [] else m.counters, logs))
+                logs = []
+        return RunResult([], ops[:-1], ops[-1], [])
+
+
+def test_measure_runs_st_passes_through_the_host_client():
+    from n6.profiling.measure import measure
+    client = FakeClient(SIM_RUN)
+    m = measure(client, "network", samples=2, simulated=True)
+    assert client.requests == [("network", [10], 1 | 8, 0, True)] + [
+        ("network", [10], 2 | 8, opt, first) for opt in (0x31, 0x51, 0x08) for first in (True, False)]
+    assert m.options == [0x31, 0x51, 0x08] and m.simulated and m.epochs[0].samples == 6
+    assert m.epochs[1].memory == {"npuRAM5": PoolTraffic(32, 10), "octoFlash": PoolTraffic(360, 0)}
+    with pytest.raises(N6Error, match=r"^/dev/pts/7: board sent a counter block of 2 values for epoch 1"):
+        measure(FakeClient(SIM_RUN, bad_counters=True), "network")

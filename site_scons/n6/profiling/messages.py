@@ -36,10 +36,11 @@ def run_opt(counters, sample):
     return counters << 8 | (1 if sample == 0 else 0)
 
 
-def parse_config(strings, source):
-    """The `s:config:` logs of NETWORK_INFO → clocks in Hz (all four are needed, like ST's profiler)."""
-    values = {}
-    for s in strings:
+def parse_config(config, source):
+    """The `s:config:` logs of NETWORK_INFO (strings, or a key → value mapping of them) → clocks
+    in Hz (all four are needed, like ST's profiler)."""
+    values = dict(config) if isinstance(config, dict) else {}
+    for s in () if isinstance(config, dict) else config:
         parts = s.split(":")
         if len(parts) >= 4 and parts[0] == "s" and parts[1] == "config":
             values[parts[2]] = parts[3]
