@@ -36,7 +36,7 @@ def sim_messages(epochs, final=(100, 0)):
     for num, kind, cycles, mem in epochs:
         out += [f"s:node:evt_pre_start:{num - 1}:{num}:{num}:{num}:00000000:05000002:{messages.KINDS[kind]}",
                 f"s:node:evt_post_end:{num - 1}:{num}:{num}:{num}:0", "s:node:mcu_cycles:%d:%d:%d" % cycles]
-        out += [f"s:node:mem:{pool}:{r}:{w}" for pool, (r, w) in mem.items()]
+        out += [f"s:node:mem:{region}:{REGIONS[region]:08X}:{r}:{w}" for region, (r, w) in mem.items()]
         out.append(SimpleNamespace(name="", type=(5 << 24) | kind, id=num << 16 | num, duration=0.0,
                                    counter_type=1 << 16, counters=list(cycles)))
     out.append(SimpleNamespace(name="network", type=0, id=0, duration=0.0, counter_type=0,
@@ -45,8 +45,10 @@ def sim_messages(epochs, final=(100, 0)):
 
 
 CLOCKS = {"mcu_freq": 800_000_000, "noc_freq": 400_000_000, "npu_freq": 1_000_000_000, "nic_freq": 900_000_000}
-SIM_RUN = [(1, 2, (100, 1000, 50), {"npuRAM5": (64, 32), "octoFlash": (2176, 0)}),
-           (2, 2, (80, 300, 20), {"npuRAM5": (32, 10), "octoFlash": (360, 0)}),
+# the simulated board's memory regions; the first two sit where tiny_prebuilt's npuRAM5 and octoFlash pools are
+REGIONS = {"npuRAM5": 0x342E0000, "xSPI2 flash": 0x71000000, "firmware": 0x34000000}
+SIM_RUN = [(1, 2, (100, 1000, 50), {"npuRAM5": (64, 32), "xSPI2 flash": (2176, 0), "firmware": (40, 40)}),
+           (2, 2, (80, 300, 20), {"npuRAM5": (32, 10), "xSPI2 flash": (360, 0)}),
            (3, 2, (60, 200, 40), {"npuRAM5": (10, 10)})]
 
 
@@ -90,9 +92,16 @@ def test_simulated_board_counters_memory_measured_npu_absent():
     m = messages.parse_run([(messages.run_opt(0x31, 0), sim_messages(SIM_RUN))], "network", CLOCKS, "sim",
                            simulated=True)
     e = m.epochs[0]
-    assert e.npu_cycles is None and e.memory == {"npuRAM5": PoolTraffic(64, 32), "octoFlash": PoolTraffic(2176, 0)}
+    assert e.npu_cycles is None and e.memory == {"npuRAM5": PoolTraffic(64, 32), "xSPI2 flash": PoolTraffic(2176, 0),
+                                                 "firmware": PoolTraffic(40, 40)}
     assert set(e.absent()) == {"npu_cycles", "busif", "npu_cache", "streng_active"}
     p = merge(m, read_c_info(C_INFO))
+    # regions are named after the c_info.json pool at their address; others keep the board's name
+    assert list(p.epochs[0].pools) == ["npuRAM5", "octoFlash", "firmware"]
+    assert p.epochs[0].pools["octoFlash"]["measured"] == PoolTraffic(2176, 0)
+    assert p.epochs[0].pools["firmware"] == {"compiler": PoolTraffic(0, 0), "measured": PoolTraffic(40, 40),
+                                             "mb_per_s": pytest.approx(80 / 1e6 / (1150 / 800e6))}
+    assert p.epochs[1].pools["octoFlash"]["measured"] == PoolTraffic(360, 0)
     e3 = p.epochs[2]
     # NPU-clock cycles derived from the MCU cycles: 300 × 1000/800
     assert e3.npu_cycles is None and e3.npu_clock_cycles == 375
@@ -289,6 +298,7 @@ def test_measure_runs_st_passes_through_the_host_client():
     assert client.requests == [("network", [10], 1 | 8, 0, True)] + [
         ("network", [10], 2 | 8, opt, first) for opt in (0x31, 0x51, 0x08) for first in (True, False)]
     assert m.options == [0x31, 0x51, 0x08] and m.simulated and m.epochs[0].samples == 6
-    assert m.epochs[1].memory == {"npuRAM5": PoolTraffic(32, 10), "octoFlash": PoolTraffic(360, 0)}
+    assert m.epochs[1].memory == {"npuRAM5": PoolTraffic(32, 10), "xSPI2 flash": PoolTraffic(360, 0)}
+    assert m.regions == REGIONS
     with pytest.raises(N6Error, match=r"^/dev/pts/7: board sent a counter block of 2 values for epoch 1"):
         measure(FakeClient(SIM_RUN, bad_counters=True), "network")

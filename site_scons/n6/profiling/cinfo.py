@@ -23,6 +23,7 @@ class CompilerInfo:
     path: str
     epochs: dict                 # number → CompilerEpoch, in the compiler's order
     pools: list                  # pool names in id order
+    addresses: dict = field(default_factory=dict)   # base address → name of each real (not virtual) pool
 
 
 def read_c_info(path):
@@ -34,6 +35,7 @@ def read_c_info(path):
     try:
         nodes = data["graphs"][0]["nodes"]
         pools = {p["id"]: p["name"] for p in data["memory_pools"]}
+        addresses = {int(p["address"]): p["name"] for p in data["memory_pools"] if not p.get("subpools")}
         epochs, by_id = {}, {}
         for node in nodes:
             prefix, _, number = node["name"].rpartition("_")
@@ -51,4 +53,4 @@ def read_c_info(path):
             e.memory[pool] = e.memory.get(pool, PoolTraffic(0, 0)) + PoolTraffic(int(ma["reads"]), int(ma["writes"]))
     except (KeyError, IndexError, TypeError, ValueError) as e:
         raise N6Error(path, f"c_info.json lacks the epoch information ({type(e).__name__}: {e})", fix) from None
-    return CompilerInfo(str(path), epochs, [pools[k] for k in sorted(pools)])
+    return CompilerInfo(str(path), epochs, [pools[k] for k in sorted(pools)], addresses)

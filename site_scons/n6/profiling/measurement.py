@@ -49,7 +49,7 @@ class EpochMeasurement:
     mcu_total: int               # mean of the per-sample totals, rounded up (the duration's basis)
     samples: int = 1
     npu_cycles: Phases = None    # EPOCH_LEN
-    memory: dict = None          # pool name → PoolTraffic (the simulated board's memory hooks)
+    memory: dict = None          # memory region → PoolTraffic (the simulated board's memory hooks)
     busif: dict = None           # "port0"/"port1" → PoolTraffic of bus-interface bytes (BUSIF_RW_DATA)
     npu_cache: dict = None       # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
     streng_active: dict = None   # stream-engine id → active NPU cycles (STRG_[I_|O_]ACTIVE)
@@ -82,6 +82,7 @@ class Measurement:
     options: list = field(default_factory=list)   # counter options of the passes, in order
     simulated: bool = False
     board: str = ""
+    regions: dict = field(default_factory=dict)   # memory region name → base address (`memory` keys)
 
     def to_dict(self):
         return asdict(self)

@@ -72,8 +72,13 @@ def merge(measurement, info):
     clk = measurement.clocks
     mcu_hz, npu_hz = clk["mcu_freq"], clk["npu_freq"]
     total_ms = sum(e.mcu_total for e in measurement.epochs) * 1e3 / mcu_hz
+    pool_of = {region: info.addresses.get(base, region) for region, base in measurement.regions.items()}
     rows = []
     for m in measurement.epochs:
+        measured_memory = None if m.memory is None else {}
+        for region, t in (m.memory or {}).items():
+            measured_memory[pool_of.get(region, region)] = measured_memory.get(pool_of.get(region, region),
+                                                                               PoolTraffic(0, 0)) + t
         covered = [info.epochs[n] for n in m.numbers]
         ms = m.mcu_total * 1e3 / mcu_hz
         npu_cycles = m.npu_cycles.total if m.npu_cycles else round(m.mcu_total * npu_hz / mcu_hz)
@@ -82,10 +87,10 @@ def merge(measurement, info):
         for c in covered:
             for pool, t in c.memory.items():
                 pools[pool] = pools.get(pool, PoolTraffic(0, 0)) + t
-        names = list(dict.fromkeys([*pools, *(m.memory or {})]))
+        names = list(dict.fromkeys([*pools, *(measured_memory or {})]))
         pool_rows = {}
         for pool in names:
-            measured = (m.memory or {}).get(pool, PoolTraffic(0, 0)) if m.memory is not None else None
+            measured = None if measured_memory is None else measured_memory.get(pool, PoolTraffic(0, 0))
             compiler = pools.get(pool, PoolTraffic(0, 0))
             pool_rows[pool] = {"compiler": compiler, "measured": measured,
                                "mb_per_s": _bandwidth((measured or compiler).total, ms)}

@@ -9,8 +9,10 @@ a sample ends with the model's final op (no INTERNAL flag, 5 × u64 counters).
 Messages are taken as the host library decodes them: protobuf `respMsg` objects, their payloads
 (`aiOperatorMsg`, `logMsg`), dicts with the same field names, or plain log strings.
 
-Besides ST's counter logs the simulated board sends `s:node:mem:<pool>:<read bytes>:<write bytes>`
-per pool it saw touched (from its memory hooks). A counter the board does not send is absent.
+Besides ST's counter logs the simulated board sends, per memory region its hooks saw touched
+during the epoch, `s:node:mem:<region name>:<region base, hex>:<read bytes>:<write bytes>`; the
+merge names a region after the c_info.json pool at the same address. A counter the board does
+not send is absent.
 """
 import math
 
@@ -27,7 +29,7 @@ IO_ONLY, PER_LAYER, PERF, CONST_VALUE = 1, 2, 8, 512
 OPERATOR_INTERNAL = 1                       # EnumOperatorFlag, bits 31-24 of the op's `type`
 COUNTER_64B, COUNTER_32B = 0, 1             # EnumCounterFormat, bits 31-16 of `counter_type`
 CONFIG_KEYS = ("mcu_freq", "noc_freq", "npu_freq", "nic_freq")
-_FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4, "mem": 4,
+_FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4, "mem": 5,
            "npu_cache": 6, "streng_active": 5, "port0": 7, "port1": 7}
 
 
@@ -124,6 +126,7 @@ class _Parser:
         self.order = None            # epoch keys of the first sample
         self.epochs = {}
         self.run_cycles = []
+        self.regions = {}            # memory region name → base address (simulated board)
 
     def fail(self, problem, fix="check the board connection and firmware, then profile again"):
         raise N6Error(self.source, problem, fix)
@@ -147,7 +150,11 @@ class _Parser:
         elif cat in ("mcu_cycles", "npu_cycles"):
             rec[cat] = self._ints(text, f, 1)
         elif cat == "mem":
-            rec.setdefault("mem", {})[f[1]] = self._ints(text, f, 2)
+            try:
+                self.regions[f[1]] = int(f[2], 16)
+            except ValueError:
+                self.fail(f"board sent a malformed counter log {text!r}")
+            rec.setdefault("mem", {})[f[1]] = self._ints(text, f, 3)
         elif cat == "npu_cache":
             rec.setdefault("cache", {})[f[1]] = self._ints(text, f, 2)
         elif cat == "streng_active" and f[1] != "max":
@@ -241,4 +248,5 @@ def parse_run(runs, model, clocks, source, simulated=False, board=""):
     if p.order is None:
         p.fail("no profile run was recorded")
     return Measurement(model, dict(clocks), [p.epochs[k].measurement() for k in p.order],
-                       run_cycles=_ceil_mean(p.run_cycles), options=options, simulated=simulated, board=board)
+                       run_cycles=_ceil_mean(p.run_cycles), options=options, simulated=simulated, board=board,
+                       regions=p.regions)
