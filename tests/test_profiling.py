@@ -36,7 +36,9 @@ def sim_messages(epochs, final=(100, 0)):
     for num, kind, cycles, mem in epochs:
         out += [f"s:node:evt_pre_start:{num - 1}:{num}:{num}:{num}:00000000:05000002:{messages.KINDS[kind]}",
                 f"s:node:evt_post_end:{num - 1}:{num}:{num}:{num}:0", "s:node:mcu_cycles:%d:%d:%d" % cycles]
-        out += [f"s:node:mem:{region}:{REGIONS[region]:08X}:{r}:{w}" for region, (r, w) in mem.items()]
+        out += [f"s:sim:instructions:{cycles[0]}:{cycles[2]}"]
+        out += [f"s:sim:mem:{region}:{r // 4}:{r}:{w // 4}:{w}:{REGIONS[region][0]:08X}:{REGIONS[region][1]}"
+                if region in REGIONS else f"s:sim:mem:{region}:{r}:{r}:{w}:{w}" for region, (r, w) in mem.items()]
         out.append(SimpleNamespace(name="", type=(5 << 24) | kind, id=num << 16 | num, duration=0.0,
                                    counter_type=1 << 16, counters=list(cycles)))
     out.append(SimpleNamespace(name="network", type=0, id=0, duration=0.0, counter_type=0,
@@ -45,8 +47,9 @@ def sim_messages(epochs, final=(100, 0)):
 
 
 CLOCKS = {"mcu_freq": 800_000_000, "noc_freq": 400_000_000, "npu_freq": 1_000_000_000, "nic_freq": 900_000_000}
-# the simulated board's memory regions; the first two sit where tiny_prebuilt's npuRAM5 and octoFlash pools are
-REGIONS = {"npuRAM5": 0x342E0000, "xSPI2 flash": 0x71000000, "firmware": 0x34000000}
+# simulated board memory regions reported with base and size: "xSPI2 flash" holds tiny_prebuilt's octoFlash
+# pool, "firmware" no pool; "npuRAM5" comes without base/size (named like the pool already)
+REGIONS = {"xSPI2 flash": (0x70000000, 0x8000000), "firmware": (0x34000000, 0x60000)}
 SIM_RUN = [(1, 2, (100, 1000, 50), {"npuRAM5": (64, 32), "xSPI2 flash": (2176, 0), "firmware": (40, 40)}),
            (2, 2, (80, 300, 20), {"npuRAM5": (32, 10), "xSPI2 flash": (360, 0)}),
            (3, 2, (60, 200, 40), {"npuRAM5": (10, 10)})]
@@ -66,16 +69,17 @@ def test_merge_of_a_recorded_run_matches_hand_computed_figures():
     assert e1.npu_clock_cycles == 27507
     assert (e1.ops, e1.compute_cycles, e1.max_cycles) == (2048, 2048, 2048)
     assert e1.ops_per_cycle == pytest.approx(2048 / 27507) and e1.gops == pytest.approx(0.0744538, rel=1e-5)
-    assert e1.pools["octoFlash"]["compiler"] == PoolTraffic(2176, 0) and e1.pools["octoFlash"]["measured"] is None
-    assert e1.pools["octoFlash"]["mb_per_s"] == pytest.approx(79.10570, rel=1e-6)     # 2176 B / 27.5075 µs
-    assert e1.pools["npuRAM5"]["mb_per_s"] == pytest.approx(3.489957, rel=1e-6)       # 96 B
+    assert e1.compiler_memory == {"npuRAM5": PoolTraffic(64, 32), "octoFlash": PoolTraffic(2176, 0)}
+    assert e1.measured_memory is None and e1.traffic is e1.compiler_memory
+    assert e1.bandwidth["octoFlash"] == pytest.approx(79.10570, rel=1e-6)     # 2176 B / 27.5075 µs
+    assert e1.bandwidth["npuRAM5"] == pytest.approx(3.489957, rel=1e-6)       # 96 B
     # the epoch sum is 22006 + 5502 + 3900 = 31408 cycles
     assert e1.percent == pytest.approx(22006 * 100 / 31408)
     # epoch_2: pre (900+900+903)/3 = 901, core (4000+4002+4000)/3 → 4001, totals (5500+5502+5503)/3 → 5502
     assert e2.mcu_cycles == Phases(901, 4001, 600) and e2.time_ms == pytest.approx(0.0068775)
     assert e2.npu_cycles == Phases(1100, 5001, 700) and e2.ops_per_cycle == pytest.approx(320 / 6801)
-    assert e2.pools["npuRAM5"]["compiler"] == PoolTraffic(32, 10)
-    assert e2.pools["octoFlash"]["mb_per_s"] == pytest.approx(360 / 1e6 / 6.8775e-6)
+    assert e2.compiler_memory["npuRAM5"] == PoolTraffic(32, 10)
+    assert e2.bandwidth["octoFlash"] == pytest.approx(360 / 1e6 / 6.8775e-6)
     assert e2.percent == pytest.approx(5502 * 100 / 31408)
     # counters kept as the board sent them: busif from the first BUSIF record, cache averaged (floor)
     raw = m.epochs[0]
@@ -97,17 +101,17 @@ def test_simulated_board_counters_memory_measured_npu_absent():
     assert set(e.absent()) == {"npu_cycles", "busif", "npu_cache", "streng_active"}
     p = merge(m, read_c_info(C_INFO))
     # regions are named after the c_info.json pool at their address; others keep the board's name
-    assert list(p.epochs[0].pools) == ["npuRAM5", "octoFlash", "firmware"]
-    assert p.epochs[0].pools["octoFlash"]["measured"] == PoolTraffic(2176, 0)
-    assert p.epochs[0].pools["firmware"] == {"compiler": PoolTraffic(0, 0), "measured": PoolTraffic(40, 40),
-                                             "mb_per_s": pytest.approx(80 / 1e6 / (1150 / 800e6))}
-    assert p.epochs[1].pools["octoFlash"]["measured"] == PoolTraffic(360, 0)
+    assert p.epochs[0].measured_memory == {"npuRAM5": PoolTraffic(64, 32), "octoFlash": PoolTraffic(2176, 0),
+                                           "firmware": PoolTraffic(40, 40)}
+    assert p.epochs[0].traffic is p.epochs[0].measured_memory
+    assert p.epochs[0].bandwidth["firmware"] == pytest.approx(80 / 1e6 / (1150 / 800e6))
+    assert p.epochs[1].measured_memory["octoFlash"] == PoolTraffic(360, 0)
     e3 = p.epochs[2]
     # NPU-clock cycles derived from the MCU cycles: 300 × 1000/800
     assert e3.npu_cycles is None and e3.npu_clock_cycles == 375
     # measured traffic wins over the compiler's: epoch_3 moved 20 bytes in 300 cycles = 0.375 µs
-    assert e3.pools["npuRAM5"]["measured"] == PoolTraffic(10, 10)
-    assert e3.pools["npuRAM5"]["mb_per_s"] == pytest.approx(20 / 1e6 / 0.375e-6)
+    assert e3.measured_memory == {"npuRAM5": PoolTraffic(10, 10)}
+    assert e3.bandwidth == {"npuRAM5": pytest.approx(20 / 1e6 / 0.375e-6)}
     assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))) == m
 
 
@@ -144,6 +148,7 @@ def test_c_info_of_another_image_is_a_one_line_error(tmp_path):
     (lambda msgs: msgs.__setitem__(2, "s:node:mcu_cycles:1:2"), "2 values in counter log 's:node:mcu_cycles:1:2'"),
     (lambda msgs: msgs.__setitem__(2, "s:node:mcu_cycles:1:x:3"), "malformed counter log"),
     (lambda msgs: msgs.pop(), "run ended before the model's final operator"),
+    (lambda msgs: msgs.__setitem__(4, "s:sim:mem:npuRAM5:1:2"), "2 values in counter log 's:sim:mem:npuRAM5:1:2'"),
 ])
 def test_bad_board_counters_are_one_line_errors(change, problem):
     msgs = sim_messages(SIM_RUN[:1])

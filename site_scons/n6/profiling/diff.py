@@ -9,7 +9,7 @@ def read_profile(path):
     data = read_json(path, "profile.json", lenient=False)
     try:
         for e in data["epochs"]:
-            float(e["time_ms"]), e["name"], e["pools"]
+            float(e["time_ms"]), e["name"], sum(e["bandwidth"].values())
         float(data["totals"]["time_ms"])
     except (KeyError, TypeError, ValueError):
         raise N6Error(path, "not a profile.json written by `scons profile`",
@@ -18,8 +18,7 @@ def read_profile(path):
 
 
 def _mb_per_s(epoch):
-    nbytes = sum(sum((v["measured"] or v["compiler"]).values()) for v in epoch["pools"].values())
-    return nbytes / 1e6 / (epoch["time_ms"] / 1e3) if epoch["time_ms"] else 0.0
+    return sum(epoch["bandwidth"].values())
 
 
 def _delta(before, after):

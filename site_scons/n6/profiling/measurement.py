@@ -82,7 +82,7 @@ class Measurement:
     options: list = field(default_factory=list)   # counter options of the passes, in order
     simulated: bool = False
     board: str = ""
-    regions: dict = field(default_factory=dict)   # memory region name → base address (`memory` keys)
+    regions: dict = field(default_factory=dict)   # memory region (`memory` keys) → (base, size), when known
 
     def to_dict(self):
         return asdict(self)
@@ -102,7 +102,8 @@ class Measurement:
                 if e.get("streng_active") is not None:
                     e["streng_active"] = {int(k): v for k, v in e["streng_active"].items()}
                 epochs.append(EpochMeasurement(**e))
-            return cls(**{**d, "epochs": epochs})
+            regions = {k: tuple(v) for k, v in d.get("regions", {}).items()}
+            return cls(**{**d, "epochs": epochs, "regions": regions})
         except (KeyError, TypeError, ValueError) as e:
             raise N6Error(path, f"not a stored measurement ({type(e).__name__}: {e})",
                           "delete it and profile again (FORCE=1)") from None

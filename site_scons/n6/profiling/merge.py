@@ -28,13 +28,15 @@ class EpochProfile:
     ops_per_cycle: float         # ops / npu_clock_cycles
     compiler_ops_per_cycle: float   # ops / max_cycles
     gops: float
-    pools: dict                  # pool → {"compiler": PoolTraffic, "measured": PoolTraffic | None, "mb_per_s"}
+    compiler_memory: dict        # c_info.json pool → PoolTraffic (the compiler's memory accesses)
+    measured_memory: dict        # pool (or board region) → PoolTraffic, None when the board did not count
+    bandwidth: dict              # pool → MB/s of `traffic` over the epoch's time
     absent: list                 # counters the board did not report
 
     @property
     def traffic(self):
-        """Bytes moved per pool (measured when the board reports it, else the compiler's)."""
-        return {p: (v["measured"] or v["compiler"]) for p, v in self.pools.items()}
+        """Bytes moved per pool: measured when the board counted them, else the compiler's."""
+        return self.compiler_memory if self.measured_memory is None else self.measured_memory
 
 
 @dataclass
@@ -61,6 +63,19 @@ def _bandwidth(nbytes, ms):
     return _ratio(nbytes / 1e6, ms / 1e3)
 
 
+def _sum_traffic(items):
+    out = {}
+    for pool, t in items:
+        out[pool] = out.get(pool, PoolTraffic(0, 0)) + t
+    return out
+
+
+def _pool_at(info, base, size):
+    """The one c_info.json pool inside a board memory region (None: no single one)."""
+    inside = [name for addr, name in info.addresses.items() if base <= addr < base + size]
+    return inside[0] if len(inside) == 1 else None
+
+
 def merge(measurement, info):
     """Join each measured block with the c_info.json epochs it covers; the two must describe the
     same epochs (else the c_info.json is not the image's)."""
@@ -72,35 +87,23 @@ def merge(measurement, info):
     clk = measurement.clocks
     mcu_hz, npu_hz = clk["mcu_freq"], clk["npu_freq"]
     total_ms = sum(e.mcu_total for e in measurement.epochs) * 1e3 / mcu_hz
-    pool_of = {region: info.addresses.get(base, region) for region, base in measurement.regions.items()}
+    pool_of = {region: _pool_at(info, *where) for region, where in measurement.regions.items()}
     rows = []
     for m in measurement.epochs:
-        measured_memory = None if m.memory is None else {}
-        for region, t in (m.memory or {}).items():
-            measured_memory[pool_of.get(region, region)] = measured_memory.get(pool_of.get(region, region),
-                                                                               PoolTraffic(0, 0)) + t
         covered = [info.epochs[n] for n in m.numbers]
         ms = m.mcu_total * 1e3 / mcu_hz
         npu_cycles = m.npu_cycles.total if m.npu_cycles else round(m.mcu_total * npu_hz / mcu_hz)
         ops = sum(c.ops for c in covered)
-        pools = {}
-        for c in covered:
-            for pool, t in c.memory.items():
-                pools[pool] = pools.get(pool, PoolTraffic(0, 0)) + t
-        names = list(dict.fromkeys([*pools, *(measured_memory or {})]))
-        pool_rows = {}
-        for pool in names:
-            measured = None if measured_memory is None else measured_memory.get(pool, PoolTraffic(0, 0))
-            compiler = pools.get(pool, PoolTraffic(0, 0))
-            pool_rows[pool] = {"compiler": compiler, "measured": measured,
-                               "mb_per_s": _bandwidth((measured or compiler).total, ms)}
+        compiler = _sum_traffic((pool, t) for c in covered for pool, t in c.memory.items())
+        measured = None if m.memory is None else _sum_traffic((pool_of.get(r) or r, t) for r, t in m.memory.items())
+        traffic = compiler if measured is None else measured
         rows.append(EpochProfile(
             covered[0].name, m.index, m.last, [c.name for c in covered], m.kind, m.unit,
             "+".join(dict.fromkeys(c.mapping for c in covered)), ms, _ratio(ms * 100, total_ms),
             m.mcu_cycles, m.npu_cycles, npu_cycles, ops, sum(c.compute_cycles for c in covered),
             sum(c.max_cycles for c in covered), _ratio(ops, npu_cycles),
             _ratio(ops, sum(c.max_cycles for c in covered)), _ratio(npu_hz * ops, npu_cycles * 1e9),
-            pool_rows, m.absent()))
+            compiler, measured, {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
     return Profile(measurement.model, info.path, measurement.simulated, measurement.board, dict(clk),
                    list(measurement.options), rows, _totals(measurement, rows, total_ms))
 
@@ -112,10 +115,7 @@ def _totals(measurement, rows, total_ms):
     max_cycles, compute_cycles = sum(r.max_cycles for r in rows), sum(r.compute_cycles for r in rows)
     npu_measured = all(r.npu_cycles for r in rows)
     npu_cycles = sum(r.npu_clock_cycles for r in rows)
-    pools = {}
-    for r in rows:
-        for pool, t in r.traffic.items():
-            pools[pool] = pools.get(pool, PoolTraffic(0, 0)) + t
+    pools = _sum_traffic(item for r in rows for item in r.traffic.items())
     return {
         "epochs": len(rows),
         "time_ms": total_ms,

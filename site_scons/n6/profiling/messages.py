@@ -10,9 +10,9 @@ Messages are taken as the host library decodes them: protobuf `respMsg` objects,
 (`aiOperatorMsg`, `logMsg`), dicts with the same field names, or plain log strings.
 
 Besides ST's counter logs the simulated board sends, per memory region its hooks saw touched
-during the epoch, `s:node:mem:<region name>:<region base, hex>:<read bytes>:<write bytes>`; the
-merge names a region after the c_info.json pool at the same address. A counter the board does
-not send is absent.
+during the epoch, `s:sim:mem:<region>:<reads>:<read bytes>:<writes>:<write bytes>`, optionally
+followed by `:<region base, hex>:<region size>` so that the merge can name the region after the
+c_info.json pool it holds. A counter the board does not send is absent, never zero.
 """
 import math
 
@@ -29,7 +29,7 @@ IO_ONLY, PER_LAYER, PERF, CONST_VALUE = 1, 2, 8, 512
 OPERATOR_INTERNAL = 1                       # EnumOperatorFlag, bits 31-24 of the op's `type`
 COUNTER_64B, COUNTER_32B = 0, 1             # EnumCounterFormat, bits 31-16 of `counter_type`
 CONFIG_KEYS = ("mcu_freq", "noc_freq", "npu_freq", "nic_freq")
-_FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4, "mem": 5,
+_FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4,
            "npu_cache": 6, "streng_active": 5, "port0": 7, "port1": 7}
 
 
@@ -126,7 +126,7 @@ class _Parser:
         self.order = None            # epoch keys of the first sample
         self.epochs = {}
         self.run_cycles = []
-        self.regions = {}            # memory region name → base address (simulated board)
+        self.regions = {}            # memory region name → (base, size) (simulated board)
 
     def fail(self, problem, fix="check the board connection and firmware, then profile again"):
         raise N6Error(self.source, problem, fix)
@@ -136,6 +136,21 @@ class _Parser:
             return [int(v) for v in fields[start:]]
         except ValueError:
             self.fail(f"board sent a malformed counter log {text!r}")
+
+    def sim_log(self, text, rec):
+        """`s:sim:mem:` (the simulated board's memory counters) → rec."""
+        f = text.split(":")[2:]
+        if not f or f[0] != "mem":
+            return
+        if len(f) not in (6, 8):
+            self.fail(f"board sent {len(f) - 1} values in counter log {text!r}, expected 5 or 7")
+        _, rbytes, _, wbytes = self._ints(text, f[:6], 2)
+        rec.setdefault("mem", {})[f[1]] = (rbytes, wbytes)
+        if len(f) == 8:
+            try:
+                self.regions[f[1]] = (int(f[6], 16), int(f[7]))
+            except ValueError:
+                self.fail(f"board sent a malformed counter log {text!r}")
 
     def node_log(self, text, rec):
         """One `s:node:` log of the current epoch → rec (a dict of this epoch's records)."""
@@ -149,12 +164,6 @@ class _Parser:
             rec["pre_start"] = (self._ints(text, f[:4], 1)[2], f[7])
         elif cat in ("mcu_cycles", "npu_cycles"):
             rec[cat] = self._ints(text, f, 1)
-        elif cat == "mem":
-            try:
-                self.regions[f[1]] = int(f[2], 16)
-            except ValueError:
-                self.fail(f"board sent a malformed counter log {text!r}")
-            rec.setdefault("mem", {})[f[1]] = self._ints(text, f, 3)
         elif cat == "npu_cache":
             rec.setdefault("cache", {})[f[1]] = self._ints(text, f, 2)
         elif cat == "streng_active" and f[1] != "max":
@@ -211,6 +220,8 @@ class _Parser:
             if kind == "log":
                 if payload.startswith("s:node:"):
                     self.node_log(payload, logs)
+                elif payload.startswith("s:sim:"):
+                    self.sim_log(payload, logs)
                 continue
             if kind != "op":
                 continue

@@ -13,9 +13,8 @@ def rows(profile):
     out = []
     for e in profile.epochs:
         name = e.name if e.index == e.last else f"{e.name}..{e.epochs[-1]}"
-        nbytes = sum(t.total for t in e.traffic.values())
         out.append([name, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}", *e.mcu_cycles.as_list(),
-                    e.ops, f"{e.ops_per_cycle:.2f}", f"{nbytes / 1e6 / (e.time_ms / 1e3) if e.time_ms else 0:.1f}"])
+                    e.ops, f"{e.ops_per_cycle:.2f}", f"{sum(e.bandwidth.values()):.1f}"])
     return out
 
 
