@@ -143,7 +143,7 @@ class _Parser:
         if not f or f[0] != "mem":
             return
         if len(f) not in (6, 8):
-            self.fail(f"board sent {len(f) - 1} values in counter log {text!r}, expected 5 or 7")
+            self.fail(f"board sent {len(f) - 2} values in counter log {text!r}, expected 4 or 6")
         _, rbytes, _, wbytes = self._ints(text, f[:6], 2)
         rec.setdefault("mem", {})[f[1]] = (rbytes, wbytes)
         if len(f) == 8:
