@@ -183,7 +183,7 @@ class Client:
             try:
                 resp = self.receive(self.timeouts.network_info, f"NETWORK_INFO({idx})", logs)
             except BoardError as e:
-                if idx and "E_INVALID_PARAM" in e.problem:   # past the last model
+                if "E_INVALID_PARAM" in e.problem:   # past the last model
                     break
                 raise
             for text in logs:
