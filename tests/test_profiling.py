@@ -270,9 +270,9 @@ class FakeClient:
     """Stands for the host protocol client: records each run request, answers with operators
     (the host library's data class) carrying the logs the board sent before them."""
 
-    def __init__(self, epochs, bad_counters=False):
+    def __init__(self, epochs, bad_counters=False, npu=False):
         from n6.aivalidation import Device, ModelInfo, TensorDesc
-        self.name, self.requests, self.epochs, self.bad = "/dev/pts/7", [], epochs, bad_counters
+        self.name, self.requests, self.epochs, self.bad, self.npu = "/dev/pts/7", [], epochs, bad_counters, npu
         self.device = Device((3, 1), 1, 0x10004, config={"version": "1.0", "dev_id": "0x486",
                                                          **{k: str(v) for k, v in CLOCKS.items()}})
         self.device.models = [ModelInfo("network", [TensorDesc("in", "int8", (1, 10))], [], 0, 0, (10, 2, 0), "",
@@ -289,6 +289,8 @@ class FakeClient:
         for m in msgs:
             if isinstance(m, str):
                 logs.append(m[2:])
+                if self.npu and m.startswith("s:node:mcu_cycles") and counter_option & messages.EPOCH_LEN:
+                    logs.append("node:npu_cycles:1:2:3")
             else:
                 ops.append(Operator(m.name, m.type, m.id, 0.0, m.counter_type,
                                     [1, 2] if self.bad and ops == [] else m.counters, logs))
@@ -298,11 +300,16 @@ class FakeClient:
 
 def test_measure_runs_st_passes_through_the_host_client():
     from n6.profiling.measure import measure
-    client = FakeClient(SIM_RUN)
-    m = measure(client, "network", samples=2, simulated=True)
+    client = FakeClient(SIM_RUN, npu=True)
+    m = measure(client, "network", samples=2)
     assert client.requests == [("network", [10], 1 | 8, 0, True)] + [
         ("network", [10], 2 | 8, opt, first) for opt in (0x31, 0x51, 0x08) for first in (True, False)]
-    assert m.options == [0x31, 0x51, 0x08] and m.simulated and m.epochs[0].samples == 6
+    assert m.options == [0x31, 0x51, 0x08] and m.epochs[0].samples == 6 and m.epochs[0].npu_cycles == Phases(1, 2, 3)
+    # a board that sent no NPU counter when asked is not asked again (the simulated board): one pass less
+    client = FakeClient(SIM_RUN)
+    m = measure(client, "network", samples=2, simulated=True)
+    assert [r[3] for r in client.requests] == [0, 0x31, 0x31, 0x08, 0x08]
+    assert m.options == [0x31, 0x08] and m.simulated and m.epochs[0].samples == 4
     assert m.epochs[1].memory == {"npuRAM5": PoolTraffic(32, 10), "xSPI2 flash": PoolTraffic(360, 0)}
     assert m.regions == REGIONS
     with pytest.raises(N6Error, match=r"^/dev/pts/7: board sent a counter block of 2 values for epoch 1"):

@@ -194,7 +194,8 @@ class Board:
                 self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
                 self.log_and_wait(f"s:sim:instructions:{run.start.instructions}:{run.end.instructions}")
                 for region, (reads, rbytes, writes, wbytes) in sorted(_memory(run).items()):
-                    self.log_and_wait(f"s:sim:mem:{region}:{reads}:{rbytes}:{writes}:{wbytes}")
+                    r = next(r for r in model.cpu.regions if r.name == region)   # where: the profile's pool
+                    self.log_and_wait(f"s:sim:mem:{region}:{reads}:{rbytes}:{writes}:{wbytes}:{r.base:08X}:{r.size}")
                 totals = [t + c for t, c in zip(totals, counts)]
                 op = pb.aiOperatorMsg(name=f"EpochBlock_{ep.first}", type=(OP_INTERNAL | OP_WITHOUT_TENSOR) << 24 |
                                       ep.kind, id=ep.last << 16 | ep.first, duration=sum(counts) / MCU_HZ * 1000,

@@ -2,7 +2,11 @@
 per counter option set and sample) through the host protocol client."""
 import random
 
-from .messages import IO_ONLY, PER_LAYER, PERF, ST_PASSES, parse_config, parse_run, run_opt
+from .messages import (EPOCH_LEN, IO_ONLY, NPU_CACHE, PER_LAYER, PERF, ST_PASSES, STRG_ACTIVE, STRG_HENV,
+                       STRG_I_ACTIVE, STRG_O_ACTIVE, parse_config, parse_run, run_opt)
+
+NPU_OPTIONS = EPOCH_LEN | STRG_ACTIVE | STRG_HENV | NPU_CACHE | STRG_I_ACTIVE | STRG_O_ACTIVE
+NPU_LOGS = ("s:node:npu_cycles:", "s:node:streng_", "s:node:npu_cache:")
 
 
 def board_messages(result):
@@ -21,12 +25,17 @@ def measure(client, model, samples=1, passes=ST_PASSES, seed=0, simulated=False,
     rng = random.Random(seed)
     inputs = [rng.randbytes(t.nbytes) for t in info.inputs]
     client.run(info.name, inputs, mode=IO_ONLY | PERF)          # warm-up, as ST's profiler does
-    runs = []
+    runs, npu_counts = [], None
     for n, counters in enumerate(passes):
+        if npu_counts is False and not counters & ~NPU_OPTIONS:
+            continue            # the board sent no NPU counter when asked: do not ask again (simulated board)
         for sample in range(samples):
             result = client.run(info.name, inputs, mode=PER_LAYER | PERF, counter_option=counters,
                                 first=sample == 0)
-            runs.append((run_opt(counters, sample), list(board_messages(result))))
+            msgs = list(board_messages(result))
+            runs.append((run_opt(counters, sample), msgs))
+            if counters & NPU_OPTIONS:
+                npu_counts = bool(npu_counts) or any(isinstance(m, str) and m.startswith(NPU_LOGS) for m in msgs)
             if progress:
                 progress(n * samples + sample + 1, len(passes) * samples)
     return parse_run(runs, info.name, clocks, client.name, simulated=simulated, board=board)
