@@ -31,6 +31,11 @@ def check_layout(placed, board):
         if p.address % align:
             raise N6Error(p.path, f"address 0x{p.address:08X} is not aligned to {align // 1024} KB "
                           f"({'page' if p.role == 'header' else 'erase sector'})", "fix the address in the board file")
+        name, lo, hi = p.region
+        if p.address < lo or p.address + p.size > hi:
+            raise N6Error(p.path, f"{_span(p)} does not fit the {name} region 0x{lo:08X}-0x{hi:08X} "
+                          f"({hi - lo} bytes; {p.address + p.size - hi if p.address + p.size > hi else lo - p.address}"
+                          " bytes over)", "build with RELOC_SPLIT=1 or flash fewer models")
         if p.address < flash.base or p.address + p.size > flash.end:
             raise N6Error(p.path, f"{_span(p)} is outside the flash 0x{flash.base:08X}-0x{flash.end:08X}",
                           "fix the image addresses in the board file")
@@ -39,11 +44,6 @@ def check_layout(placed, board):
             if first < end and start < p.address + p.size:
                 raise N6Error(p.path, f"{_span(p)} would write the boot area 0x{start:08X}-0x{end:08X} "
                               "(FSBL and applications)", f"place {p.role} images outside it in {board.path}")
-        name, lo, hi = p.region
-        if p.address < lo or p.address + p.size > hi:
-            raise N6Error(p.path, f"{_span(p)} does not fit the {name} region 0x{lo:08X}-0x{hi:08X} "
-                          f"({hi - lo} bytes; {p.address + p.size - hi if p.address + p.size > hi else lo - p.address}"
-                          " bytes over)", "build with RELOC_SPLIT=1 or flash fewer models")
     by_sector = sorted(placed, key=lambda p: p.address)
     for a, b in zip(by_sector, by_sector[1:]):
         a_last = (a.address + max(a.size, 1) - 1) // sector
