@@ -24,6 +24,7 @@ SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
 TIMEOUT = 600
+ON_BOARD_STEPS = ("flash", "profile")   # `profile` / `profile-<model>` measure what `flash` puts there
 
 
 def sim_board_dir(env):
@@ -90,8 +91,12 @@ def _models_to_flash(env, requested, all_models, board, multi):
 def flash_targets(env, model_images, install_release):
     """Define `flash` / `flash-<model>` for what the command line asks (and nothing otherwise:
     an ordinary build never reads the board file's probes)."""
-    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
-                 if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
+    requested = []
+    for t in SCons.Script.COMMAND_LINE_TARGETS:     # steps that need the model on the board flash it first
+        verb, dash, model = t.partition("-")
+        if verb in ON_BOARD_STEPS and (not dash or model in model_images):
+            requested.append(f"flash-{model}" if dash else "flash")
+    requested = list(dict.fromkeys(requested))
     if not requested:
         return []
     bpath = board_path(env["BOARD"])

@@ -16,6 +16,9 @@ from n6.board import board_path, load_board  # noqa: E402
 from n6.reloc.check import LoaderError  # noqa: E402
 from n6.reloc.image import Image, off  # noqa: E402
 
+from unicorn import UcError  # noqa: E402
+
+from .emulator import Fault  # noqa: E402
 from .firmware import InstalledModel, layout_from_board  # noqa: E402
 from .server import Board, FdPort  # noqa: E402
 
@@ -66,6 +69,9 @@ def boot(args):
         model = InstalledModel(data, params, layout_from_board(board), core=args.release, mode=args.mode)
     except LoaderError as e:
         text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
+        return [], text, banner + [text]
+    except (Fault, UcError) as e:      # the model's init code (or its tables) crashed
+        text = f"HardFault during model initialisation: {e}"
         return [], text, banner + [text]
     banner += [f"Model installation: {model.name} ({args.mode}), runtime {model.runtime_desc}",
                "READY to receive a CMD from the HOST...", "Protocol version = 3.1"]

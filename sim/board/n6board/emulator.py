@@ -246,8 +246,7 @@ class Cpu:
                 nxt = pc + 4 - imm
         else:   # "LE" without LR: branch back unconditionally
             nxt = pc + 4 - imm
-        self.counters.instructions += 1
-        uc.reg_write(UC_ARM_REG_PC, nxt | 1)
+        uc.reg_write(UC_ARM_REG_PC, nxt | 1)     # (the block hook already counted this instruction)
         return True
 
 

@@ -2,7 +2,7 @@
 host requests, answer with bare `respMsg`s, wait for the host's ack after every log. Fault
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
-`slow:S` (every reply S seconds late). PER_LAYER runs count instructions per epoch; with the
+`slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short). PER_LAYER runs count instructions per epoch; with the
 BUSIF_RW_DATA counter option also reads and writes per memory region (`s:sim:` logs)."""
 import os
 import select
@@ -199,7 +199,7 @@ class Board:
                 totals = [t + c for t, c in zip(totals, counts)]
                 op = pb.aiOperatorMsg(name=f"EpochBlock_{ep.first}", type=(OP_INTERNAL | OP_WITHOUT_TENSOR) << 24 |
                                       ep.kind, id=ep.last << 16 | ep.first, duration=sum(counts) / MCU_HZ * 1000,
-                                      counter_type=1 << 16, counters=counts)
+                                      counter_type=1 << 16, counters=counts[:2] if self.fault == "counters" else counts)
                 self.send(pb.S_PROCESSING, op=op)
         cpu_all = sum(totals)
         words = []
