@@ -72,8 +72,8 @@ def _measure_action(target, source, env):
 @reports_errors
 def _report_action(target, source, env):
     from n6.profiling.steps import report_step
-    report_step(source[0].abspath, source[1].abspath, os.path.dirname(target[0].abspath),
-                env.get("PROFILE_BASELINE") or None, log=lambda text: None)
+    report_step(source[0].abspath, source[1].path, os.path.dirname(target[0].abspath),
+                env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
 
 
 def _show(target, source, env):

@@ -41,7 +41,8 @@ class EpochProfile:
 
 @dataclass
 class Profile:
-    model: str
+    model: str                   # the project's name for the model (its folder), else the c-name
+    c_name: str                  # the name the board knows the model by
     c_info: str
     simulated: bool
     board: str
@@ -76,7 +77,7 @@ def _pool_at(info, base, size):
     return inside[0] if len(inside) == 1 else None
 
 
-def merge(measurement, info):
+def merge(measurement, info, name=None):
     """Join each measured block with the c_info.json epochs it covers; the two must describe the
     same epochs (else the c_info.json is not the image's)."""
     ran = [n for e in measurement.epochs for n in e.numbers]
@@ -104,8 +105,8 @@ def merge(measurement, info):
             sum(c.max_cycles for c in covered), _ratio(ops, npu_cycles),
             _ratio(ops, sum(c.max_cycles for c in covered)), _ratio(npu_hz * ops, npu_cycles * 1e9),
             compiler, measured, {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
-    return Profile(measurement.model, info.path, measurement.simulated, measurement.board, dict(clk),
-                   list(measurement.options), rows, _totals(measurement, rows, total_ms))
+    return Profile(name or measurement.model, measurement.model, info.path, measurement.simulated, measurement.board,
+                   dict(clk), list(measurement.options), rows, _totals(measurement, rows, total_ms))
 
 
 def _totals(measurement, rows, total_ms):

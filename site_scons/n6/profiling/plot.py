@@ -33,8 +33,9 @@ def draw(profile, svg_path, png_path):
     where = "simulated board" if profile.simulated else "board"
     top.set_title(f"{profile.model}: {profile.totals['time_ms'] * scale / 1e3:.4g} {unit} per inference, "
                   f"{profile.totals['inf_per_s']:.1f} inf/s ({where})", fontsize="medium")
-    top.legend(handles=[Patch(color=SHADES[u][i], label=f"{u} {p}") for u in ("CPU", "NPU")
-                        for i, p in enumerate(("pre", "core", "post"))], ncol=2, fontsize="small")
+    units = [u for u in ("CPU", "NPU") if any(e.unit == u for e in profile.epochs)]
+    top.legend(handles=[Patch(color=SHADES[u][i], label=f"{u} {p}") for u in units
+                        for i, p in enumerate(("pre", "core", "post"))], ncol=len(units), fontsize="small")
     base = [0.0] * len(names)
     colors = plt.get_cmap("Set2")
     for j, pool in enumerate(pools):

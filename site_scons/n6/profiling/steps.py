@@ -29,9 +29,9 @@ def load_measurement(path):
     return Measurement.from_dict(read_json(path, "measurement", lenient=False), path)
 
 
-def report_step(measurement_path, c_info_path, folder, baseline=None, log=print):
+def report_step(measurement_path, c_info_path, folder, baseline=None, name=None, log=print):
     """Write the reports; `baseline` (a profile.json) defaults to the profile this one replaced."""
-    profile = merge(load_measurement(measurement_path), read_c_info(c_info_path))
+    profile = merge(load_measurement(measurement_path), read_c_info(c_info_path), name)
     paths = {f: os.path.join(folder, f) for f in FILES}
     outputs = list(paths.values()) + [os.path.join(folder, DIFF)]
     try:
