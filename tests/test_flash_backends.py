@@ -9,7 +9,8 @@ import pytest
 from n6.errors import N6Error
 from n6.flash import cubeprogrammer as cp
 from n6.flash.backend import Download, ProgrammerError
-from n6.flash.cubeprogrammer import CliInstall, CubeProgrammer, find_cli, program_argv, read_argv, reset_argv
+from n6.flash.cubeprogrammer import (CliInstall, CubeProgrammer, find_cli, list_argv, program_argv, read_argv,
+                                     reset_argv)
 from n6.flash.pyocd_backend import PyOCD
 from n6.flash.runner import ToolResult, ToolRunner
 
@@ -20,6 +21,7 @@ CONNECT = ["-c", "port=SWD", "mode=hotplug", "freq=2000", "ap=1"]
 
 
 @pytest.mark.parametrize("argv, expected", [
+    (list_argv(CLI), [CLI, "--list", "st-link"]),
     (reset_argv(CLI, 2000, 1), [CLI, "-q", "-c", "port=SWD", "mode=powerdown", "freq=2000", "ap=1"]),
     (reset_argv(CLI, 4000, 1, serial="0042AB"),
      [CLI, "-q", "-c", "port=SWD", "mode=powerdown", "freq=4000", "ap=1", "sn=0042AB"]),
@@ -244,3 +246,12 @@ def test_pyocd_missing_is_one_line(monkeypatch):
     with pytest.raises(N6Error) as e:
         pb._open_session(None, "t", 2000, "attach")
     assert "pyocd package is not installed" in str(e.value) and "pyocd pack install" in str(e.value)
+
+
+def test_probe_list_from_the_simulated_programmer(tmp_path):
+    install = find_cli({"PATH": ""})
+    env = install.environ(dict(os.environ, N6_SIM_BOARD=str(tmp_path / "b")))
+    b = CubeProgrammer(install, ToolRunner(None, env=env), "x.stldr")
+    assert b.probes() == ["004200000000000000000001"]
+    env["N6_SIM_PROGRAMMER_FAIL"] = "no-probe"
+    assert CubeProgrammer(install, ToolRunner(None, env=env), "x.stldr").probes() == []

@@ -132,6 +132,27 @@ def test_first_flash_writes_every_sector_then_nothing(repo):
     assert "is up to date" in proc.stdout and calls(repo) == before    # 0 bytes, 0 programmer calls
 
 
+def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
+    before, recs = calls(repo), records(repo)
+    proc = flash(repo, "RELOC_SPLIT=1", "DRY_RUN=1")
+    dry = [line for line in proc.stdout.splitlines() if line.startswith("  DRY-RUN")]
+    assert [line.split()[2:6] for line in dry] == [["-q", "-c", "port=SWD", "mode=powerdown"],
+                                                   ["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
+    assert calls(repo) == before and records(repo) == recs       # no programmer run, no record touched
+    change_raw(repo, [7 * S])
+    proc = flash(repo, "RELOC_SPLIT=1", "VERBOSE=1")
+    shown = [line for line in proc.stdout.splitlines() if "STM32_Programmer_CLI" in line]
+    assert len(shown) == 3 and " -d " in shown[2] and shown[2].rstrip().endswith("-v")
+    assert calls(repo) == before + 3
+
+
+def test_records_survive_clean(repo):
+    recs = records(repo)
+    run(repo, "-c", "big_mlp", "RELOC_SPLIT=1")
+    assert recs and records(repo) == recs
+    run(repo, "big_mlp", "RELOC_SPLIT=1")
+
+
 def test_one_byte_raw_change_split(repo):
     old_net, old_par = image(repo, "network_rel.bin"), image(repo, "network_rel_params.bin")
     change_raw(repo, [3 * S + 10])
@@ -217,7 +238,8 @@ def test_interrupted_by_sigint_then_completed(repo):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)                 # Ctrl-C in the terminal: scons and the programmer
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    assert proc.returncode != 0 and "Traceback" not in err
+    assert err.strip().splitlines() == ["scons: *** [build/big_mlp/flash/on_board.json] Build interrupted."]
     n = len(board(repo).events("program"))
     assert programs + 1 < n < programs + 12            # interrupted half-way
     time.sleep(0.5)
@@ -312,3 +334,36 @@ def test_multi_model_flash_3x(repo):
     assert ("build30/kws_mlp/network_rel.bin: " in proc.stderr and "bytes at 0x71000000-" in proc.stderr and
             "overlaps multi-model header (kws_mlp, cifar_cnn) (28 bytes at 0x71000000-0x7100001C)" in proc.stderr)
     assert calls(repo, "build30") == before
+
+
+def test_on_board_gives_other_steps_the_flash_step(repo):
+    """What `scons run` builds on: env.OnBoard(model) is the model's flash step."""
+    sconstruct = os.path.join(repo, "SConstruct")
+    original = open(sconstruct).read()
+    with open(sconstruct, "a") as f:
+        f.write('\nif "probe-run" in COMMAND_LINE_TARGETS:\n'
+                '    env.Alias("probe-run", env.Command("$BUILD_DIR/probe-run.txt", env.OnBoard("tiny_prebuilt"),\n'
+                '              Copy("$TARGET", "$SOURCE")))\n')
+    try:
+        run(repo, "probe-run")
+        st = board(repo)
+        tiny = image(repo, "network_rel.bin", "tiny_prebuilt")
+        assert st.read(0x71000000, len(tiny)) == tiny
+        assert json.load(open(os.path.join(repo, "build", "probe-run.txt")))["model"] == "tiny_prebuilt"
+        before = calls(repo)
+        assert "is up to date" in run(repo, "probe-run").stdout and calls(repo) == before
+        proc = run(repo, "probe-run", "flash", "MODEL=big_mlp", "FORCE=1", check=False)   # both steps run
+        assert proc.returncode == 2 and "on the board (fix: flash (or run) one model set at a time)" in proc.stderr
+    finally:
+        open(sconstruct, "w").write(original)
+
+
+def test_size_gate_budgets_come_from_the_board_file(repo):
+    path = _board_file(repo, "small.toml", **{"exec_ram = { base = 0x34060000, size = 0xA0000 }":
+                                               "exec_ram = { base = 0x34060000, size = 0x100 }"})
+    proc = run(repo, "kws_mlp", f"BOARD={path}", check=False)
+    assert proc.returncode == 2 and "does not fit: exec RAM (XIP) needs" in proc.stderr and \
+        "256 available" in proc.stderr
+    run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
+    proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
+    assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr

@@ -9,6 +9,8 @@ import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 
+from n6.stedgeai_install import PLATFORM
+
 from conftest import BUNDLED, MODELS, ROOT
 
 HARNESS = r"""
@@ -81,7 +83,7 @@ def _build(out, install, tmp_path):
     exe = tmp_path / "net"
     subprocess.run(["gcc", "-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}",
                     f"-I{os.path.join(install, 'Middlewares', 'ST', 'AI', 'Inc')}",
-                    f"-I{os.path.join(ROOT, 'firmware', 'platform', 'stm32n6')}", f"-I{out}", *srcs, "-o", str(exe)],
+                    f"-I{os.path.join(install, PLATFORM)}", f"-I{out}", *srcs, "-o", str(exe)],
                    check=True, capture_output=True)
     return exe, info
 

@@ -23,8 +23,6 @@ from n6_scons import reports_errors
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
-TIMEOUT = 600
-ON_BOARD_STEPS = ("flash", "profile")   # `profile` / `profile-<model>` measure what `flash` puts there
 
 
 def sim_board_dir(env):
@@ -61,6 +59,16 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
+_PROBES = {}
+
+
+def _probes_once(simulated, sim_dir):
+    key = (simulated, sim_dir)
+    if key not in _PROBES:
+        _PROBES[key] = attached_probes(simulated, sim_dir)
+    return _PROBES[key]
+
+
 def _models_to_flash(env, requested, all_models, board, multi):
     """The model set of one `scons flash` run, or a one-line error."""
     chosen = [m for m in env.get("MODEL", "").split(",") if m] or list(board.images.models)
@@ -90,22 +98,50 @@ def _models_to_flash(env, requested, all_models, board, multi):
 
 def flash_targets(env, model_images, install_release):
     """Define `flash` / `flash-<model>` for what the command line asks (and nothing otherwise:
-    an ordinary build never reads the board file's probes)."""
-    requested = []
-    for t in SCons.Script.COMMAND_LINE_TARGETS:     # steps that need the model on the board flash it first
-        verb, dash, model = t.partition("-")
-        if verb in ON_BOARD_STEPS and (not dash or model in model_images):
-            requested.append(f"flash-{model}" if dash else "flash")
-    requested = list(dict.fromkeys(requested))
+    an ordinary build never reads the board file or lists probes). Remembers the models so that
+    env.OnBoard(model) can give other steps (run, validate) the flash step of a model."""
+    _CONTEXT[env.Dir("$BUILD_DIR").abspath] = (model_images, install_release)
+    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
+                 if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested:
         return []
+    board = load_board(board_path(env["BOARD"]))
+    models = _models_to_flash(env, requested, model_images, board, install_release.header_words > 24)
+    nodes = _flash_step(env, models)
+    for t in requested:
+        env.Alias(t, nodes)
+    return nodes
+
+
+def on_board(env, model):
+    """`build/<model>/flash/on_board.json`: the node that puts `model` on the board (its flash
+    step, alone or in the set the command line flashes). Depend on it to run on the board; call
+    it after FlashTargets. Defining steps costs no programmer call; building two different sets in
+    one run is refused (the board holds one set)."""
+    key = env.Dir("$BUILD_DIR").abspath
+    if key not in _CONTEXT or model not in _CONTEXT[key][0]:
+        raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
+    for models, nodes in _STEPS.get(key, {}).items():
+        if model in models:
+            return nodes[2 * models.index(model)]
+    return _flash_step(env, (model,))[0]
+
+
+_CONTEXT = {}     # build dir → (model images, install release)
+_FLASHED = {}     # build dir → the model set flashed in this run
+_STEPS = {}       # build dir → {models: flash step nodes}
+
+
+def _flash_step(env, models):
+    """One flash step for `models` (together on the board): targets on_board.json + flash.json per model."""
+    key = env.Dir("$BUILD_DIR").abspath
+    model_images, install_release = _CONTEXT[key]
     bpath = board_path(env["BOARD"])
     board = load_board(bpath)
     multi = install_release.header_words > 24
-    models = _models_to_flash(env, requested, model_images, board, multi)
     backend, install = _backend_choice(env, board)
     simulated = install is not None and install.simulated
-    probes = [env["PROBE"]] if env.get("PROBE") else attached_probes(simulated, sim_board_dir(env))
+    probes = [env["PROBE"]] if env.get("PROBE") else _probes_once(simulated, sim_board_dir(env))
     cfg = {"board": bpath, "models": list(models), "multi": multi, "release": install_release.core,
            "backend": backend, "cli": install.cli if install else None, "simulated": simulated,
            "found_by": install.found_by if install else "pyocd", "probes": probes, "probe": env.get("PROBE") or None,
@@ -124,14 +160,13 @@ def flash_targets(env, model_images, install_release):
     for m in models:
         out = os.path.join("$BUILD_DIR", m, "flash")
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
-    node = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
-                       SCons.Action.Action(_flash_action, None))
-    env.NoCache(node)
+    nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
+                        SCons.Action.Action(_flash_action, None))
+    env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
-        env.AlwaysBuild(node)
-    for t in requested:
-        env.Alias(t, node)
-    return node
+        env.AlwaysBuild(nodes)
+    _STEPS.setdefault(key, {})[tuple(models)] = nodes
+    return nodes
 
 
 def _ext_ram_budget(env, board):
@@ -150,8 +185,8 @@ def _sizes(n):
 class _Bar:
     """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
 
-    def __init__(self, stream=sys.stdout):
-        self.stream, self.tty = stream, stream.isatty()
+    def __init__(self, tag="", stream=sys.stdout):
+        self.tag, self.stream, self.tty = tag, stream, stream.isatty()
         self.start = None
         self.shown = False
 
@@ -159,17 +194,19 @@ class _Bar:
         import time
         if not self.tty or not total:
             return
-        self.start = self.start or time.monotonic()
-        rate = done / max(time.monotonic() - self.start, 1e-3)
+        now = time.monotonic()
+        self.start = self.start or (now, done)
+        elapsed = now - self.start[0]
+        rate = f"{(done - self.start[1]) / elapsed / 1024:.0f} KiB/s" if elapsed > 0.2 else ""
         fill = 30 * done // total
         self.stream.write(f"\r  FLASH    [{'=' * fill}{' ' * (30 - fill)}] {_sizes(done)} of {_sizes(total)} "
-                          f"{rate / 1024:.0f} KiB/s ")
+                          f"{rate:<12}{self.tag}")
         self.stream.flush()
         self.shown = True
 
     def close(self):
         if self.shown:
-            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.write("\r" + " " * 90 + "\r")
             self.stream.flush()
 
 
@@ -183,7 +220,7 @@ def _make_backend(cfg, board, log_path, serial):
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = cfg["sim_board"]
-    runner = ToolRunner(log_path, verbose=bool(cfg.get("verbose")), dry_run=cfg["dry_run"], timeout=TIMEOUT,
+    runner = ToolRunner(log_path, verbose=bool(cfg.get("verbose")), dry_run=cfg["dry_run"],
                         env=install.environ(environ))
     return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
                           board.programmer.access_port, serial, log_path)
@@ -216,28 +253,33 @@ def _flash_action(target, source, env):
     from n6.releases import release
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
+    ran = _FLASHED.setdefault(cfg["build_dir"], cfg["models"])
+    if ran != cfg["models"]:          # the board holds one set: a second one would overwrite the first
+        raise N6Error(None, f"one run would put {', '.join(ran)} and then {', '.join(cfg['models'])} on the board",
+                      "flash (or run) one model set at a time")
     board = load_board(cfg["board"])
     models = [ModelFiles(m, cfg["files"][m]["network"], cfg["files"][m]["params"]) for m in cfg["models"]]
     flags = 0 if cfg["copy_mode"] else mrel.FLAG_XIP
     images = layout(models, board, cfg["multi"], flags)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
     firmware = board.firmware or default_firmware(release(cfg["release"]).core)
+    tag = "  SIMULATED" if cfg["simulated"] else ""
     for im in images:
         if im.role == "network":
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):
-                print(f"  WARNING  {w}")
-    tag = "  SIMULATED" if cfg["simulated"] else ""
+                print(f"  WARNING  {w}{tag}")
     flash_dir = os.path.dirname(target[0].abspath)
     log_path = os.path.join(os.path.relpath(flash_dir), "programmer.log")
     if os.path.exists(log_path):
         os.unlink(log_path)
-    hint = cfg["probe"] or (cfg["probes"][0] if len(cfg["probes"]) == 1 else None)
-    if not cfg["probe"] and len(cfg["probes"]) > 1:
-        raise N6Error(None, f"several probes attached: {', '.join(cfg['probes'])}", "choose one with PROBE=<serial>")
     backend = _make_backend(cfg, board, log_path, cfg["probe"])
     backend.check_options(cfg["reset"], cfg["probe"])
+    probes = cfg["probes"] or ([] if cfg["probe"] or cfg["dry_run"] else backend.probes())
+    if not cfg["probe"] and len(probes) > 1:
+        raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
+    hint = cfg["probe"] or (probes[0] if probes else None)
     store = RecordStore(os.path.join(cfg["build_dir"], "deploy-records"))
-    bar = _Bar()
+    bar = _Bar(tag)
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
         try:
             result = deploy(images, backend, store, board.flash.sector_size, work, force=cfg["force"],
@@ -245,7 +287,7 @@ def _flash_action(target, source, env):
         finally:
             bar.close()
     for note in result.notes:
-        print(f"  FLASH    {note}")
+        print(f"  FLASH    {note}{tag}")
     for r in result.images:
         print(f"  FLASH    {r.image.path} \u2192 0x{r.image.address:08X}: {len(r.written)} of {r.sectors} sectors "
               f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
@@ -274,6 +316,7 @@ def generate(env):
     env.SetDefault(BOARD="stm32n6570-dk", MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")
+    env.AddMethod(on_board, "OnBoard")
 
 
 def exists(env):

@@ -39,6 +39,10 @@ class Backend:
         if serial and not caps.serial_select:
             raise N6Error(None, f"programmer {self.name} cannot select a probe by serial number", "unset PROBE=")
 
+    def probes(self):
+        """Serial numbers of the attached probes (a programmer call; [] when the backend cannot list)."""
+        return []
+
     def reset_board(self):
         """Reset before connecting (ST's power-down connect); failures are expected and ignored."""
 

@@ -20,6 +20,8 @@ SIM_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
                        "sim", "programmer", "bin")
 PLUGIN_GLOB = "com.st.stm32cube.ide.mcu.externaltools.cubeprogrammer*"
 RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
+CALL_TIMEOUT = 120          # s for a call, plus the bytes at the slowest plausible rate
+SLOWEST_RATE = 20_000       # bytes/s program + verify (a real board does about 100 KB/s)
 HOLDERS = ("ST-LINK_gdbserver", "STM32_Programmer_CLI", "STM32CubeProgrammer", "stlink-server", "openocd", "pyocd")
 
 
@@ -82,6 +84,10 @@ def connect_args(mode, frequency, access_port, serial=None):
 
 def reset_argv(cli, frequency, access_port, serial=None):
     return [cli, "-q"] + connect_args("powerdown", frequency, access_port, serial)
+
+
+def list_argv(cli):
+    return [cli, "--list", "st-link"]
 
 
 def read_argv(cli, loader, uploads, frequency, access_port, serial=None, mode="hotplug"):
@@ -216,20 +222,27 @@ class CubeProgrammer(Backend):
         if result.timed_out:
             raise ProgrammerError(self.log_path, f"programmer did not finish within {self.runner.timeout} s",
                                   "power-cycle the board; check for a process holding the probe")
+        if result.returncode < 0:
+            raise ProgrammerError(self.log_path, f"programmer stopped by signal {-result.returncode}",
+                                  "flash again: the record was not updated, the interrupted sectors are rewritten")
         problem, fix = classify(result.output, self.loader_name, self.serial)
         raise ProgrammerError(self.log_path, problem, fix)
 
-    def _call(self, make_argv, on_output=None):
+    def _call(self, make_argv, on_output=None, timeout=None):
         """Run; on a refused hot-plug connect retry once under reset (and keep that mode)."""
-        result = self.runner.run(make_argv(self.mode), on_output)
+        result = self.runner.run(make_argv(self.mode), on_output, timeout)
         if result.returncode and self.mode == "hotplug" and any(s in result.output for s in HOTPLUG_REFUSED):
             self.notes.append("hot-plug connect refused: retried with connect under reset (mode=UR)")
-            self.runner.echo("  FLASH    hot-plug connect refused; retrying once with connect under reset (mode=UR)")
             self.mode = "UR"
-            result = self.runner.run(make_argv(self.mode), on_output)
+            result = self.runner.run(make_argv(self.mode), on_output, timeout)
         if result.returncode:
             self.fail(result)
         return result
+
+    def probes(self):
+        """Serial numbers of the attached ST-LINKs (`--list`)."""
+        result = self.runner.run(list_argv(self.install.cli), timeout=CALL_TIMEOUT)
+        return SERIAL_RE.findall(result.output)
 
     def reset_board(self):
         self.runner.run(reset_argv(self.install.cli, self.frequency, self.access_port, self.serial))
@@ -242,7 +255,7 @@ class CubeProgrammer(Backend):
             m = SERIAL_RE.search(result.output)
             serial = self.serial or (m[1] if m else None)
             if result.dry_run:
-                return serial or "DRY-RUN", {}
+                return self.serial, {}
             if not serial:
                 raise ProgrammerError(self.log_path, "the programmer did not report the probe's serial number",
                                       "name the probe with PROBE=<serial>")
@@ -257,7 +270,8 @@ class CubeProgrammer(Backend):
         sizes = [os.path.getsize(d.path) for d in downloads]
         parser = ProgressParser(sizes, on_progress)
         self._call(lambda mode: program_argv(self.install.cli, self.loader, downloads, self.frequency,
-                                             self.access_port, self.serial, verify, reset, mode), parser.feed)
+                                             self.access_port, self.serial, verify, reset, mode), parser.feed,
+                   timeout=CALL_TIMEOUT + sum(sizes) / SLOWEST_RATE)
         parser.feed("\n")
         seconds = parser.seconds + [0.0] * (len(downloads) - len(parser.seconds))
         return seconds[:len(downloads)]

@@ -138,6 +138,7 @@ def deploy(images, backend, store, sector_size, workdir, force=False, reset="non
     ranges = [r for im in images if records.get(im.address, (None,))[0] is not None
               for r in readback_ranges(im, records[im.address][0])]
     serial, board_bytes = backend.read(ranges)
+    serial = serial or serial_hint or "unknown"
     if serial != serial_hint and not force:      # another probe than expected: its own records, unchecked
         records = {im.address: store.load(serial, im.address) for im in images}
         records = {a: (None, "records of this probe not checked against the board") if r[0] is not None else r
@@ -149,7 +150,7 @@ def deploy(images, backend, store, sector_size, workdir, force=False, reset="non
         record, why = records.get(im.address, (None, "no record for this board"))
         if force:
             why = "FORCE=1"
-        elif record is not None:
+        elif record is not None and not dry_run:
             mismatch = [a for a, n in readback_ranges(im, record)
                         if board_bytes.get(a) != record[a - im.address:a - im.address + n]]
             if mismatch:

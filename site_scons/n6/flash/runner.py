@@ -24,7 +24,7 @@ class ToolResult:
 
 
 class ToolRunner:
-    def __init__(self, log_path=None, verbose=False, dry_run=False, timeout=600, env=None, echo=print):
+    def __init__(self, log_path=None, verbose=False, dry_run=False, timeout=120, env=None, echo=print):
         self.log_path, self.verbose, self.dry_run = log_path, verbose, dry_run
         self.timeout, self.env, self.echo = timeout, env, echo
         self.calls = 0
