@@ -62,15 +62,12 @@ def built(tmp_path_factory):
 
 
 def host_outputs(root, model, tmp_path, inputs):
-    from test_sim_compute import _build
-    exe, _ = _build(os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt"
-                    else os.path.join(root, "models", model), os.path.join(root, "build", "stedgeai-sim", "2.2"),
-                    tmp_path)
-    outs = []
-    for data in inputs:
-        (tmp_path / "in.bin").write_bytes(data)
-        outs.append(subprocess.run([str(exe), str(tmp_path / "in.bin")], capture_output=True, check=True).stdout)
-    return outs
+    """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
+    from n6.run import host_reference
+    folder = os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt" else \
+        os.path.join(root, "models", model)
+    out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
+    return [o[0] for o in out]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -93,14 +90,14 @@ def _broken(image_path, tmp_path, how):
     data = bytearray(open(image_path, "rb").read())
     img = Image.parse(bytes(data))
     h = img.header
-    if how == "rel":           # drop a REL entry of a function pointer: it stays a link-time address
+    if how == "rel":           # drop the REL entry of epoch 1's start function: it stays a link-time address
+        from elftools.elf.elffile import ELFFile
+        with open(os.path.join(os.path.dirname(image_path), "reloc", "network.elf"), "rb") as f:
+            symtab = ELFFile(f).get_section_by_name(".symtab")
+            site = next(s["st_value"] for s in symtab.iter_symbols() if s.name.startswith("ll_atonn_rt_epoch_block"))
+        i = img.rel_sites.index(site)
         a, b = off(h.rel_start), off(h.rel_end)
-        ro = off(h.data_data)
-        fn = [i for i, site in enumerate(img.rel_sites)
-              if struct.unpack_from("<I", data, ro + off(site))[0] >> 28 == 2 and
-              struct.unpack_from("<I", data, ro + off(site))[0] & 1]
-        at = a + 4 * fn[0]
-        data[at:b] = data[at + 4:b] + bytes(4)
+        data[a + 4 * i:b] = data[a + 4 * i + 4:b] + bytes(4)
         struct.pack_into("<I", data, 40, h.rel_end - 4)
     else:                      # one GOT word off by 4
         at = off(h.data_data) + off(h.got_start)
@@ -111,7 +108,8 @@ def _broken(image_path, tmp_path, how):
     return str(path)
 
 
-@pytest.mark.parametrize("model,how", [("kws_mlp", "got"), ("tiny_prebuilt", "got")])
+@pytest.mark.parametrize("model,how", [("kws_mlp", "rel"), ("kws_mlp", "got"), ("tiny_prebuilt", "rel"),
+                                       ("tiny_prebuilt", "got")])
 def test_a_broken_image_never_passes(built, tmp_path, model, how):
     good = os.path.join(built, "build", model, "network_rel.bin")
     x = bytes(range(256)) * 4
@@ -164,3 +162,18 @@ def test_no_port_model_missing_and_loader_rejection(built, tmp_path):
     with simulated_board(BOARD, image=str(bad)) as port, Client.open(port, timeouts=FAST) as c:
         with pytest.raises(BoardError, match="INVALID_BIN"):
             c.connect()
+
+
+def test_legacy_one_byte_header_board(built, tmp_path):
+    board = tmp_path / "dk-1byte.toml"
+    board.write_text(open(BOARD).read().replace('header = "2byte"', 'header = "1byte"'))
+    image = os.path.join(built, "build", "tiny_prebuilt", "network_rel.bin")
+    with simulated_board(str(board), image=image) as port:
+        with Client.open(port, header="1byte") as c:
+            c.connect()
+            per_layer = c.run("network", [bytes(64)], PER_LAYER)
+            assert per_layer.epochs and len(per_layer.outputs[0][1]) == 10
+            assert c.device.extra == [0, 1_000_000_000, 900_000_000, 0]   # field 5 in the legacy sysinfo
+        with pytest.raises(BoardError, match="SYNC"):
+            with Client.open(port, header="2byte", timeouts=FAST) as c:
+                c.connect()

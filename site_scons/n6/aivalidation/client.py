@@ -128,7 +128,7 @@ class Client:
                 raise BoardError(self.name, f"no answer to {what} within {timeout:g} s", FIX_FIRMWARE) from None
             except LinkError as e:
                 raise BoardError(self.name, f"{what}: not an aiValidation packet ({e})", FIX_FIRMWARE) from None
-            resp = pb.respMsg()
+            resp = (pb.respMsgLegacy if self.link.framing.header == "1byte" else pb.respMsg)()
             try:
                 resp.ParseFromString(raw)
             except DecodeError:
@@ -149,7 +149,9 @@ class Client:
             if resp.state == pb.S_ERROR:
                 detail = f": {self.board_logs[-1]}" if self.board_logs else ""
                 err = ERROR_NAMES.get(resp.ack.error, resp.ack.error) if resp.HasField("ack") else "no ack"
+                crashed = any(k in detail for k in ("HardFault", "not executable"))
                 raise BoardError(self.name, f"{what} refused by the board ({err}){detail}",
+                                 "rebuild the image and check it (./n6 check)" if crashed else
                                  "check that the model was flashed and installed (scons flash)")
             return resp
 
@@ -175,7 +177,7 @@ class Client:
         si = self.expect(self.receive(self.timeouts.sys_info, "SYS_INFO"), "sinfo", (pb.S_IDLE,), "SYS_INFO")
         dev = Device((major, minor), sync.capability, sync.rtid, si.devid, si.sclock, si.hclock, si.cache,
                      list(si.extra))
-        if si.com_param:
+        if getattr(si, "com_param", 0):      # 2-byte releases only: a USB board's larger packets
             self.link.framing = Framing(self.link.framing.header, si.com_param)
         for idx in range(16):
             logs = []
@@ -196,9 +198,12 @@ class Client:
 
     def model(self, name=None):
         models = self.device.models if self.device else []
-        for m in models:
-            if name in (None, m.name):
-                return m
+        found = [m for m in models if name in (None, m.name)]
+        if len(found) > 1:
+            raise BoardError(self.name, f"{len(found)} models named '{name}' are on the board",
+                             "give each model its own c-name (model.json \"name\", stedgeai -n)")
+        if found:
+            return found[0]
         have = ", ".join(m.name for m in models) or "none"
         raise BoardError(self.name, f"model '{name}' is not on the board (the board has: {have})",
                          "flash it first (scons flash)")

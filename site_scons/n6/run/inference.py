@@ -40,6 +40,10 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
             dt = np.dtype(desc.dtype)
             if dt.kind == "f":
                 bufs.append(rng.standard_normal(desc.size).astype(dt).tobytes())
+            elif desc.scale:         # a quantised input: standard-normal data, quantised like the model's
+                info = np.iinfo(dt)
+                q = np.round(rng.standard_normal(desc.size) / desc.scale) + desc.zero_point
+                bufs.append(np.clip(q, info.min, info.max).astype(dt).tobytes())
             else:
                 info = np.iinfo(dt)
                 bufs.append(rng.integers(info.min, info.max, desc.size, dtype=dt, endpoint=True).tobytes())
@@ -83,7 +87,8 @@ def report(model, device, results, simulated):
         npu = sum(p["npu_cycles"] for p in measured)
         summary.update(ms_per_inference=mean, inferences_per_s=1000 / mean if mean else None,
                        cpu_share=cpu / (cpu + npu) if cpu + npu else None)
-        rows.append(["ms / inference", f"{mean:.3f}"])
+        rows.append(["ms / inference" + (" (simulated: 1 cycle per instruction)" if simulated else ""),
+                     f"{mean:.3f}"])
         rows.append(["inferences / s", f"{1000 / mean:.2f}" if mean else "-"])
         rows.append(["CPU / NPU cycles", f"{cpu:,} / {npu:,}"])
     else:
@@ -98,6 +103,12 @@ def report(model, device, results, simulated):
             lines.append(f"  {kind:<6} {d.name}: {d.dtype} {list(d.shape)} scale {d.scale:.6g} zero-point "
                          f"{d.zero_point}")
     lines.append(tabulate(rows, headers=[f"{len(results)} run(s)", ""], tablefmt="simple"))
+    if results[0].epochs:     # per-layer run: the first run's epochs
+        epochs = [{"name": e.name, "kind": e.kind, "cycles": sum(e.counters), "ms": sum(e.counters) / mcu * 1000}
+                  for e in results[0].epochs]
+        summary["epochs"] = epochs
+        lines.append(tabulate([[e["name"], e["kind"], f"{e['cycles']:,}", f"{e['ms']:.3f}"] for e in epochs],
+                              headers=["epoch", "kind", "cycles", "ms"], tablefmt="simple"))
     return "\n".join(lines), summary
 
 
