@@ -165,7 +165,7 @@ def test_runner_logs_verbose_dry_run_and_timeout(tmp_path):
     echoed = []
     r = ToolRunner(str(log), verbose=True, echo=echoed.append, timeout=1)
     res = r.run([sys.executable, "-c", "print('Error: boom')"])
-    assert res.returncode == 0 and res.error_lines == ["Error: boom"] and echoed[0].endswith("-c 'print('\"'\"'Error: boom'\"'\"')'")
+    assert res.returncode == 0 and res.output == "Error: boom\n" and echoed[0].endswith("-c 'print('\"'\"'Error: boom'\"'\"')'")
     res = r.run([sys.executable, "-c", "import time; time.sleep(30)"])
     assert res.timed_out and res.seconds < 10
     text = log.read_text()

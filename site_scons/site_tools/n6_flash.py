@@ -298,12 +298,11 @@ def _flash_action(target, source, env):
               f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
     if cfg["dry_run"]:
         return None
-    sector = board.flash.sector_size
     report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": cfg["simulated"],
               "backend": cfg["backend"], "programmer": cfg["cli"], "found_by": cfg["found_by"],
               "models": cfg["models"], "force": cfg["force"], "programmer_calls": result.programmer_calls,
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
-              "notes": result.notes, "images": [r.as_dict(sector) for r in result.images]}
+              "notes": result.notes, "images": [r.as_dict() for r in result.images]}
     own = set()
     for i, m in enumerate(cfg["models"]):
         on_board = {"board": board.key, "probe": result.serial, "simulated": cfg["simulated"], "model": m,

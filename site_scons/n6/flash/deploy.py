@@ -108,7 +108,7 @@ class ImageResult:
     seconds: float = 0.0
     full_reason: str = None  # why the whole image was written (None: diff against the record)
 
-    def as_dict(self, sector_size):
+    def as_dict(self):
         return {"path": self.image.path, "role": self.image.role, "models": list(self.image.models),
                 "address": f"0x{self.image.address:08X}", "size": len(self.image.data), "sha256": self.image.sha256,
                 "sectors": self.sectors, "sectors_written": len(self.written),

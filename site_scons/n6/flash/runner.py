@@ -17,11 +17,6 @@ class ToolResult:
     timed_out: bool = False
     dry_run: bool = False
 
-    @property
-    def error_lines(self):
-        return [line.strip() for line in self.output.replace("\r", "\n").splitlines()
-                if line.strip().startswith(("Error", "Target unknown error"))]
-
 
 class ToolRunner:
     def __init__(self, log_path=None, verbose=False, dry_run=False, timeout=120, env=None, echo=print):
