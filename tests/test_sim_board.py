@@ -16,7 +16,7 @@ from n6.reloc.image import Image, off
 from n6.run.session import simulated_board
 
 sys.path.insert(0, os.path.join(ROOT, "sim", "board"))
-from n6board.emulator import Cpu, Region  # noqa: E402
+from n6board.emulator import Cpu, Fault, NpuAccess, Region  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 MODELS = ("kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt")
@@ -51,6 +51,30 @@ def test_low_overhead_loops_execute_with_their_architectural_meaning(tmp_path):
         assert cpu.call(0x1000_0000, 0, n, m) == 3 * n + 100 * m
         # push, movs, dls, n x (adds, le), wls, m x (adds, le), pop
         assert cpu.counters.instructions == 5 + 2 * n + 2 * m
+
+
+NPU_WRITE = """
+.syntax unified
+.thumb
+.global f
+f:  ldr r1, =0x580C0010     @ an NPU register (secure alias): what a hardware epoch does
+    str r0, [r1]
+    bx lr
+"""
+
+
+def test_npu_register_access_is_not_executable_and_other_faults_name_the_address(tmp_path):
+    (tmp_path / "n.s").write_text(NPU_WRITE)
+    subprocess.run(["arm-none-eabi-as", "-march=armv8.1-m.main", "-mthumb", "n.s", "-o", "n.o"], cwd=tmp_path,
+                   check=True)
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "n.o", "n.bin"], cwd=tmp_path, check=True)
+    cpu = Cpu([Region("code", 0x1000_0000, 0x1000), Region("firmware", 0x3400_0000, 0x6_0000)], 0x3400_0000, [])
+    cpu.write(0x1000_0000, (tmp_path / "n.bin").read_bytes())
+    with pytest.raises(NpuAccess) as e:
+        cpu.call(0x1000_0000, 1)
+    assert e.value.addr == 0x580C0010
+    with pytest.raises(Fault, match=r"fetch from unmapped memory\) at pc 0x20000040 accessing 0x20000040"):
+        cpu.call(0x2000_0040)          # a link-time address nobody relocated
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from n6_scons import reports_errors
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
-ON_BOARD_STEPS = ("flash", "profile", "run", "validate")   # steps that need what `flash` puts on the board
 
 
 def sim_board_dir(env):
@@ -102,12 +101,8 @@ def flash_targets(env, model_images, install_release):
     an ordinary build never reads the board file or lists probes). Remembers the models so that
     env.OnBoard(model) can give other steps (run, validate) the flash step of a model."""
     _CONTEXT[env.Dir("$BUILD_DIR").abspath] = (model_images, install_release)
-    requested = []
-    for t in SCons.Script.COMMAND_LINE_TARGETS:     # steps that need the model on the board flash it first
-        verb, dash, model = t.partition("-")
-        if verb in ON_BOARD_STEPS and (not dash or model in model_images):
-            requested.append(f"flash-{model}" if dash else "flash")
-    requested = list(dict.fromkeys(requested))
+    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
+                 if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested:
         return []
     board = load_board(board_path(env["BOARD"]))

@@ -85,34 +85,45 @@ def _show(target, source, env):
             print(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
 
 
-def profile_targets(env, flash, c_infos):
-    """`profile` / `profile-<model>` for what the command line asks. flash: the flash step's nodes
-    (it was told about the profile targets: a profiled model is flashed first); c_infos: model →
-    its c_info.json node."""
+def _requested_models(env, c_infos):
+    """The models the command line asks to profile: `profile-<model>`, and for `profile` the
+    models `scons flash` puts on the board (MODEL=, else the board file's, else every model)."""
+    from n6.board import board_path, load_board
+    names = set()
+    for t in SCons.Script.COMMAND_LINE_TARGETS:
+        if t.startswith("profile-") and t[len("profile-"):] in c_infos:
+            names.add(t[len("profile-"):])
+        elif t == "profile":
+            chosen = [m for m in env.get("MODEL", "").split(",") if m] or \
+                list(load_board(board_path(env["BOARD"])).images.models)
+            names |= set(chosen or c_infos)
+    return sorted(names)
+
+
+def profile_targets(env, c_infos):
+    """`profile` / `profile-<model>` for what the command line asks (an ordinary build defines no
+    profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
     from n6.board import board_path
-    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
-                 if t == "profile" or t.startswith("profile-") and t[len("profile-"):] in c_infos]
-    if not requested:
-        return []
     baseline = env.get("PROFILE_BASELINE")
-    if baseline and not os.path.isfile(baseline):
+    models = _requested_models(env, c_infos)
+    if models and baseline and not os.path.isfile(baseline):
         raise N6Error(baseline, "PROFILE_BASELINE file not found", "give a profile.json saved from build/<model>/profile/")
-    stamps = {n.dir.dir.name: n for n in flash if n.name == "on_board.json"}
     aliases = []
-    for name, on_board in sorted(stamps.items()):
+    for name in models:
+        c_info, c_name = c_infos[name]
         out = os.path.join("$BUILD_DIR", name, "profile")
         opts = {"board": board_path(env["BOARD"]), "samples": int(env.get("PROFILE_SAMPLES", 1)),
-                "c_name": None, "port": env.get("PORT", ""), "state": env.Dir("$BUILD_DIR/sim-board").abspath,
+                "c_name": c_name, "port": env.get("PORT", ""), "state": env.Dir("$BUILD_DIR/sim-board").abspath,
                 "release": env.StedgeaiInstall()[1].core}
         measurement = env.Command(os.path.join(out, "measurement.json"),
-                                  [on_board, env.File(opts["board"]), _measure_code(env),
+                                  [env.OnBoard(name), env.File(opts["board"]), _measure_code(env),
                                    env.Value(json.dumps(opts, sort_keys=True))],
                                   SCons.Action.Action(_measure_action, progress("PROFILE")))
         env.NoCache(measurement)
         env.Precious(measurement)
         if env.get("FORCE"):
             env.AlwaysBuild(measurement)
-        sources = [measurement, c_infos[name], _report_code(env)] + ([env.File(baseline)] if baseline else [])
+        sources = [measurement, c_info, _report_code(env)] + ([env.File(baseline)] if baseline else [])
         reports = env.Command([os.path.join(out, f) for f in FILES], sources,
                               SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path)))
         env.SideEffect(os.path.join(out, DIFF), reports)
@@ -120,7 +131,8 @@ def profile_targets(env, flash, c_infos):
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))
         env.AlwaysBuild(alias)
         aliases.append(alias)
-    env.Alias("profile", aliases)
+    if models:
+        env.Alias("profile", aliases)
     return aliases
 
 

@@ -114,13 +114,13 @@ def _validate_action(target, source, env):
     write_text(target[0].abspath, json.dumps(report, indent=1) + "\n")
 
 
-def run_model(env, spec, image):
-    """(run node, validate node) of one model. The run reads what the flash step put on the board:
-    it depends on `<model>/flash/on_board.json` (the flash step's stamp), which `run` / `validate`
-    targets ask the flash step to make, so a changed image is flashed first."""
+def run_model(env, spec):
+    """(run node, validate node) of one model; call after FlashTargets. The run reads what the
+    flash step put on the board: it depends on the model's `flash/on_board.json` (env.OnBoard), so
+    a changed image is flashed first."""
     from n6.board import board_path
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
-    on_board = env.File(os.path.join("$BUILD_DIR", spec.name, "flash", "on_board.json"))
+    on_board = env.OnBoard(spec.name)
     install_root, install, _ = env.StedgeaiInstall()
     opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": bool(env.get("RUN_PER_LAYER")),
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],

@@ -20,7 +20,7 @@ from n6.reloc.image import Image, off  # noqa: E402
 
 from unicorn import UcError  # noqa: E402
 
-from .emulator import Fault  # noqa: E402
+from .emulator import Fault, NpuAccess  # noqa: E402
 from .firmware import InstalledModel, layout_from_board  # noqa: E402
 from .server import Board, FdPort  # noqa: E402
 
@@ -83,9 +83,13 @@ def boot(args):
             continue
         try:
             model = InstalledModel(data, params, dict(layout, exec_ram=(exec_base, exec_size)), core=args.release,
-                                   mode=args.mode or mode)
+                                   mode=args.mode or mode, board_firmware=board.firmware)
         except LoaderError as e:
             text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
+            return models, text, banner + [text]
+        except NpuAccess as e:
+            text = f"model initialisation programs the NPU ({e}): hardware epochs are not executable on the " \
+                   "simulated board"
             return models, text, banner + [text]
         except (Fault, UcError) as e:      # the model's init code (or its tables) crashed
             text = f"HardFault during model initialisation: {e}"

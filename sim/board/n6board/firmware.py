@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from n6.releases import release
 from n6.reloc import callbacks
-from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, LoaderError, install
+from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
 from n6.reloc.image import Image, RtCtx, off
 
 from .emulator import Counters, Cpu, Fault, Region
@@ -101,11 +101,14 @@ class Inference:
 class InstalledModel:
     """An image installed by the loader model and ready to run in the emulated CPU."""
 
-    def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False):
+    def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False, board_firmware=None):
         layout = layout or DEFAULT_LAYOUT
         rel = release(core)
         self.img = Image.parse(data, params=params)
-        fw = Firmware(ll_aton=rel.atonn[:3])
+        fw = Firmware(ll_aton=rel.atonn[:3])           # ST's prebuilt firmware: secure, dbg info, async
+        if board_firmware:                               # the board file's [firmware] says otherwise
+            fw = Firmware(cpu_part=board_firmware.cpu_part, fpu_enabled=board_firmware.fpu,
+                          cmse=board_firmware.secure, dbg_info=board_firmware.dbg_info, ll_aton=rel.atonn[:3])
         exec_ram, ext_ram = layout["exec_ram"], layout["external_ram"]
         split = self.img.header.params_offset == 0
         cfg = Config(exec_ram[0], exec_ram[1], ext_ram[0], ext_ram[1], layout["params"] if split else 0,

@@ -6,7 +6,6 @@ variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N i
 BUSIF_RW_DATA counter option also reads and writes per memory region (`s:sim:` logs)."""
 import os
 import select
-import struct
 import time
 
 from n6.aivalidation import n6_aivalidation_pb2 as pb
