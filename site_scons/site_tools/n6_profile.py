@@ -21,6 +21,7 @@ from n6_scons import ROOT, code_version, progress, reports_errors
 
 PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
+SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
 
 
 def _measure_code(env):
@@ -32,9 +33,6 @@ def _measure_code(env):
 
 def _report_code(env):
     return code_version(env, "profile-report", glob.glob(os.path.join(PROFILING, "*.py")))
-
-
-SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
 
 
 @contextlib.contextmanager
