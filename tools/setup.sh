@@ -12,6 +12,7 @@ command -v arm-none-eabi-gcc >/dev/null 2>&1 || need_apt+=(gcc-arm-none-eabi)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                # host build of generated code in tests
 [ -f /usr/include/stdio.h ] || need_apt+=(libc6-dev)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # tests render the profile page headless
 if [ ${#need_apt[@]} -gt 0 ]; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     say APT "${need_apt[*]}"

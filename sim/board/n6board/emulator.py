@@ -115,7 +115,7 @@ class Cpu:
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
         if services:
             uc.hook_add(UC_HOOK_CODE, self._on_service, begin=self.stubs, end=self.stubs + 4 * len(services) - 1)
-        self._counting, self._counting_mode = [], (False, False)
+        self._counting, self._counting_mode, self._slowdown = [], (False, False), 1
         self.set_counting(count)
 
     def set_counting(self, instructions, memory=False):
@@ -124,6 +124,7 @@ class Cpu:
         if (instructions, memory) == self._counting_mode:
             return
         self._counting_mode = (instructions, memory)
+        self._slowdown = 50 if memory else 10 if instructions else 1    # scales the hang limit of call()
         for h in self._counting:
             self.uc.hook_del(h)
         self._counting = []
@@ -161,8 +162,9 @@ class Cpu:
     # -- calls ----------------------------------------------------------------------------------
     def call(self, fn, *args, r9=0, timeout_s=120):
         """Call the Thumb function at `fn` with up to four integer arguments and r9 set (the
-        firmware's trampoline); returns r0."""
+        firmware's trampoline); returns r0. `timeout_s` is for full speed: counting stretches it."""
         uc = self.uc
+        timeout_s *= self._slowdown
         for reg, value in zip((UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3), args):
             uc.reg_write(reg, value & 0xFFFFFFFF)
         uc.reg_write(UC_ARM_REG_R9, r9)

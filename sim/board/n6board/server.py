@@ -2,8 +2,9 @@
 host requests, answer with bare `respMsg`s, wait for the host's ack after every log. Fault
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
-`slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short). PER_LAYER runs count instructions per epoch; with the
-BUSIF_RW_DATA counter option also reads and writes per memory region (`s:sim:` logs)."""
+`slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short).
+PER_LAYER runs count instructions per epoch; with the BUSIF_RW_DATA counter option also reads and
+writes per memory region, with the region's base and size (`s:sim:mem:` logs)."""
 import os
 import select
 import time

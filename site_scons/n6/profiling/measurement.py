@@ -1,0 +1,109 @@
+"""What a board measured in a per-layer profile run, per epoch block: the one data class the
+run side hands to the profiler (and that profile reports are regenerated from)."""
+from dataclasses import asdict, dataclass, field
+
+from ..errors import N6Error
+
+# Epoch kind as the firmware names it in `evt_pre_start` (low bits of the epoch op's `type`).
+KINDS = {0: "HW", 1: "EXTRA", 2: "SW", 3: "HYBRID", 4: "EC"}
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Cycles of one epoch block split like the firmware's counters: PRE_START → POST_START (pre),
+    POST_START → PRE_END (core, the NPU runs), PRE_END → POST_END (post)."""
+    pre: int
+    core: int
+    post: int
+
+    @property
+    def total(self):
+        return self.pre + self.core + self.post
+
+    def as_list(self):
+        return [self.pre, self.core, self.post]
+
+
+@dataclass(frozen=True)
+class PoolTraffic:
+    """Bytes read and written in one memory pool during one epoch block."""
+    reads: int
+    writes: int
+
+    @property
+    def total(self):
+        return self.reads + self.writes
+
+    def __add__(self, other):
+        return PoolTraffic(self.reads + other.reads, self.writes + other.writes)
+
+
+@dataclass
+class EpochMeasurement:
+    """One epoch block as measured (averaged over every sample of every pass). A counter the
+    board did not send is None (absent), never zero."""
+    index: int                   # epoch number as the compiler numbers it (c_info.json node `epoch_<index>`)
+    last: int                    # last epoch number the block covers (an epoch-controller blob covers several)
+    kind: str                    # HW | SW | EC | HYBRID | EXTRA
+    mcu_cycles: Phases           # MCU cycles per phase (mean, rounded up, like ST's profiler)
+    mcu_total: int               # mean of the per-sample totals, rounded up (the duration's basis)
+    samples: int = 1
+    npu_cycles: Phases = None    # EPOCH_LEN
+    memory: dict = None          # memory region → PoolTraffic (the simulated board's memory hooks)
+    busif: dict = None           # "port0"/"port1" → PoolTraffic of bus-interface bytes (BUSIF_RW_DATA)
+    npu_cache: dict = None       # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
+    streng_active: dict = None   # stream-engine id → active NPU cycles (STRG_[I_|O_]ACTIVE)
+
+    @property
+    def name(self):
+        return f"epoch_{self.index}"
+
+    @property
+    def numbers(self):
+        return range(self.index, self.last + 1)
+
+    @property
+    def unit(self):
+        """Where the block's work runs: CPU for software epochs, NPU otherwise."""
+        return "CPU" if self.kind == "SW" else "NPU"
+
+    def absent(self):
+        """Names of the counters the board did not report for this block."""
+        return [k for k in ("npu_cycles", "memory", "busif", "npu_cache", "streng_active") if getattr(self, k) is None]
+
+
+@dataclass
+class Measurement:
+    """One profile run of one model on one board."""
+    model: str                   # the c-name the board knows the model by
+    clocks: dict                 # mcu_freq, noc_freq, npu_freq, nic_freq in Hz (from `s:config:` logs)
+    epochs: list                 # EpochMeasurement in execution order
+    run_cycles: int = None       # MCU cycles of a whole inference (the final op's cpu_all), mean
+    options: list = field(default_factory=list)   # counter options of the passes, in order
+    simulated: bool = False
+    board: str = ""
+    regions: dict = field(default_factory=dict)   # memory region (`memory` keys) → (base, size), when known
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d, path=None):
+        """The inverse of to_dict; a malformed dict is an N6Error naming `path`."""
+        try:
+            epochs = []
+            for e in d["epochs"]:
+                e = dict(e)
+                e["mcu_cycles"] = Phases(**e["mcu_cycles"])
+                e["npu_cycles"] = Phases(**e["npu_cycles"]) if e.get("npu_cycles") else None
+                for key in ("memory", "busif"):
+                    if e.get(key) is not None:
+                        e[key] = {k: PoolTraffic(**v) for k, v in e[key].items()}
+                if e.get("streng_active") is not None:
+                    e["streng_active"] = {int(k): v for k, v in e["streng_active"].items()}
+                epochs.append(EpochMeasurement(**e))
+            regions = {k: tuple(v) for k, v in d.get("regions", {}).items()}
+            return cls(**{**d, "epochs": epochs, "regions": regions})
+        except (KeyError, TypeError, ValueError) as e:
+            raise N6Error(path, f"not a stored measurement ({type(e).__name__}: {e})",
+                          "delete it and profile again (FORCE=1)") from None

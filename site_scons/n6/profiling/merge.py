@@ -1,0 +1,140 @@
+"""Measurement + c_info.json → per-epoch figures, computed the way ST's profiler does:
+duration = mean MCU cycles / MCU clock, % of the summed epoch time, ops per NPU-clock cycle,
+bandwidth = bytes / epoch time, inf/s = MCU clock / summed epoch cycles, compiler inf/s =
+NPU clock / summed max_cycles."""
+from dataclasses import asdict, dataclass
+
+from ..errors import N6Error
+from .measurement import Phases, PoolTraffic
+
+
+@dataclass
+class EpochProfile:
+    name: str                    # c_info.json name of the block's first epoch
+    index: int
+    last: int
+    epochs: list                 # every c_info.json epoch name the block covers
+    kind: str                    # HW | SW | EC | HYBRID | EXTRA
+    unit: str                    # CPU | NPU
+    mapping: str                 # the compiler's NODE_* mapping
+    time_ms: float
+    percent: float
+    mcu_cycles: Phases
+    npu_cycles: Phases           # None when the board did not count them
+    npu_clock_cycles: int        # measured NPU cycles, else MCU cycles scaled to the NPU clock
+    ops: int
+    compute_cycles: int
+    max_cycles: int
+    ops_per_cycle: float         # ops / npu_clock_cycles
+    compiler_ops_per_cycle: float   # ops / max_cycles
+    gops: float
+    compiler_memory: dict        # c_info.json pool → PoolTraffic (the compiler's memory accesses)
+    measured_memory: dict        # pool (or board region) → PoolTraffic, None when the board did not count
+    bandwidth: dict              # pool → MB/s of `traffic` over the epoch's time
+    absent: list                 # counters the board did not report
+
+    @property
+    def traffic(self):
+        """Bytes moved per pool: measured when the board counted them, else the compiler's."""
+        return self.compiler_memory if self.measured_memory is None else self.measured_memory
+
+
+@dataclass
+class Profile:
+    model: str                   # the project's name for the model (its folder), else the c-name
+    c_name: str                  # the name the board knows the model by
+    c_info: str
+    simulated: bool
+    board: str
+    clocks: dict
+    options: list
+    epochs: list                 # EpochProfile
+    totals: dict
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _ratio(a, b):
+    return a / b if b else 0.0
+
+
+def _bandwidth(nbytes, ms):
+    """MB/s (10^6 bytes, like ST's profiler)."""
+    return _ratio(nbytes / 1e6, ms / 1e3)
+
+
+def _sum_traffic(items):
+    out = {}
+    for pool, t in items:
+        out[pool] = out.get(pool, PoolTraffic(0, 0)) + t
+    return out
+
+
+def _pool_at(info, base, size):
+    """The one c_info.json pool inside a board memory region (None: no single one)."""
+    inside = [name for addr, name in info.addresses.items() if base <= addr < base + size]
+    return inside[0] if len(inside) == 1 else None
+
+
+def merge(measurement, info, name=None):
+    """Join each measured block with the c_info.json epochs it covers; the two must describe the
+    same epochs (else the c_info.json is not the image's)."""
+    ran = [n for e in measurement.epochs for n in e.numbers]
+    if sorted(ran) != sorted(info.epochs):
+        raise N6Error(info.path, f"c_info.json describes {len(info.epochs)} epochs but the image on the board ran "
+                      f"{len(ran)}" + ("" if len(ran) != len(info.epochs) else " with other numbers"),
+                      "build and flash the image from this c_info.json's model, then profile again")
+    clk = measurement.clocks
+    mcu_hz, npu_hz = clk["mcu_freq"], clk["npu_freq"]
+    total_ms = sum(e.mcu_total for e in measurement.epochs) * 1e3 / mcu_hz
+    pool_of = {region: _pool_at(info, *where) for region, where in measurement.regions.items()}
+    rows = []
+    for m in measurement.epochs:
+        covered = [info.epochs[n] for n in m.numbers]
+        ms = m.mcu_total * 1e3 / mcu_hz
+        npu_cycles = m.npu_cycles.total if m.npu_cycles else round(m.mcu_total * npu_hz / mcu_hz)
+        ops = sum(c.ops for c in covered)
+        compiler = _sum_traffic((pool, t) for c in covered for pool, t in c.memory.items())
+        measured = None if m.memory is None else _sum_traffic((pool_of.get(r) or r, t) for r, t in m.memory.items())
+        traffic = compiler if measured is None else measured
+        rows.append(EpochProfile(
+            covered[0].name, m.index, m.last, [c.name for c in covered], m.kind, m.unit,
+            "+".join(dict.fromkeys(c.mapping for c in covered)), ms, _ratio(ms * 100, total_ms),
+            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, sum(c.compute_cycles for c in covered),
+            sum(c.max_cycles for c in covered), _ratio(ops, npu_cycles),
+            _ratio(ops, sum(c.max_cycles for c in covered)), _ratio(npu_hz * ops, npu_cycles * 1e9),
+            compiler, measured, {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
+    return Profile(name or measurement.model, measurement.model, info.path, measurement.simulated, measurement.board,
+                   dict(clk), list(measurement.options), rows, _totals(measurement, rows, total_ms))
+
+
+def _totals(measurement, rows, total_ms):
+    clk = measurement.clocks
+    mcu = Phases(*(sum(getattr(r.mcu_cycles, k) for r in rows) for k in ("pre", "core", "post")))
+    ops = sum(r.ops for r in rows)
+    max_cycles, compute_cycles = sum(r.max_cycles for r in rows), sum(r.compute_cycles for r in rows)
+    npu_measured = all(r.npu_cycles for r in rows)
+    npu_cycles = sum(r.npu_clock_cycles for r in rows)
+    pools = _sum_traffic(item for r in rows for item in r.traffic.items())
+    return {
+        "epochs": len(rows),
+        "time_ms": total_ms,
+        "run_ms": measurement.run_cycles * 1e3 / clk["mcu_freq"] if measurement.run_cycles else None,
+        "inf_per_s": _ratio(clk["mcu_freq"], mcu.total),
+        "mcu_cycles": mcu.as_list(),
+        "phase_percent": [_ratio(v * 100, mcu.total) for v in mcu.as_list()],
+        "cpu_ms": sum(r.time_ms for r in rows if r.unit == "CPU"),
+        "npu_ms": sum(r.time_ms for r in rows if r.unit == "NPU"),
+        "npu_cycles": npu_cycles,
+        "npu_cycles_measured": npu_measured,
+        "ops": ops,
+        "compute_cycles": compute_cycles,
+        "max_cycles": max_cycles,
+        "ops_per_cycle": _ratio(ops, npu_cycles),
+        "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9),
+        "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles),
+        "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles),
+        "pools": {p: {"reads": t.reads, "writes": t.writes,
+                      "mb_per_s": _ratio(t.total * clk["mcu_freq"], mcu.total) / 1e6} for p, t in pools.items()},
+    }

@@ -1,0 +1,263 @@
+"""The documented per-layer run messages → a Measurement.
+
+A profile is several PER_LAYER runs ("passes"), each asking the firmware for other hardware
+counters through the run request's `opt` (counter options << 8 | first-sample flag). Per epoch
+block the board sends `s:node:` logs (the host acks each), then an `aiOperatorMsg` whose `type`
+has the INTERNAL flag, `id` = last_epoch << 16 | epoch, `counters` = [pre, core, post] MCU cycles;
+a sample ends with the model's final op (no INTERNAL flag, 5 × u64 counters).
+
+Messages are taken as the host library decodes them: protobuf `respMsg` objects, their payloads
+(`aiOperatorMsg`, `logMsg`), dicts with the same field names, or plain log strings.
+
+Besides ST's counter logs the simulated board sends, per memory region its hooks saw touched
+during the epoch, `s:sim:mem:<region>:<reads>:<read bytes>:<writes>:<write bytes>`, optionally
+followed by `:<region base, hex>:<region size>` so that the merge can name the region after the
+c_info.json pool it holds. A counter the board does not send is absent, never zero.
+"""
+import math
+
+from ..errors import N6Error
+from .measurement import KINDS, EpochMeasurement, Measurement, Phases, PoolTraffic
+
+# Counter options (bits of `reqMsg.opt >> 8`).
+EPOCH_LEN, STRG_ACTIVE, STRG_HENV, BUSIF_RW_DATA, NPU_CACHE, STRG_I_ACTIVE, STRG_O_ACTIVE = \
+    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
+# The passes of ST's profiler after its warm-up run (HENV pass disabled there too).
+ST_PASSES = (STRG_I_ACTIVE | EPOCH_LEN | NPU_CACHE, STRG_O_ACTIVE | EPOCH_LEN | NPU_CACHE, BUSIF_RW_DATA)
+# Run request `param` bits (EnumRunParam).
+IO_ONLY, PER_LAYER, PERF, CONST_VALUE = 1, 2, 8, 512
+OPERATOR_INTERNAL = 1                       # EnumOperatorFlag, bits 31-24 of the op's `type`
+COUNTER_64B, COUNTER_32B = 0, 1             # EnumCounterFormat, bits 31-16 of `counter_type`
+CONFIG_KEYS = ("mcu_freq", "noc_freq", "npu_freq", "nic_freq")
+_FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4,
+           "npu_cache": 6, "streng_active": 5, "port0": 7, "port1": 7}
+
+
+def run_opt(counters, sample):
+    """`reqMsg.opt` of one sample's run request."""
+    return counters << 8 | (1 if sample == 0 else 0)
+
+
+def parse_config(config, source):
+    """The `s:config:` logs of NETWORK_INFO (strings, or a key → value mapping of them) → clocks
+    in Hz (all four are needed, like ST's profiler)."""
+    values = dict(config) if isinstance(config, dict) else {}
+    for s in () if isinstance(config, dict) else config:
+        parts = s.split(":")
+        if len(parts) >= 4 and parts[0] == "s" and parts[1] == "config":
+            values[parts[2]] = parts[3]
+    if values.get("version") != "1.0":
+        raise N6Error(source, f"board reports s:config version {values.get('version')!r}, expected '1.0'",
+                      "use the aiValidation firmware of ST Edge AI 2.2 or newer")
+    try:
+        clocks = {k: int(values[k]) for k in CONFIG_KEYS}
+    except KeyError as e:
+        raise N6Error(source, f"board did not report {e.args[0]} in its s:config logs",
+                      "use the aiValidation firmware of ST Edge AI 2.2 or newer") from None
+    except ValueError as e:
+        raise N6Error(source, f"malformed s:config clock value ({e})") from None
+    if not all(clocks.values()):
+        raise N6Error(source, "board reports a clock of 0 Hz", "check the firmware's clock configuration")
+    return clocks
+
+
+def _get(obj, name, default=None):
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def _payload(msg):
+    """(kind, payload) of one decoded board message: ("log", str), ("op", op) or (None, None)."""
+    if isinstance(msg, str):
+        return "log", msg
+    if isinstance(msg, dict):
+        for kind in ("log", "op"):
+            if kind in msg:
+                return (kind, _get(msg[kind], "str")) if kind == "log" else (kind, msg[kind])
+        if "counter_type" in msg:
+            return "op", msg
+        return ("log", msg["str"]) if "str" in msg else (None, None)
+    if hasattr(msg, "WhichOneof"):
+        which = msg.WhichOneof("payload") if "payload" in type(msg).DESCRIPTOR.oneofs_by_name else None
+        if which == "log":
+            return "log", msg.log.str
+        if which == "op":
+            return "op", msg.op
+        if which is not None:
+            return None, None
+    if hasattr(msg, "counter_type"):
+        return "op", msg
+    if hasattr(msg, "str"):
+        return "log", msg.str
+    return None, None
+
+
+def _ceil_mean(values):
+    return math.ceil(sum(values) / len(values))
+
+
+class _Epoch:
+    """Records of one epoch block gathered over all samples and passes."""
+
+    def __init__(self, index, last, kind):
+        self.index, self.last, self.kind = index, last, kind
+        self.mcu, self.npu, self.cache, self.busif = [], [], [], []
+        self.memory, self.streng = {}, {}
+
+    def measurement(self):
+        mcu = Phases(*(_ceil_mean([p[i] for p in self.mcu]) for i in range(3)))
+        npu = Phases(*(_ceil_mean([p[i] for p in self.npu]) for i in range(3))) if self.npu else None
+        memory = {pool: PoolTraffic(_ceil_mean([r for r, _ in recs]), _ceil_mean([w for _, w in recs]))
+                  for pool, recs in self.memory.items()} if self.memory else None
+        cache = None
+        if self.cache:
+            keys = ("r_hit", "r_miss", "r_alloc_miss", "evict", "w_hit", "w_miss", "w_alloc_miss", "w_through")
+            cache = {k: sum(rec[i] for rec in self.cache) // len(self.cache) for i, k in enumerate(keys)}
+        return EpochMeasurement(
+            self.index, self.last, self.kind, mcu, _ceil_mean([sum(p) for p in self.mcu]), len(self.mcu),
+            npu_cycles=npu, memory=memory,
+            busif=self.busif[0] if self.busif else None,                       # ST keeps the first record
+            npu_cache=cache,
+            streng_active={i: _ceil_mean(c) for i, c in sorted(self.streng.items())} if self.streng else None)
+
+
+class _Parser:
+    def __init__(self, source):
+        self.source = source
+        self.order = None            # epoch keys of the first sample
+        self.epochs = {}
+        self.run_cycles = []
+        self.regions = {}            # memory region name → (base, size) (simulated board)
+
+    def fail(self, problem, fix="check the board connection and firmware, then profile again"):
+        raise N6Error(self.source, problem, fix)
+
+    def _ints(self, text, fields, start):
+        try:
+            return [int(v) for v in fields[start:]]
+        except ValueError:
+            self.fail(f"board sent a malformed counter log {text!r}")
+
+    def sim_log(self, text, rec):
+        """`s:sim:mem:` (the simulated board's memory counters) → rec."""
+        f = text.split(":")[2:]
+        if not f or f[0] != "mem":
+            return
+        if len(f) not in (6, 8):
+            self.fail(f"board sent {len(f) - 2} values in counter log {text!r}, expected 4 or 6")
+        _, rbytes, _, wbytes = self._ints(text, f[:6], 2)
+        rec.setdefault("mem", {})[f[1]] = (rbytes, wbytes)
+        if len(f) == 8:
+            try:
+                self.regions[f[1]] = (int(f[6], 16), int(f[7]))
+            except ValueError:
+                self.fail(f"board sent a malformed counter log {text!r}")
+
+    def node_log(self, text, rec):
+        """One `s:node:` log of the current epoch → rec (a dict of this epoch's records)."""
+        f = text.split(":")[2:]
+        if not f or f[0] not in _FIELDS:
+            return
+        if len(f) != _FIELDS[f[0]] and not (f[0] == "streng_active" and f[1] == "max"):
+            self.fail(f"board sent {len(f) - 1} values in counter log {text!r}, expected {_FIELDS[f[0]] - 1}")
+        cat = f[0]
+        if cat == "evt_pre_start":
+            rec["pre_start"] = (self._ints(text, f[:4], 1)[2], f[7])
+        elif cat in ("mcu_cycles", "npu_cycles"):
+            rec[cat] = self._ints(text, f, 1)
+        elif cat == "npu_cache":
+            rec.setdefault("cache", {})[f[1]] = self._ints(text, f, 2)
+        elif cat == "streng_active" and f[1] != "max":
+            i, cycles = self._ints(text, f, 2)[:2]
+            rec.setdefault("streng", {})[i] = cycles
+        elif cat in ("port0", "port1"):
+            b1, b2, b4, b8 = self._ints(text, f, 3)
+            rec.setdefault("busif", {}).setdefault(cat, {})[f[2]] = (b1 + 2 * b2 + 4 * b4 + 8 * b8) * 8
+
+    def counters(self, op, expected, what):
+        words = [int(w) for w in _get(op, "counters", [])]
+        fmt = int(_get(op, "counter_type", 0)) >> 16
+        if fmt == COUNTER_64B:
+            if len(words) % 2:
+                self.fail(f"board sent a 64-bit counter block of {len(words)} words for {what} (odd count)")
+            words = [words[i] | words[i + 1] << 32 for i in range(0, len(words), 2)]
+        elif fmt != COUNTER_32B:
+            self.fail(f"board sent counter format {fmt} for {what}, expected 0 (64-bit) or 1 (32-bit)")
+        if len(words) != expected:
+            self.fail(f"board sent a counter block of {len(words)} values for {what}, expected {expected}")
+        return words
+
+    def sample(self, epochs, final):
+        keys = [key for key, _ in epochs]
+        if not keys:
+            self.fail("board sent no per-epoch messages in a PER_LAYER run",
+                      "use a validation firmware with the OBSERVER capability")
+        if self.order is None:
+            self.order = keys
+            self.epochs = {key: _Epoch(*key) for key in keys}
+        elif keys != self.order:
+            self.fail(f"board ran epochs {_names(keys)} in one sample but {_names(self.order)} in another",
+                      "flash the image again, then profile again")
+        for key, rec in epochs:
+            e = self.epochs[key]
+            e.mcu.append(rec["mcu_cycles"])
+            if "npu_cycles" in rec:
+                e.npu.append(rec["npu_cycles"])
+            if "cache" in rec and {"r", "w"} <= set(rec["cache"]):
+                e.cache.append(rec["cache"]["r"] + rec["cache"]["w"])
+            if "busif" in rec:
+                e.busif.append({p: PoolTraffic(v.get("r", 0), v.get("w", 0)) for p, v in rec["busif"].items()})
+            for pool, rw in rec.get("mem", {}).items():
+                e.memory.setdefault(pool, []).append(rw)
+            for i, cycles in rec.get("streng", {}).items():
+                e.streng.setdefault(i, []).append(cycles)
+        self.run_cycles.append(final[3])
+
+    def run(self, messages):
+        """One pass: any number of samples, each ending with the model's final op."""
+        logs, epochs = {}, []
+        for msg in messages:
+            kind, payload = _payload(msg)
+            if kind == "log":
+                if payload.startswith("s:node:"):
+                    self.node_log(payload, logs)
+                elif payload.startswith("s:sim:"):
+                    self.sim_log(payload, logs)
+                continue
+            if kind != "op":
+                continue
+            op_type, op_id = int(_get(payload, "type", 0)), int(_get(payload, "id", 0))
+            if (op_type >> 24) & OPERATOR_INTERNAL:
+                index, last = op_id & 0xFFFF, op_id >> 16
+                kind_name = logs["pre_start"][1] if "pre_start" in logs else KINDS.get(op_type & 0xF, "HW")
+                what = f"epoch {index}"
+                cycles = self.counters(payload, 3, what)
+                if "pre_start" in logs and logs["pre_start"][0] != index:
+                    self.fail(f"board's s:node:evt_pre_start names epoch {logs['pre_start'][0]} but its "
+                              f"operator message names epoch {index}")
+                logs.setdefault("mcu_cycles", cycles)
+                epochs.append(((index, max(last, index), kind_name), logs))
+                logs = {}
+            else:
+                self.sample(epochs, self.counters(payload, 5, "the model's final operator"))
+                logs, epochs = {}, []
+        if epochs or logs:
+            self.fail("board's run ended before the model's final operator message")
+
+
+def _names(keys):
+    return "[" + ", ".join(f"epoch_{i}" for i, _, _ in keys) + "]"
+
+
+def parse_run(runs, model, clocks, source, simulated=False, board=""):
+    """runs: [(the run request's `opt`, [decoded board messages of that run in arrival order])]."""
+    p = _Parser(source)
+    options = []
+    for opt, messages in runs:
+        if opt >> 8 not in options:
+            options.append(opt >> 8)
+        p.run(messages)
+    if p.order is None:
+        p.fail("no profile run was recorded")
+    return Measurement(model, dict(clocks), [p.epochs[k].measurement() for k in p.order],
+                       run_cycles=_ceil_mean(p.run_cycles), options=options, simulated=simulated, board=board,
+                       regions=p.regions)

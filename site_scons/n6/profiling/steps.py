@@ -1,0 +1,60 @@
+"""The report step as the build runs it: measurement.json + c_info.json → every report in the
+profile folder, the console table, and the diff against a baseline profile."""
+import json
+import os
+
+from ..atomic import write_text
+from ..errors import N6Error
+from ..jsonfile import read_json
+from . import diff, html, plot, report, trace
+from .cinfo import read_c_info
+from .measurement import Measurement
+from .merge import merge
+
+FILES = ("profile.json", "profile.svg", "profile.png", "profile.trace.json", "profile.html", "profile.txt")
+PREVIOUS = "profile.previous.json"
+DIFF = "profile.diff.json"
+
+
+def save_measurement(measurement, path):
+    """Store a new measurement; the profile it replaces becomes the baseline of the next diff."""
+    folder = os.path.dirname(path)
+    current = os.path.join(folder, "profile.json")
+    if os.path.exists(current):
+        os.replace(current, os.path.join(folder, PREVIOUS))
+    report.write_json(path, measurement.to_dict())
+
+
+def load_measurement(path):
+    return Measurement.from_dict(read_json(path, "measurement", lenient=False), path)
+
+
+def report_step(measurement_path, c_info_path, folder, baseline=None, name=None, log=print):
+    """Write the reports; `baseline` (a profile.json) defaults to the profile this one replaced."""
+    profile = merge(load_measurement(measurement_path), read_c_info(c_info_path), name)
+    paths = {f: os.path.join(folder, f) for f in FILES}
+    outputs = list(paths.values()) + [os.path.join(folder, DIFF)]
+    try:
+        data = profile.to_dict()
+        baseline = baseline or (os.path.join(folder, PREVIOUS) if os.path.exists(os.path.join(folder, PREVIOUS))
+                                else None)
+        diff_data = diff.diff(diff.read_profile(baseline), data, baseline) if baseline else None
+        report.write_json(paths["profile.json"], data)
+        svg = plot.draw(profile, paths["profile.svg"], paths["profile.png"])
+        report.write_json(paths["profile.trace.json"], trace.trace_events(profile))
+        html.write(paths["profile.html"], profile, svg, diff_data,
+                   files=["profile.json", "profile.trace.json", "profile.png"] + ([DIFF] if diff_data else []))
+        text = report.table(profile)
+        if diff_data:
+            report.write_json(outputs[-1], diff_data)
+            text += "\n\n" + diff.table(diff_data)
+        elif os.path.exists(outputs[-1]):
+            os.unlink(outputs[-1])
+        write_text(paths["profile.txt"], text + "\n")
+    except (N6Error, OSError):
+        for path in outputs:        # nothing half-written is taken as up to date
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
+    log(text)
+    return profile, diff_data

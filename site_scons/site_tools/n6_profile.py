@@ -1,0 +1,142 @@
+"""`scons profile` / `scons profile-<model>`: the per-epoch profile of each model on the board,
+merged with its c_info.json, as reports in build/<model>/profile/.
+
+  MEASURE  measurement.json ← on_board.json (what the board holds: a changed image is flashed
+           first), the board file, a Value with the profile options, the measuring code.
+           FORCE=1 measures again. The profile it replaces becomes the diff's baseline.
+  REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
+           c_info.json, PROFILE_BASELINE, the report code. No board involved.
+  (alias)  prints profile.txt: the stored report when nothing changed."""
+import contextlib
+import glob
+import json
+import os
+
+import SCons.Action
+import SCons.Script
+
+from n6.errors import N6Error
+from n6.profiling.steps import DIFF, FILES
+from n6_scons import ROOT, code_version, progress, reports_errors
+
+PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
+MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
+SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
+
+
+def _measure_code(env):
+    files = [os.path.join(PROFILING, f) for f in MEASURE_CODE]
+    files += glob.glob(os.path.join(ROOT, "site_scons", "n6", "aivalidation", "*.py"))
+    files += glob.glob(os.path.join(ROOT, "sim", "board", "n6board", "*.py"))   # what the simulated board counts
+    return code_version(env, "profile-measure", files)
+
+
+def _report_code(env):
+    return code_version(env, "profile-report", glob.glob(os.path.join(PROFILING, "*.py")))
+
+
+@contextlib.contextmanager
+def _client(opts, simulated):
+    """A connected aiValidation client: the simulated board started on the simulated flash, or
+    the real board's port (PORT=, else the board file's [validation] port)."""
+    from n6.aivalidation import Timeouts
+    from n6.board import load_board
+    from n6.run.session import connect, simulated_board
+    board = load_board(opts["board"])
+    header, baudrate = board.validation.header, board.validation.baudrate
+    if simulated:
+        with simulated_board(opts["board"], state=opts["state"], release=opts["release"]) as port:
+            with connect(port, baudrate, header, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as (client, _):
+                yield client
+    else:
+        with connect(opts["port"] or board.validation.port, baudrate, header) as (client, _):
+            yield client
+
+
+@reports_errors
+def _measure_action(target, source, env):
+    from n6.jsonfile import read_json
+    from n6.profiling.measure import measure
+    from n6.profiling.steps import save_measurement
+    opts = json.loads(source[-1].read())
+    on_board = read_json(source[0].abspath, "on_board.json")
+    simulated = bool(on_board.get("simulated"))
+    with _client(opts, simulated) as client:
+        m = measure(client, opts["c_name"], samples=opts["samples"], simulated=simulated,
+                    board=f"{on_board.get('board', '')} {on_board.get('probe', '')}".strip())
+    save_measurement(m, target[0].abspath)
+
+
+@reports_errors
+def _report_action(target, source, env):
+    from n6.profiling.steps import report_step
+    report_step(source[0].abspath, source[1].path, os.path.dirname(target[0].abspath),
+                env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
+
+
+def _show(target, source, env):
+    """The alias's action: print the stored report (fresh or not)."""
+    for node in source:
+        if node.name == "profile.txt":
+            with open(node.abspath, encoding="utf-8") as f:
+                print(f.read(), end="")
+            print(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
+
+
+def _requested_models(env, c_infos):
+    """The models the command line asks to profile: `profile-<model>`, and for `profile` the
+    models `scons flash` puts on the board (MODEL=, else the board file's, else every model)."""
+    from n6.board import board_path, load_board
+    names = set()
+    for t in SCons.Script.COMMAND_LINE_TARGETS:
+        if t.startswith("profile-") and t[len("profile-"):] in c_infos:
+            names.add(t[len("profile-"):])
+        elif t == "profile":
+            chosen = [m for m in env.get("MODEL", "").split(",") if m] or \
+                list(load_board(board_path(env["BOARD"])).images.models)
+            names |= set(chosen or c_infos)
+    return sorted(names)
+
+
+def profile_targets(env, c_infos):
+    """`profile` / `profile-<model>` for what the command line asks (an ordinary build defines no
+    profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
+    from n6.board import board_path
+    baseline = env.get("PROFILE_BASELINE")
+    models = _requested_models(env, c_infos)
+    if models and baseline and not os.path.isfile(baseline):
+        raise N6Error(baseline, "PROFILE_BASELINE file not found", "give a profile.json saved from build/<model>/profile/")
+    aliases = []
+    for name in models:
+        c_info, c_name = c_infos[name]
+        out = os.path.join("$BUILD_DIR", name, "profile")
+        opts = {"board": board_path(env["BOARD"]), "samples": int(env.get("PROFILE_SAMPLES", 1)),
+                "c_name": c_name, "port": env.get("PORT", ""), "state": env.Dir("$BUILD_DIR/sim-board").abspath,
+                "release": env.StedgeaiInstall()[1].core}
+        measurement = env.Command(os.path.join(out, "measurement.json"),
+                                  [env.OnBoard(name), env.File(opts["board"]), _measure_code(env),
+                                   env.Value(json.dumps(opts, sort_keys=True))],
+                                  SCons.Action.Action(_measure_action, progress("PROFILE")))
+        env.NoCache(measurement)
+        env.Precious(measurement)
+        if env.get("FORCE"):
+            env.AlwaysBuild(measurement)
+        sources = [measurement, c_info, _report_code(env)] + ([env.File(baseline)] if baseline else [])
+        reports = env.Command([os.path.join(out, f) for f in FILES], sources,
+                              SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path)))
+        env.SideEffect(os.path.join(out, DIFF), reports)
+        env.NoCache(reports)
+        alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))
+        env.AlwaysBuild(alias)
+        aliases.append(alias)
+    if models:
+        env.Alias("profile", aliases)
+    return aliases
+
+
+def generate(env):
+    env.AddMethod(profile_targets, "ProfileTargets")
+
+
+def exists(env):
+    return True

@@ -1,0 +1,158 @@
+"""`scons profile` end to end on the simulated board: every bundled model, what reruns after a
+weight-only change, the diff naming an epoch made slower on purpose, and the one-line errors."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import BUNDLED, bump, copy_repo
+from test_profiling import _check_nesting, render_in_chromium
+
+MODELS = (*BUNDLED, "tiny_prebuilt")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return copy_repo(tmp_path_factory.mktemp("profile"))
+
+
+def run(repo, *args, env=None, check=True):
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=repo, capture_output=True, text=True,
+                          timeout=1800, env=dict(os.environ, **(env or {})))
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def steps(proc):
+    """The progress verbs of a run (FLASH, PROFILE, REPORT, ...)."""
+    return [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ") and line.split()
+            and line.split()[0].isupper()]
+
+
+def c_info(repo, model):
+    found = glob.glob(os.path.join(repo, "build", model, "st_ai_output", "*c_info.json")) or \
+        glob.glob(os.path.join(repo, "models", model, "*c_info.json"))
+    with open(found[0]) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_profile_of_every_bundled_model(repo, model, tmp_path):
+    proc = run(repo, f"profile-{model}")
+    assert "FLASH" in steps(proc) and "PROFILE" in steps(proc)
+    folder = os.path.join(repo, "build", model, "profile")
+    with open(os.path.join(folder, "profile.json")) as f:
+        profile = json.load(f)
+    nodes = [n["name"] for n in c_info(repo, model)["graphs"][0]["nodes"]]
+    assert [n for e in profile["epochs"] for n in e["epochs"]] == nodes        # every epoch, c_info names
+    assert profile["simulated"] and all(e["npu_cycles"] is None and "npu_cycles" in e["absent"]
+                                        for e in profile["epochs"])
+    assert all(e["measured_memory"] for e in profile["epochs"])               # from the memory hooks
+    assert "inf/s on the simulated board" in proc.stdout and "epoch_1" in proc.stdout
+    ET.parse(os.path.join(folder, "profile.svg"))
+    with open(os.path.join(folder, "profile.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(os.path.join(folder, "profile.trace.json")) as f:
+        events = json.load(f)["traceEvents"]
+    assert {e["name"] for e in events if e["ph"] == "X" and e["cat"] in ("CPU", "NPU") and e["tid"] == 1} == \
+        {e["name"] for e in profile["epochs"]}
+    _check_nesting(events)
+    probe, console = render_in_chromium(os.path.join(folder, "profile.html"), tmp_path)
+    assert console == [] and probe["svg"] > 100 and probe["rows"] == len(profile["epochs"])
+
+
+def flip_weight(repo):
+    raw = glob.glob(os.path.join(repo, "models", "tiny_prebuilt", "*.raw"))[0]
+    with open(raw, "r+b") as f:
+        b = f.read(1)
+        f.seek(0)
+        f.write(bytes([b[0] ^ 0x5A]))
+    bump(raw)
+
+
+def test_weight_change_reflashes_and_remeasures_then_nothing(repo):
+    run(repo, "profile-tiny_prebuilt")
+    flip_weight(repo)
+    first = run(repo, "profile-tiny_prebuilt")
+    assert {"PACK", "FLASH", "PROFILE"} <= set(steps(first)) and "CC" not in steps(first)
+    second = run(repo, "profile-tiny_prebuilt")
+    assert steps(second) == ["HTML"] and "epoch_1" in second.stdout            # the stored report, printed
+    forced = run(repo, "profile-tiny_prebuilt", "FORCE=1")
+    assert "PROFILE" in steps(forced)
+
+
+def make_mlp(repo, name, hidden2):
+    """A three-layer MLP whose second layer has `hidden2` outputs (models/make_models.py's builder)."""
+    sys.path.insert(0, os.path.join(repo, "models"))
+    try:
+        import make_models
+        m = make_models.QDQModel(name, seed=7)
+        x, xv = m.input([1, 64])
+        x, xv = m.gemm(x, xv, 32, relu=True)
+        x, xv = m.gemm(x, xv, hidden2, relu=True)
+        x, xv = m.gemm(x, xv, 10, relu=False)
+        m.softmax(x, xv)
+        folder = os.path.join(repo, "models", name)
+        m.save(os.path.join(folder, "model.onnx"), [1, 10])
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop("make_models", None)
+    for f in ("neural_art.json", "kws_mlp.mpool"):
+        shutil.copyfile(os.path.join(repo, "models", "kws_mlp", f), os.path.join(folder, f))
+    bump(os.path.join(folder, "model.onnx"))
+
+
+def test_diff_names_the_epoch_made_slower(repo):
+    make_mlp(repo, "diff_mlp", 32)
+    run(repo, "profile-diff_mlp")
+    folder = os.path.join(repo, "build", "diff_mlp", "profile")
+    assert not os.path.exists(os.path.join(folder, "profile.diff.json"))
+    make_mlp(repo, "diff_mlp", 256)                     # epoch_2 now does 8x the work
+    proc = run(repo, "profile-diff_mlp")
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        diff = json.load(f)
+    assert diff["epochs"][0]["name"] == "epoch_2" and diff["epochs"][0]["time_ms"]["delta"] > 0
+    assert diff["total"]["time_ms"]["delta"] > 0
+    table = proc.stdout[proc.stdout.index("compared with"):]
+    assert table.splitlines()[3].startswith("epoch_2")                      # first row after the header
+    saved = os.path.join(str(repo), "saved-profile.json")
+    shutil.copyfile(os.path.join(folder, "profile.previous.json"), saved)
+    run(repo, "profile-diff_mlp", f"PROFILE_BASELINE={saved}")               # reports again, no measuring
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        assert json.load(f)["baseline"] == saved
+
+
+def one_line_error(proc):
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_board_sending_a_short_counter_block_is_one_line(repo):
+    line = one_line_error(run(repo, "profile-tiny_prebuilt", "FORCE=1", env={"N6_SIM_BOARD_FAULT": "counters"},
+                              check=False))
+    assert "board sent a counter block of 2 values for epoch 1, expected 3" in line
+
+
+def test_c_info_of_another_image_is_one_line(repo):
+    run(repo, "profile-tiny_prebuilt")
+    path = os.path.join(repo, "models", "tiny_prebuilt", "network_c_info.json")
+    with open(path) as f:
+        data = json.load(f)
+    last = data["graphs"][0]["nodes"].pop()["id"]          # a c_info.json of a model with one epoch less
+    data["power_estimates"] = [p for p in data["power_estimates"] if p["node_id"] != last]
+    data["memory_accesses"] = [a for a in data["memory_accesses"] if a["node_id"] != last]
+    with open(path, "w") as f:
+        json.dump(data, f)
+    bump(path)
+    line = one_line_error(run(repo, "profile-tiny_prebuilt", check=False))
+    assert "network_c_info.json: c_info.json describes 2 epochs but the image on the board ran 3" in line
+    missing = one_line_error(run(repo, "profile-tiny_prebuilt", "PROFILE_BASELINE=nope.json", check=False))
+    assert "nope.json: PROFILE_BASELINE file not found" in missing
