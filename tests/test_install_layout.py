@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from n6.stedgeai_install import READ_PATHS, RUNTIME_LIB_GLOB
+from n6.stedgeai_install import LL_ATON, PLATFORM, READ_PATHS, RUNTIME_LIB_GLOB
 
 from conftest import copy_repo, scons
 
@@ -47,3 +47,10 @@ def test_the_build_reads_nothing_else_from_the_install(tmp_path):
     assert used, "no install path seen on the command lines"
     unlisted = [u for u in sorted(used) if not any(fnmatch.fnmatch(u, p) for p in READ_PATHS)]
     assert unlisted == []
+    # the include path of a runtime source is ST's makefile's, every folder of it the install's
+    # (LL_ATON, then the platform headers and their parent) but the model's build folder
+    cc = next(shlex.split(line) for line in out.splitlines() if line.endswith(os.path.join(LL_ATON, "ll_aton.c")))
+    includes = [os.path.normpath(a[2:]) for a in cc if a.startswith("-I")]
+    install = os.path.normpath(os.path.join(repo, root))
+    assert [os.path.relpath(i, install) if os.path.isabs(i) else i for i in includes] == \
+        [LL_ATON, PLATFORM, os.path.dirname(PLATFORM), os.path.join("build", "kws_mlp", "reloc")]
