@@ -209,7 +209,7 @@ def test_gate_accepts_the_board_layout(tmp_path):
                   P("b", 0x71010000, 5), P("p", 0x71800000, 100, "params", REGION)], DK)
 
 
-def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22):
+def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, sizes=0x3038):
     """A minimal image: header, flags, and rt_ctx right after the header."""
     flags = 8 << 28 | 1 << 22 | dbg << 21 | secure << 20 | 8 << 16 | 2 << 13 | 1 << 12 | cpu
     n = 4 * words
@@ -220,7 +220,7 @@ def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22):
     if words == 26:
         hdr[23] = 0x20000010
     rt_ctx = [0] * 17
-    rt_ctx[8], rt_ctx[10] = ext, rt[0] << 24 | rt[1] << 16 | rt[2] << 8
+    rt_ctx[8], rt_ctx[10], rt_ctx[14] = ext, rt[0] << 24 | rt[1] << 16 | rt[2] << 8, sizes
     return struct.pack(f"<{words}I", *hdr) + struct.pack("<17I", *rt_ctx) + bytes(64)
 
 

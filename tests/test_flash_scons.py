@@ -367,3 +367,35 @@ def test_size_gate_budgets_come_from_the_board_file(repo):
     run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
     proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
     assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr
+
+
+def test_gate_reads_the_install_validation_firmware(repo, tmp_path):
+    """With validation firmwares in the install, the gate judges the image by the variant that
+    loads it (XIP here), read from its ELF; a changed firmware re-runs the gate."""
+    from test_validation_firmware import build
+    folder = os.path.join(repo, "build", "stedgeai-sim", "2.2", "scripts", "N6_reloc", "test")
+    os.makedirs(folder)
+    try:
+        name = "stm32n6570-dk-validation-reloc-xip.elf"
+        (tmp_path / "off").mkdir()
+        (tmp_path / "on").mkdir()
+        elf = build(tmp_path / "off", name, dbg=False)
+        shutil.copy(elf, folder)
+        before = calls(repo)
+        proc = flash(repo, "RELOC_SPLIT=1", check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        line, = proc.stderr.strip().splitlines()
+        assert "build/big_mlp/network_rel.bin: dbg-info on but the firmware's (" in line and \
+            "/scripts/N6_reloc/test/stm32n6570-dk-validation-reloc-xip.elf) is off: INVALID_BIN" in line
+        assert calls(repo) == before
+        shutil.copy(build(tmp_path / "on", name), folder)
+        bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
+        flash(repo, "RELOC_SPLIT=1")
+        shutil.copy(elf, folder)                                  # the firmware changes: the gate runs again
+        bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
+        assert "is off: INVALID_BIN" in flash(repo, "RELOC_SPLIT=1", check=False).stderr
+        proc = flash(repo, "RELOC_SPLIT=1", "RELOC_COPY_MODE=1", check=False)      # the COPY variant is absent
+        assert proc.returncode == 2 and "stm32n6570-dk-validation-reloc-copy.elf: The " \
+            "'stm32n6570-dk-validation-reloc-copy.elf' is not available" in proc.stderr
+    finally:
+        shutil.rmtree(folder)

@@ -63,9 +63,12 @@ def _version(word):
 
 
 def check_firmware(path, data, firmware, ext_ram_budget, where):
-    """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings."""
+    """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings. A fact
+    of `firmware` that is None is not known and not checked."""
     fw_rel = release(firmware.release)
-    fix = f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}"
+    named = f" ({firmware.source})" if firmware.source else ""
+    fix = (f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}" +
+           (" (it is read from the install's validation firmware now)" if firmware.source else ""))
     if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
         raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
                       "flash a network_rel.bin built by this project")
@@ -75,29 +78,35 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
         img_rel = "2.x" if words == 24 else "3.x"
         consequence = ("ST's loader takes rt_ctx from a code word and reads past the image (bus fault, no error)"
                        if words < fw_rel.header_words else "the loader refuses it (INVALID_BIN)")
-        raise N6Error(path, f"ST Edge AI {img_rel} image ({4 * words}-byte header) for a {fw_rel.core} firmware "
-                      f"({fw_rel.header_size}-byte header): {consequence}", fix)
+        raise N6Error(path, f"ST Edge AI {img_rel} image ({4 * words}-byte header) for a {fw_rel.core} firmware"
+                      f"{named} ({fw_rel.header_size}-byte header): {consequence}", fix)
     flags, rt = img.flags, img.rt_ctx
     if rt is None:
         raise N6Error(path, "no runtime context in the image (INVALID_BIN)", "rebuild the image")
-    if rt.rt_version & 0xFFFFFF00 != fw_rel.rt_version:
+    fw_version = firmware.ll_aton or fw_rel.atonn[:3]
+    if rt.rt_version & 0xFFFFFF00 != fw_version[0] << 24 | fw_version[1] << 16 | fw_version[2] << 8:
         raise N6Error(path, f"runtime {_version(rt.rt_version)} but the firmware's LL_ATON is "
-                      f"{_version(fw_rel.rt_version)} (ST Edge AI {fw_rel.core}): INVALID_BIN", fix)
+                      "{}.{}.{}".format(*fw_version) + f" (ST Edge AI {fw_rel.core}){named}: INVALID_BIN", fix)
     if flags.cpuid != firmware.cpu_part:
         raise N6Error(path, f"built for CPU part 0x{flags.cpuid:03X}, the firmware runs on 0x{firmware.cpu_part:03X}: "
                       "INVALID_BIN", fix)
     if flags.fpu and not firmware.fpu:
-        raise N6Error(path, "built for an FPU the firmware does not enable (CPACR): INVALID_BIN", fix)
+        raise N6Error(path, f"built for an FPU the firmware{named} does not enable (CPACR): INVALID_BIN", fix)
     warnings = []
-    if flags.secure and not firmware.secure:
-        raise N6Error(path, "secure image (-mcmse) for a non-secure firmware: INVALID_BIN",
+    if flags.secure and firmware.secure is False:
+        raise N6Error(path, f"secure image (-mcmse) for a non-secure firmware{named}: INVALID_BIN",
                       "build with RELOC_SECURE=0, or " + fix)
     if firmware.secure and not flags.secure:
         warnings.append(f"{path}: non-secure image on a secure firmware (the loader warns, installs)")
-    if flags.dbg_info != firmware.dbg_info:
-        raise N6Error(path, f"dbg-info {'on' if flags.dbg_info else 'off'} but the firmware's is "
+    if firmware.dbg_info is not None and flags.dbg_info != firmware.dbg_info:
+        raise N6Error(path, f"dbg-info {'on' if flags.dbg_info else 'off'} but the firmware's{named} is "
                       f"{'on' if firmware.dbg_info else 'off'}: INVALID_BIN",
                       f"build with RELOC_DBG_INFO={int(firmware.dbg_info)}, or " + fix)
+    sizes = rt.rt_c_struct_sizes & 0xFFFF
+    if firmware.struct_sizes is not None and sizes != firmware.struct_sizes:
+        raise N6Error(path, f"sizeof(LL_Buffer_InfoTypeDef) / sizeof(EpochBlock_ItemTypeDef) are {sizes & 0xFF} / "
+                      f"{sizes >> 8} in the image, {firmware.struct_sizes & 0xFF} / {firmware.struct_sizes >> 8} in "
+                      f"the firmware{named}: INVALID_BIN", fix)
     need = (rt.ext_ram_sz + 7) & ~7
     if ext_ram_budget is not None and need > ext_ram_budget:
         raise N6Error(path, f"Model requires more external RAM than available {need} > {ext_ram_budget}",
