@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.board import board_path, load_board
 from n6.errors import N6Error
-from n6.flash.gate import check_firmware, check_layout, default_firmware
+from n6.flash.gate import check_external_pools, check_firmware, check_layout, default_firmware, parse_image
 from n6_scons import reports_errors
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -179,20 +179,19 @@ def _firmware_sources(env, board, cfg):
     return [env.File(p) for p in paths if os.path.isfile(p)]
 
 
-def _firmware_for(cfg, board, image_data, path):
+def _firmware_for(cfg, board, image, path):
     """What loads the image: the board file's [firmware], else the install's validation firmware
-    variant for it, else ST's firmware of the release as documented."""
+    variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
+    (base, bytes used) or None)."""
+    from n6.flash.validation_firmware import EXT_EXEC_RAM, installed_firmware, variant_for
     from n6.releases import release
-    from n6.reloc.image import Image
-    from n6.flash.validation_firmware import installed_firmware
     if board.firmware is not None:
-        return board.firmware
-    try:
-        image = Image.parse(image_data, path)
-    except N6Error:
-        image = None          # the gate names what is wrong with it
-    found = image and installed_firmware(cfg["install_root"], cfg["release"], image, board, cfg["copy_mode"], path)
-    return found or default_firmware(release(cfg["release"]).core)
+        return board.firmware, None
+    found = installed_firmware(cfg["install_root"], cfg["release"], image, board, cfg["copy_mode"], path)
+    if found is None:
+        return default_firmware(release(cfg["release"]).core), None
+    ext = variant_for(cfg["release"], image, board, cfg["copy_mode"], path).ext
+    return found, (EXT_EXEC_RAM[0], image.copy_size if cfg["copy_mode"] else image.xip_size) if ext else None
 
 
 def _ext_ram_budget(env, board):
@@ -290,9 +289,11 @@ def _flash_action(target, source, env):
     tag = "  SIMULATED" if cfg["simulated"] else ""
     for im in images:
         if im.role == "network":
-            firmware = _firmware_for(cfg, board, im.data, im.path)
+            img = parse_image(im.path, im.data)
+            firmware, ext_exec_ram = _firmware_for(cfg, board, img, im.path)
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):
                 print(f"  WARNING  {w}{tag}")
+            check_external_pools(im.path, img, board, ext_exec_ram)
     flash_dir = os.path.dirname(target[0].abspath)
     log_path = os.path.join(os.path.relpath(flash_dir), "programmer.log")
     if os.path.exists(log_path):

@@ -5,8 +5,10 @@ from dataclasses import dataclass
 
 from ..board import Firmware
 from ..errors import N6Error
+from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from ..releases import release
-from ..reloc.image import MAGIC, Image
+from ..reloc.image import MAGIC, Image, align8
+from ..reloc.pools import TYPE_COPY, TYPE_RESET
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,14 @@ def _version(word):
     return f"{word >> 24}.{(word >> 16) & 0xFF}.{(word >> 8) & 0xFF}"
 
 
+def parse_image(path, data):
+    """The image, or ST's error for anything without its magic."""
+    if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
+        raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
+                      "flash a network_rel.bin built by this project")
+    return Image.parse(data, path)
+
+
 def check_firmware(path, data, firmware, ext_ram_budget, where):
     """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings. A fact
     of `firmware` that is None is not known and not checked."""
@@ -69,10 +79,7 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
     named = f" ({firmware.source})" if firmware.source else ""
     fix = (f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}" +
            (" (it is read from the install's validation firmware now)" if firmware.source else ""))
-    if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
-        raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
-                      "flash a network_rel.bin built by this project")
-    img = Image.parse(data, path)
+    img = parse_image(path, data)
     words = img.header.n_words
     if words != fw_rel.header_words:
         img_rel = "2.x" if words == 24 else "3.x"
@@ -112,3 +119,33 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
         raise N6Error(path, f"Model requires more external RAM than available {need} > {ext_ram_budget}",
                       "reduce the model's external-RAM pool, or raise RELOC_EXT_RAM_SIZE for a board with more PSRAM")
     return warnings
+
+
+def check_external_pools(path, img, board, ext_exec_ram=None):
+    """Absolute pools in external RAM (COPY/RESET descriptors: the loader writes them at their own
+    address) are legal in a relocatable image when they lie in the board's external RAM, clear of
+    what the loader itself puts there: the relocatable RW pool at the start of `external_ram`
+    (align8(ext_ram_sz) bytes) and, for an `-ext` firmware, the model's exec RAM (`ext_exec_ram`
+    = (base, bytes used) or None)."""
+    span, ext = board.memory.external_ram_span, board.memory.external_ram
+    taken = []
+    if img.rt_ctx and img.rt_ctx.ext_ram_sz:
+        taken.append(("the loader's relocatable external-RAM pool", ext.base, ext.base + align8(img.rt_ctx.ext_ram_sz)))
+    if ext_exec_ram:
+        taken.append(("the -ext firmware's exec RAM", ext_exec_ram[0], ext_exec_ram[0] + ext_exec_ram[1]))
+    for d in img.descriptors:
+        kind = d.flags >> 24
+        if kind not in (TYPE_COPY, TYPE_RESET) or d.dst < EXTERNAL_BASE or EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]:
+            continue
+        lo, hi = d.dst, d.dst + align8(d.size)
+        pool = f"absolute pool '{d.name}' at 0x{lo:08X}-0x{hi:08X} ({hi - lo} bytes)"
+        if not span.size or lo < span.base or hi > span.end:
+            where = (f"the board's external RAM 0x{span.base:08X}-0x{span.end:08X}" if span.size else
+                     "the board's external RAM (it has none)")
+            raise N6Error(path, f"{pool} is outside {where}",
+                          f"move the pool in the .mpool, or describe the RAM in [memory] external_ram_device of "
+                          f"{board.path}")
+        for what, a, b in taken:
+            if lo < b and a < hi:
+                raise N6Error(path, f"{pool} overlaps {what} 0x{a:08X}-0x{b:08X} ({min(hi, b) - max(lo, a)} bytes)",
+                              "move the pool in the .mpool above it, or make it USEMODE_RELATIVE")
