@@ -16,7 +16,7 @@ import pytest
 from n6.flash import mrel
 from programmer_sim.board_state import BoardState
 
-from conftest import bump, copy_repo, scons
+from conftest import MODELS, bump, copy_repo, scons
 
 S = 0x10000
 SERIAL = "004200000000000000000001"
@@ -399,3 +399,29 @@ def test_gate_reads_the_install_validation_firmware(repo, tmp_path):
             "'stm32n6570-dk-validation-reloc-copy.elf' is not available" in proc.stderr
     finally:
         shutil.rmtree(folder)
+
+
+def test_gate_places_absolute_external_ram_pools(repo):
+    """A model whose activations live in an absolute PSRAM pool flashes when the pool lies in the
+    board's external RAM, and is refused (before any programmer call) when it does not."""
+    mpool = os.path.join(repo, "models", "kws_mlp", "kws_mlp.mpool")
+    original = open(mpool).read()
+    try:
+        spec = json.loads(open(os.path.join(MODELS, "big_mlp", "big_mlp.mpool")).read())   # the project's own
+        for p in spec["memory"]["mempools"]:
+            if p["fname"] == "xSPI1":
+                p.pop("mode")                                      # absolute at 0x90000000
+        open(mpool, "w").write(json.dumps(spec))
+        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram")
+        assert "xSPI1   0x03020600  RESET.ACTIV.WCACHED" in proc.stdout
+        path = _board_file(repo, "no-psram-map.toml", **{
+            "external_ram_device = { base = 0x90000000, size = 0x02000000 }": ""})
+        before = calls(repo, "build-psram")
+        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram", f"BOARD={path}", check=False)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+            "scons: *** [build-psram/kws_mlp/flash/on_board.json] build-psram/kws_mlp/network_rel.bin: absolute pool "
+            "'xSPI1' at 0x90000000-0x90000280 (640 bytes) is outside the board's external RAM 0x90100000-0x91C00000 "
+            f"(fix: move the pool in the .mpool, or describe the RAM in [memory] external_ram_device of {path})"]
+        assert calls(repo, "build-psram") == before
+    finally:
+        open(mpool, "w").write(original)
