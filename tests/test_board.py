@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from n6.board import BOARDS_DIR, available_boards, board_path, load_board
+from n6.board import BOARDS_DIR, Region, available_boards, board_path, load_board
 from n6.errors import N6Error
 from programmer_sim.board_state import BoardState, FlashError
 
@@ -17,11 +17,13 @@ def test_bundled_boards_load():
     assert (dk.images.network, dk.images.params, dk.images.multi_model_header) == (0x71000000, 0x71800000, 0x70FFF000)
     assert dk.flash.external_loader == "MX66UW1G45G_STM32N6570-DK.stldr"
     assert (dk.memory.exec_ram.size, dk.memory.external_ram.size) == (640 << 10, 27 << 20)
+    assert dk.memory.external_ram_span == Region("external_ram_device", 0x90000000, 32 << 20)
     assert [r.name for r in dk.memory.npu_ram] == ["npuRAM3", "npuRAM4", "npuRAM5", "npuRAM6"]
     assert (dk.validation.baudrate, dk.validation.header, dk.programmer.backend) == (921600, "2byte", "auto")
     assert dk.key == "stm32n6570-dk" and dk.firmware is None
     nucleo = load_board(board_path("nucleo-n657x0-q"))
     assert nucleo.flash.external_loader == "MX25UM51245G_STM32N6570-NUCLEO.stldr"
+    assert nucleo.memory.external_ram_span == nucleo.memory.external_ram     # no external_ram_device key
     # the boot area ends on the sector boundary below the sector holding the multi-model header
     assert dk.flash.no_write[0][1] == dk.images.multi_model_header - dk.images.multi_model_header % dk.flash.sector_size
 
@@ -39,6 +41,9 @@ def test_bundled_boards_load():
     (("{ name = \"npuRAM4\", base", "{ nam = \"npuRAM4\", base"), "key memory.npu_ram[1].name: missing"),
     (("header = \"2byte\"", "header = \"3byte\""), "key validation.header: '3byte' is not one of 2byte, 1byte"),
     (("[flash]", "[flash"), "malformed board file"),
+    (("external_ram_device = { base = 0x90000000, size = 0x02000000 }",
+      "external_ram_device = { base = 0x90000000, size = 0x01000000 }"),
+     "key memory.external_ram: 0x90100000-0x91C00000 is not inside external_ram_device 0x90000000-0x91000000"),
 ])
 def test_board_errors_name_file_and_key(tmp_path, edit, message):
     text = open(os.path.join(BOARDS_DIR, "stm32n6570-dk.toml")).read()

@@ -209,7 +209,7 @@ def test_gate_accepts_the_board_layout(tmp_path):
                   P("b", 0x71010000, 5), P("p", 0x71800000, 100, "params", REGION)], DK)
 
 
-def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22):
+def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, sizes=0x3038):
     """A minimal image: header, flags, and rt_ctx right after the header."""
     flags = 8 << 28 | 1 << 22 | dbg << 21 | secure << 20 | 8 << 16 | 2 << 13 | 1 << 12 | cpu
     n = 4 * words
@@ -220,7 +220,7 @@ def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22):
     if words == 26:
         hdr[23] = 0x20000010
     rt_ctx = [0] * 17
-    rt_ctx[8], rt_ctx[10] = ext, rt[0] << 24 | rt[1] << 16 | rt[2] << 8
+    rt_ctx[8], rt_ctx[10], rt_ctx[14] = ext, rt[0] << 24 | rt[1] << 16 | rt[2] << 8, sizes
     return struct.pack(f"<{words}I", *hdr) + struct.pack("<17I", *rt_ctx) + bytes(64)
 
 
@@ -272,3 +272,53 @@ def test_multi_model_layout_and_header(tmp_path):
         layout(files, DK, multi_model=False)
     with pytest.raises(N6Error, match="5 models; the multi-model header holds at most 4"):
         layout(files + files[:2], DK, multi_model=True)
+
+
+# -- absolute external-RAM pools ---------------------------------------------------------------------
+
+def _pools_image(ext_ram_sz, *pools):
+    """What check_external_pools reads of an image: rt_ctx's ext_ram_sz and the descriptors."""
+    from types import SimpleNamespace
+    from n6.reloc.image import PoolDescriptor, RtCtx
+    from n6.reloc.pools import flags_word
+    descs = [PoolDescriptor(0, flags_word(kind, 1, 3, 0), 0, dst, size, name) for name, kind, dst, size in pools]
+    return SimpleNamespace(rt_ctx=RtCtx(ext_ram_sz=ext_ram_sz), descriptors=descs)
+
+
+COPY, RESET, RELOC = 2, 3, 1
+
+
+@pytest.mark.parametrize("ext_ram_sz, pools, ext_exec, message", [
+    (0, [("xSPI1", COPY, 0x90000000, 32 << 20)], None, None),                   # the whole PSRAM, nothing else there
+    (0, [("xSPI1", COPY, 0x91E00000, 2 << 20)], (0x91C00000, 0x100008), None),   # above the -ext exec RAM
+    (1 << 20, [("xSPI1", RESET, 0x90000000, 1 << 20)], None, None),              # below the loader's pool
+    (1 << 20, [("xSPI1", RESET, 0x90200000, 4)], None, None),                    # above it
+    (1 << 20, [("AXISRAM5", COPY, 0x342E0000, 0x70000), ("xSPI2", RELOC, 0, 1 << 30)], None, None),  # not external RAM
+    (0, [("xSPI1", COPY, 0x90000000, (32 << 20) + 1)], None,
+     "absolute pool 'xSPI1' at 0x90000000-0x92000008 (33554440 bytes) is outside the board's external RAM "
+     "0x90000000-0x92000000 (fix: move the pool in the .mpool, or describe the RAM in [memory] external_ram_device"),
+    (0, [("hyperRAM", RESET, 0x8FFFFFF8, 64)], None, "outside the board's external RAM 0x90000000-0x92000000"),
+    (0x100001, [("xSPI1", RESET, 0x90200000, 64)], None,
+     "absolute pool 'xSPI1' at 0x90200000-0x90200040 (64 bytes) overlaps the loader's relocatable external-RAM pool "
+     "0x90100000-0x90200008 (8 bytes) (fix: move the pool in the .mpool above it, or make it USEMODE_RELATIVE)"),
+    (0, [("xSPI1", COPY, 0x91D00000, 1 << 20)], (0x91C00000, 0x100008),
+     "absolute pool 'xSPI1' at 0x91D00000-0x91E00000 (1048576 bytes) overlaps the -ext firmware's exec RAM "
+     "0x91C00000-0x91D00008 (8 bytes)"),
+])
+def test_absolute_external_ram_pools(ext_ram_sz, pools, ext_exec, message):
+    from n6.flash.gate import check_external_pools
+    board = load_board(board_path("stm32n6570-dk"))
+    img = _pools_image(ext_ram_sz, *pools)
+    if message is None:
+        check_external_pools("x_rel.bin", img, board, ext_exec)
+        return
+    with pytest.raises(N6Error) as e:
+        check_external_pools("x_rel.bin", img, board, ext_exec)
+    assert str(e.value).startswith("x_rel.bin: ") and message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_absolute_external_ram_pool_on_a_board_without_external_ram():
+    from n6.flash.gate import check_external_pools
+    board = load_board(board_path("nucleo-n657x0-q"))
+    with pytest.raises(N6Error, match="is outside the board's external RAM \\(it has none\\)"):
+        check_external_pools("x", _pools_image(0, ("xSPI1", COPY, 0x90000000, 64)), board)

@@ -16,7 +16,7 @@ import pytest
 from n6.flash import mrel
 from programmer_sim.board_state import BoardState
 
-from conftest import bump, copy_repo, scons
+from conftest import MODELS, bump, copy_repo, scons
 
 S = 0x10000
 SERIAL = "004200000000000000000001"
@@ -367,3 +367,61 @@ def test_size_gate_budgets_come_from_the_board_file(repo):
     run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
     proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
     assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr
+
+
+def test_gate_reads_the_install_validation_firmware(repo, tmp_path):
+    """With validation firmwares in the install, the gate judges the image by the variant that
+    loads it (XIP here), read from its ELF; a changed firmware re-runs the gate."""
+    from test_validation_firmware import build
+    folder = os.path.join(repo, "build", "stedgeai-sim", "2.2", "scripts", "N6_reloc", "test")
+    os.makedirs(folder)
+    try:
+        name = "stm32n6570-dk-validation-reloc-xip.elf"
+        (tmp_path / "off").mkdir()
+        (tmp_path / "on").mkdir()
+        elf = build(tmp_path / "off", name, dbg=False)
+        shutil.copy(elf, folder)
+        before = calls(repo)
+        proc = flash(repo, "RELOC_SPLIT=1", check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        line, = proc.stderr.strip().splitlines()
+        assert "build/big_mlp/network_rel.bin: dbg-info on but the firmware's (" in line and \
+            "/scripts/N6_reloc/test/stm32n6570-dk-validation-reloc-xip.elf) is off: INVALID_BIN" in line
+        assert calls(repo) == before
+        shutil.copy(build(tmp_path / "on", name), folder)
+        bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
+        flash(repo, "RELOC_SPLIT=1")
+        shutil.copy(elf, folder)                                  # the firmware changes: the gate runs again
+        bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
+        assert "is off: INVALID_BIN" in flash(repo, "RELOC_SPLIT=1", check=False).stderr
+        proc = flash(repo, "RELOC_SPLIT=1", "RELOC_COPY_MODE=1", check=False)      # the COPY variant is absent
+        assert proc.returncode == 2 and "stm32n6570-dk-validation-reloc-copy.elf: The " \
+            "'stm32n6570-dk-validation-reloc-copy.elf' is not available" in proc.stderr
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_gate_places_absolute_external_ram_pools(repo):
+    """A model whose activations live in an absolute PSRAM pool flashes when the pool lies in the
+    board's external RAM, and is refused (before any programmer call) when it does not."""
+    mpool = os.path.join(repo, "models", "kws_mlp", "kws_mlp.mpool")
+    original = open(mpool).read()
+    try:
+        spec = json.loads(open(os.path.join(MODELS, "big_mlp", "big_mlp.mpool")).read())   # the project's own
+        for p in spec["memory"]["mempools"]:
+            if p["fname"] == "xSPI1":
+                p.pop("mode")                                      # absolute at 0x90000000
+        open(mpool, "w").write(json.dumps(spec))
+        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram")
+        assert "xSPI1   0x03020600  RESET.ACTIV.WCACHED" in proc.stdout
+        path = _board_file(repo, "no-psram-map.toml", **{
+            "external_ram_device = { base = 0x90000000, size = 0x02000000 }": ""})
+        before = calls(repo, "build-psram")
+        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram", f"BOARD={path}", check=False)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+            "scons: *** [build-psram/kws_mlp/flash/on_board.json] build-psram/kws_mlp/network_rel.bin: absolute pool "
+            "'xSPI1' at 0x90000000-0x90000280 (640 bytes) is outside the board's external RAM 0x90100000-0x91C00000 "
+            f"(fix: move the pool in the .mpool, or describe the RAM in [memory] external_ram_device of {path})"]
+        assert calls(repo, "build-psram") == before
+    finally:
+        open(mpool, "w").write(original)

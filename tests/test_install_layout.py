@@ -8,15 +8,15 @@ import shlex
 
 import pytest
 
-from n6.stedgeai_install import READ_PATHS, RUNTIME_LIB_GLOB
+from n6.stedgeai_install import LL_ATON, OPTIONAL_READ_PATHS, PLATFORM, READ_PATHS, RUNTIME_LIB_GLOB
 
 from conftest import copy_repo, scons
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 
 
-def _missing(root):
-    return [p for p in READ_PATHS if not glob.glob(os.path.join(root, p))]
+def _missing(root, paths=READ_PATHS):
+    return [p for p in paths if not glob.glob(os.path.join(root, p))]
 
 
 @pytest.mark.parametrize("rel", ["2.2", "3.0"])
@@ -30,7 +30,7 @@ def test_the_simulated_install_has_every_path_the_build_reads(sim_install, rel):
 @pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
                     reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
 def test_a_real_install_has_every_path_the_build_reads():
-    assert _missing(os.path.join(REAL, "2.2")) == []
+    assert _missing(os.path.join(REAL, "2.2"), READ_PATHS + OPTIONAL_READ_PATHS) == []
 
 
 def test_the_build_reads_nothing_else_from_the_install(tmp_path):
@@ -45,5 +45,12 @@ def test_the_build_reads_nothing_else_from_the_install(tmp_path):
             if at >= 0:
                 used.add(os.path.normpath(arg[at + len(root):]))
     assert used, "no install path seen on the command lines"
-    unlisted = [u for u in sorted(used) if not any(fnmatch.fnmatch(u, p) for p in READ_PATHS)]
+    unlisted = [u for u in sorted(used) if not any(fnmatch.fnmatch(u, p) for p in READ_PATHS + OPTIONAL_READ_PATHS)]
     assert unlisted == []
+    # the include path of a runtime source is ST's makefile's, every folder of it the install's
+    # (LL_ATON, then the platform headers and their parent) but the model's build folder
+    cc = next(shlex.split(line) for line in out.splitlines() if line.endswith(os.path.join(LL_ATON, "ll_aton.c")))
+    includes = [os.path.normpath(a[2:]) for a in cc if a.startswith("-I")]
+    install = os.path.normpath(os.path.join(repo, root))
+    assert [os.path.relpath(i, install) if os.path.isabs(i) else i for i in includes] == \
+        [LL_ATON, PLATFORM, os.path.dirname(PLATFORM), os.path.join("build", "kws_mlp", "reloc")]

@@ -140,6 +140,19 @@ def test_images_and_prepared_sources_equal_st(repo, sample, variant):
         params = os.path.join(folder, "network_rel_params.bin") if variant == "split" else None
         _, modes = check_file(os.path.join(folder, "network_rel.bin"), params)
         assert [m.mode for m in modes] == ["XIP", "COPY"]
+    # and by the flash gate against ST's validation firmware that loads it, read from its ELF
+    from n6.board import BOARDS_DIR, load_board
+    from n6.flash.gate import check_firmware
+    from n6.flash.validation_firmware import installed_firmware
+    from n6.reloc.image import Image
+    board = load_board(os.path.join(BOARDS_DIR, "stm32n6570-dk.toml"))
+    path = os.path.join(ours, "network_rel.bin")
+    data = open(path, "rb").read()
+    for copy_mode in (False, True):
+        fw = installed_firmware(_install(), "2.2", Image.parse(data, path), board, copy_mode)
+        assert fw.source.endswith("-copy.elf" if copy_mode else "-xip.elf")
+        assert check_firmware(path, data, fw, 27 << 20, "b") == \
+            ([] if variant == "secure" else [f"{path}: non-secure image on a secure firmware (the loader warns, installs)"])
 
 
 @pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])

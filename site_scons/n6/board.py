@@ -50,8 +50,14 @@ class Images:
 @dataclass(frozen=True)
 class Memory:
     exec_ram: Region
-    external_ram: Region
+    external_ram: Region     # what the firmware gives the loader for the relocatable RW pool
     npu_ram: tuple
+    external_ram_device: Region | None = None   # the whole external RAM as mapped (absent: external_ram)
+
+    @property
+    def external_ram_span(self):
+        """Where absolute external-RAM pools may lie."""
+        return self.external_ram_device or self.external_ram
 
 
 @dataclass(frozen=True)
@@ -71,12 +77,16 @@ class Validation:
 
 @dataclass(frozen=True)
 class Firmware:
-    """The firmware that will load the images (absent: ST's validation firmware of the install)."""
+    """The firmware that will load the images (absent: ST's validation firmware of the install).
+    None for a fact that is not known: the gate does not check it."""
     release: str             # ST Edge AI Core release it was built with ("2.2", "3.0")
-    secure: bool
-    dbg_info: bool
+    secure: bool | None
+    dbg_info: bool | None
     fpu: bool
     cpu_part: int            # CPUID[15:4]
+    ll_aton: tuple | None = None       # (major, minor, micro) of its runtime; None: the release's
+    struct_sizes: int | None = None    # sizeof(LL_Buffer_InfoTypeDef) | sizeof(EpochBlock_ItemTypeDef) << 8
+    source: str = ""                   # where the facts come from (a firmware ELF); "": the board file
 
 
 @dataclass(frozen=True)
@@ -156,8 +166,13 @@ def load_board(path):
     npu = r.value(memory_t, "npu_ram", list, default=[])
     memory = Memory(r.region(memory_t, "exec_ram"), r.region(memory_t, "external_ram"),
                     tuple(r.region({"_name": "memory.npu_ram", **{str(i): t for i, t in enumerate(npu)}}, str(i),
-                                   named=True) for i in range(len(npu))))
-    r.only(memory_t, {"exec_ram", "external_ram", "npu_ram"})
+                                   named=True) for i in range(len(npu))),
+                    r.region(memory_t, "external_ram_device") if "external_ram_device" in memory_t else None)
+    r.only(memory_t, {"exec_ram", "external_ram", "npu_ram", "external_ram_device"})
+    dev, ext = memory.external_ram_span, memory.external_ram
+    if ext.size and not (dev.base <= ext.base and ext.end <= dev.end):
+        r.fail("memory.external_ram", f"0x{ext.base:08X}-0x{ext.end:08X} is not inside external_ram_device "
+               f"0x{dev.base:08X}-0x{dev.end:08X}")
 
     programmer = Programmer(r.value(prog_t, "backend", str, choices=BACKENDS, default="auto"),
                             r.value(prog_t, "frequency", int, positive=True, default=2000),

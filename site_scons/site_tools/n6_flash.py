@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.board import board_path, load_board
 from n6.errors import N6Error
-from n6.flash.gate import check_firmware, check_layout, default_firmware
+from n6.flash.gate import check_external_pools, check_firmware, check_layout, default_firmware, parse_image
 from n6_scons import reports_errors
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -148,8 +148,8 @@ def _flash_step(env, models):
            "force": bool(env.get("FORCE")), "reset": env.get("FLASH_RESET", "none"),
            "dry_run": bool(env.get("DRY_RUN")), "copy_mode": bool(env.get("RELOC_COPY_MODE")),
            "ext_ram": _ext_ram_budget(env, board), "build_dir": env.Dir("$BUILD_DIR").path,
-           "sim_board": sim_board_dir(env)}
-    sources, files = [], {}
+           "sim_board": sim_board_dir(env), "install_root": env.StedgeaiInstall()[0]}
+    sources, files = _firmware_sources(env, board, cfg), {}
     for m in models:
         imgs = [n for n in model_images[m] if n.name.endswith(("_rel.bin", "_rel_params.bin"))]
         files[m] = {"network": next(n.path for n in imgs if n.name.endswith("_rel.bin")),
@@ -167,6 +167,31 @@ def _flash_step(env, models):
         env.AlwaysBuild(nodes)
     _STEPS.setdefault(key, {})[tuple(models)] = nodes
     return nodes
+
+
+def _firmware_sources(env, board, cfg):
+    """The install's validation firmwares the gate may read (a changed one re-runs the gate)."""
+    from n6.flash.validation_firmware import FIRMWARE_DIR, possible_variants
+    if board.firmware is not None:
+        return []
+    names = {v.name for v in possible_variants(cfg["release"], board, cfg["copy_mode"])}
+    paths = [os.path.join(cfg["install_root"], FIRMWARE_DIR, n) for n in sorted(names)]
+    return [env.File(p) for p in paths if os.path.isfile(p)]
+
+
+def _firmware_for(cfg, board, image, path):
+    """What loads the image: the board file's [firmware], else the install's validation firmware
+    variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
+    (base, bytes used) or None)."""
+    from n6.flash.validation_firmware import EXT_EXEC_RAM, installed_firmware, variant_for
+    from n6.releases import release
+    if board.firmware is not None:
+        return board.firmware, None
+    found = installed_firmware(cfg["install_root"], cfg["release"], image, board, cfg["copy_mode"], path)
+    if found is None:
+        return default_firmware(release(cfg["release"]).core), None
+    ext = variant_for(cfg["release"], image, board, cfg["copy_mode"], path).ext
+    return found, (EXT_EXEC_RAM[0], image.copy_size if cfg["copy_mode"] else image.xip_size) if ext else None
 
 
 def _ext_ram_budget(env, board):
@@ -250,7 +275,6 @@ def _flash_action(target, source, env):
     from n6.flash import mrel
     from n6.flash.deploy import ModelFiles, deploy, layout
     from n6.flash.records import RecordStore
-    from n6.releases import release
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
     ran = _FLASHED.setdefault(cfg["build_dir"], cfg["models"])
@@ -262,12 +286,14 @@ def _flash_action(target, source, env):
     flags = 0 if cfg["copy_mode"] else mrel.FLAG_XIP
     images = layout(models, board, cfg["multi"], flags)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
-    firmware = board.firmware or default_firmware(release(cfg["release"]).core)
     tag = "  SIMULATED" if cfg["simulated"] else ""
     for im in images:
         if im.role == "network":
+            img = parse_image(im.path, im.data)
+            firmware, ext_exec_ram = _firmware_for(cfg, board, img, im.path)
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):
                 print(f"  WARNING  {w}{tag}")
+            check_external_pools(im.path, img, board, ext_exec_ram)
     flash_dir = os.path.dirname(target[0].abspath)
     log_path = os.path.join(os.path.relpath(flash_dir), "programmer.log")
     if os.path.exists(log_path):

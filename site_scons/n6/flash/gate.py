@@ -5,8 +5,10 @@ from dataclasses import dataclass
 
 from ..board import Firmware
 from ..errors import N6Error
+from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from ..releases import release
-from ..reloc.image import MAGIC, Image
+from ..reloc.image import MAGIC, Image, align8
+from ..reloc.pools import TYPE_COPY, TYPE_RESET
 
 
 @dataclass(frozen=True)
@@ -62,44 +64,88 @@ def _version(word):
     return f"{word >> 24}.{(word >> 16) & 0xFF}.{(word >> 8) & 0xFF}"
 
 
-def check_firmware(path, data, firmware, ext_ram_budget, where):
-    """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings."""
-    fw_rel = release(firmware.release)
-    fix = f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}"
+def parse_image(path, data):
+    """The image, or ST's error for anything without its magic."""
     if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
         raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
                       "flash a network_rel.bin built by this project")
-    img = Image.parse(data, path)
+    return Image.parse(data, path)
+
+
+def check_firmware(path, data, firmware, ext_ram_budget, where):
+    """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings. A fact
+    of `firmware` that is None is not known and not checked."""
+    fw_rel = release(firmware.release)
+    named = f" ({firmware.source})" if firmware.source else ""
+    fix = (f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}" +
+           (" (it is read from the install's validation firmware now)" if firmware.source else ""))
+    img = parse_image(path, data)
     words = img.header.n_words
     if words != fw_rel.header_words:
         img_rel = "2.x" if words == 24 else "3.x"
         consequence = ("ST's loader takes rt_ctx from a code word and reads past the image (bus fault, no error)"
                        if words < fw_rel.header_words else "the loader refuses it (INVALID_BIN)")
-        raise N6Error(path, f"ST Edge AI {img_rel} image ({4 * words}-byte header) for a {fw_rel.core} firmware "
-                      f"({fw_rel.header_size}-byte header): {consequence}", fix)
+        raise N6Error(path, f"ST Edge AI {img_rel} image ({4 * words}-byte header) for a {fw_rel.core} firmware"
+                      f"{named} ({fw_rel.header_size}-byte header): {consequence}", fix)
     flags, rt = img.flags, img.rt_ctx
     if rt is None:
         raise N6Error(path, "no runtime context in the image (INVALID_BIN)", "rebuild the image")
-    if rt.rt_version & 0xFFFFFF00 != fw_rel.rt_version:
+    fw_version = firmware.ll_aton or fw_rel.atonn[:3]
+    if rt.rt_version & 0xFFFFFF00 != fw_version[0] << 24 | fw_version[1] << 16 | fw_version[2] << 8:
         raise N6Error(path, f"runtime {_version(rt.rt_version)} but the firmware's LL_ATON is "
-                      f"{_version(fw_rel.rt_version)} (ST Edge AI {fw_rel.core}): INVALID_BIN", fix)
+                      "{}.{}.{}".format(*fw_version) + f" (ST Edge AI {fw_rel.core}){named}: INVALID_BIN", fix)
     if flags.cpuid != firmware.cpu_part:
         raise N6Error(path, f"built for CPU part 0x{flags.cpuid:03X}, the firmware runs on 0x{firmware.cpu_part:03X}: "
                       "INVALID_BIN", fix)
     if flags.fpu and not firmware.fpu:
-        raise N6Error(path, "built for an FPU the firmware does not enable (CPACR): INVALID_BIN", fix)
+        raise N6Error(path, f"built for an FPU the firmware{named} does not enable (CPACR): INVALID_BIN", fix)
     warnings = []
-    if flags.secure and not firmware.secure:
-        raise N6Error(path, "secure image (-mcmse) for a non-secure firmware: INVALID_BIN",
+    if flags.secure and firmware.secure is False:
+        raise N6Error(path, f"secure image (-mcmse) for a non-secure firmware{named}: INVALID_BIN",
                       "build with RELOC_SECURE=0, or " + fix)
     if firmware.secure and not flags.secure:
         warnings.append(f"{path}: non-secure image on a secure firmware (the loader warns, installs)")
-    if flags.dbg_info != firmware.dbg_info:
-        raise N6Error(path, f"dbg-info {'on' if flags.dbg_info else 'off'} but the firmware's is "
+    if firmware.dbg_info is not None and flags.dbg_info != firmware.dbg_info:
+        raise N6Error(path, f"dbg-info {'on' if flags.dbg_info else 'off'} but the firmware's{named} is "
                       f"{'on' if firmware.dbg_info else 'off'}: INVALID_BIN",
                       f"build with RELOC_DBG_INFO={int(firmware.dbg_info)}, or " + fix)
+    sizes = rt.rt_c_struct_sizes & 0xFFFF
+    if firmware.struct_sizes is not None and sizes != firmware.struct_sizes:
+        raise N6Error(path, f"sizeof(LL_Buffer_InfoTypeDef) / sizeof(EpochBlock_ItemTypeDef) are {sizes & 0xFF} / "
+                      f"{sizes >> 8} in the image, {firmware.struct_sizes & 0xFF} / {firmware.struct_sizes >> 8} in "
+                      f"the firmware{named}: INVALID_BIN", fix)
     need = (rt.ext_ram_sz + 7) & ~7
     if ext_ram_budget is not None and need > ext_ram_budget:
         raise N6Error(path, f"Model requires more external RAM than available {need} > {ext_ram_budget}",
                       "reduce the model's external-RAM pool, or raise RELOC_EXT_RAM_SIZE for a board with more PSRAM")
     return warnings
+
+
+def check_external_pools(path, img, board, ext_exec_ram=None):
+    """Absolute pools in external RAM (COPY/RESET descriptors: the loader writes them at their own
+    address) are legal in a relocatable image when they lie in the board's external RAM, clear of
+    what the loader itself puts there: the relocatable RW pool at the start of `external_ram`
+    (align8(ext_ram_sz) bytes) and, for an `-ext` firmware, the model's exec RAM (`ext_exec_ram`
+    = (base, bytes used) or None)."""
+    span, ext = board.memory.external_ram_span, board.memory.external_ram
+    taken = []
+    if img.rt_ctx and img.rt_ctx.ext_ram_sz:
+        taken.append(("the loader's relocatable external-RAM pool", ext.base, ext.base + align8(img.rt_ctx.ext_ram_sz)))
+    if ext_exec_ram:
+        taken.append(("the -ext firmware's exec RAM", ext_exec_ram[0], ext_exec_ram[0] + ext_exec_ram[1]))
+    for d in img.descriptors:
+        kind = d.flags >> 24
+        if kind not in (TYPE_COPY, TYPE_RESET) or d.dst < EXTERNAL_BASE or EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]:
+            continue
+        lo, hi = d.dst, d.dst + align8(d.size)
+        pool = f"absolute pool '{d.name}' at 0x{lo:08X}-0x{hi:08X} ({hi - lo} bytes)"
+        if not span.size or lo < span.base or hi > span.end:
+            where = (f"the board's external RAM 0x{span.base:08X}-0x{span.end:08X}" if span.size else
+                     "the board's external RAM (it has none)")
+            raise N6Error(path, f"{pool} is outside {where}",
+                          f"move the pool in the .mpool, or describe the RAM in [memory] external_ram_device of "
+                          f"{board.path}")
+        for what, a, b in taken:
+            if lo < b and a < hi:
+                raise N6Error(path, f"{pool} overlaps {what} 0x{a:08X}-0x{b:08X} ({min(hi, b) - max(lo, a)} bytes)",
+                              "move the pool in the .mpool above it, or make it USEMODE_RELATIVE")

@@ -9,39 +9,22 @@ import subprocess
 import time
 
 from ..errors import N6Error
+from ..flash import validation_firmware
+from ..flash.validation_firmware import choose_variant
 
-FIRMWARE_DIRS = {"2": os.path.join("scripts", "N6_reloc", "test"), "3": os.path.join("scripts", "N6_reloc", "test")}
-EXEC_RAM = 640 << 10            # internal exec RAM of the COPY firmwares
-EXT_EXEC_RAM = 4 << 20          # the -ext firmwares' exec RAM in PSRAM
-EXT_RAM = 27 << 20              # external RAM for the relocatable read/write pool
 GDB_PORT = 36789
 PLUGINS = {"ST-LINK_gdbserver": "com.st.stm32cube.ide.mcu.externaltools.stlink-gdb-server*",
            "arm-none-eabi-gdb": "com.st.stm32cube.ide.mcu.externaltools.gnu-tools*"}
 
 
 def firmware_name(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False):
-    """ST's file name for the firmware variant, with ST's fallbacks: COPY above 640 KB runs from
-    PSRAM (`-ext`); more external RAM than 27 MB cannot run."""
-    if ext_ram_size > EXT_RAM:
-        raise N6Error(None, f"Model requires more external RAM than available {ext_ram_size} > {EXT_RAM}",
-                      "reduce the model's external RAM pool")
-    if release.startswith("2"):
-        ext = mode == "copy" and copy_size > EXEC_RAM
-        if ext and copy_size > EXT_EXEC_RAM:
-            raise N6Error(None, f"the model needs {copy_size} bytes of exec RAM, more than the {EXT_EXEC_RAM} of "
-                          "the -ext firmware", "use XIP mode")
-        suffix = "-usbc" if usbc else "-5529600" if max_speed else ""
-        return f"stm32n6570-dk-validation-reloc-{mode}{'-ext' if ext else ''}{suffix}.elf"
-    return f"stm32n6570-dk-validation-reloc{'-usbc' if usbc else ''}.elf"
+    """ST's file name for the firmware variant, with ST's fallbacks (one choice, shared with the
+    flash gate: n6.flash.validation_firmware.choose_variant)."""
+    return choose_variant(release, mode, copy_size, ext_ram_size, usbc, max_speed).name
 
 
 def firmware_path(install_root, release, **variant):
-    name = firmware_name(release, **variant)
-    path = os.path.join(install_root, FIRMWARE_DIRS[release[0]], name)
-    if not os.path.isfile(path):
-        raise N6Error(path, f"The '{name}' is not available", "use an ST Edge AI Core install with its N6_reloc "
-                      "validation firmwares (STEDGEAI_CORE_DIR)")
-    return path
+    return validation_firmware.firmware_path(install_root, choose_variant(release, **variant))
 
 
 def find_tool(name, environ=os.environ):
