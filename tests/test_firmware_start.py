@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from n6.errors import N6Error
+from n6.flash import validation_firmware as vf
 from n6.run import firmware_start as fw
 
 @pytest.mark.parametrize("kwargs,name", [
@@ -19,15 +20,15 @@ from n6.run import firmware_start as fw
     ({"max_speed": True}, "stm32n6570-dk-validation-reloc-copy-5529600.elf"),
 ])
 def test_firmware_variant(kwargs, name):
-    assert fw.firmware_name("2.2", **kwargs) == name
+    assert vf.choose_variant("2.2", **kwargs).name == name
 
 
 def test_firmware_limits_and_missing_file(tmp_path):
     with pytest.raises(N6Error, match="more external RAM than available"):
-        fw.firmware_name("2.2", ext_ram_size=28 << 20)
-    assert fw.firmware_name("3.0") == "stm32n6570-dk-validation-reloc.elf"
+        vf.choose_variant("2.2", ext_ram_size=28 << 20)
+    assert vf.choose_variant("3.0").name == "stm32n6570-dk-validation-reloc.elf"
     with pytest.raises(N6Error, match="is not available"):
-        fw.firmware_path(str(tmp_path), "2.2")
+        vf.firmware_path(str(tmp_path), vf.choose_variant("2.2"))
 
 
 def test_argv():

@@ -239,7 +239,10 @@ def test_interrupted_by_sigint_then_completed(repo):
     os.killpg(proc.pid, signal.SIGINT)                 # Ctrl-C in the terminal: scons and the programmer
     out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "Traceback" not in err
-    assert err.strip().splitlines() == ["scons: *** [build/big_mlp/flash/on_board.json] Build interrupted."]
+    # One line either way: SCons saw the Ctrl-C first, or the programmer died of it first (a loaded machine).
+    (line,) = err.strip().splitlines()
+    assert line == "scons: *** [build/big_mlp/flash/on_board.json] Build interrupted." or \
+        "programmer stopped by signal 2" in line
     n = len(board(repo).events("program"))
     assert programs + 1 < n < programs + 12            # interrupted half-way
     time.sleep(0.5)

@@ -56,13 +56,14 @@ def _session(opts, on_board_path):
 
 def _start_firmware(opts, on_board, board):
     """Load ST's validation firmware into the board's SRAM and start it (real boards)."""
+    from n6.flash import validation_firmware
     from n6.flash.cubeprogrammer import find_cli
     from n6.reloc.image import Image
     from n6.run import firmware_start
     network = next(i for i in on_board["images"] if i["role"] == "network")
     img = Image.load(network["path"])
-    elf = firmware_start.firmware_path(opts["install_root"], opts["release"], copy_size=img.copy_size,
-                                       ext_ram_size=img.rt_ctx.ext_ram_sz if img.rt_ctx else 0)
+    variant = validation_firmware.variant_for(opts["release"], img, board, opts["copy_mode"], network["path"])
+    elf = validation_firmware.firmware_path(opts["install_root"], variant)   # the variant the flash gate checked
     _say(f"  START    {os.path.basename(elf)}")
     if opts["backend"] == "pyocd":          # the flash step's programmer backend
         firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
@@ -137,7 +138,7 @@ def run_model(env, spec):
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
             "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
-            "install_root": os.path.abspath(install_root),
+            "install_root": os.path.abspath(install_root), "copy_mode": bool(env["RELOC_COPY_MODE"]),
             "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],

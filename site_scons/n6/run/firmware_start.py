@@ -9,22 +9,10 @@ import subprocess
 import time
 
 from ..errors import N6Error
-from ..flash import validation_firmware
-from ..flash.validation_firmware import choose_variant
 
 GDB_PORT = 36789
 PLUGINS = {"ST-LINK_gdbserver": "com.st.stm32cube.ide.mcu.externaltools.stlink-gdb-server*",
            "arm-none-eabi-gdb": "com.st.stm32cube.ide.mcu.externaltools.gnu-tools*"}
-
-
-def firmware_name(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False):
-    """ST's file name for the firmware variant, with ST's fallbacks (one choice, shared with the
-    flash gate: n6.flash.validation_firmware.choose_variant)."""
-    return choose_variant(release, mode, copy_size, ext_ram_size, usbc, max_speed).name
-
-
-def firmware_path(install_root, release, **variant):
-    return validation_firmware.firmware_path(install_root, choose_variant(release, **variant))
 
 
 def find_tool(name, environ=os.environ):
