@@ -13,7 +13,7 @@ SITE = os.path.join(ROOT, "site_scons")
 SIM = os.path.join(ROOT, "sim", "stedgeai")
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
-for p in (SITE, SIM):
+for p in (SITE, SIM, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 
