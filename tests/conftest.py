@@ -43,7 +43,8 @@ class Stedgeai:
 
     def generate(self, model, out, *extra, profile="default", profile_file=None, cwd=None):
         model_dir = os.path.join(MODELS, model) if not os.path.isabs(model) else os.path.dirname(model)
-        model_file = os.path.join(model_dir, "model.onnx") if not model.endswith(".onnx") else model
+        model_file = model if model.endswith((".onnx", ".tflite")) else next(
+            os.path.join(model_dir, f) for f in sorted(os.listdir(model_dir)) if f.endswith((".onnx", ".tflite")))
         profile_file = profile_file or os.path.join(model_dir, "neural_art.json")
         return self.run("generate", "-m", model_file, "--target", "stm32n6", "--st-neural-art",
                         f"{profile}@{profile_file}", "-o", str(out), "-w", str(out) + "_ws", *extra, cwd=cwd)

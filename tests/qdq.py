@@ -44,3 +44,32 @@ def from_memory(buf, shape, dtype=np.int8):
         n, c, h, w = shape
         return a.reshape(n, h, w, c).transpose(0, 3, 1, 2)
     return a.reshape(shape)
+
+
+def sub_model(model_path, src, dst, out_path):
+    """The part of a QDQ model from the DequantizeLinear output `src` to the value `dst`, as a model
+    whose float input is re-quantised exactly as `src` was (so it sees the same int8 tensor)."""
+    from onnx import numpy_helper
+    full = onnx.load(str(model_path))
+    dq = next(n for n in full.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == src)
+    inits = {i.name: i for i in full.graph.initializer}
+    onnx.utils.extract_model(str(model_path), str(out_path), [src], [dst])
+    part = onnx.load(str(out_path))
+    part.graph.input[0].name = "x"
+    part.graph.node.insert(0, helper.make_node("DequantizeLinear", ["x_q", dq.input[1], dq.input[2]], [src]))
+    part.graph.node.insert(0, helper.make_node("QuantizeLinear", ["x", dq.input[1], dq.input[2]], ["x_q"]))
+    have = {i.name for i in part.graph.initializer}
+    part.graph.initializer.extend(numpy_helper.from_array(numpy_helper.to_array(inits[n]), n)
+                                  for n in dq.input[1:] if n not in have)
+    onnx.save(part, str(out_path))
+
+
+def intermediate(model_path, name, x):
+    """onnxruntime's value of the float tensor `name` of a model on input x."""
+    import onnxruntime as ort
+    model = onnx.load(str(model_path))
+    model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return sess.run([name], {sess.get_inputs()[0].name: x})[0]

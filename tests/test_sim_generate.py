@@ -163,6 +163,31 @@ def test_empty_onnx_file(stedgeai, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("content, problem", [(b"", "empty"), (b"\x10\x00\x00\x00NOPE" + bytes(16), "not a TFLite")])
+def test_bad_tflite_file(stedgeai, tmp_path, content, problem):
+    (tmp_path / "m.tflite").write_bytes(content)
+    proc = stedgeai().generate(str(tmp_path / "m.tflite"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.tflite"), problem, "fix:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unsupported_tflite_operator_names_it(stedgeai, tmp_path):
+    """A TFLite operator the tool does not lower: one line naming its output tensor and the operator."""
+    import tflite_writer
+    from stedgeai_sim.onnx_import import import_onnx
+    from tflite.BuiltinOperator import BuiltinOperator
+    net = import_onnx(os.path.join(MODELS, "kws_mlp", "model.onnx"))
+    w = tflite_writer._Writer()
+    for layer in net.layers:
+        w.layer(layer)
+    w.opcodes[w.opcodes.index(BuiltinOperator.SOFTMAX)] = BuiltinOperator.ELU
+    (tmp_path / "m.tflite").write_bytes(w.finish(net))
+    proc = stedgeai().generate(str(tmp_path / "m.tflite"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.tflite"), f"'{net.outputs[0].name}' (ELU)", "operator 'ELU'", "fix:")
+
+
 @pytest.mark.parametrize("dims, ok", [(["N", 4], True), ([1, "L"], False), ([1, 0], False)])
 def test_dynamic_dimensions(stedgeai, tmp_path, dims, ok):
     """A symbolic batch runs as batch 1; any other dynamic dimension is refused, never taken as 1."""
