@@ -6,6 +6,8 @@ import subprocess
 
 import numpy as np
 
+from n6.stedgeai_install import PLATFORM
+
 from conftest import ROOT
 
 HARNESS = r"""
@@ -88,7 +90,7 @@ def build(out, install, tmp_path):
     exe = tmp_path / "net"
     subprocess.run(["gcc", "-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}",
                     f"-I{os.path.join(install, 'Middlewares', 'ST', 'AI', 'Inc')}",
-                    f"-I{os.path.join(ROOT, 'firmware', 'platform', 'stm32n6')}", f"-I{out}", *srcs, "-o", str(exe)],
+                    f"-I{os.path.join(install, PLATFORM)}", f"-I{out}", *srcs, "-o", str(exe)],
                    check=True, capture_output=True)
     return exe, info
 

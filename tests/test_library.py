@@ -187,7 +187,7 @@ def test_code_image_round_trip_and_a_mismatched_pair(tmp_path):
     from n6.reloc.image import CodeImage
     code = bytearray(104)
     struct.pack_into("<I", code, 0, 0x4E49424E)
-    img = CodeImage(bytes(code), b"\x01" * 16, got_entries=5)
+    img = CodeImage(bytes(code), b"\x01" * 16)
     path = tmp_path / "network_rel_code.bin"
     img.save(str(path))
     assert CodeImage.load(str(path)) == img

@@ -6,7 +6,9 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, SIM
+from n6.stedgeai_install import PLATFORM
+
+from conftest import SIM
 
 LL_ATON = os.path.join(SIM, "install", "Middlewares", "ST", "AI", "Npu", "ll_aton")
 VERSIONS = {"2.2": (1, 1, 1, 14), "3.0": (1, 1, 3, 8), "4.0": (1, 1, 3, 262)}
@@ -76,7 +78,7 @@ def _probe(tmp_path, release, table):
         "nn": ", NULL" if release == "4.0" else ""})
     exe = tmp_path / "probe"
     subprocess.run(["gcc", "-std=gnu99", "-DBUILD_AI_NETWORK_RELOC", f"-I{inc}", f"-I{LL_ATON}",
-                    f"-I{os.path.join(ROOT, 'firmware', 'platform', 'stm32n6')}", str(src),
+                    f"-I{os.path.join(SIM, 'install', PLATFORM)}", str(src),
                     os.path.join(LL_ATON, "ll_aton_reloc_callbacks.c"), "-o", str(exe)], check=True,
                    capture_output=True, text=True)
     return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")

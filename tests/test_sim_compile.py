@@ -6,19 +6,20 @@ import subprocess
 import pytest
 
 from n6 import gcc_flags
+from n6.stedgeai_install import PLATFORM
 
 from conftest import BUNDLED, ROOT
 
-PLT_DIR = os.path.join(ROOT, "firmware", "platform", "stm32n6")
 RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
            "ecloader.c", "ll_aton_reloc_callbacks.c"]
 
 
 def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
     rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
-    defines = ['MODEL_CONF="network_reloc_conf.h"'] + gcc_flags.DEFINES + [gcc_flags.DBG_INFO_DEFINE]
+    plt = os.path.join(install, PLATFORM)
+    defines = gcc_flags.defines("network")
     argv = (["arm-none-eabi-gcc"] + gcc_flags.compile_flags(secure) + [f"-D{d}" for d in defines] +
-            [f"-I{rt}", f"-I{PLT_DIR}", f"-I{PLT_DIR}/..", f"-I{build_dir}"] + list(extra) +
+            [f"-I{rt}", f"-I{plt}", f"-I{plt}/..", f"-I{build_dir}"] + list(extra) +
             ["-Wall", "-Werror", "-c", src, "-o", os.path.join(obj_dir or build_dir, os.path.basename(src) + ".o")])
     return subprocess.run(argv, capture_output=True, text=True)
 

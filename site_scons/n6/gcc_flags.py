@@ -8,9 +8,20 @@ OPT = ["-std=gnu99", "-mno-thumb-interwork", "-ffast-math", "-fsingle-precision-
        "-fomit-frame-pointer", "-fno-builtin", "-Os"]
 DEFINES = ["LL_ATON_DUMP_DEBUG_API", "LL_ATON_PLATFORM=LL_ATON_PLAT_STM32N6", "LL_ATON_OSAL=LL_ATON_OSAL_BARE_METAL",
            "LL_ATON_RT_MODE=LL_ATON_RT_ASYNC", "LL_ATON_SW_FALLBACK", "LL_ATON_DBG_BUFFER_INFO_EXCLUDED=1",
-           "LL_ATON_RT_RELOC", "BUILD_AI_NETWORK_RELOC"]
+           "LL_ATON_RT_RELOC"]
+RELOC_DEFINE = "BUILD_AI_NETWORK_RELOC"
 DBG_INFO_DEFINE = "LL_ATON_EB_DBG_INFO"
-ECBLOB_DEFINE = 'ECBLOB_CONST_SECTION=__attribute__((used, section(".const_ec_blob")))'
+ECBLOB_DEFINE = 'ECBLOB_CONST_SECTION=__attribute__((used, section (".const_ec_blob"), ))'
+
+
+def defines(name, dbg_info=True, ecblob_in_params=False):
+    """The -D list of ST's makefile, in its order: the reloc define, the model's config header,
+    then the runtime's (the debug-info switch among them, the EC-blob section last)."""
+    runtime = list(DEFINES)
+    if dbg_info:
+        runtime.insert(runtime.index("LL_ATON_DBG_BUFFER_INFO_EXCLUDED=1"), DBG_INFO_DEFINE)
+    return [RELOC_DEFINE, f'MODEL_CONF="{name}_reloc_conf.h"'] + runtime + \
+        ([ECBLOB_DEFINE] if ecblob_in_params else [])
 
 # The runtime library is compiled like the model (it is linked into it), and its own memcpy &
 # co. must not be turned back into calls to themselves.

@@ -6,6 +6,8 @@ from .jsonfile import read_json
 
 _MAGNITUDE = {"BYTES": 1, "KBYTES": 1024, "MBYTES": 1024 * 1024}
 EXTERNAL_BASE = 0x6000_0000
+# Read-only external memory: the DK's xSPI2 NOR, memory-mapped (relocatable images live there too).
+EXTERNAL_FLASH = (0x7000_0000, 0x8000_0000)
 
 
 @dataclass(frozen=True)

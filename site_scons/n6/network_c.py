@@ -17,8 +17,8 @@ _FIELD = re.compile(r"\.(\w+)\s*=\s*([^,\n]+)")
 _ADDR_BASE = re.compile(r"\.addr_base\s*=\s*\{(.*?)\}\s*(?:/\*.*?\*/)?\s*,", re.S)
 _HEX = re.compile(r"\b(0x[0-9a-fA-F]+)")
 _OLD_FORM = re.compile(r"\.addr_(start|end|limit)\s*=\s*\{(.*?)\}", re.S)
-_SIZE = re.compile(r"([\d.]+)\s*(B|KB|MB)")
-_UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
+_SIZE = re.compile(r"([\d.]+)\s*(B|KB|MB|)")
+_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024 * 1024}
 
 
 @dataclass
@@ -57,9 +57,10 @@ class PoolComment:
 
     @property
     def global_size(self):
-        """The `global pool ... is <size>` figure in bytes (0 for `?`)."""
+        """The `global pool ... is <size>` figure in bytes (0 for `?`), truncated like ST's flow
+        reads it: "2.28 MB" is int(2.28 * 1024 * 1024)."""
         m = _SIZE.fullmatch(self.size_text.strip())
-        return int(round(float(m.group(1)) * _UNITS[m.group(2)])) if m else 0
+        return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
 
 
 @dataclass

@@ -5,13 +5,26 @@ import re
 from .errors import N6Error
 from .releases import release_for_atonn
 
+# Every path the build reads from an install (real or simulated: both have this layout).
 CLI = os.path.join("Utilities", "linux", "stedgeai")
 LL_ATON = os.path.join("Middlewares", "ST", "AI", "Npu", "ll_aton")
+LL_ATON_VERSION = os.path.join(LL_ATON, "ll_aton_version.h")
+SW_LIB_INC = os.path.join("Middlewares", "ST", "AI", "Inc")
+RUNTIME_LIB_DIR = os.path.join("Middlewares", "ST", "AI", "Lib", "GCC", "ARMCortexM55")
+RUNTIME_LIB_GLOB = os.path.join(RUNTIME_LIB_DIR, "NetworkRuntime*_PIC.a")
+# The platform headers ST's relocatable-model makefile compiles with (-I<this> -I<this>/..).
+PLATFORM = os.path.join("scripts", "N6_reloc", "resources", "platform", "stm32n6")
+# LL_ATON sources compiled into every relocatable image (ST's makefile lists them).
+RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
+                   "ecloader.c")
+LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)
+READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
+    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES)
 
 
 def check_install(root):
     """A real install given through STEDGEAI_CORE_DIR must have ST's layout."""
-    for rel in (CLI, LL_ATON):
+    for rel in (CLI, LL_ATON, PLATFORM):
         if not os.path.exists(os.path.join(root, rel)):
             raise N6Error(root, f"not an ST Edge AI Core install (no {rel})",
                           "point STEDGEAI_CORE_DIR at the install root, or unset it to use the simulated one")
@@ -35,7 +48,7 @@ def read_ll_aton_version(header):
 
 
 def install_release(root):
-    version = read_ll_aton_version(os.path.join(root, LL_ATON, "ll_aton_version.h"))
+    version = read_ll_aton_version(os.path.join(root, LL_ATON_VERSION))
     rel = release_for_atonn(version)
     if rel is None:
         raise N6Error(root, "LL_ATON {}.{}.{}-{} belongs to an unsupported ST Edge AI Core release".format(*version),

@@ -19,15 +19,11 @@ import SCons.Builder
 from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.stedgeai_install import LL_ATON
+from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
 from n6_scons import library_code, progress, reports_errors
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
-PLT_DIR = os.path.join(FIRMWARE, "platform", "stm32n6")
-RUNTIME_SOURCES = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
-                   "ecloader.c"]
-LATE_SOURCES = ["ll_aton_reloc_callbacks.c"]
 EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
 NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 
@@ -45,7 +41,7 @@ def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
-            opts["install_version"])
+            opts["install_version"], opts["absolute_flash_pools"])
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -71,24 +67,22 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     name = opts["name"] or stem
     install_root, install_rel, _ = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
-    sw_inc = os.path.join(install_root, "Middlewares", "ST", "AI", "Inc")
+    sw_inc = os.path.join(install_root, SW_LIB_INC)
+    plt_dir = os.path.join(install_root, PLATFORM)
     runtime_lib = env.StedgeaiRuntimeLib()
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
+                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"],
                  "install_version": list(install_rel.atonn), "raws": sorted(os.path.basename(str(r)) for r in raws)}
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
     reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
 
-    defines = [f'MODEL_CONF="{name}_reloc_conf.h"'] + gcc_flags.DEFINES
-    if opts["dbg_info"]:
-        defines.append(gcc_flags.DBG_INFO_DEFINE)
-    if opts["ecblob_in_params"]:
-        defines.append(gcc_flags.ECBLOB_DEFINE)
-    defines = [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
+    defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
+               for d in gcc_flags.defines(name, opts["dbg_info"], opts["ecblob_in_params"])]
     cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
-                     CPPPATH=[rt_dir, PLT_DIR, os.path.dirname(PLT_DIR), env.Dir(build)])
+                     CPPPATH=[rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)])
 
     flag_sets = {}
 
@@ -156,7 +150,8 @@ def _check_action(target, source, env):
             _, modes = check_file(node.path, params_path(node.path))
         except LoaderError as e:
             raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
-        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode")
+        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
+              "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
 
 
 def check_alias(env, images):
@@ -167,7 +162,7 @@ def check_alias(env, images):
 
 
 def generate(env):
-    env.SetDefault(RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
+    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
                    RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
                    RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(

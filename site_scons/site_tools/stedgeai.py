@@ -17,7 +17,7 @@ import SCons.Node.FS
 from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.releases import generate_outputs, release
-from n6.stedgeai_install import CLI, check_install, install_release
+from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
 from n6_scons import code_version, progress, reports_errors
 
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
@@ -65,7 +65,7 @@ def build_sim_install(env, arm_env):
     for relpath, src in installed_files(rel.core).items():
         files += env.StedgeaiSimInstall(os.path.join(root, relpath), ([src] if src else []) + [facts])
     objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
-                           CPPPATH=[os.path.join(root, "Middlewares", "ST", "AI", "Inc")],
+                           CPPPATH=[os.path.join(root, SW_LIB_INC)],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
             for src in runtime_lib_sources()]
     lib = arm_env.StaticLibrary(os.path.join(root, runtime_lib_path(rel.core)), objs)
@@ -78,10 +78,9 @@ def runtime_lib(env):
     root, rel, simulated = _install(env)
     if simulated:
         return env.File(os.path.join(root, runtime_lib_path(rel.core)))
-    found = sorted(glob.glob(os.path.join(root, "Middlewares", "ST", "AI", "Lib", "GCC", "ARMCortexM55",
-                                          "NetworkRuntime*_PIC.a")))
+    found = sorted(glob.glob(os.path.join(root, RUNTIME_LIB_GLOB)))
     if not found:
-        raise N6Error(root, "no Middlewares/ST/AI/Lib/GCC/ARMCortexM55/NetworkRuntime*_PIC.a in the install",
+        raise N6Error(root, f"no {RUNTIME_LIB_GLOB} in the install",
                       "install the STM32N6 runtime libraries of ST Edge AI Core")
     return env.File(found[0])
 

@@ -13,6 +13,7 @@ import sys
 
 from n6.atomic import write_text
 from n6.releases import release
+from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(SIM_DIR, "install")
@@ -41,7 +42,7 @@ def runtime_lib_sources():
 
 def runtime_lib_path(core):
     rel = release(core)
-    return os.path.join("Middlewares", "ST", "AI", "Lib", "GCC", "ARMCortexM55", f"{rel.runtime_lib}_PIC.a")
+    return os.path.join(RUNTIME_LIB_DIR, f"{rel.runtime_lib}_PIC.a")
 
 
 def _dest(rel, relpath):
@@ -53,7 +54,6 @@ def _dest(rel, relpath):
     return relpath
 
 
-LAUNCHER_PATH = os.path.join("Utilities", "linux", "stedgeai")
 SIM_JSON_PATH = os.path.join("Utilities", "linux", "stedgeai_sim.json")
 
 

@@ -6,7 +6,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from ..mpool import EXTERNAL_BASE
+from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header, Image, align8, off, seg
 from .pools import ATTR_CACHEABLE, ATTR_WRITE, DATA_ACTIV, DATA_MIXED, TYPE_COPY, TYPE_RELOC, TYPE_RESET
 
@@ -221,6 +221,12 @@ def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
                 mem.write(cfg.ext_ram_addr, bytes(length))
         elif d.type == TYPE_RELOC:
             raise LoaderError("PARAM_DESC", f"pool {d.name}: RELOC id {d.pool_id}")
+        elif d.type == TYPE_COPY and EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]:
+            # memory-mapped NOR: the loader's copy has no effect there (built on request only)
+            clash = f", over the image at 0x{file_addr:08X}" if d.dst < file_addr + len(data) and \
+                file_addr < d.dst + length else ""
+            warnings.append(f"COPY pool {d.name} targets read-only flash 0x{d.dst:08X}..0x{d.dst + length:08X}{clash}: "
+                            "the loader cannot write there")
         elif d.type == TYPE_COPY:
             mem.write(d.dst, mem.read(src, length), create=True)
         elif d.type == TYPE_RESET and cfg.mode & MODE_CLEAR:

@@ -71,7 +71,7 @@ def _sanity(e):
 def _rel_table(e, skipped):
     data_sec = e.sections[".data"]
     d_lo, d_hi = data_sec["sh_addr"], data_sec["sh_addr"] + data_sec["sh_size"]
-    sites, got = [], 0
+    sites = []
     for sec in e.elf.iter_sections():
         if not isinstance(sec, RelocationSection):
             continue
@@ -94,14 +94,12 @@ def _rel_table(e, skipped):
                       "provide it (runtime sources/archive) or remove the reference")
             if any(lo <= at < hi for lo, hi in skipped):
                 continue
-            if rtype == R_ARM_GOT_BREL:
-                got += 1
-            elif rtype == R_ARM_ABS32:
+            if rtype == R_ARM_ABS32:
                 if not d_lo <= at < d_hi:
                     _fail(e.path, f"absolute relocation against '{name}' at 0x{at:08X} is not from RAM",
                           "do not place pointer tables in read-only sections of a relocatable network")
                 sites.append(at)
-    return sites, got
+    return sites
 
 
 def code_image(elf_path):
@@ -120,7 +118,7 @@ def code_image(elf_path):
                     d.foff += len(ec_blobs)
                     data[at:at + d.SIZE] = d.pack()
         entries = e.symbols["_network_entries"]
-        sites, got = _rel_table(e, [(entries["st_value"], entries["st_value"] + entries["st_size"])])
+        sites = _rel_table(e, [(entries["st_value"], entries["st_value"] + entries["st_size"])])
     finally:
         e.close()
 
@@ -132,7 +130,7 @@ def code_image(elf_path):
     ro_img = bytes(flash[:ro_size]) + bytes(max(ro_size - len(flash), 0))
     code = ro_img + data_img + rel + bytes(align8(len(rel)) - len(rel))
     post_check(elf_path, code)
-    return CodeImage(code, ec_blobs, got)
+    return CodeImage(code, ec_blobs)
 
 
 def post_check(path, data):

@@ -199,12 +199,10 @@ def read_descriptors(buf, at):
 @dataclass
 class CodeImage:
     """What of `network_rel.bin` the linked ELF decides: RO part, data image and REL table
-    (`code`; params offset, size and CRC-32 still 0), the EC blobs that lead the params area,
-    and the count of GOT-relative references the report shows. Pack adds the params.
-    Stored as `<stem>.bin` (code + EC blobs) and `<stem>.json` (the sizes and the count)."""
+    (`code`; params offset, size and CRC-32 still 0) and the EC blobs that lead the params
+    area. Pack adds the params. Stored as `<stem>.bin` (code + EC blobs) and `<stem>.json` (sizes)."""
     code: bytes
     ec_blobs: bytes = b""
-    got_entries: int = 0
 
     @property
     def header(self):
@@ -216,6 +214,12 @@ class CodeImage:
         return (off(h.rel_end) - off(h.rel_start)) // 4
 
     @property
+    def got_entries(self):
+        """GOT words, as ST's flow reports them (not the GOT-relative references to them)."""
+        h = self.header
+        return (off(h.got_end) - off(h.got_start)) // 4
+
+    @property
     def params_words_at(self):
         """File offset of rt_ctx's params size and CRC-32 words."""
         h = self.header
@@ -223,8 +227,7 @@ class CodeImage:
 
     def save(self, path):
         write_bytes(path, self.code + self.ec_blobs)
-        write_text(code_facts_path(path), json.dumps({"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs),
-                                                  "got_entries": self.got_entries}, indent=1) + "\n")
+        write_text(code_facts_path(path), json.dumps({"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs)}, indent=1) + "\n")
 
     @classmethod
     def load(cls, path):
@@ -235,7 +238,7 @@ class CodeImage:
         if len(data) != size + facts["ec_blob_size"]:
             raise N6Error(path, f"is {len(data)} bytes, its description says {size + facts['ec_blob_size']}",
                           "rebuild: the image step writes both")
-        return cls(data[:size], data[size:], facts["got_entries"])
+        return cls(data[:size], data[size:])
 
 
 

@@ -23,13 +23,16 @@ def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, spl
     try:
         packed = pack(code_path, params_desc, bin_path, split=split)
         try:   # the params CRC-32 was computed from the very bytes written: not read back here
-            img, _ = check_file(bin_path, packed.params_path, verify_params=False)
+            img, installs = check_file(bin_path, packed.params_path, verify_params=False)
         except LoaderError as e:
             raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
         files = [bin_path] + ([packed.params_path] if packed.params_path else [])
         res = report.results(img, packed, name, release_for_atonn(img.rt_ctx.ll_aton_version), files)
+        res["reloc_binary_image"]["notes"] = list(dict.fromkeys(w for i in installs for w in i.warnings))
         write_text(results_path, json.dumps(res, indent=1) + "\n")
         log(report.text(res, budgets, bin_path))
+        for note in res["reloc_binary_image"]["notes"]:
+            log(f"  warning: {note}")
         report.gate(res, budgets, bin_path)
     except N6Error:
         for path in (bin_path, params_path(bin_path), results_path):   # no stale image outlives a failure

@@ -36,10 +36,13 @@ class Pool:
     read_write: bool
     cacheable: bool
     label: str = None    # relative pools: the extern label
+    size: int = 0        # the pool's size in the .mpool
+    global_size: int = 0  # the `global pool ... is <size>` figure
     used: int = 0
     const: int = 0
     has_params: bool = False
-    has_activations: bool = False
+    params_only: bool = False
+    described: bool = True   # gets a descriptor (has a .raw file or a global size)
     # classification
     type: int = TYPE_UNUSED
     data: int = 0
@@ -49,10 +52,6 @@ class Pool:
     @property
     def rw(self):
         return self.used - self.const
-
-    @property
-    def params_only(self):
-        return self.has_params and not self.has_activations
 
     @property
     def attr(self):
@@ -71,16 +70,56 @@ class Pool:
         return self.data in (DATA_PARAM, DATA_MIXED)
 
 
-def _span(buffers):
-    """Bytes from the lowest start to the highest end (ends are exclusive offsets)."""
-    if not buffers:
-        return 0
-    return max(b.offset_end for b in buffers) - min(b.offset_start for b in buffers)
+@dataclass
+class _Range:
+    """Lowest and highest byte (inclusive) of what the buffers occupy inside one pool."""
+    lo: int = None
+    hi: int = None
+
+    def add(self, lo, hi):
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+    @property
+    def size(self):
+        return 0 if self.lo is None or self.hi < self.lo else self.hi - self.lo + 1
 
 
-def pools_of(net):
-    """Pools in descriptor-table order (offset descending), with figures and classification."""
-    relative = [c for c in net.pools if not c.absolute and not c.vpool]
+def _figures(pool, buffers):
+    """Used and constant bytes of one physical pool, clipped to the pool, as ST's flow counts
+    them: each buffer's [start, end) (absolute address; a relative buffer counts from the pool's
+    base) is cut to the pool's [offset, offset + size); used = highest - lowest byte touched, of
+    every buffer, const = the same over the parameter buffers. A pool that no buffer touches
+    keeps the `global pool ... is <size>` figure. Returns (used, const, full, partial): the
+    last two are (activation, parameter) buffer counts fully / partly inside the pool."""
+    first, last = pool.offset, pool.offset + pool.size - 1
+    used, const = _Range(), _Range()
+    full, partial = [0, 0], [0, 0]
+    for b in buffers:
+        size = b.offset_end - b.offset_start
+        if isinstance(b.base, str):
+            if b.base != pool.label:
+                continue
+            start = pool.offset + b.offset_start
+        else:
+            start = b.base + b.offset_start
+        end = start + size - 1
+        if size <= 0 or end < first or start > last:
+            continue
+        lo, hi = max(start, first), min(end, last)
+        used.add(lo, hi)
+        if b.is_param:
+            const.add(lo, hi)
+        if hi >= lo:   # a buffer over a pool of size 0 counts for nothing
+            (full if (lo, hi) == (start, end) else partial)[int(b.is_param)] += 1
+    return (used.size if used.lo is not None and used.hi >= used.lo else pool.global_size), const.size, full, partial
+
+
+def pools_of(net, raw_postfixes=None):
+    """Pools in descriptor-table order (offset descending), with figures and classification.
+    `raw_postfixes`: postfixes of the .raw files next to network.c (None: every pool has one);
+    a pool gets a descriptor when it has a .raw file or a non-zero `global pool` size."""
+    relative = [c for c in net.pools if not c.absolute]
     if len(relative) != len(net.labels):
         raise N6Error(net.path, f"{len(relative)} relative pools but {len(net.labels)} extern pool labels",
                       "regenerate network.c with stedgeai; the file is inconsistent")
@@ -89,17 +128,13 @@ def pools_of(net):
     for c in net.pools:
         if c.vpool or (c.size == 0 and c.offset == 0):
             continue
-        p = Pool(c.index, c.postfix, c.offset, c.absolute, c.read_write, c.cacheable, labels.get(c.index))
-        if p.label:
-            inside = [b for b in net.buffers if b.base == p.label]
-        else:
-            inside = [b for b in net.buffers if isinstance(b.base, int) and
-                      c.offset <= b.base + b.offset_start < c.offset + max(c.size, 1)]
-        params = [b for b in inside if b.is_param]
-        p.used = _span(inside) if inside else c.global_size
-        p.const = _span(params)
-        p.has_params = bool(params)
-        p.has_activations = len(params) < len(inside)
+        p = Pool(c.index, c.postfix, c.offset, c.absolute, c.read_write, c.cacheable, labels.get(c.index),
+                 size=c.size, global_size=c.global_size)
+        p.used, p.const, full, partial = _figures(p, net.buffers)
+        p.has_params = bool(full[1] or partial[1])
+        p.params_only = (not full[0] and full[1] > 0) or (not partial[0] and partial[1] > 0)
+        p.described = raw_postfixes is None or p.global_size > 0 or \
+            any(r.endswith(p.name) for r in raw_postfixes)
         pools.append(p)
     pools.sort(key=lambda p: p.offset, reverse=True)
     _classify(net.path, pools)
@@ -109,7 +144,7 @@ def pools_of(net):
 def _classify(path, pools):
     seen = {}
     for p in pools:
-        if p.used == 0:
+        if p.used == 0 or not p.described:
             p.type = TYPE_UNUSED
             continue
         if not p.absolute:
