@@ -1,11 +1,16 @@
 """Write an int8 network (the simulated tool's lowered layers of a QDQ ONNX model) as a .tflite
 flatbuffer, with the builders of the `tflite` package: the same weights, scales and zero points,
-in TFLite's channel-last layout. Covers what the bundled TFLite models use: CONV_2D,
-DEPTHWISE_CONV_2D, FULLY_CONNECTED, AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SOFTMAX."""
+in TFLite's channel-last layout. Layers without a TFLite equivalent raise ValueError."""
 import importlib
 
 import flatbuffers
 import numpy as np
+
+from stedgeai_sim.ir import Tensor
+
+TFL_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}      # logical (N, C, H, W) axis → TFLite (N, H, W, C) axis
+LUT_OPS = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU",
+           "LeakyRelu": "LEAKY_RELU"}
 
 
 def _t(name):
@@ -58,7 +63,29 @@ class _Writer:
         return getattr(m, "End")(self.b)
 
     def padding(self, layer):
-        return self.PAD.VALID if not any(layer.attrs["pads"]) else self.PAD.SAME
+        """VALID or SAME, whichever gives the layer's pads and output size."""
+        a, x, y = layer.attrs, layer.inputs[0], layer.output
+        dil = a.get("dilations", (1, 1))
+        same = []
+        for d in range(2):
+            total = max((y.shape[2 + d] - 1) * a["strides"][d] + (a["kernel"][d] - 1) * dil[d] + 1 - x.shape[2 + d], 0)
+            same.append(total // 2)
+        valid = [(x.shape[2 + d] - (a["kernel"][d] - 1) * dil[d] - 1) // a["strides"][d] + 1 for d in range(2)]
+        if not any(a["pads"]) and list(y.shape[2:]) == valid:
+            return self.PAD.VALID
+        if list(a["pads"]) == same:
+            return self.PAD.SAME
+        raise ValueError(f"{layer.name}: padding {a['pads']} is neither VALID nor SAME")
+
+    def operand(self, t):
+        if not t.is_param:
+            return self.tensor(t)
+        data = t.data.transpose(0, 2, 3, 1) if t.data.ndim == 4 else t.data
+        return self.tensor(t, data, data.shape)
+
+    def ints(self, name, values):
+        data = np.asarray(values, np.int32)
+        return self.tensor(Tensor(name, data.shape, "int32", 1.0, 0, data), data, data.shape)
 
     def layer(self, layer):
         a, x, y = layer.attrs, layer.inputs[0], layer.output
@@ -89,8 +116,39 @@ class _Writer:
             table, opt = "Pool2DOptions", self.OPT.Pool2DOptions
             fields = {"Padding": self.padding(layer), "StrideH": a["strides"][0], "StrideW": a["strides"][1],
                       "FilterHeight": a["kernel"][0], "FilterWidth": a["kernel"][1]}
-        elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape"):
+        elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape") and \
+                (len(x.shape) != 4 or x.shape[2:] == (1, 1)):   # the same bytes in TFLite's order
             op, table, opt, fields = self.OP.RESHAPE, None, self.OPT.NONE, {}
+        elif layer.kind == "gather" and a["label"] == "Concat":
+            ins = [self.tensor(p["input"]) for p in a["parts"]]
+            axis = TFL_AXIS[a["axis"]] if len(y.shape) == 4 else a["axis"]
+            op, table, opt = self.OP.CONCATENATION, "ConcatenationOptions", self.OPT.ConcatenationOptions
+            fields = {"Axis": axis}
+        elif layer.kind == "gather" and a["label"] == "Pad":
+            begin, end = a["pads"]
+            order = [0, 2, 3, 1] if len(x.shape) == 4 else range(len(x.shape))
+            ins.append(self.ints(layer.name + "_paddings", [[begin[i], end[i]] for i in order]))
+            op, table, opt, fields = self.OP.PAD, None, self.OPT.NONE, {}
+        elif layer.kind == "eltwise":
+            ins = [self.operand(a["a"]), self.operand(a["b"])]
+            add = a["op"] == "add"
+            op = self.OP.ADD if add else self.OP.MUL
+            table, opt = ("AddOptions", self.OPT.AddOptions) if add else ("MulOptions", self.OPT.MulOptions)
+            fields = {"FusedActivationFunction": self.act(layer)}
+        elif layer.kind == "lut" and (a["label"] in LUT_OPS or (a.get("lo"), a.get("hi")) == (0.0, 6.0)):
+            op, table, opt, fields = getattr(self.OP, LUT_OPS.get(a["label"], "RELU6")), None, self.OPT.NONE, {}
+            if a["label"] == "LeakyRelu":
+                table, opt, fields = "LeakyReluOptions", self.OPT.LeakyReluOptions, {"Alpha": a["alpha"]}
+        elif layer.kind == "resize" and (a["bilinear"] or a["coord"] == 1 and a["nearest"] == 2):
+            ins.append(self.ints(layer.name + "_size", y.shape[2:]))
+            fields = {"AlignCorners": a["coord"] == 2, "HalfPixelCenters": a["coord"] == 0}
+            if a["bilinear"]:
+                op, table, opt = self.OP.RESIZE_BILINEAR, "ResizeBilinearOptions", self.OPT.ResizeBilinearOptions
+            else:
+                op, table = self.OP.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptions"
+                opt = self.OPT.ResizeNearestNeighborOptions
+            if a["coord"] not in (0, 1, 2):
+                raise ValueError(f"{layer.name}: no TFLite resize with this coordinate mode")
         elif layer.kind == "softmax":
             op, table, opt, fields = self.OP.SOFTMAX, "SoftmaxOptions", self.OPT.SoftmaxOptions, {"Beta": 1.0}
         else:
@@ -103,7 +161,7 @@ class _Writer:
             prepend(item)
         return self.b.EndVector()
 
-    def ints(self, module, what, values):
+    def int_vector(self, module, what, values):
         return self.vector(getattr(_t(module), "Start" + what + "Vector"), list(values), self.b.PrependInt32)
 
     def finish(self, net):
@@ -113,21 +171,21 @@ class _Writer:
             sc = self.vector(_t("QuantizationParameters").StartScaleVector, list(scale), b.PrependFloat32)
             zps = self.vector(_t("QuantizationParameters").StartZeroPointVector, [zp] * len(scale), b.PrependInt64)
             q = self.options("QuantizationParameters", {"Scale": sc, "ZeroPoint": zps, "QuantizedDimension": qdim})
-            nm, sh = b.CreateString(name), self.ints("Tensor", "Shape", shape)
+            nm, sh = b.CreateString(name), self.int_vector("Tensor", "Shape", shape)
             tensors.append(self.options("Tensor", {"Shape": sh, "Type": getattr(self.TYPE, dtype.upper()),
                                                    "Buffer": buf, "Name": nm, "Quantization": q}))
         ops = []
         for code, ins, outs, opt_type, table, fields in self.ops:
             opt = self.options(table, fields) if table else None
-            iv, ov = self.ints("Operator", "Inputs", ins), self.ints("Operator", "Outputs", outs)
+            iv, ov = self.int_vector("Operator", "Inputs", ins), self.int_vector("Operator", "Outputs", outs)
             f = {"OpcodeIndex": code, "Inputs": iv, "Outputs": ov}
             if opt is not None:
                 f.update(BuiltinOptionsType=opt_type, BuiltinOptions=opt)
             ops.append(self.options("Operator", f))
         sub = self.options("SubGraph", {
             "Tensors": self.vector(_t("SubGraph").StartTensorsVector, tensors, b.PrependUOffsetTRelative),
-            "Inputs": self.ints("SubGraph", "Inputs", [self.index[t.name] for t in net.inputs]),
-            "Outputs": self.ints("SubGraph", "Outputs", [self.index[t.name] for t in net.outputs]),
+            "Inputs": self.int_vector("SubGraph", "Inputs", [self.index[t.name] for t in net.inputs]),
+            "Outputs": self.int_vector("SubGraph", "Outputs", [self.index[t.name] for t in net.outputs]),
             "Operators": self.vector(_t("SubGraph").StartOperatorsVector, ops, b.PrependUOffsetTRelative),
             "Name": b.CreateString("main")})
         codes = [self.options("OperatorCode", {"BuiltinCode": c, "DeprecatedBuiltinCode": min(c, 127), "Version": 1})

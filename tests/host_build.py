@@ -1,8 +1,10 @@
 """Host build of generated code: network.c + the simulated runtime compiled with the host gcc,
 run on memory mapped at the pools' addresses; input bytes in, output bytes out."""
+import functools
 import json
 import os
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -60,6 +62,37 @@ int main(int argc, char **argv)
 """
 
 
+def generate(model, out, profile_file):
+    """`stedgeai generate` run in this process through the CLI's own entry point (no interpreter
+    start per model); the default release, install paths as outside an install."""
+    from stedgeai_sim.cli import run as stedgeai_cli
+    assert stedgeai_cli(["generate", "-m", str(model), "--target", "stm32n6", "--st-neural-art",
+                         f"default@{profile_file}", "-o", str(out), "-w", str(out) + "_ws"]) == 0
+    return str(out)
+
+
+def _flags(install, out=None):
+    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
+    return ["-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}", f"-I{os.path.join(install, 'Middlewares', 'ST', 'AI', 'Inc')}",
+            f"-I{os.path.join(install, PLATFORM)}"] + ([f"-I{out}"] if out else [])
+
+
+@functools.cache
+def _runtime(install):
+    """The install's software kernels as one host archive, compiled once per test session."""
+    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
+    srcs = [os.path.join(rt, f) for f in ("ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
+                                          "ecloader.c")] + [os.path.join(ROOT, "sim", "stedgeai", "runtime_lib",
+                                                                         "nr_kernels.c")]
+    work = tempfile.mkdtemp(prefix="host-runtime-", dir=install)
+    objs = [os.path.join(work, os.path.basename(src)[:-2] + ".o") for src in srcs]
+    for src, obj in zip(srcs, objs):
+        subprocess.run(["gcc", "-O1", "-c", *_flags(install), src, "-o", obj], check=True, capture_output=True)
+    lib = os.path.join(work, "libhostruntime.a")
+    subprocess.run(["ar", "rcs", lib, *objs], check=True, capture_output=True)
+    return lib
+
+
 def build(out, install, tmp_path):
     """Compile the generated folder `out` with the runtime of the install; (executable, c_info)."""
     info = json.load(open(os.path.join(out, "network_c_info.json")))
@@ -83,15 +116,9 @@ def build(out, install, tmp_path):
     harness = tmp_path / "harness.c"
     harness.write_text(HARNESS % {"sym": sym, "labels": "\n".join(labels), "maps": "\n".join(maps),
                                   "raws": "\n".join(raws)})
-    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
-    srcs = [str(harness), os.path.join(out, "network.c")] + [os.path.join(rt, f) for f in (
-        "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ecloader.c")] + \
-        [os.path.join(ROOT, "sim", "stedgeai", "runtime_lib", "nr_kernels.c")]
     exe = tmp_path / "net"
-    subprocess.run(["gcc", "-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}",
-                    f"-I{os.path.join(install, 'Middlewares', 'ST', 'AI', 'Inc')}",
-                    f"-I{os.path.join(install, PLATFORM)}", f"-I{out}", *srcs, "-o", str(exe)],
-                   check=True, capture_output=True)
+    subprocess.run(["gcc", "-O1", *_flags(install, out), str(harness), os.path.join(out, "network.c"),
+                    _runtime(install), "-o", str(exe)], check=True, capture_output=True)
     return exe, info
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import qdq
 from conftest import MODELS, copy_repo, scons
-from host_build import build, run
+from host_build import build, generate, run
 from n6.reloc import check
 from test_sim_operators import check_within
 
@@ -28,10 +28,8 @@ def _model_file(name):
     return next(os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith((".onnx", ".tflite")))
 
 
-def _generate(stedgeai, model_file, out, name):
-    proc = stedgeai().generate(model_file, out, profile_file=os.path.join(MODELS, name, "neural_art.json"))
-    assert proc.returncode == 0, proc.stderr
-    return str(out)
+def _generate(model_file, out, name):
+    return generate(model_file, out, os.path.join(MODELS, name, "neural_art.json"))
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +51,9 @@ def _samples(shape, n=8, seed=5):
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "tiny_yolo", "ds_cnn"])
-def test_architecture_matches_onnxruntime(stedgeai, sim_install, tmp_path, ds_cnn_onnx, name):
+def test_architecture_matches_onnxruntime(sim_install, tmp_path, ds_cnn_onnx, name):
     model = ds_cnn_onnx if name == "ds_cnn" else _model_file(name)
-    out = _generate(stedgeai, model, tmp_path / "st_ai_output", name)
+    out = _generate(model, tmp_path / "st_ai_output", name)
     exe, info = build(out, sim_install("2.2"), tmp_path)
     shape = info["graphs"][0]["original_inputs"][0]["shape"]
     worst, agree, equal = check_within(model, exe, info, tmp_path, _samples(shape), TOLERANCE_LSB[name])
@@ -64,11 +62,11 @@ def test_architecture_matches_onnxruntime(stedgeai, sim_install, tmp_path, ds_cn
         assert agree == 8
 
 
-def test_tflite_and_onnx_of_one_network_compute_the_same(stedgeai, sim_install, tmp_path, ds_cnn_onnx):
+def test_tflite_and_onnx_of_one_network_compute_the_same(sim_install, tmp_path, ds_cnn_onnx):
     """models/ds_cnn/model.tflite is the bundled TFLite of the DS-CNN: byte-identical outputs."""
     outs = []
     for kind, model in (("onnx", ds_cnn_onnx), ("tflite", _model_file("ds_cnn"))):
-        out = _generate(stedgeai, model, tmp_path / kind / "st_ai_output", "ds_cnn")
+        out = _generate(model, tmp_path / kind / "st_ai_output", "ds_cnn")
         exe, info = build(out, sim_install("2.2"), tmp_path / kind)
         assert info["environment"]["tools"][0]["input_model"]["type"] == kind
         inp = info["graphs"][0]["original_inputs"][0]
@@ -123,10 +121,10 @@ LAYERS = [("mobilenet_v2", "add_31_dq", "clip_42_dq"),          # 1x1 expansion 
 
 
 @pytest.mark.parametrize("name, src, dst", LAYERS)
-def test_each_layer_fed_onnxruntime_input_is_within_1_lsb(stedgeai, sim_install, tmp_path, name, src, dst):
+def test_each_layer_fed_onnxruntime_input_is_within_1_lsb(sim_install, tmp_path, name, src, dst):
     full = _model_file(name)
     qdq.sub_model(full, src, dst, tmp_path / "layer.onnx")
-    out = _generate(stedgeai, str(tmp_path / "layer.onnx"), tmp_path / "st_ai_output", name)
+    out = _generate(str(tmp_path / "layer.onnx"), tmp_path / "st_ai_output", name)
     exe, info = build(out, sim_install("2.2"), tmp_path)
     shape = info["graphs"][0]["original_inputs"][0]["shape"]
     feeds = [qdq.intermediate(full, src, x) for x in _samples(_input_shape(full), n=3)]

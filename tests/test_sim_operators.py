@@ -1,6 +1,7 @@
 """Every operator of the simulated ST Edge AI Core: a one-operator float graph, quantised to int8
-QDQ by onnxruntime (per-tensor and per-channel weights), generated, built for the host with the
-runtime's int8 kernels, and compared with onnxruntime on the same QDQ model: within 1 LSB."""
+QDQ (per-tensor and per-channel weights), generated, built for the host with the runtime's int8
+kernels, and compared with onnxruntime on the same QDQ model: within 1 LSB. The same operator as
+TFLite must give the same bytes."""
 import zlib
 
 import numpy as np
@@ -9,7 +10,7 @@ from onnx import helper
 
 import qdq
 from conftest import MODELS
-from host_build import build, run
+from host_build import build, generate, run
 
 N = helper.make_node
 RNG = np.random.default_rng(11)
@@ -104,6 +105,12 @@ CASES = {
     "softmax_last_axis": ([N("Softmax", ["x"], ["y"], axis=-1)], [1, 10], {}, False),
     "softmax_channels_4d": ([N("Softmax", ["x"], ["y"], axis=1)], [1, 6, 2, 3], {}, False),
 }
+# operators that TFLite has too (models/tflite_writer.py writes them)
+TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add_residual", "add_broadcast_channel",
+                "mul_squeeze_excite", "concat_channels", "concat_last_axis_2d", "resize_nearest_asymmetric",
+                "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes", "sigmoid", "hardswish",
+                "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
+                "gemm_per_channel_relu", "softmax_last_axis"}
 PROFILES = {"no_ec": f"{MODELS}/kws_mlp/neural_art.json", "ec": f"{MODELS}/cifar_cnn/neural_art.json"}
 
 
@@ -134,24 +141,43 @@ def check_within(model, exe, info, tmp_path, samples, lsb):
     return worst, agree, equal / got.size
 
 
+def _generate_and_build(sim_install, model, out, profile="no_ec"):
+    return build(generate(model, out, PROFILES[profile]), sim_install("2.2"), out.parent)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_operator_matches_onnxruntime(stedgeai, sim_install, tmp_path, case):
+def test_operator_matches_onnxruntime(sim_install, tmp_path, case):
+    """...and, where TFLite has the operator, its TFLite form (same int8 weights and scales) gives
+    byte-identical outputs."""
     model, samples = _quantised(tmp_path, case)
-    out = tmp_path / "st_ai_output"
-    proc = stedgeai().generate(str(model), out, profile_file=PROFILES["no_ec"])
-    assert proc.returncode == 0, proc.stderr
-    exe, info = build(str(out), sim_install("2.2"), tmp_path)
+    exe, info = _generate_and_build(sim_install, model, tmp_path / "onnx" / "st_ai_output")
     check_within(model, exe, info, tmp_path, samples[:3], 1)
+    if case not in TFLITE_CASES:
+        return
+    from stedgeai_sim.onnx_import import import_onnx
+    from tflite_writer import tflite_bytes
+    (tmp_path / "q.tflite").write_bytes(tflite_bytes(import_onnx(str(model))))
+    tfl_exe, tfl_info = _generate_and_build(sim_install, tmp_path / "q.tflite",
+                                            tmp_path / "tflite" / "st_ai_output")
+    assert tfl_info["environment"]["tools"][0]["input_model"]["type"] == "tflite"
+    qi = info["graphs"][0]["original_inputs"][0]["data_format"]
+    feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples[:3]])
+    assert run(tfl_exe, tmp_path, feed) == run(exe, tmp_path, feed)
 
 
 @pytest.mark.parametrize("case", ["conv_depthwise_dilated_asym_pads", "maxpool_padded", "global_average_pool",
                                   "averagepool", "gemm_per_channel_relu"])
-def test_epoch_controller_blobs_match_onnxruntime(stedgeai, sim_install, tmp_path, case):
+def test_epoch_controller_blobs_match_onnxruntime(sim_install, tmp_path, case):
     """The same operators inside epoch-controller blobs (grouped/dilated conv, pools)."""
     model, samples = _quantised(tmp_path, case)
     out = tmp_path / "st_ai_output"
-    proc = stedgeai().generate(str(model), out, profile_file=PROFILES["ec"])
-    assert proc.returncode == 0, proc.stderr
+    exe, info = _generate_and_build(sim_install, model, out, "ec")
     assert "_ec_blob_" in (out / "network_ecblobs.h").read_text()
-    exe, info = build(str(out), sim_install("2.2"), tmp_path)
     check_within(model, exe, info, tmp_path, samples[:3], 1)
+
+
+TFLITE_CASES = ["conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add_residual", "add_broadcast_channel",
+                "mul_squeeze_excite", "concat_channels", "concat_last_axis_2d", "resize_nearest_asymmetric",
+                "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes", "sigmoid", "hardswish",
+                "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
+                "gemm_per_channel_relu", "softmax_last_axis"]

@@ -60,9 +60,10 @@ def pool(name, x, out, kind, kernel, strides, pads):
                                               "pads": tuple(pads[:2]), "multiplier": mult})
 
 
-def lut(name, x, out, fn, label, per_channel=0):
+def lut(name, x, out, fn, label, per_channel=0, **facts):
     """A unary operator as a table over the 256 input codes: out = Q(fn(DQ(x))).
-    With per_channel = C, fn(values, c) gives channel c's table (channel = logical axis 1)."""
+    With per_channel = C, fn(values, c) gives channel c's table (channel = logical axis 1).
+    `facts` (e.g. alpha) describe the operator for writers of other formats."""
     xf = ((np.arange(-128, 128, dtype=F32) - F32(x.zero_point)) * F32(x.scale)).astype(F32)
     tables = [fn(xf, c) for c in range(per_channel)] if per_channel else [fn(xf)]
     data = np.stack([quantize(t, out) for t in tables])
@@ -70,7 +71,7 @@ def lut(name, x, out, fn, label, per_channel=0):
     if per_channel and len(x.shape) != 4:
         inner = int(np.prod(x.shape[2:], dtype=np.int64))
     table = Tensor(name + "_table", data.shape, "int8", 1.0, 0, data)
-    return Layer("lut", name, [x], out, [table], {"inner": inner, "n_tables": len(tables), "label": label})
+    return Layer("lut", name, [x], out, [table], dict(facts, inner=inner, n_tables=len(tables), label=label))
 
 
 def _rows_desc(rows):
@@ -91,14 +92,14 @@ def gather_part(x, out, amap, start=None, count=None):
     return {"input": x, "desc": _rows_desc(rows), "out_offset": offset}
 
 
-def gather(name, inputs_parts, out, label, pad_value=0.0):
+def gather(name, inputs_parts, out, label, pad_value=0.0, **facts):
     parts = [dict(p, multiplier=multiplier(p["input"].scale, out.scale)) for p in inputs_parts]
     inputs = []
     for p in parts:
         if all(p["input"] is not t for t in inputs):
             inputs.append(p["input"])
-    return Layer("gather", name, inputs, out, attrs={"parts": parts, "label": label,
-                                                     "pad_value": int(quantize(pad_value, out))})
+    return Layer("gather", name, inputs, out, attrs=dict(facts, parts=parts, label=label,
+                                                         pad_value=int(quantize(pad_value, out))))
 
 
 def reshape(name, x, out, label="Reshape", memory_order=False):

@@ -355,10 +355,11 @@ class _Importer:
             fn = lambda v: np.maximum(v, F32(0))
         elif kind == "Clip":
             lo, hi = self._clip_bounds(node)
-            fn = lambda v: np.clip(v, F32(-np.inf if lo is None else lo), F32(np.inf if hi is None else hi))
+            return L.lut(name, x, out, lambda v: np.clip(v, F32(-np.inf if lo is None else lo),
+                                                         F32(np.inf if hi is None else hi)), kind, lo=lo, hi=hi)
         elif kind == "LeakyRelu":
             alpha = F32(a.get("alpha", 0.01))
-            fn = lambda v: np.where(v >= 0, v, v * alpha).astype(F32)
+            return L.lut(name, x, out, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), kind, alpha=float(alpha))
         elif kind == "Sigmoid":
             fn = lambda v: (F32(1) / (F32(1) + np.exp(-v))).astype(F32)
         elif kind == "Tanh":
@@ -438,12 +439,10 @@ class _Importer:
 
     _move_Flatten = _move_Squeeze = _move_Unsqueeze = _move_Reshape
 
-    def _one(self, node, x, out, amap, label):
-        return L.gather(node.name or node.output[0], [L.gather_part(x, out, amap)], out, label)
-
     def _move_Transpose(self, node, op, x, out):
         perm = _attrs(node).get("perm", list(reversed(range(len(x.shape)))))
-        return self._one(node, x, out, [(p, 0, 1) for p in perm], "Transpose")
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, [(p, 0, 1) for p in perm])], out,
+                        "Transpose", perm=tuple(perm))
 
     def _move_Slice(self, node, op, x, out):
         n = len(x.shape)
@@ -457,7 +456,7 @@ class _Importer:
                 self.fail(node, "Slice with a negative or zero step is not supported", "use positive steps")
             s = int(s) + dim if s < 0 else int(s)
             amap[axis] = (axis, min(max(s, 0), dim), int(step))
-        return self._one(node, x, out, amap, "Slice")
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, amap)], out, "Slice")
 
     def _move_Pad(self, node, op, x, out):
         a = _attrs(node)
@@ -475,8 +474,9 @@ class _Importer:
             c = op.args[2]
             value = (c.q.astype(F32) - c.zero_point.astype(F32)) * c.scale
         value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        end = [out.shape[i] - x.shape[i] - begin[i] for i in range(n)]
         return L.gather(node.name or node.output[0], [L.gather_part(x, out, [(i, -begin[i], 1) for i in range(n)])],
-                        out, "Pad", pad_value=value)
+                        out, "Pad", pad_value=value, pads=(tuple(begin), tuple(end)))
 
     def _move_Concat(self, node, op, x, out):
         axis = _attrs(node)["axis"] % len(out.shape)
@@ -487,7 +487,7 @@ class _Importer:
             start[axis] = offset
             parts.append(L.gather_part(t, out, [(i, 0, 1) for i in range(len(out.shape))], start, t.shape))
             offset += t.shape[axis]
-        return L.gather(node.name or node.output[0], parts, out, "Concat")
+        return L.gather(node.name or node.output[0], parts, out, "Concat", axis=axis)
 
 
 def import_onnx(path):

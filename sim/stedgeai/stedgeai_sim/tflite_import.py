@@ -238,15 +238,17 @@ class _Importer:
             start[axis] = offset
             parts.append(L.gather_part(t, y, [(i, 0, 1) for i in range(len(y.shape))], start, t.shape))
             offset += t.shape[axis]
-        return L.gather(y.name, parts, y, "Concat")
+        return L.gather(y.name, parts, y, "Concat", axis=axis)
 
     def _PAD(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
         pads = self.array(op.Inputs(1), np.int32)[0].reshape(-1, 2)
-        begin = [0] * len(x.shape)
-        for axis, (before, _) in enumerate(pads):
-            begin[NHWC_AXIS[axis] if len(x.shape) == 4 else axis] = int(before)
-        return L.gather(y.name, [L.gather_part(x, y, [(i, -begin[i], 1) for i in range(len(x.shape))])], y, "Pad")
+        begin, end = [0] * len(x.shape), [0] * len(x.shape)
+        for axis, (before, after) in enumerate(pads):
+            logical = NHWC_AXIS[axis] if len(x.shape) == 4 else axis
+            begin[logical], end[logical] = int(before), int(after)
+        return L.gather(y.name, [L.gather_part(x, y, [(i, -begin[i], 1) for i in range(len(x.shape))])], y, "Pad",
+                        pads=(tuple(begin), tuple(end)))
 
     def _resize(self, op, where, bilinear):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
@@ -261,9 +263,9 @@ class _Importer:
     def _RESIZE_BILINEAR(self, op, where):
         return self._resize(op, where, True)
 
-    def _lut(self, op, where, fn, label):
+    def _lut(self, op, where, fn, label, **facts):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
-        return L.lut(y.name, x, y, fn, label)
+        return L.lut(y.name, x, y, fn, label, **facts)
 
     def _LOGISTIC(self, op, where):
         return self._lut(op, where, lambda v: (F32(1) / (F32(1) + np.exp(-v))).astype(F32), "Sigmoid")
@@ -275,14 +277,15 @@ class _Importer:
         return self._lut(op, where, lambda v: np.maximum(v, F32(0)), "Relu")
 
     def _RELU6(self, op, where):
-        return self._lut(op, where, lambda v: np.clip(v, F32(0), F32(6)), "Relu6")
+        return self._lut(op, where, lambda v: np.clip(v, F32(0), F32(6)), "Clip", lo=0.0, hi=6.0)
 
     def _HARD_SWISH(self, op, where):
         return self._lut(op, where, lambda v: v * np.clip(v / F32(6) + F32(0.5), F32(0), F32(1)), "HardSwish")
 
     def _LEAKY_RELU(self, op, where):
         alpha = F32(self.options(op, "LeakyReluOptions").Alpha())
-        return self._lut(op, where, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), "LeakyRelu")
+        return self._lut(op, where, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), "LeakyRelu",
+                         alpha=float(alpha))
 
 
 def import_tflite(path):
