@@ -20,6 +20,9 @@ ARCHITECTURES = ("mobilenet_v2", "ds_cnn", "tiny_yolo", "digits_mlp")
 # 1-LSB rounding difference is then amplified by later layers whose output grid is finer than
 # their input's (expansion convs, LeakyRelu, the detector's Sigmoid head: ~5 output LSB per input
 # LSB). Measured: mobilenet_v2 4, ds_cnn 5, tiny_yolo 18 LSB at the output.
+KINDS = {"mobilenet_v2": {"Conv2D", "DepthwiseConv2D", "Add", "AvgPool", "Flatten", "Dense", "Softmax"},
+         "ds_cnn": {"Conv2D", "DepthwiseConv2D", "AvgPool", "Flatten", "Dense", "Softmax"},
+         "tiny_yolo": {"Conv2D", "LeakyRelu", "MaxPool", "Resize", "Concat", "Sigmoid"}}
 TOLERANCE_LSB = {"mobilenet_v2": 4, "ds_cnn": 6, "tiny_yolo": 20}
 
 
@@ -55,6 +58,10 @@ def test_architecture_matches_onnxruntime(sim_install, tmp_path, ds_cnn_onnx, na
     model = ds_cnn_onnx if name == "ds_cnn" else _model_file(name)
     out = _generate(model, tmp_path / "st_ai_output", name)
     exe, info = build(out, sim_install("2.2"), tmp_path)
+    kinds = {n["description"].split("=", 1)[1] for node in info["graphs"][0]["nodes"] for n in node["subgraph_nodes"]}
+    assert KINDS[name] <= kinds, kinds                # c_info and the report name each operator
+    report = open(os.path.join(out, "network_generate_report.txt")).read()
+    assert all(f"({k})" in report for k in KINDS[name])
     shape = info["graphs"][0]["original_inputs"][0]["shape"]
     worst, agree, equal = check_within(model, exe, info, tmp_path, _samples(shape), TOLERANCE_LSB[name])
     print(f"{name}: max {worst} LSB off onnxruntime, {100 * equal:.1f} % of outputs equal, top-1 agrees on {agree}/8")

@@ -445,9 +445,11 @@ class _Importer:
                         "Transpose", perm=tuple(perm))
 
     def _move_Slice(self, node, op, x, out):
-        n = len(x.shape)
-        starts, ends = self._init(node, 1), self._init(node, 2)
-        axes = self._init(node, 3, np.arange(len(starts)))
+        n, a = len(x.shape), _attrs(node)
+        starts = self._init(node, 1, a.get("starts"))          # inputs since opset 10, attributes before
+        if starts is None:
+            self.fail(node, "Slice without starts", "export a valid Slice")
+        axes = self._init(node, 3, a.get("axes", np.arange(len(starts))))
         steps = self._init(node, 4, np.ones(len(starts), np.int64))
         amap = [(a, 0, 1) for a in range(n)]
         for s, axis, step in zip(starts, axes, steps):
@@ -473,7 +475,7 @@ class _Importer:
         if isinstance(op.args[2] if len(op.args) > 2 else None, _Const):
             c = op.args[2]
             value = (c.q.astype(F32) - c.zero_point.astype(F32)) * c.scale
-        value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        value = a.get("value", 0.0) if value is None else float(np.asarray(value).reshape(-1)[0])
         end = [out.shape[i] - x.shape[i] - begin[i] for i in range(n)]
         return L.gather(node.name or node.output[0], [L.gather_part(x, out, [(i, -begin[i], 1) for i in range(n)])],
                         out, "Pad", pad_value=value, pads=(tuple(begin), tuple(end)))
