@@ -13,7 +13,8 @@ SITE = os.path.join(ROOT, "site_scons")
 SIM = os.path.join(ROOT, "sim", "stedgeai")
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
-for p in (SITE, SIM, MODELS):
+SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
+for p in (SITE, SIM, SIM_PROGRAMMER, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 

@@ -86,22 +86,101 @@ def test_a_new_raw_file_reruns_prepare(repo):
     assert steps(scons(repo)) == [("PREPARE", "tiny_prebuilt"), ("PACK", "tiny_prebuilt")]
 
 
-def test_same_second_edit_needs_the_content_decider(repo):
-    """SCons timestamps have whole-second resolution: an edit that keeps size and whole-second mtime
-    is invisible to content-timestamp, and is found by DECIDER=content."""
+def _rewrite(path, data, mtime_ns=None):
+    """Rewrite `path` in place (same inode, like cp), optionally forcing its mtime."""
+    with open(path, "r+b") as f:
+        f.write(data)
+        f.truncate()
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def test_tight_loop_rewrites_are_always_seen(repo, tmp_path):
+    """A script alternates one byte of a .raw and the weights of an ONNX model, building in
+    between, as fast as a fast machine does: each rewrite keeps the size and lands in the same
+    whole second as the previous one (its mtime moves by a microsecond). Every image must match
+    its inputs."""
     raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
-    scons(repo, "DECIDER=content")
+    onnx_path = os.path.join(repo, "models", "kws_mlp", "model.onnx")
+    raws = [open(raw, "rb").read()]
+    raws.append(raws[0][:300] + bytes([raws[0][300] ^ 0x5A]) + raws[0][301:])
+    other = tmp_path / "other.onnx"
+    shutil.copyfile(onnx_path, other)
+    _new_weights(str(other))
+    models = [open(onnx_path, "rb").read(), open(other, "rb").read()]
+    assert len(models[0]) == len(models[1]) and models[0] != models[1]
+    expected = []
+    for k in (1, 0):   # what each ONNX version builds to (mtimes well apart)
+        _rewrite(onnx_path, models[k])
+        bump(onnx_path)
+        scons(repo, "kws_mlp")
+        expected.insert(0, _image(repo, "kws_mlp"))
+    assert expected[0] != expected[1]
+    t_raw, t_onnx = os.stat(raw).st_mtime_ns, os.stat(onnx_path).st_mtime_ns
+    for i in range(1, 9):
+        k = i % 2
+        t_raw, t_onnx = t_raw + 1000, t_onnx + 1000   # same second, other microsecond
+        _rewrite(raw, raws[k], t_raw)
+        _rewrite(onnx_path, models[k], t_onnx)
+        scons(repo, "tiny_prebuilt", "kws_mlp")
+        image = _image(repo, "tiny_prebuilt")
+        assert raws[k] in image and raws[1 - k] not in image, f"stale tiny_prebuilt image after rewrite {i}"
+        assert _image(repo, "kws_mlp") == expected[k], f"stale kws_mlp image after rewrite {i}"
+    _rewrite(raw, raws[0])
+    _rewrite(onnx_path, models[0])
+    bump(raw)
+    bump(onnx_path)
+
+
+def test_same_size_edit_with_restored_mtime_is_seen(repo):
+    """`cp -p`, `touch -r` or a checkout tool put an old mtime back on new content: only the
+    ctime (set by the kernel) shows the change."""
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    old = time.time_ns() - 100 * 10**9   # long before: its signature is trusted from now on
+    os.utime(raw, ns=(old, old))
+    scons(repo)
     st = os.stat(raw)
     data = bytearray(open(raw, "rb").read())
     data[200] ^= 0x55
-    open(raw, "wb").write(data)
-    os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))   # same second, other nanoseconds
-    assert steps(scons(repo)) == []                                # the documented blind spot
-    proc = scons(repo, "DECIDER=content", "--debug=explain")
+    time.sleep(0.01)
+    _rewrite(raw, bytes(data), st.st_mtime_ns)
+    assert os.stat(raw).st_mtime_ns == st.st_mtime_ns and os.stat(raw).st_size == st.st_size
+    proc = scons(repo, "--debug=explain")
     assert steps(proc) == [("PACK", "tiny_prebuilt")]
     assert "rebuilding `build/tiny_prebuilt/network_rel.bin' because `models/tiny_prebuilt/" \
            "network_atonbuf.xSPI2.raw' changed" in proc.stdout   # the exact cause, nothing else
-    bump(raw)
+    assert bytes(data) in _image(repo, "tiny_prebuilt")
+    assert steps(scons(repo)) == []   # and the next run trusts the new signature
+
+
+def test_stat_cache_rehashes_racy_entries_only(tmp_path):
+    """Library level: an unchanged old file is hashed once; a file whose mtime is not older than
+    the moment it was hashed is hashed on every run until that is no longer so."""
+    from n6.statcache import MARGIN_NS, StatCache
+    f, old = tmp_path / "a.raw", tmp_path / "b.raw"
+    f.write_bytes(b"x" * 10)
+    old.write_bytes(b"y" * 10)
+    os.utime(old, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)
+    hashed = []
+
+    def hash_file(p):
+        hashed.append(os.path.basename(p))
+        return open(p, "rb").read().decode()
+    cache_path = str(tmp_path / "cache")
+    for _ in range(3):
+        c = StatCache(cache_path, "sha256")
+        assert c.signature(str(f), hash_file) == "x" * 10 and c.signature(str(old), hash_file) == "y" * 10
+        c.save()
+    assert hashed == ["a.raw", "b.raw", "a.raw", "a.raw"]   # the racy one every time, the old one once
+    os.utime(f, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)  # no longer racy once hashed after its mtime
+    for _ in range(2):
+        c = StatCache(cache_path, "sha256")
+        c.signature(str(f), hash_file)
+        c.save()
+    assert hashed[4:] == ["a.raw"]
+    f.write_bytes(b"z" * 10)
+    os.utime(f, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)   # same size, an old mtime: the ctime moved
+    assert StatCache(cache_path, "sha256").signature(str(f), hash_file) == "z" * 10
 
 
 def test_outputs_rewritten_within_one_second_still_propagate(repo):

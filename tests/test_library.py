@@ -194,3 +194,28 @@ def test_code_image_round_trip_and_a_mismatched_pair(tmp_path):
     path.write_bytes(bytes(code))   # the EC blobs are gone, the description still counts them
     with pytest.raises(N6Error, match=r"network_rel_code\.bin: is 104 bytes, its description says 120"):
         CodeImage.load(str(path))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("655360", 655360), ("0xA0000", 0xA0000), ("640K", 640 << 10), ("8M", 8 << 20), ("8m", 8 << 20),
+    ("1G", 1 << 30), ("64KiB", 64 << 10), (4096, 4096), ("none", None), ("None", None)])
+def test_sizes_parse_hex_suffixes_and_none(text, expected):
+    from n6.sizes import parse_size
+    assert parse_size(text, "RELOC_FLASH_SIZE", allow_none=True) == expected
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("0", "zero"), ("-1", "negative"), ("-8M", "negative"), (-5, "negative"), ("0x0", "zero"),
+    ("8 pages", "not a byte count"), ("", "not a byte count"), (True, "boolean"), (1.5, "float")])
+def test_sizes_reject_zero_negative_and_garbage(text, problem):
+    from n6.sizes import parse_size
+    with pytest.raises(N6Error, match=problem) as e:
+        parse_size(text, "RELOC_FLASH_SIZE", allow_none=True)
+    assert str(e.value).startswith("RELOC_FLASH_SIZE: ") and "(fix: " in str(e.value)
+
+
+def test_sizes_none_only_where_allowed():
+    from n6.sizes import format_size, parse_size
+    with pytest.raises(N6Error, match="not allowed"):
+        parse_size("none", "flash.size")
+    assert [format_size(n) for n in (8 << 20, 640 << 10, 4660, None)] == ["8M", "640K", "4660", "none"]

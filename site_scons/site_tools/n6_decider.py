@@ -1,31 +1,45 @@
-"""Change detection that stays fast with tens of MB of weights and stays right within a second.
+"""Change detection that cannot miss a change and reads no file on a no-op.
 
-Sources: timestamp, then content (DECIDER=content: content always). Files built by this build:
-SCons's timestamps have whole-second resolution and, with max_drift, SCons reuses a stored hash
-whenever the whole-second mtime matches; an output rewritten within the same second as its
-previous version would look unchanged. An output rebuilt in this run is therefore hashed afresh
-(once) and compared by content."""
-import SCons.Node
+Every decision compares content signatures (SCons's "content" decider, so `--debug=explain`
+names exactly the inputs that changed). Where SCons would reuse a stored signature by a
+whole-second timestamp, n6.statcache answers instead: a signature is reused only if the file's
+full stat (mtime in ns, size, inode, ctime) is unchanged and the file was not "racy" when it
+was hashed. DECIDER=content hashes every file once per run (for comparisons)."""
+import atexit
+import os
 
-_rehashed = set()
+import SCons.Node.FS
+import SCons.Util
+
+from n6.statcache import StatCache
+
+_CACHE = [None]
 
 
-def _decide_target(dependency, target, prev_ni, repo_node=None):
-    if dependency.get_state() != SCons.Node.executed:
-        return dependency.changed_timestamp_then_content(target, prev_ni, repo_node)
-    if dependency not in _rehashed:
-        dependency.get_ninfo().csig = dependency.get_content_hash()   # what SCons records, too
-        _rehashed.add(dependency)
-    return dependency.changed_content(target, prev_ni, repo_node)
+def _hash_file(path):
+    return SCons.Util.hash_file_signature(path, SCons.Node.FS.File.hash_chunksize)
+
+
+def _stat_cache_csig(node):
+    """Replaces File.get_max_drift_csig: SCons's only place that reuses a stored signature."""
+    cache = _CACHE[0]
+    sig = cache.signature(node.get_abspath(), _hash_file) if cache else None
+    return sig or ""
 
 
 def generate(env):
-    decider = env.get("DECIDER", "content-timestamp")
-    env.Decider(decider)
-    if decider == "content-timestamp":
-        env.decide_target = _decide_target
-    # Reuse stored content signatures of files older than a second; never with DECIDER=content.
-    env.SetOption("max_drift", 1 if decider == "content-timestamp" else -1)
+    build_dir = env.Dir("$BUILD_DIR").abspath
+    if _CACHE[0] is None:
+        _CACHE[0] = StatCache(os.path.join(build_dir, ".n6-stat"), SCons.Util.get_hash_format() or "md5",
+                              always_hash=env.get("DECIDER") == "content")
+        SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
+        atexit.register(_save)
+    env.Decider("content")
+
+
+def _save():
+    if _CACHE[0] is not None:
+        _CACHE[0].save()
 
 
 def exists(env):

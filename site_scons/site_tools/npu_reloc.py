@@ -17,7 +17,9 @@ import SCons.Action
 import SCons.Builder
 
 from n6 import gcc_flags
+from n6.board import DEFAULT_BOARD, board_path, load_board
 from n6.errors import N6Error
+from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
 from n6_scons import library_code, progress, reports_errors
@@ -102,13 +104,27 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
-    pack_opts = {"split": opts["split"], "name": name, "budgets": {k: env[f"RELOC_{k.upper()}_SIZE"] for k in
-                                                                   ("flash", "params_flash", "exec_ram", "ext_ram")},
+    pack_opts = {"split": opts["split"], "name": name, "budgets": budgets(env),
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
     env.Depends(prepared + code + image, library_code(env))
     return image
+
+
+def budgets(env):
+    """The size gate's budgets (bytes; None: gate off): the RELOC_*_SIZE variables where given,
+    else the board file's (BOARD=)."""
+    board = None
+    out = {}
+    for k in ("flash", "params_flash", "exec_ram", "ext_ram"):
+        value = env.get(f"RELOC_{k.upper()}_SIZE", "")
+        if value in ("", None):
+            board = board or load_board(board_path(env.get("BOARD", DEFAULT_BOARD)))
+            out[k] = board.budgets[k]
+        else:
+            out[k] = parse_size(value, f"RELOC_{k.upper()}_SIZE", allow_none=True)
+    return out
 
 
 def _link_emitter(target, source, env):
@@ -162,9 +178,9 @@ def check_alias(env, images):
 
 
 def generate(env):
-    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True, RELOC_ECBLOB_IN_PARAMS=False,
-                   RELOC_COPY_MODE=False, RELOC_FLASH_SIZE=8 << 20, RELOC_PARAMS_FLASH_SIZE=104 << 20,
-                   RELOC_EXEC_RAM_SIZE=640 << 10, RELOC_EXT_RAM_SIZE=27 << 20)
+    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
+                   RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
+                   RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
         target_factory=env.Dir)

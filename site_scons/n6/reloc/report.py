@@ -14,7 +14,7 @@ RESULTS_VERSION = "1.0"
 
 @dataclass(frozen=True)
 class Budgets:
-    """Where the image goes on the board; 0 disables a check."""
+    """Where the image goes on the board; None disables a check."""
     flash: int = 8 << 20          # network_rel.bin at 0x71000000
     params_flash: int = 104 << 20  # network_rel_params.bin at 0x71800000 (split)
     exec_ram: int = 640 << 10      # internal exec RAM at 0x34060000

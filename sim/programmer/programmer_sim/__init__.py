@@ -1,0 +1,1 @@
+"""Simulated STM32CubeProgrammer CLI and the simulated board's on-disk state."""

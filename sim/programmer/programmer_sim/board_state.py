@@ -1,0 +1,140 @@
+"""The simulated board's state on disk, shared by the simulated programmer (writes the flash) and
+the simulated board (reads it and runs the images).
+
+Layout of the folder named by N6_SIM_BOARD:
+  probe.json               {"serial": "...", "boot": "development" | "flash"}
+  flash/<ADDR>.bin         one erase sector, exactly SECTOR_SIZE bytes; ADDR = 8 upper-case hex
+                           digits; an absent sector reads as erased (0xFF)
+  log.jsonl                one JSON object per programmer call, erase and program
+Only the standard library: the simulated board and the programmer import this file alone."""
+import json
+import os
+import time
+
+SECTOR_SIZE = 0x10000
+ERASED = 0xFF
+DEFAULT_SERIAL = "004200000000000000000001"   # 24 hex digits, like an ST-LINK V3 serial number
+BOOT_MODES = ("development", "flash")
+
+
+class FlashError(Exception):
+    """A write the real NOR flash would refuse (program without erase, crossing the flash end)."""
+
+
+def _write_atomic(path, data):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+class BoardState:
+    """Sparse image of the board's NOR flash plus the probe identity; absent sectors are erased."""
+
+    def __init__(self, root, sector_size=SECTOR_SIZE):
+        self.root = str(root)
+        self.sector_size = sector_size
+        self.flash_dir = os.path.join(self.root, "flash")
+
+    @classmethod
+    def from_env(cls, environ=os.environ):
+        root = environ.get("N6_SIM_BOARD")
+        if not root:
+            raise FlashError("N6_SIM_BOARD is not set: it names the simulated board's state folder")
+        return cls(root)
+
+    # -- probe -----------------------------------------------------------------------------------
+    def probe(self):
+        """{"serial", "boot"}; a board never touched is a fresh DK in development boot."""
+        try:
+            with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            data = {}
+        return {"serial": data.get("serial", DEFAULT_SERIAL), "boot": data.get("boot", "development")}
+
+    def set_probe(self, serial=None, boot=None):
+        data = self.probe()
+        if serial is not None:
+            data["serial"] = serial
+        if boot is not None:
+            if boot not in BOOT_MODES:
+                raise ValueError(f"boot must be one of {BOOT_MODES}")
+            data["boot"] = boot
+        os.makedirs(self.root, exist_ok=True)
+        _write_atomic(os.path.join(self.root, "probe.json"), (json.dumps(data, indent=1) + "\n").encode())
+
+    # -- flash -----------------------------------------------------------------------------------
+    def sector_of(self, address):
+        return address - address % self.sector_size
+
+    def sector_path(self, sector):
+        return os.path.join(self.flash_dir, f"{sector:08X}.bin")
+
+    def read_sector(self, sector):
+        try:
+            with open(self.sector_path(sector), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return bytes([ERASED]) * self.sector_size
+        if len(data) != self.sector_size:
+            raise FlashError(f"{self.sector_path(sector)}: {len(data)} bytes, expected {self.sector_size}")
+        return data
+
+    def read(self, address, size):
+        out = bytearray()
+        while size > 0:
+            sector = self.sector_of(address)
+            start = address - sector
+            n = min(size, self.sector_size - start)
+            out += self.read_sector(sector)[start:start + n]
+            address, size = address + n, size - n
+        return bytes(out)
+
+    def erase_sector(self, sector):
+        if sector % self.sector_size:
+            raise FlashError(f"erase at {sector:#010x} is not on a {self.sector_size // 1024} KB sector boundary")
+        try:
+            os.unlink(self.sector_path(sector))
+        except FileNotFoundError:
+            pass
+        self.log("erase", address=sector, size=self.sector_size)
+
+    def program(self, address, data):
+        """NOR semantics: only erased bytes may be programmed (erase before program)."""
+        pos = 0
+        while pos < len(data):
+            sector = self.sector_of(address + pos)
+            start = address + pos - sector
+            n = min(len(data) - pos, self.sector_size - start)
+            old = bytearray(self.read_sector(sector))
+            chunk = data[pos:pos + n]
+            if any(b != ERASED for b in old[start:start + n]):
+                raise FlashError(f"program at {address + pos:#010x} over bytes that are not erased")
+            old[start:start + n] = chunk
+            os.makedirs(self.flash_dir, exist_ok=True)
+            _write_atomic(self.sector_path(sector), bytes(old))
+            pos += n
+        self.log("program", address=address, size=len(data))
+
+    def sectors(self):
+        """Addresses of the sectors that hold data (not erased)."""
+        try:
+            names = os.listdir(self.flash_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(int(n[:-4], 16) for n in names if n.endswith(".bin") and len(n) == 12)
+
+    # -- log -------------------------------------------------------------------------------------
+    def log(self, op, **fields):
+        os.makedirs(self.root, exist_ok=True)
+        with open(os.path.join(self.root, "log.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps({"op": op, "time": round(time.time(), 3), **fields}) + "\n")
+
+    def events(self, op=None):
+        try:
+            with open(os.path.join(self.root, "log.jsonl"), encoding="utf-8") as f:
+                events = [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+        return [e for e in events if op is None or e["op"] == op]

@@ -1,0 +1,250 @@
+"""Board description files (`firmware/boards/<board>.toml`): the flash geometry, the areas never
+written, image addresses, RAM budgets, the programmer and the serial link of one board. Loaded
+with the standard library's tomllib; every wrong key or value is one N6Error naming file and key."""
+import os
+import tomllib
+from dataclasses import dataclass
+
+from .errors import N6Error
+
+BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "firmware", "boards")
+DEFAULT_BOARD = "stm32n6570-dk"
+BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
+HEADERS = ("2byte", "1byte")
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    base: int
+    size: int
+
+    @property
+    def end(self):
+        return self.base + self.size
+
+
+@dataclass(frozen=True)
+class Flash:
+    base: int
+    size: int
+    sector_size: int
+    page_size: int
+    external_loader: str
+    no_write: tuple          # ((start, end), ...) end exclusive
+
+    @property
+    def end(self):
+        return self.base + self.size
+
+
+@dataclass(frozen=True)
+class Images:
+    network: int
+    params: int
+    multi_model_header: int
+    models: tuple            # models flashed when MODEL= is not given (empty: choose on the command line)
+
+
+@dataclass(frozen=True)
+class Memory:
+    exec_ram: Region
+    external_ram: Region
+    npu_ram: tuple
+
+
+@dataclass(frozen=True)
+class Programmer:
+    backend: str
+    frequency: int           # SWD kHz
+    access_port: int
+    pyocd_target: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    port: str
+    baudrate: int
+    header: str
+
+
+@dataclass(frozen=True)
+class Firmware:
+    """The firmware that will load the images (absent: ST's validation firmware of the install)."""
+    release: str             # ST Edge AI Core release it was built with ("2.2", "3.0")
+    secure: bool
+    dbg_info: bool
+    fpu: bool
+    cpu_part: int            # CPUID[15:4]
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    path: str
+    flash: Flash
+    images: Images
+    memory: Memory
+    programmer: Programmer
+    validation: Validation
+    firmware: Firmware | None
+
+    @property
+    def budgets(self):
+        """The size gate's defaults (bytes; 0 → None, gate off): each image's flash region and the RAMs."""
+        b = {"flash": self.images.params - self.images.network, "params_flash": self.flash.end - self.images.params,
+             "exec_ram": self.memory.exec_ram.size, "ext_ram": self.memory.external_ram.size}
+        return {k: v or None for k, v in b.items()}
+
+    @property
+    def key(self):
+        """The file stem, as given to BOARD=."""
+        return os.path.splitext(os.path.basename(self.path))[0]
+
+
+def board_path(name_or_path):
+    """BOARD= value → file: a path to a .toml file, or the name of a bundled board."""
+    if name_or_path.endswith(".toml") or os.sep in name_or_path:
+        return name_or_path
+    path = os.path.join(BOARDS_DIR, name_or_path + ".toml")
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def available_boards():
+    return sorted(f[:-5] for f in os.listdir(BOARDS_DIR) if f.endswith(".toml"))
+
+
+def load_board(path):
+    """Parse and check one board file → Board."""
+    path = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise N6Error(path, "board file not found",
+                      f"use BOARD= with one of {', '.join(available_boards())} or a path to a .toml file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise N6Error(path, f"malformed board file: {e}", "fix the TOML syntax") from None
+    r = _Reader(path, data)
+    name = r.value("", "name", str)
+    flash_t, images_t, memory_t = r.table("flash"), r.table("images"), r.table("memory")
+    prog_t, val_t = r.table("programmer"), r.table("validation")
+    fw_t = r.table("firmware", required=False)
+    r.only("", {"name", "flash", "images", "memory", "programmer", "validation", "firmware"})
+
+    flash = Flash(r.value(flash_t, "base", int), r.value(flash_t, "size", int, positive=True),
+                  r.value(flash_t, "sector_size", int, positive=True), r.value(flash_t, "page_size", int, positive=True),
+                  r.value(flash_t, "external_loader", str), r.ranges(flash_t, "no_write"))
+    r.only(flash_t, {"base", "size", "sector_size", "page_size", "external_loader", "no_write"})
+    if flash.sector_size & (flash.sector_size - 1) or flash.sector_size % flash.page_size:
+        r.fail("flash.sector_size", f"{flash.sector_size:#x} is not a power of two multiple of page_size "
+               f"{flash.page_size:#x}")
+    for start, end in flash.no_write:
+        if start < flash.base or end > flash.end:
+            r.fail("flash.no_write", f"[{start:#010x}, {end:#010x}] is outside the flash "
+                   f"[{flash.base:#010x}, {flash.end:#010x}]")
+
+    models = r.value(images_t, "models", list, default=[])
+    if not all(isinstance(m, str) for m in models):
+        r.fail("images.models", "must be a list of model names")
+    images = Images(r.value(images_t, "network", int), r.value(images_t, "params", int),
+                    r.value(images_t, "multi_model_header", int), tuple(models))
+    r.only(images_t, {"network", "params", "multi_model_header", "models"})
+
+    npu = r.value(memory_t, "npu_ram", list, default=[])
+    memory = Memory(r.region(memory_t, "exec_ram"), r.region(memory_t, "external_ram"),
+                    tuple(r.region({"_name": "memory.npu_ram", **{str(i): t for i, t in enumerate(npu)}}, str(i),
+                                   named=True) for i in range(len(npu))))
+    r.only(memory_t, {"exec_ram", "external_ram", "npu_ram"})
+
+    programmer = Programmer(r.value(prog_t, "backend", str, choices=BACKENDS, default="auto"),
+                            r.value(prog_t, "frequency", int, positive=True, default=2000),
+                            r.value(prog_t, "access_port", int, default=1),
+                            r.value(prog_t, "pyocd_target", str, default="stm32n657x0hxq"))
+    r.only(prog_t, {"backend", "frequency", "access_port", "pyocd_target"})
+
+    validation = Validation(r.value(val_t, "port", str, default=""),
+                            r.value(val_t, "baudrate", int, positive=True, default=921600),
+                            r.value(val_t, "header", str, choices=HEADERS, default="2byte"))
+    r.only(val_t, {"port", "baudrate", "header"})
+
+    firmware = None
+    if fw_t is not None:
+        firmware = Firmware(r.value(fw_t, "release", str), r.value(fw_t, "secure", bool),
+                            r.value(fw_t, "dbg_info", bool), r.value(fw_t, "fpu", bool, default=True),
+                            r.value(fw_t, "cpu_part", int, default=0xD22))
+        r.only(fw_t, {"release", "secure", "dbg_info", "fpu", "cpu_part"})
+    return Board(name, path, flash, images, memory, programmer, validation, firmware)
+
+
+class _Reader:
+    """Typed access to the parsed TOML that reports `<file>: [table] key ...` on any mistake."""
+
+    def __init__(self, path, data):
+        self.path, self.data = path, data
+
+    def fail(self, key, problem, fix="see the bundled boards in firmware/boards/ for every key"):
+        raise N6Error(self.path, f"key {key}: {problem}", fix)
+
+    def _t(self, table):
+        return self.data if table == "" else table
+
+    @staticmethod
+    def _prefix(table):
+        return "" if table == "" else table["_name"] + "."
+
+    def table(self, name, required=True):
+        t = self.data.get(name)
+        if t is None:
+            if required:
+                self.fail(f"[{name}]", "missing table")
+            return None
+        if not isinstance(t, dict):
+            self.fail(name, "must be a table ([" + name + "])")
+        return {"_name": name, **t}
+
+    def value(self, table, key, kind, positive=False, choices=None, default=None):
+        t = self._t(table)
+        full = self._prefix(table) + key
+        if key not in t:
+            if default is None:
+                self.fail(full, "missing")
+            return default
+        v = t[key]
+        if kind is int and (isinstance(v, bool) or not isinstance(v, int)) or \
+                kind is not int and not isinstance(v, kind):
+            self.fail(full, f"{v!r} is not {'an integer' if kind is int else kind.__name__}")
+        if kind is int and (v < 0 or positive and v == 0):
+            self.fail(full, f"{v} must be {'positive' if positive else 'non-negative'}")
+        if choices and v not in choices:
+            self.fail(full, f"{v!r} is not one of {', '.join(choices)}")
+        return v
+
+    def region(self, table, key, named=False):
+        full = table["_name"] + f"[{key}]" if named else self._prefix(table) + key
+        t = self._t(table).get(key)
+        if not isinstance(t, dict):
+            self.fail(full, "missing or not a table {base = ..., size = ...}")
+        sub = {"_name": full, **t}
+        region = Region(self.value(sub, "name", str) if named else key, self.value(sub, "base", int),
+                        self.value(sub, "size", int))
+        self.only(sub, {"base", "size"} | ({"name"} if named else set()))
+        return region
+
+    def ranges(self, table, key):
+        full = self._prefix(table) + key
+        v = self._t(table).get(key, [])
+        ok = isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and
+                                         all(isinstance(x, int) and not isinstance(x, bool) for x in p) and
+                                         p[0] < p[1] for p in v)
+        if not ok:
+            self.fail(full, f"{v!r} is not a list of [start, end] pairs with start < end")
+        return tuple((s, e) for s, e in v)
+
+    def only(self, table, allowed):
+        t = self._t(table)
+        for key in t:
+            if key != "_name" and key not in allowed:
+                self.fail(self._prefix(table) + key, "unknown key", f"allowed: {', '.join(sorted(allowed))}")

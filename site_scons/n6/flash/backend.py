@@ -1,0 +1,56 @@
+"""The small interface every programmer backend implements, with the capabilities it declares."""
+from dataclasses import dataclass
+
+from ..errors import N6Error
+
+RESET_MODES = ("none", "soft", "hard")
+
+
+@dataclass(frozen=True)
+class Download:
+    path: str        # file holding exactly the bytes to write
+    address: int
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    reset_modes: tuple            # after programming
+    serial_select: bool           # can address one probe by serial number
+    read_back: bool               # can read flash (the record check)
+    external_loader: bool         # takes an external loader file
+
+
+class ProgrammerError(N6Error):
+    """A programmer failure: one line naming the log file with the programmer's full output."""
+
+
+class Backend:
+    """connect → read(ranges) → program(downloads). Subclasses set name, simulated, capabilities."""
+    name = "backend"
+    simulated = False
+    capabilities = Capabilities(RESET_MODES, False, False, False)
+    notes = ()           # recoveries tried, for the report
+
+    def check_options(self, reset="none", serial=None):
+        caps = self.capabilities
+        if reset not in caps.reset_modes:
+            raise N6Error(None, f"programmer {self.name} cannot reset '{reset}' after flashing",
+                          f"use FLASH_RESET={' or '.join(caps.reset_modes)}")
+        if serial and not caps.serial_select:
+            raise N6Error(None, f"programmer {self.name} cannot select a probe by serial number", "unset PROBE=")
+
+    def probes(self):
+        """Serial numbers of the attached probes (a programmer call; [] when the backend cannot list)."""
+        return []
+
+    def reset_board(self):
+        """Reset before connecting (ST's power-down connect); failures are expected and ignored."""
+
+    def read(self, ranges):
+        """[(address, size)] → (probe serial, {address: bytes})."""
+        raise NotImplementedError
+
+    def program(self, downloads, verify=True, reset="none", on_progress=None):
+        """Write each download (erasing its sectors); returns seconds per download, in order.
+        `on_progress(done_bytes, total_bytes)` is fed from the programmer's own progress output."""
+        raise NotImplementedError

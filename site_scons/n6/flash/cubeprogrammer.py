@@ -1,0 +1,279 @@
+"""STM32CubeProgrammer CLI backend (`STM32_Programmer_CLI`), and the simulated programmer, which
+takes the same arguments: only discovery differs.
+
+Sequence per flash: power-down connect as reset (exit code ignored), then hot-plug connects on the
+core's access port with the external loader: one to read back, one with every download range and
+--verify. A hot-plug connect refused after the board booted from flash is retried once under reset."""
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from ..errors import N6Error
+from .backend import Backend, Capabilities, ProgrammerError, RESET_MODES
+
+CLI_NAME = "STM32_Programmer_CLI"
+SIM_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                       "sim", "programmer", "bin")
+PLUGIN_GLOB = "com.st.stm32cube.ide.mcu.externaltools.cubeprogrammer*"
+RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
+CALL_TIMEOUT = 120          # s for a call, plus the bytes at the slowest plausible rate
+SLOWEST_RATE = 20_000       # bytes/s program + verify (a real board does about 100 KB/s)
+HOLDERS = ("ST-LINK_gdbserver", "STM32_Programmer_CLI", "STM32CubeProgrammer", "stlink-server", "openocd", "pyocd")
+
+
+@dataclass(frozen=True)
+class CliInstall:
+    cli: str                 # the executable
+    simulated: bool
+    found_by: str            # how discovery found it, for messages
+
+    @property
+    def bin_dir(self):
+        return os.path.dirname(self.cli)
+
+    def loader(self, name):
+        return os.path.join(self.bin_dir, "ExternalLoader", name)
+
+    def environ(self, base):
+        """The tool's environment: LD_LIBRARY_PATH=<bin>/../lib on Linux, as ST's installs need."""
+        env = dict(base)
+        if sys.platform.startswith("linux"):
+            lib = os.path.normpath(os.path.join(self.bin_dir, "..", "lib"))
+            env["LD_LIBRARY_PATH"] = lib + (os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        if self.simulated:
+            env.setdefault("N6_SIM_PYTHON", sys.executable)
+        return env
+
+
+def _version_key(path):
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", os.path.basename(os.path.dirname(
+        os.path.dirname(os.path.dirname(path)))))]
+
+
+def find_cli(environ=os.environ):
+    """STM32_PROGRAMMER_CLI, then the newest CubeProgrammer plugin under STM32_CUBE_IDE_DIR (as
+    ST's script does), then PATH; else the simulated programmer."""
+    explicit = environ.get("STM32_PROGRAMMER_CLI")
+    if explicit:
+        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+            raise N6Error(explicit, "STM32_PROGRAMMER_CLI does not name an executable",
+                          "point it at <CubeProgrammer>/bin/STM32_Programmer_CLI or unset it")
+        return CliInstall(explicit, os.path.dirname(os.path.abspath(explicit)) == SIM_BIN, "STM32_PROGRAMMER_CLI")
+    ide = environ.get("STM32_CUBE_IDE_DIR")
+    if ide:
+        found = sorted(glob.glob(os.path.join(ide, "plugins", PLUGIN_GLOB, "tools", "bin", CLI_NAME)),
+                       key=_version_key)
+        if found:
+            return CliInstall(found[-1], False, "STM32_CUBE_IDE_DIR")
+    on_path = shutil.which(CLI_NAME, path=environ.get("PATH", ""))
+    if on_path:
+        return CliInstall(on_path, False, "PATH")
+    return CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
+
+
+# -- argv ------------------------------------------------------------------------------------------
+
+def connect_args(mode, frequency, access_port, serial=None):
+    return ["-c", "port=SWD", f"mode={mode}", f"freq={frequency}", f"ap={access_port}"] + \
+        ([f"sn={serial}"] if serial else [])
+
+
+def reset_argv(cli, frequency, access_port, serial=None):
+    return [cli, "-q"] + connect_args("powerdown", frequency, access_port, serial)
+
+
+def list_argv(cli):
+    return [cli, "--list", "st-link"]
+
+
+def read_argv(cli, loader, uploads, frequency, access_port, serial=None, mode="hotplug"):
+    """uploads: [(address, size, file)]; with none, the call only connects (and reports the serial)."""
+    argv = [cli] + connect_args(mode, frequency, access_port, serial) + ["-el", loader]
+    for address, size, path in uploads:
+        argv += ["-u", f"0x{address:08X}", str(size), path]
+    return argv
+
+
+def program_argv(cli, loader, downloads, frequency, access_port, serial=None, verify=True, reset="none",
+                 mode="hotplug"):
+    argv = [cli] + connect_args(mode, frequency, access_port, serial) + ["-el", loader]
+    for d in downloads:
+        argv += ["-d", d.path, f"0x{d.address:08X}"] + (["-v"] if verify else [])
+    return argv + RESET_ARGS[reset]
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+SERIAL_RE = re.compile(r"ST-LINK SN\s*:\s*(\S+)")
+PERCENT_RE = re.compile(r"(\d{1,3})%\s*$")
+ELAPSED_RE = re.compile(r"Time elapsed during download operation:\s*(\d+):(\d+):([\d.]+)")
+HOTPLUG_REFUSED = ("Unable to get core ID", "Cannot connect to access port")
+
+# (output pattern, problem, fix); the first match wins. {loader} and {holders} are filled in.
+FAILURES = [
+    ("No debug probe detected|No ST-?Link detected|No ST-LINK with serial number",
+     "no ST-LINK probe found{serial}", "connect the board's ST-LINK USB port and check the cable (PROBE= must name "
+     "a connected probe)"),
+    ("Error in initializing ST-LINK device|Target unknown error 32|already in use",
+     "the ST-LINK probe is held by another process{holders}", "stop that process (e.g. a stale ST-LINK_gdbserver) "
+     "and flash again"),
+    ("flash loader cannot be loaded",
+     "external loader {loader} cannot be loaded", "install it in <CubeProgrammer>/bin/ExternalLoader/ or choose "
+     "the right board with BOARD="),
+    ("No STM32 target found|Data read failed|erase operation (has )?failed|Mass erase operation failed",
+     "board not in development boot (debug access closed, flash erase refused)",
+     "set BOOT1 to the development position and power-cycle the board"),
+    ("DEV_USB_COMM_ERR|ST-LINK error|USB communication error",
+     "probe lost during the flash", "check the USB cable, power-cycle the board and flash again (the record was not "
+     "updated: the next flash rewrites what was interrupted)"),
+    ("verification failed|Data mismatch",
+     "verify failed: the flash does not hold the bytes written", "power-cycle the board and flash again with FORCE=1"),
+    ("Unable to get core ID|Cannot connect to access port",
+     "cannot connect to the core (hot-plug and connect-under-reset both refused)",
+     "set development boot, power-cycle the board and flash again"),
+]
+
+
+def classify(output, loader_name, serial=None):
+    """(problem, fix) for a failed call's output."""
+    for pattern, problem, fix in FAILURES:
+        if re.search(pattern, output):
+            holders = holding_processes()
+            return (problem.format(loader=loader_name, serial=f" with serial number {serial}" if serial else "",
+                                   holders=f" ({', '.join(holders)})" if holders else ""), fix)
+    errors = [line.strip() for line in output.splitlines() if line.strip().startswith("Error")]
+    return (f"programmer failed: {errors[0] if errors else 'no error message'}",
+            "see the log; run with VERBOSE=1 to see the commands")
+
+
+def holding_processes(proc="/proc"):
+    """Processes that may hold the probe, as 'name (pid N)' (Linux /proc; empty elsewhere)."""
+    found = []
+    for comm in glob.glob(os.path.join(proc, "[0-9]*", "comm")):
+        try:
+            with open(comm, encoding="utf-8") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if any(h.startswith(name) or name.startswith(h) for h in HOLDERS) and len(name) >= 6:
+            pid = int(os.path.basename(os.path.dirname(comm)))
+            if pid != os.getpid():
+                found.append(f"{name} pid {pid}")
+    return sorted(found)
+
+
+class ProgressParser:
+    """Feeds `on_progress(done, total)` from the download bars; collects seconds per download."""
+
+    def __init__(self, sizes, on_progress=None):
+        self.sizes, self.on_progress = sizes, on_progress
+        self.total = sum(sizes)
+        self.index = -1          # download being written
+        self.in_download = False
+        self.seconds = []
+        self.buffer = ""
+
+    def feed(self, text):
+        self.buffer += text
+        parts = re.split(r"[\r\n]", self.buffer)
+        self.buffer = parts.pop()
+        for part in parts:
+            self.line(part)
+
+    def line(self, line):
+        if line.startswith("Download in Progress"):
+            self.index += 1
+            self.in_download = True
+        elif line.startswith(("File download complete", "Verifying", "Read progress")):
+            self.in_download = False
+        m = ELAPSED_RE.search(line)
+        if m:
+            self.seconds.append(int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]))
+        m = PERCENT_RE.search(line)
+        if m and self.in_download and self.on_progress and 0 <= self.index < len(self.sizes):
+            done = sum(self.sizes[:self.index]) + self.sizes[self.index] * min(100, int(m[1])) // 100
+            self.on_progress(done, self.total)
+
+
+class CubeProgrammer(Backend):
+    name = "stm32cubeprogrammer"
+    capabilities = Capabilities(RESET_MODES, True, True, True)
+
+    def __init__(self, install, runner, loader_name, frequency=2000, access_port=1, serial=None, log_path=None):
+        self.install, self.runner, self.loader_name = install, runner, loader_name
+        self.frequency, self.access_port, self.serial = frequency, access_port, serial
+        self.log_path = log_path
+        self.mode = "hotplug"
+        self.notes = []
+
+    @property
+    def simulated(self):
+        return self.install.simulated
+
+    @property
+    def loader(self):
+        return self.install.loader(self.loader_name)
+
+    def fail(self, result):
+        if result.timed_out:
+            raise ProgrammerError(self.log_path, f"programmer did not finish within {self.runner.timeout} s",
+                                  "power-cycle the board; check for a process holding the probe")
+        if result.returncode < 0:
+            raise ProgrammerError(self.log_path, f"programmer stopped by signal {-result.returncode}",
+                                  "flash again: the record was not updated, the interrupted sectors are rewritten")
+        problem, fix = classify(result.output, self.loader_name, self.serial)
+        raise ProgrammerError(self.log_path, problem, fix)
+
+    def _call(self, make_argv, on_output=None, timeout=None):
+        """Run; on a refused hot-plug connect retry once under reset (and keep that mode)."""
+        result = self.runner.run(make_argv(self.mode), on_output, timeout)
+        if result.returncode and self.mode == "hotplug" and any(s in result.output for s in HOTPLUG_REFUSED):
+            self.notes.append("hot-plug connect refused: retried with connect under reset (mode=UR)")
+            self.mode = "UR"
+            result = self.runner.run(make_argv(self.mode), on_output, timeout)
+        if result.returncode:
+            self.fail(result)
+        return result
+
+    def probes(self):
+        """Serial numbers of the attached ST-LINKs (`--list`)."""
+        result = self.runner.run(list_argv(self.install.cli), timeout=CALL_TIMEOUT)
+        return SERIAL_RE.findall(result.output)
+
+    def reset_board(self):
+        self.runner.run(reset_argv(self.install.cli, self.frequency, self.access_port, self.serial))
+
+    def read(self, ranges):
+        with tempfile.TemporaryDirectory(prefix="n6-readback-") as tmp:
+            uploads = [(a, n, os.path.join(tmp, f"{i}.bin")) for i, (a, n) in enumerate(ranges)]
+            result = self._call(lambda mode: read_argv(self.install.cli, self.loader, uploads, self.frequency,
+                                                       self.access_port, self.serial, mode))
+            m = SERIAL_RE.search(result.output)
+            serial = self.serial or (m[1] if m else None)
+            if result.dry_run:
+                return self.serial, {}
+            if not serial:
+                raise ProgrammerError(self.log_path, "the programmer did not report the probe's serial number",
+                                      "name the probe with PROBE=<serial>")
+            data = {}
+            for address, size, path in uploads:
+                with open(path, "rb") as f:
+                    data[address] = f.read()
+        self.serial = serial        # later calls address the same probe
+        return serial, data
+
+    def program(self, downloads, verify=True, reset="none", on_progress=None):
+        sizes = [os.path.getsize(d.path) for d in downloads]
+        parser = ProgressParser(sizes, on_progress)
+        self._call(lambda mode: program_argv(self.install.cli, self.loader, downloads, self.frequency,
+                                             self.access_port, self.serial, verify, reset, mode), parser.feed,
+                   timeout=CALL_TIMEOUT + sum(sizes) / SLOWEST_RATE)
+        parser.feed("\n")
+        seconds = parser.seconds + [0.0] * (len(downloads) - len(parser.seconds))
+        return seconds[:len(downloads)]
+
+

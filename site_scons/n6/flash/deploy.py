@@ -1,0 +1,187 @@
+"""One flash: where each model's images go, what the board already holds (records checked by
+reading back image header and rt_ctx), which 64 KB sectors differ, one programmer call writing
+all of them, and the records updated only after the programmer reports a verified write."""
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+
+from ..errors import N6Error
+from ..reloc.image import RtCtx, detect_header_words, off
+from . import mrel
+from .backend import Download
+from .gate import Placed
+from .records import changed_sectors, runs, sectors_of
+
+READBACK_PARAMS = 256      # bytes read back from the start of a params image
+
+
+@dataclass
+class FlashImage:
+    path: str                # shown in messages and reports
+    address: int
+    data: bytes
+    role: str                # "network" | "params" | "header"
+    models: tuple            # the models this image belongs to
+    region: tuple            # (name, start, end)
+
+    @property
+    def placed(self):
+        return Placed(self.path, self.address, len(self.data), self.role, self.region)
+
+    @property
+    def sha256(self):
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass
+class ModelFiles:
+    name: str
+    network: str
+    params: str = None       # split builds
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _align(n, a):
+    return (n + a - 1) // a * a
+
+
+def layout(models, board, multi_model, flags=0):
+    """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
+    model's images packed sector-aligned from those addresses, plus the multi-model header."""
+    if not multi_model and len(models) != 1:
+        raise N6Error(board.path, f"{len(models)} models for a 2.x install, which holds one model at a time",
+                      "choose one with MODEL=")
+    if len(models) > mrel.MAX_MODELS:
+        raise N6Error(board.path, f"{len(models)} models; the multi-model header holds at most {mrel.MAX_MODELS}",
+                      "choose at most 4 with MODEL=a,b,...")
+    sector, img = board.flash.sector_size, board.images
+    net_region = ("network", img.network, img.params)
+    par_region = ("params", img.params, board.flash.end)
+    out, pairs = [], []
+    net_at, par_at = img.network, img.params
+    for m in models:
+        data = _read(m.network)
+        out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
+        pair = [net_at, 0]
+        net_at = _align(net_at + len(data), sector)
+        if m.params:
+            pdata = _read(m.params)
+            out.append(FlashImage(m.params, par_at, pdata, "params", (m.name,), par_region))
+            pair[1] = par_at
+            par_at = _align(par_at + len(pdata), sector)
+        pairs.append(tuple(pair))
+    if multi_model:
+        at = img.multi_model_header
+        out.insert(0, FlashImage(f"multi-model header ({', '.join(m.name for m in models)})", at,
+                                 mrel.build(pairs, flags), "header", tuple(m.name for m in models),
+                                 ("multi-model header", at, at + board.flash.page_size)))
+    return out
+
+
+def readback_ranges(image, record):
+    """What to read back to trust `record` at the image's address: the header and rt_ctx of a
+    network image (they carry the params size and CRC), the start of params, a whole MREL header."""
+    a = image.address
+    if image.role == "network" and len(record) >= 104:
+        n = 4 * detect_header_words(record)
+        rt_at = off(int.from_bytes(record[16:20], "little")) + off(int.from_bytes(record[n - 4:n], "little"))
+        ranges = [(a, n)]
+        if rt_at + RtCtx.SIZE <= len(record):
+            ranges.append((a + rt_at, RtCtx.SIZE))
+        return ranges
+    if image.role == "params":
+        return [(a, min(READBACK_PARAMS, len(record)))]
+    return [(a, len(record))]
+
+
+@dataclass
+class ImageResult:
+    image: FlashImage
+    sectors: int
+    written: list            # sector addresses written
+    bytes_written: int = 0
+    seconds: float = 0.0
+    full_reason: str = None  # why the whole image was written (None: diff against the record)
+
+    def as_dict(self):
+        return {"path": self.image.path, "role": self.image.role, "models": list(self.image.models),
+                "address": f"0x{self.image.address:08X}", "size": len(self.image.data), "sha256": self.image.sha256,
+                "sectors": self.sectors, "sectors_written": len(self.written),
+                "sectors_skipped": self.sectors - len(self.written), "bytes_written": self.bytes_written,
+                "seconds": round(self.seconds, 3), "full_write_reason": self.full_reason}
+
+
+@dataclass
+class FlashResult:
+    serial: str
+    images: list
+    programmer_calls: int = 0
+    seconds: float = 0.0
+    notes: list = field(default_factory=list)
+
+
+def deploy(images, backend, store, sector_size, workdir, force=False, reset="none", serial_hint=None,
+           on_progress=None, dry_run=False):
+    """Write what differs; returns FlashResult. Raises ProgrammerError/N6Error on failure, with no
+    record updated."""
+    start = time.monotonic()
+    backend.reset_board()
+    records = {}
+    if not force and serial_hint:
+        for im in images:
+            records[im.address] = store.load(serial_hint, im.address)
+    ranges = [r for im in images if records.get(im.address, (None,))[0] is not None
+              for r in readback_ranges(im, records[im.address][0])]
+    serial, board_bytes = backend.read(ranges)
+    serial = serial or serial_hint or "unknown"
+    if serial != serial_hint and not force:      # another probe than expected: its own records, unchecked
+        records = {im.address: store.load(serial, im.address) for im in images}
+        records = {a: (None, "records of this probe not checked against the board") if r[0] is not None else r
+                   for a, r in records.items()}
+    pending = store.pending(serial)
+    results = []
+    for im in images:
+        all_sectors = sectors_of(im.address, len(im.data), sector_size)
+        record, why = records.get(im.address, (None, "no record for this board"))
+        if force:
+            why = "FORCE=1"
+        elif record is not None and not dry_run:
+            mismatch = [a for a, n in readback_ranges(im, record)
+                        if board_bytes.get(a) != record[a - im.address:a - im.address + n]]
+            if mismatch:
+                record, why = None, f"board holds other bytes at 0x{mismatch[0]:08X} than this tool last wrote"
+        if pending is None:
+            record, why = None, "damaged record of an interrupted flash"
+        if record is None:
+            results.append(ImageResult(im, len(all_sectors), all_sectors, full_reason=why))
+        else:
+            results.append(ImageResult(im, len(all_sectors),
+                                       changed_sectors(im.address, im.data, record, sector_size, pending or set())))
+    downloads, owners = [], []
+    for i, r in enumerate(results):
+        for lo, hi in runs(r.written, sector_size):
+            a, b = max(lo, r.image.address), min(hi, r.image.address + len(r.image.data))
+            path = os.path.join(workdir, f"{a:08X}.bin")
+            with open(path, "wb") as f:
+                f.write(r.image.data[a - r.image.address:b - r.image.address])
+            downloads.append(Download(path, a))
+            owners.append(i)
+            r.bytes_written += b - a
+    if downloads:
+        written = {s for r in results for s in r.written}
+        if not dry_run:
+            store.set_pending(serial, (pending or set()) | written)
+        seconds = backend.program(downloads, verify=True, reset=reset, on_progress=on_progress)
+        for i, s in zip(owners, seconds):
+            results[i].seconds += s
+        if not dry_run:
+            for r in results:
+                store.save(serial, r.image.address, r.image.data, r.image.path)
+            store.set_pending(serial, (pending or set()) - written)
+    return FlashResult(serial, results, getattr(getattr(backend, "runner", None), "calls", 0),
+                       time.monotonic() - start, list(backend.notes))

@@ -1,0 +1,77 @@
+"""Content signatures of files, remembered by their full stat so a no-op reads no file, and
+never wrong whatever the timing (git's "racy clean" rule, ninja/Bazel's stat fields).
+
+A remembered signature is reused only when the file's (mtime_ns, size, inode, ctime_ns, dev)
+are all unchanged *and* its mtime is older than the moment the signature was taken, minus a
+margin. A file edited in the same tick as (or after) the moment it was hashed is "racy": its
+mtime may not move on a second edit, so it is hashed again until a run starts well after its
+last change. ctime catches a same-size edit whose old mtime was restored (touch -d, cp -p,
+os.utime): only the kernel sets it. The margin covers coarse file-system clocks (the kernel
+stamps files from a clock that lags the one `time.time_ns` reads), 2-second FAT stamps and a
+small clock skew of a network file system."""
+import os
+import pickle
+import time
+
+from .atomic import write_bytes
+
+MARGIN_NS = 2_000_000_000
+FORMAT = 1
+
+
+def stat_key(st):
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, st.st_dev)
+
+
+class StatCache:
+    """path → (stat key, signature, moment the signature was taken). `always_hash`: every
+    file is racy (hash every file once per run; for comparisons)."""
+
+    def __init__(self, path, hash_name, always_hash=False):
+        self.path = path
+        self.hash_name = hash_name
+        self.always_hash = always_hash
+        self.moment = time.time_ns()      # before any file of this run is read
+        self.entries = {}
+        self.dirty = False
+        try:
+            with open(path, "rb") as f:
+                fmt, name, entries = pickle.load(f)
+            if (fmt, name) == (FORMAT, hash_name):
+                self.entries = entries
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError):
+            pass   # no or unreadable cache: every file is hashed once
+
+    def signature(self, path, hash_file):
+        """Content signature of `path` (hash_file(path) when not provably unchanged), None if
+        the file does not exist."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = stat_key(st)
+        entry = self.entries.get(path)
+        if entry is not None and entry[0] == key and not self.always_hash and \
+                key[0] + MARGIN_NS < entry[2]:
+            return entry[1]
+        sig = hash_file(path)
+        try:   # the file may have changed while being read: then record nothing
+            if stat_key(os.stat(path)) != key:
+                self.entries.pop(path, None)
+                self.dirty = True
+                return sig
+        except OSError:
+            return sig
+        self.entries[path] = (key, sig, self.moment)
+        self.dirty = True
+        return sig
+
+    def forget(self, path):
+        if self.entries.pop(path, None) is not None:
+            self.dirty = True
+
+    def save(self):
+        if self.dirty and os.path.isdir(os.path.dirname(self.path) or "."):
+            entries = {p: e for p, e in self.entries.items() if os.path.lexists(p)}
+            write_bytes(self.path, pickle.dumps((FORMAT, self.hash_name, entries), pickle.HIGHEST_PROTOCOL))
+            self.dirty = False

@@ -1,0 +1,369 @@
+"""`scons flash` end to end with the simulated programmer on the bundled models: what reaches the
+board, how many sectors and programmer calls each kind of change costs, interrupted flashes,
+the gate, and the one-line errors."""
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from n6.flash import mrel
+from programmer_sim.board_state import BoardState
+
+from conftest import bump, copy_repo, scons
+
+S = 0x10000
+SERIAL = "004200000000000000000001"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """big_mlp turned into a prebuilt folder (its generated outputs), so a test can change one .raw byte."""
+    repo = copy_repo(tmp_path_factory.mktemp("flash"))
+    scons(repo, "big_mlp")
+    src, out = os.path.join(repo, "models", "big_mlp"), os.path.join(repo, "build", "big_mlp", "st_ai_output")
+    shutil.rmtree(src)
+    os.makedirs(src)
+    for f in os.listdir(out):
+        if f.endswith((".c", ".h", ".raw", "_c_info.json")):
+            shutil.copyfile(os.path.join(out, f), os.path.join(src, f))
+    shutil.rmtree(os.path.join(repo, "build", "big_mlp"))
+    return repo
+
+
+def run(repo, *args, env=None, check=True):
+    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=repo, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, **(env or {})))
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def flash(repo, *args, **kw):
+    return run(repo, "flash", "MODEL=big_mlp", *args, **kw)
+
+
+def board(repo, build="build"):
+    return BoardState(os.path.join(repo, build, "sim-board"))
+
+
+def calls(repo, build="build"):
+    return len(board(repo, build).events("call"))
+
+
+def report(repo, model="big_mlp", build="build"):
+    with open(os.path.join(repo, build, model, "flash", "flash.json")) as f:
+        return json.load(f)
+
+
+def written(repo):
+    """{image file name: (sectors written, sectors)} of the last flash."""
+    return {os.path.basename(i["path"]): (i["sectors_written"], i["sectors"]) for i in report(repo)["images"]}
+
+
+def image(repo, name, model="big_mlp", build="build"):
+    with open(os.path.join(repo, build, model, name), "rb") as f:
+        return f.read()
+
+
+def raw_path(repo):
+    return glob.glob(os.path.join(repo, "models", "big_mlp", "*.raw"))[0]
+
+
+def change_raw(repo, offsets):
+    path = raw_path(repo)
+    with open(path, "r+b") as f:
+        for at in offsets:
+            f.seek(at)
+            b = f.read(1)
+            f.seek(at)
+            f.write(bytes([b[0] ^ 0x5A]))
+    bump(path)
+
+
+def differing_sectors(old, new, base):
+    n = max(len(old), len(new))
+    return sorted({base + (i // S) * S for i in range(0, n) if old[i:i + 1] != new[i:i + 1]})
+
+
+def records(repo):
+    out = {}
+    for path in glob.glob(os.path.join(repo, "build", "deploy-records", "*", "*")):
+        out[path] = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    return out
+
+
+def assert_board_holds(repo, split):
+    st = board(repo)
+    net = image(repo, "network_rel.bin")
+    assert st.read(0x71000000, len(net)) == net
+    if split:
+        par = image(repo, "network_rel_params.bin")
+        assert st.read(0x71800000, len(par)) == par
+
+
+def test_first_flash_writes_every_sector_then_nothing(repo):
+    proc = flash(repo, "RELOC_SPLIT=1")
+    net, par = image(repo, "network_rel.bin"), image(repo, "network_rel_params.bin")
+    n_net, n_par = -(-len(net) // S), -(-len(par) // S)
+    assert written(repo) == {"network_rel.bin": (n_net, n_net), "network_rel_params.bin": (n_par, n_par)}
+    assert board(repo).sectors() == [0x71000000 + i * S for i in range(n_net)] + \
+        [0x71800000 + i * S for i in range(n_par)]                        # nothing else on the board
+    assert_board_holds(repo, split=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("  FLASH")]
+    assert lines == [f"  FLASH    build/big_mlp/network_rel.bin \u2192 0x71000000: {n_net} of {n_net} sectors "
+                     f"({len(net) // 1024} KiB) in {report(repo)['images'][0]['seconds']:.1f} s  SIMULATED",
+                     f"  FLASH    build/big_mlp/network_rel_params.bin \u2192 0x71800000: {n_par} of {n_par} sectors "
+                     f"({len(par) // 1024} KiB) in {report(repo)['images'][1]['seconds']:.1f} s  SIMULATED"]
+    r = report(repo)
+    assert (r["simulated"], r["probe"], r["board"], r["programmer_calls"]) == (True, SERIAL, "stm32n6570-dk", 3)
+    on_board = json.load(open(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json")))
+    assert on_board["images"][1] == {"path": "build/big_mlp/network_rel_params.bin", "role": "params",
+                                     "address": "0x71800000", "size": len(par),
+                                     "sha256": hashlib.sha256(par).hexdigest()}
+    before = calls(repo)
+    proc = flash(repo, "RELOC_SPLIT=1")
+    assert "is up to date" in proc.stdout and calls(repo) == before    # 0 bytes, 0 programmer calls
+
+
+def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
+    before, recs = calls(repo), records(repo)
+    proc = flash(repo, "RELOC_SPLIT=1", "DRY_RUN=1")
+    dry = [line for line in proc.stdout.splitlines() if line.startswith("  DRY-RUN")]
+    assert [line.split()[2:6] for line in dry] == [["-q", "-c", "port=SWD", "mode=powerdown"],
+                                                   ["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
+    assert calls(repo) == before and records(repo) == recs       # no programmer run, no record touched
+    change_raw(repo, [7 * S])
+    proc = flash(repo, "RELOC_SPLIT=1", "VERBOSE=1")
+    shown = [line for line in proc.stdout.splitlines() if "STM32_Programmer_CLI" in line]
+    assert len(shown) == 3 and " -d " in shown[2] and shown[2].rstrip().endswith("-v")
+    assert calls(repo) == before + 3
+
+
+def test_records_survive_clean(repo):
+    recs = records(repo)
+    run(repo, "-c", "big_mlp", "RELOC_SPLIT=1")
+    assert recs and records(repo) == recs
+    run(repo, "big_mlp", "RELOC_SPLIT=1")
+
+
+def test_one_byte_raw_change_split(repo):
+    old_net, old_par = image(repo, "network_rel.bin"), image(repo, "network_rel_params.bin")
+    change_raw(repo, [3 * S + 10])
+    flash(repo, "RELOC_SPLIT=1")
+    new_par = image(repo, "network_rel_params.bin")
+    assert len(differing_sectors(old_par, new_par, 0)) == 1
+    assert written(repo) == {"network_rel.bin": (1, 1), "network_rel_params.bin": (1, -(-len(new_par) // S))}
+    assert report(repo)["images"][1]["bytes_written"] == S and old_net != image(repo, "network_rel.bin")
+    assert_board_holds(repo, split=True)
+
+
+def test_one_byte_raw_change_not_split(repo):
+    flash(repo, "RELOC_SPLIT=0")                      # the layout changed: the image grows over 0x71000000
+    assert_board_holds(repo, split=False)
+    old = image(repo, "network_rel.bin")
+    change_raw(repo, [20 * S + 3])
+    flash(repo, "RELOC_SPLIT=0")
+    new = image(repo, "network_rel.bin")
+    expected = differing_sectors(old, new, 0x71000000)
+    assert len(expected) == 2 and expected[0] == 0x71000000           # rt_ctx (CRC) + the weight's sector
+    assert written(repo) == {"network_rel.bin": (2, -(-len(new) // S))}
+    assert_board_holds(repo, split=False)
+
+
+def test_code_only_change_writes_network_sectors_only(repo):
+    flash(repo, "RELOC_SPLIT=1")
+    proc = flash(repo, "RELOC_SPLIT=1", "RELOC_SECURE=0")       # other compiler flags, same weights
+    assert "non-secure image on a secure firmware" in proc.stdout
+    assert written(repo)["network_rel.bin"] == (1, 1) and written(repo)["network_rel_params.bin"][0] == 0
+    flash(repo, "RELOC_SPLIT=1")
+    assert written(repo)["network_rel_params.bin"][0] == 0
+
+
+def test_force_rewrites_everything(repo):
+    before = calls(repo)
+    flash(repo, "RELOC_SPLIT=1", "FORCE=1")
+    n_par = -(-len(image(repo, "network_rel_params.bin")) // S)
+    assert written(repo) == {"network_rel.bin": (1, 1), "network_rel_params.bin": (n_par, n_par)}
+    assert {i["full_write_reason"] for i in report(repo)["images"]} == {"FORCE=1"} and calls(repo) == before + 3
+
+
+def test_another_probe_serial_writes_everything(repo):
+    board(repo).set_probe(serial="0042000000000000000000FF")
+    try:
+        flash(repo, "RELOC_SPLIT=1")                 # nothing else changed: the probe identity reruns it
+        n_par = -(-len(image(repo, "network_rel_params.bin")) // S)
+        assert written(repo)["network_rel_params.bin"] == (n_par, n_par)
+        assert report(repo)["probe"] == "0042000000000000000000FF"
+    finally:
+        board(repo).set_probe(serial=SERIAL)
+    flash(repo, "RELOC_SPLIT=1")                      # back: the first board's record is still right
+    assert written(repo)["network_rel_params.bin"][0] == 0
+
+
+def test_interrupted_by_probe_lost_then_completed(repo):
+    flash(repo, "RELOC_SPLIT=1")
+    kept = records(repo)
+    change_raw(repo, [k * S + 1 for k in range(1, 9)])
+    proc = flash(repo, "RELOC_SPLIT=1", env={"N6_SIM_PROGRAMMER_FAIL": "probe-lost"}, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "scons: *** [build/big_mlp/flash/on_board.json] build/big_mlp/flash/programmer.log: probe lost during the "
+        "flash (fix: check the USB cable, power-cycle the board and flash again (the record was not updated: the next "
+        "flash rewrites what was interrupted))"]
+    assert "DEV_USB_COMM_ERR" in open(os.path.join(repo, "build", "big_mlp", "flash", "programmer.log")).read()
+    assert {k: v for k, v in records(repo).items() if not k.endswith("pending.json")} == kept
+    assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json"))
+    flash(repo, "RELOC_SPLIT=1")
+    assert_board_holds(repo, split=True)
+
+
+def test_interrupted_by_sigint_then_completed(repo):
+    flash(repo, "RELOC_SPLIT=1")
+    kept = records(repo)
+    change_raw(repo, [k * S + 2 for k in range(1, 13)])
+    run(repo, "big_mlp", "RELOC_SPLIT=1")             # build first: only the flash is interrupted
+    programs = len(board(repo).events("program"))
+    proc = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "flash", "MODEL=big_mlp", "RELOC_SPLIT=1"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=dict(os.environ, N6_SIM_PROGRAMMER_RATE="100000"))
+    deadline = time.time() + 60
+    while len(board(repo).events("program")) <= programs + 1 and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)                 # Ctrl-C in the terminal: scons and the programmer
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in err
+    assert err.strip().splitlines() == ["scons: *** [build/big_mlp/flash/on_board.json] Build interrupted."]
+    n = len(board(repo).events("program"))
+    assert programs + 1 < n < programs + 12            # interrupted half-way
+    time.sleep(0.5)
+    assert len(board(repo).events("program")) == n     # no programmer left running
+    assert {k: v for k, v in records(repo).items() if not k.endswith("pending.json")} == kept
+    assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json"))
+    flash(repo, "RELOC_SPLIT=1")
+    assert_board_holds(repo, split=True)
+
+
+def _board_file(repo, name, **changes):
+    text = open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).read()
+    for old, new in changes.items():
+        assert old.replace("_", " ") in text or old in text
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    path = os.path.join(repo, name)
+    open(path, "w").write(text)
+    return path
+
+
+@pytest.mark.parametrize("edits, extra, message", [
+    ({"network = 0x71000000": "network = 0x70100000"}, [],
+     "build/big_mlp/network_rel.bin: 15"),
+    ({"params = 0x71800000": "params = 0x71000000"}, [],
+     "does not fit the network region 0x71000000-0x71000000 (0 bytes;"),
+    ({"size = 0x08000000": "size = 0x01900000"}, ["RELOC_PARAMS_FLASH_SIZE=none"],
+     "does not fit the params region 0x71800000-0x71900000 (1048576 bytes;"),
+])
+def test_gate_refuses_before_any_programmer_call(repo, edits, extra, message):
+    path = _board_file(repo, "gate.toml", **edits)
+    before = calls(repo)
+    proc = flash(repo, "RELOC_SPLIT=1", f"BOARD={path}", *extra, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    line, = proc.stderr.strip().splitlines()
+    assert message in line and "bytes at 0x7" in line and "(fix: " in line
+    assert calls(repo) == before
+
+
+def test_boot_area_refusal_names_the_area(repo):
+    path = _board_file(repo, "boot.toml", **{"network = 0x71000000": "network = 0x70100000"})
+    proc = flash(repo, "RELOC_SPLIT=1", f"BOARD={path}", check=False)
+    assert "would write the boot area 0x70000000-0x70FF0000 (FSBL and applications)" in proc.stderr
+
+
+def test_several_models_without_a_choice_is_one_line(repo):
+    proc = run(repo, "flash", check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "scons: *** several models and no choice: big_mlp, cifar_cnn, kws_mlp, tiny_prebuilt (fix: scons flash "
+        "MODEL=<name>, or models = [...] in firmware/boards/stm32n6570-dk.toml)"]
+    proc = run(repo, "flash", "MODEL=big_mlp,kws_mlp", check=False)
+    assert proc.returncode == 2 and "a 2.x install holds one model on the board at a time" in proc.stderr
+
+
+def test_documented_failure_through_scons_is_one_line(repo):
+    proc = flash(repo, "RELOC_SPLIT=1", "FORCE=1", env={"N6_SIM_PROGRAMMER_FAIL": "not-dev-boot"}, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "scons: *** [build/big_mlp/flash/on_board.json] build/big_mlp/flash/programmer.log: board not in development "
+        "boot (debug access closed, flash erase refused) (fix: set BOOT1 to the development position and power-cycle "
+        "the board)"]
+
+
+def test_flash_model_switch_invalidates_the_other_models_stamp(repo):
+    flash(repo, "RELOC_SPLIT=1")
+    run(repo, "flash-tiny_prebuilt", "RELOC_SPLIT=1")
+    assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json"))
+    flash(repo, "RELOC_SPLIT=1")                     # runs again: the board holds tiny_prebuilt now
+    assert_board_holds(repo, split=True)
+    assert written(repo)["network_rel.bin"][0] == 1
+
+
+def test_multi_model_flash_3x(repo):
+    args = ["BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash", "MODEL=kws_mlp,cifar_cnn"]
+    run(repo, *args)
+    st = board(repo, "build30")
+    kws, cifar = image(repo, "network_rel.bin", "kws_mlp", "build30"), image(repo, "network_rel.bin", "cifar_cnn",
+                                                                              "build30")
+    cifar_at = 0x71000000 + -(-len(kws) // S) * S
+    header = st.read(0x70FFF000, 12 + 16)
+    assert mrel.parse(header) == (mrel.FLAG_XIP, [(0x71000000, 0), (cifar_at, 0)])
+    assert st.read(0x71000000, len(kws)) == kws and st.read(cifar_at, len(cifar)) == cifar
+    before = calls(repo, "build30")
+    assert "is up to date" in run(repo, *args).stdout and calls(repo, "build30") == before
+    run(repo, "BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash-kws_mlp")
+    assert mrel.parse(st.read(0x70FFF000, 20)) == (mrel.FLAG_XIP, [(0x71000000, 0)])
+    assert not os.path.exists(os.path.join(repo, "build30", "cifar_cnn", "flash", "on_board.json"))
+    path = _board_file(repo, "overlap.toml", **{"multi_model_header = 0x70FFF000": "multi_model_header = 0x71000000"})
+    before = calls(repo, "build30")
+    proc = run(repo, *args, f"BOARD={path}", check=False)
+    assert "build/" not in proc.stderr.split("overlaps")[0] and proc.returncode == 2
+    assert ("build30/kws_mlp/network_rel.bin: " in proc.stderr and "bytes at 0x71000000-" in proc.stderr and
+            "overlaps multi-model header (kws_mlp, cifar_cnn) (28 bytes at 0x71000000-0x7100001C)" in proc.stderr)
+    assert calls(repo, "build30") == before
+
+
+def test_on_board_gives_other_steps_the_flash_step(repo):
+    """What `scons run` builds on: env.OnBoard(model) is the model's flash step."""
+    sconstruct = os.path.join(repo, "SConstruct")
+    original = open(sconstruct).read()
+    with open(sconstruct, "a") as f:
+        f.write('\nif "probe-run" in COMMAND_LINE_TARGETS:\n'
+                '    env.Alias("probe-run", env.Command("$BUILD_DIR/probe-run.txt", env.OnBoard("tiny_prebuilt"),\n'
+                '              Copy("$TARGET", "$SOURCE")))\n')
+    try:
+        run(repo, "probe-run")
+        st = board(repo)
+        tiny = image(repo, "network_rel.bin", "tiny_prebuilt")
+        assert st.read(0x71000000, len(tiny)) == tiny
+        assert json.load(open(os.path.join(repo, "build", "probe-run.txt")))["model"] == "tiny_prebuilt"
+        before = calls(repo)
+        assert "is up to date" in run(repo, "probe-run").stdout and calls(repo) == before
+        proc = run(repo, "probe-run", "flash", "MODEL=big_mlp", "FORCE=1", check=False)   # both steps run
+        assert proc.returncode == 2 and "on the board (fix: flash (or run) one model set at a time)" in proc.stderr
+    finally:
+        open(sconstruct, "w").write(original)
+
+
+def test_size_gate_budgets_come_from_the_board_file(repo):
+    path = _board_file(repo, "small.toml", **{"exec_ram = { base = 0x34060000, size = 0xA0000 }":
+                                               "exec_ram = { base = 0x34060000, size = 0x100 }"})
+    proc = run(repo, "kws_mlp", f"BOARD={path}", check=False)
+    assert proc.returncode == 2 and "does not fit: exec RAM (XIP) needs" in proc.stderr and \
+        "256 available" in proc.stderr
+    run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
+    proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
+    assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr

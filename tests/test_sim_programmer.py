@@ -1,0 +1,63 @@
+"""The simulated STM32_Programmer_CLI as a command: the options n6 uses, with the real tool's
+spelling, output markers and exit codes, on the board state of N6_SIM_BOARD."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from n6.flash.cubeprogrammer import SIM_BIN
+from programmer_sim.board_state import BoardState
+
+CLI = os.path.join(SIM_BIN, "STM32_Programmer_CLI")
+LDR = os.path.join(SIM_BIN, "ExternalLoader", "MX66UW1G45G_STM32N6570-DK.stldr")
+CONNECT = ["-c", "port=SWD", "mode=HOTPLUG", "freq=2000", "ap=1"]
+
+
+def cli(tmp_path, *args, fail=""):
+    env = dict(os.environ, N6_SIM_BOARD=str(tmp_path / "board"), N6_SIM_PYTHON=sys.executable,
+               N6_SIM_PROGRAMMER_FAIL=fail)
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_version_and_list(tmp_path):
+    p = cli(tmp_path, "--version")
+    assert p.returncode == 0 and p.stdout.startswith("STM32CubeProgrammer version: 2.21.0")
+    p = cli(tmp_path, "--list", "st-link")
+    assert "ST-LINK SN  : 004200000000000000000001" in p.stdout
+
+
+def test_long_and_short_options_download_verify_erase_reset(tmp_path):
+    img = tmp_path / "a.bin"
+    img.write_bytes(bytes(range(256)) * 300)           # 76800 bytes: two sectors
+    p = cli(tmp_path, *CONNECT, "--extload", LDR, "--download", str(img), "0x71000000", "--verify", "-hardRst")
+    assert p.returncode == 0, p.stdout
+    for marker in ("Erasing external memory sectors [256 257]", "File download complete",
+                   "Download verified successfully", "Hardware reset is performed"):
+        assert marker in p.stdout
+    st = BoardState(tmp_path / "board")
+    assert st.read(0x71000000, 76800) == img.read_bytes()
+    p = cli(tmp_path, *CONNECT, "-el", LDR, "-e", "[257]", "-rst")
+    assert p.returncode == 0 and "MCU Reset" in p.stdout
+    assert st.sectors() == [0x71000000]
+    assert [e["op"] for e in st.events() if e["op"] != "call"] == ["erase", "program", "erase", "program", "erase"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--frobnicate"], "Error: Unknown option: --frobnicate"),
+    (["-d", "x.bin", "0x71000000"], "Error: Target not connected"),
+    ([*CONNECT, "-d", "a.bin", "0x71000000"], "use -el with the external loader"),
+    ([*CONNECT, "-el", LDR, "-e", "all"], "Error: Mass erase operation failed. Please verify flash protection"),
+    (["-c", "port=SWD", "mode=hotplug", "ap=0"], "Error: Cannot connect to access port 0!"),
+    ([*CONNECT, "sn=NOPE"], "Error: No ST-LINK with serial number NOPE detected."),
+])
+def test_errors_are_the_real_tools(tmp_path, args, message):
+    (tmp_path / "a.bin").write_bytes(b"x")
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                       env=dict(os.environ, N6_SIM_BOARD=str(tmp_path / "board"), N6_SIM_PYTHON=sys.executable))
+    assert p.returncode == 1 and message in p.stdout
+
+
+def test_unknown_failure_switch_is_refused(tmp_path):
+    p = cli(tmp_path, "--version", fail="gremlins")
+    assert p.returncode == 1 and "unknown failure gremlins" in p.stdout
