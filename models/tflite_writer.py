@@ -9,6 +9,7 @@ import numpy as np
 from stedgeai_sim.ir import Tensor
 
 TFL_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}      # logical (N, C, H, W) axis → TFLite (N, H, W, C) axis
+LOGICAL_AXIS = {v: k for k, v in TFL_AXIS.items()}
 LUT_OPS = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU",
            "LeakyRelu": "LEAKY_RELU"}
 
@@ -116,8 +117,8 @@ class _Writer:
             table, opt = "Pool2DOptions", self.OPT.Pool2DOptions
             fields = {"Padding": self.padding(layer), "StrideH": a["strides"][0], "StrideW": a["strides"][1],
                       "FilterHeight": a["kernel"][0], "FilterWidth": a["kernel"][1]}
-        elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape") and \
-                (len(x.shape) != 4 or x.shape[2:] == (1, 1)):   # the same bytes in TFLite's order
+        elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape", "Squeeze", "Unsqueeze") and \
+                all(len(t.shape) != 4 or t.shape[2:] == (1, 1) for t in (x, y)):   # same bytes in TFLite's order
             op, table, opt, fields = self.OP.RESHAPE, None, self.OPT.NONE, {}
         elif layer.kind == "gather" and a["label"] == "Concat":
             ins = [self.tensor(p["input"]) for p in a["parts"]]
@@ -129,6 +130,25 @@ class _Writer:
             order = [0, 2, 3, 1] if len(x.shape) == 4 else range(len(x.shape))
             ins.append(self.ints(layer.name + "_paddings", [[begin[i], end[i]] for i in order]))
             op, table, opt, fields = self.OP.PAD, None, self.OPT.NONE, {}
+        elif layer.kind == "gather" and a["label"] == "Transpose":
+            n = len(y.shape)
+            perm = [TFL_AXIS[a["perm"][LOGICAL_AXIS[j]]] if n == 4 else a["perm"][j] for j in range(n)]
+            ins.append(self.ints(layer.name + "_perm", perm))
+            op, table, opt, fields = self.OP.TRANSPOSE, None, self.OPT.NONE, {}
+        elif layer.kind == "gather" and a["label"] == "Slice":
+            order = [0, 2, 3, 1] if len(x.shape) == 4 else range(len(x.shape))
+            ins += [self.ints(layer.name + "_begin", [a["starts"][i] for i in order]),
+                    self.ints(layer.name + "_end", [a["starts"][i] + (y.shape[i] - 1) * a["steps"][i] + 1 for i in order]),
+                    self.ints(layer.name + "_strides", [a["steps"][i] for i in order])]
+            op, table, opt, fields = self.OP.STRIDED_SLICE, "StridedSliceOptions", self.OPT.StridedSliceOptions, {}
+        elif layer.kind == "lut" and a["label"] == "PRelu" and a.get("slope_quantized") is not None:
+            q, scale, zp = a["slope_quantized"]
+            q = np.asarray(q, np.int8).reshape(-1)
+            data = q.reshape(1, 1, -1) if len(x.shape) == 4 and q.size > 1 else q
+            alpha = Tensor(layer.name + "_alpha", data.shape, "int8", float(np.asarray(scale).reshape(-1)[0]),
+                           int(np.asarray(zp).reshape(-1)[0]), data)
+            ins.append(self.tensor(alpha, data, data.shape))
+            op, table, opt, fields = self.OP.PRELU, None, self.OPT.NONE, {}
         elif layer.kind == "eltwise":
             ins = [self.operand(a["a"]), self.operand(a["b"])]
             add = a["op"] == "add"

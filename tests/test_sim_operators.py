@@ -110,7 +110,8 @@ TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add
                 "mul_squeeze_excite", "concat_channels", "concat_last_axis_2d", "resize_nearest_asymmetric",
                 "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes", "sigmoid", "hardswish",
                 "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
-                "gemm_per_channel_relu", "softmax_last_axis"}
+                "gemm_per_channel_relu", "softmax_last_axis", "transpose_4d", "transpose_3d", "slice_channels_and_step",
+                "prelu_per_channel", "unsqueeze_to_4d"}
 PROFILES = {"no_ec": f"{MODELS}/kws_mlp/neural_art.json", "ec": f"{MODELS}/cifar_cnn/neural_art.json"}
 
 

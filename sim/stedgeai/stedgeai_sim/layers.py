@@ -74,6 +74,23 @@ def lut(name, x, out, fn, label, per_channel=0, **facts):
     return Layer("lut", name, [x], out, [table], dict(facts, inner=inner, n_tables=len(tables), label=label))
 
 
+def dequantize(q, scale, zp):
+    return ((np.asarray(q).astype(F32) - np.asarray(zp).astype(F32)) * np.asarray(scale, F32)).astype(F32)
+
+
+def prelu(name, x, out, slope, quantized=None):
+    """PRelu with one slope or one per channel (logical axis 1); `quantized` = (q, scale, zp) of an
+    int8 slope constant, kept for writers of other formats. None when the slope shape does not fit."""
+    slope = np.asarray(slope, F32).reshape(-1)
+    facts = {"slope": slope, "slope_quantized": quantized}
+    if slope.size == 1:
+        return lut(name, x, out, lambda v: np.where(v >= 0, v, v * slope[0]).astype(F32), "PRelu", **facts)
+    if slope.size == x.shape[1]:
+        return lut(name, x, out, lambda v, c: np.where(v >= 0, v, v * slope[c]).astype(F32), "PRelu",
+                   per_channel=x.shape[1], **facts)
+    return None
+
+
 def _rows_desc(rows):
     return np.asarray(rows, np.int32).reshape(-1)
 

@@ -370,17 +370,13 @@ class _Importer:
         elif kind == "HardSwish":
             fn = lambda v: v * np.clip(v / F32(6) + F32(0.5), F32(0), F32(1))
         elif kind == "PRelu":
-            slope = op.args[1]
-            slope = (slope.q.astype(F32) - slope.zero_point.astype(F32)) * slope.scale \
-                if isinstance(slope, _Const) else self._init(node, 1).astype(F32)
-            slope = slope.reshape(-1)
-            if slope.size == 1:
-                fn = lambda v: np.where(v >= 0, v, v * slope[0]).astype(F32)
-            elif slope.size == x.shape[1]:
-                return L.lut(name, x, out, lambda v, c: np.where(v >= 0, v, v * slope[c]).astype(F32), "PRelu",
-                             per_channel=x.shape[1])
-            else:
+            c = op.args[1]
+            quantized = (c.q, c.scale, c.zero_point) if isinstance(c, _Const) else None
+            slope = L.dequantize(*quantized) if quantized else self._init(node, 1).astype(F32)
+            layer = L.prelu(name, x, out, slope, quantized)
+            if layer is None:
                 self.fail(node, f"PRelu slope of {slope.size} values is not supported", "use one slope per channel")
+            return layer
         else:   # BatchNormalization on its own: a per-channel affine map
             gamma, beta, mean, var = (self._init(node, i).astype(F32) for i in range(1, 5))
             k = gamma / np.sqrt(var + F32(a.get("epsilon", 1e-5)))
@@ -458,7 +454,8 @@ class _Importer:
                 self.fail(node, "Slice with a negative or zero step is not supported", "use positive steps")
             s = int(s) + dim if s < 0 else int(s)
             amap[axis] = (axis, min(max(s, 0), dim), int(step))
-        return L.gather(node.name or node.output[0], [L.gather_part(x, out, amap)], out, "Slice")
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, amap)], out, "Slice",
+                        starts=tuple(m[1] for m in amap), steps=tuple(m[2] for m in amap))
 
     def _move_Pad(self, node, op, x, out):
         a = _attrs(node)

@@ -14,6 +14,15 @@ from .ir import Network, Tensor
 
 F32 = np.float32
 NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
+TFL_AXIS = {v: k for k, v in NHWC_AXIS.items()}
+
+
+def _logical_axis(axis, rank):
+    return NHWC_AXIS[axis] if rank == 4 else axis
+
+
+def _tflite_axis(axis, rank):
+    return TFL_AXIS[axis] if rank == 4 else axis
 
 
 def _tfl():
@@ -205,7 +214,44 @@ class _Importer:
         x, y = self.act(where, op.Inputs(0)), self.out(op)
         return L.reshape(y.name, x, y, memory_order=True)
 
-    _SQUEEZE = _QUANTIZE = _RESHAPE
+    _SQUEEZE = _QUANTIZE = _EXPAND_DIMS = _RESHAPE
+
+    def _TRANSPOSE(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        perm = [int(p) for p in self.array(op.Inputs(1), np.int32)[0].reshape(-1)]
+        n = len(y.shape)       # out TFLite axis j reads in TFLite axis perm[j]
+        logical = [_logical_axis(perm[_tflite_axis(a, n)], n) for a in range(n)]
+        return L.gather(y.name, [L.gather_part(x, y, [(p, 0, 1) for p in logical])], y, "Transpose",
+                        perm=tuple(logical))
+
+    def _STRIDED_SLICE(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        opts = self.options(op, "StridedSliceOptions")
+        if opts.BeginMask() or opts.EndMask() or opts.EllipsisMask() or opts.NewAxisMask() or opts.ShrinkAxisMask():
+            self.fail(where, "STRIDED_SLICE with masks is not supported", "export explicit begin/end values")
+        begin = self.array(op.Inputs(1), np.int32)[0].reshape(-1)
+        strides = self.array(op.Inputs(3), np.int32)[0].reshape(-1)
+        n = len(x.shape)
+        amap = [(a, 0, 1) for a in range(n)]
+        for axis, (b, step) in enumerate(zip(begin, strides)):
+            if step < 1:
+                self.fail(where, "STRIDED_SLICE with a negative or zero stride is not supported", "use positive strides")
+            logical = _logical_axis(axis, n)
+            dim = x.shape[logical]
+            amap[logical] = (logical, min(max(int(b) + dim if b < 0 else int(b), 0), dim), int(step))
+        return L.gather(y.name, [L.gather_part(x, y, amap)], y, "Slice",
+                        starts=tuple(m[1] for m in amap), steps=tuple(m[2] for m in amap))
+
+    def _PRELU(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        q, scale, zp = self.array(op.Inputs(1), np.int8)
+        if scale.size != 1:
+            self.fail(where, "PRELU alpha must be quantised per tensor", "quantise alpha per tensor")
+        quantized = (q, scale.reshape(()), np.int8(zp.reshape(-1)[0]))
+        layer = L.prelu(y.name, x, y, L.dequantize(*quantized), quantized)
+        if layer is None:
+            self.fail(where, f"PRELU alpha of shape {list(q.shape)} is not supported", "use one alpha per channel")
+        return layer
 
     def _SOFTMAX(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
@@ -230,7 +276,7 @@ class _Importer:
     def _CONCATENATION(self, op, where):
         y = self.out(op)
         axis = self.options(op, "ConcatenationOptions").Axis() % len(y.shape)
-        axis = NHWC_AXIS[axis] if len(y.shape) == 4 else axis
+        axis = _logical_axis(axis, len(y.shape))
         parts, offset = [], 0
         for k in range(op.InputsLength()):
             t = self.act(where, op.Inputs(k))
@@ -245,7 +291,7 @@ class _Importer:
         pads = self.array(op.Inputs(1), np.int32)[0].reshape(-1, 2)
         begin, end = [0] * len(x.shape), [0] * len(x.shape)
         for axis, (before, after) in enumerate(pads):
-            logical = NHWC_AXIS[axis] if len(x.shape) == 4 else axis
+            logical = _logical_axis(axis, len(x.shape))
             begin[logical], end[logical] = int(before), int(after)
         return L.gather(y.name, [L.gather_part(x, y, [(i, -begin[i], 1) for i in range(len(x.shape))])], y, "Pad",
                         pads=(tuple(begin), tuple(end)))
