@@ -1,0 +1,130 @@
+"""`python -m n6board --image network_rel.bin [--params P] [--port-file F]`: the simulated
+STM32N6570-DK running ST's aiValidation reloc firmware, on a pseudo-terminal. Prints (or writes
+to --port-file) the pty's path, then serves the host until the link drops or it is terminated."""
+import argparse
+import os
+import sys
+import tty
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(ROOT, "site_scons"))
+sys.path.insert(0, os.path.join(ROOT, "sim", "programmer"))
+
+from n6.atomic import write_text  # noqa: E402
+from n6.board import board_path, load_board  # noqa: E402
+from n6.flash import mrel  # noqa: E402
+from n6.releases import release  # noqa: E402
+from n6.reloc.check import LoaderError  # noqa: E402
+from n6.reloc.image import Image, off  # noqa: E402
+
+from unicorn import UcError  # noqa: E402
+
+from .emulator import Fault, NpuAccess  # noqa: E402
+from .firmware import InstalledModel, layout_from_board  # noqa: E402
+from .server import Board, FdPort  # noqa: E402
+
+
+def read_flash(state, board, release):
+    """[(image, split params or None, mode)] as the firmware finds them in the memory-mapped flash:
+    with a 3.x firmware the models of the multi-model header ("MREL") when there is one, else the
+    image at the board file's network address."""
+    from programmer_sim.board_state import BoardState
+    flash = BoardState(state)
+    found = None
+    if release.header_words > 24:
+        found = mrel.parse(flash.read(board.images.multi_model_header, 12 + 8 * mrel.MAX_MODELS))
+    flags, pairs = found or (0, [(board.images.network, 0)])
+    mode = "XIP" if flags & mrel.FLAG_XIP else "COPY"
+    return [_read_image(flash, at, params_at or board.images.params) + (mode,) for at, params_at in pairs]
+
+
+def _read_image(flash, at, params_at):
+    head = flash.read(at, 0x10000)
+    if head[:4] != b"NBIN":
+        return head[:4], None
+    img = Image.parse(head + flash.read(at + 0x10000, max(0, _end(Image.parse(head)) - 0x10000)))
+    h = img.header
+    if h.params_offset:
+        return flash.read(at, h.params_offset + _params_len(img)), None
+    return flash.read(at, (off(h.rel_end) + 7) & ~7), flash.read(params_at, _params_len(img))
+
+
+def _end(img):
+    h = img.header
+    return max(off(h.rel_end), off(h.data_data) + off(h.bss_start), 0x60)
+
+
+def _params_len(img):
+    """Bytes of the params area the descriptors read (the firmware maps the flash; we read it)."""
+    return max([d.foff + ((d.size + 7) & ~7) for d in img.descriptors if d.type in (1, 2)] + [0])
+
+
+def boot(args):
+    """(models, install error text, banner lines)."""
+    banner = ["", "#", "# aiValidation (simulated STM32N6570-DK, reloc firmware)", "#"]
+    board = load_board(args.board)
+    if args.image:
+        with open(args.image, "rb") as f:
+            data = f.read()
+        params = None
+        if args.params:
+            with open(args.params, "rb") as f:
+                params = f.read()
+        images = [(data, params, args.mode)]
+    else:
+        images = read_flash(args.state, board, release(args.release))
+    layout = layout_from_board(board)
+    exec_base, exec_size = layout["exec_ram"]
+    models = []
+    for data, params, mode in images:
+        if len(data) < 4 or data[:4] != b"NBIN":
+            banner.append("No relocatable model found in flash")
+            continue
+        try:
+            model = InstalledModel(data, params, dict(layout, exec_ram=(exec_base, exec_size)), core=args.release,
+                                   mode=args.mode or mode, board_firmware=board.firmware)
+        except LoaderError as e:
+            text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
+            return models, text, banner + [text]
+        except NpuAccess as e:
+            text = f"model initialisation programs the NPU ({e}): hardware epochs are not executable on the " \
+                   "simulated board"
+            return models, text, banner + [text]
+        except (Fault, UcError) as e:      # the model's init code (or its tables) crashed
+            text = f"HardFault during model initialisation: {e}"
+            return models, text, banner + [text]
+        used = ((model.img.xip_size if model.mode == "XIP" else model.img.copy_size) + 31) & ~31
+        exec_base, exec_size = exec_base + used, exec_size - used    # the next model's exec RAM
+        models.append(model)
+        banner.append(f"Model installation: {model.name} ({model.mode}), runtime {model.runtime_desc}")
+    banner += ["READY to receive a CMD from the HOST...", "Protocol version = 3.1"]
+    return models, None, banner
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="n6board")
+    ap.add_argument("--board", default=board_path("stm32n6570-dk"))
+    ap.add_argument("--state", default=os.environ.get("N6_SIM_BOARD", ""), help="simulated board state folder")
+    ap.add_argument("--image", help="boot this image file instead of the simulated flash")
+    ap.add_argument("--params")
+    ap.add_argument("--release", default="2.2")
+    ap.add_argument("--mode", choices=("COPY", "XIP"), help="install mode (default: COPY, or the MREL header's)")
+    ap.add_argument("--header", choices=("2byte", "1byte"), help="default: the board file's [validation] header")
+    ap.add_argument("--port-file")
+    args = ap.parse_args(argv)
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    tty.setraw(master)
+    path = os.ttyname(slave)
+    models, error, banner = boot(args)
+    os.write(master, ("\r\n".join(banner) + "\r\n").encode())
+    if args.port_file:
+        write_text(args.port_file, path + "\n")
+    else:
+        print(path, flush=True)
+    Board(FdPort(master), args.header or load_board(args.board).validation.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""The simulated board's CPU: unicorn's Cortex-M33 model with the FPU executing the installed
+image's own Thumb-2 code, on a memory map laid out like the board's.
+
+* Armv8.1-M low-overhead loops (DLS, WLS, LE), which GCC emits for -mcpu=cortex-m55 and unicorn
+  does not know, are executed from the invalid-instruction hook with the architecture's
+  semantics: DLS LR = Rn; WLS: Rn == 0 → branch past the loop, else LR = Rn; LE: LR > 1 →
+  LR -= 1 and branch back, else fall through. Tail-predicated forms (MVE) are a fault.
+* The firmware's callback table lives in the firmware's RAM: each entry points at a `bx lr` stub
+  whose execution is served in Python (the firmware side of the image's calls).
+* Cycle model (stated, not measured): one cycle per executed instruction (CPI 1). Instructions
+  are counted per translated block (Thumb-2 16/32-bit decoding of the block's bytes).
+* Counting is optional (one hook call per block and per access): instructions, and reads and
+  writes per memory region in accesses and bytes.
+* Any access to the NPU's register block means the code programs the NPU: not executable here."""
+import struct
+from dataclasses import dataclass, field
+
+from unicorn import (UC_ARCH_ARM, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_READ,
+                     UC_HOOK_MEM_INVALID, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UC_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_UNMAPPED,
+                     UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
+from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
+                               UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
+
+PAGE = 0x1000
+NPU_REGS = ((0x480C0000, 0x10000), (0x580C0000, 0x10000))   # the NPU register block, both aliases
+SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
+CPUID_M55 = 0x411FD220
+REGS = [UC_ARM_REG_R0 + i for i in range(13)] + [UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_PC]
+
+
+class Fault(Exception):
+    """The emulated code stopped abnormally: a bus fault, an undefined instruction, an assert."""
+
+    def __init__(self, what, pc, addr=None):
+        self.what, self.pc, self.addr = what, pc, addr
+        at = f" accessing 0x{addr:08X}" if addr is not None else ""
+        super().__init__(f"{what} at pc 0x{pc:08X}{at}")
+
+
+class NpuAccess(Fault):
+    """The code touched the NPU registers (a hardware epoch)."""
+
+
+@dataclass
+class Region:
+    name: str
+    base: int
+    size: int
+
+
+@dataclass
+class Counters:
+    instructions: int = 0
+    reads: dict = field(default_factory=dict)      # region → [accesses, bytes]
+    writes: dict = field(default_factory=dict)
+    callbacks: dict = field(default_factory=dict)  # firmware service → calls
+
+    @property
+    def cycles(self):
+        return self.instructions     # the stated model: CPI 1
+
+    def as_dict(self):
+        return {"instructions": self.instructions, "cycles": self.cycles,
+                "reads": {k: {"accesses": a, "bytes": b} for k, (a, b) in sorted(self.reads.items())},
+                "writes": {k: {"accesses": a, "bytes": b} for k, (a, b) in sorted(self.writes.items())},
+                "callbacks": dict(sorted(self.callbacks.items()))}
+
+
+def thumb_instructions(code):
+    """Number of Thumb-2 instructions in `code` (first halfword 0b11101/11110/11111 → 32-bit)."""
+    n = i = 0
+    while i + 1 < len(code):
+        i += 4 if code[i + 1] >> 3 in (0x1D, 0x1E, 0x1F) else 2
+        n += 1
+    return n
+
+
+def _align(base, size):
+    lo = base & ~(PAGE - 1)
+    return lo, (base + size - lo + PAGE - 1) & ~(PAGE - 1)
+
+
+class Cpu:
+    """One emulated core with `regions` mapped; `services[i]` serves callback-table entry i."""
+
+    def __init__(self, regions, firmware_base, services, count=False):
+        self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+        uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M33)
+        self.regions = sorted(regions, key=lambda r: r.base)
+        for r in self.regions:
+            uc.mem_map(*_align(r.base, r.size))
+        uc.mem_map(SCB_PAGE, PAGE)
+        uc.mem_write(CPUID, struct.pack("<I", CPUID_M55))
+        uc.mem_write(CPACR, struct.pack("<I", 0xF << 20))
+        self.services = services
+        # firmware layout: return trap, callback table, one `bx lr` stub per entry, stack on top
+        self.ret = firmware_base + 0x100
+        self.table = firmware_base + 0x200
+        self.stubs = firmware_base + 0x400
+        self.stack_top = firmware_base + 0x5FF00
+        uc.mem_write(self.ret, b"\xfe\xe7")                               # b .
+        for i in range(len(services)):
+            uc.mem_write(self.stubs + 4 * i, b"\x70\x47\x00\xbf")         # bx lr; nop
+            uc.mem_write(self.table + 4 * i, struct.pack("<I", (self.stubs + 4 * i) | 1))
+        self.counters = Counters()
+        self._block_sizes = {}
+        self._bad_access = None
+        self._stop_reason = None
+        uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
+        uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
+        if services:
+            uc.hook_add(UC_HOOK_CODE, self._on_service, begin=self.stubs, end=self.stubs + 4 * len(services) - 1)
+        self._counting, self._counting_mode = [], (False, False)
+        self.set_counting(count)
+
+    def set_counting(self, instructions, memory=False):
+        """Count instructions (one hook call per block: ~10x slower) and memory accesses (one per
+        access: ~50x slower), or run at full speed with no counts."""
+        if (instructions, memory) == self._counting_mode:
+            return
+        self._counting_mode = (instructions, memory)
+        for h in self._counting:
+            self.uc.hook_del(h)
+        self._counting = []
+        if instructions:
+            self._counting.append(self.uc.hook_add(UC_HOOK_BLOCK, self._on_block))
+        if memory:
+            for r in self.regions:
+                self._counting.append(self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access,
+                                                       user_data=r.name, begin=r.base, end=r.base + r.size - 1))
+        self.uc.ctl_flush_tb()      # hooks are compiled into translated blocks: retranslate
+
+    # -- memory ---------------------------------------------------------------------------------
+    def read(self, addr, n):
+        return bytes(self.uc.mem_read(addr, n))
+
+    def write(self, addr, data):
+        self.uc.mem_write(addr, bytes(data))
+
+    def u32(self, addr):
+        return struct.unpack("<I", self.read(addr, 4))[0]
+
+    def c_string(self, addr, limit=256):
+        if not addr:
+            return ""
+        try:
+            raw = self.read(addr, limit)
+        except UcError:
+            return f"<0x{addr:08X}>"
+        return raw.split(b"\0", 1)[0].decode("latin-1")
+
+    def region_of(self, addr):
+        for r in self.regions:
+            if r.base <= addr < r.base + r.size:
+                return r.name
+        return None
+
+    # -- calls ----------------------------------------------------------------------------------
+    def call(self, fn, *args, r9=0, timeout_s=120):
+        """Call the Thumb function at `fn` with up to four integer arguments and r9 set (the
+        firmware's trampoline); returns r0."""
+        uc = self.uc
+        for reg, value in zip((UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3), args):
+            uc.reg_write(reg, value & 0xFFFFFFFF)
+        uc.reg_write(UC_ARM_REG_R9, r9)
+        uc.reg_write(UC_ARM_REG_SP, self.stack_top)
+        uc.reg_write(UC_ARM_REG_LR, self.ret | 1)
+        self._bad_access = self._stop_reason = None
+        try:
+            uc.emu_start(fn | 1, self.ret, timeout=int(timeout_s * 1e6))
+        except UcError as e:
+            pc = uc.reg_read(UC_ARM_REG_PC)
+            if self._stop_reason:
+                raise self._stop_reason from None
+            if self._bad_access:
+                kind, addr = self._bad_access
+                if any(b <= addr < b + n for b, n in NPU_REGS):
+                    raise NpuAccess("NPU register access (hardware epoch)", pc, addr) from None
+                raise Fault(f"bus fault ({kind})", pc, addr) from None
+            raise Fault(f"{e}", pc) from None
+        if self._stop_reason:
+            raise self._stop_reason
+        pc = uc.reg_read(UC_ARM_REG_PC)
+        if pc & ~1 != self.ret:
+            raise Fault(f"execution did not return within {timeout_s} s", pc)
+        return uc.reg_read(UC_ARM_REG_R0)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def _on_block(self, uc, address, size, _):
+        n = self._block_sizes.get((address, size))
+        if n is None:
+            n = self._block_sizes[(address, size)] = thumb_instructions(uc.mem_read(address, size))
+        self.counters.instructions += n
+
+    def _on_access(self, uc, access, address, size, value, region):
+        table = self.counters.writes if access == UC_MEM_WRITE else self.counters.reads
+        entry = table.setdefault(region, [0, 0])
+        entry[0] += 1
+        entry[1] += size
+
+    def _on_bad_access(self, uc, access, address, size, value, _):
+        kinds = {UC_MEM_WRITE_UNMAPPED: "write to unmapped memory", UC_MEM_FETCH_UNMAPPED: "fetch from unmapped memory"}
+        self._bad_access = (kinds.get(access, "read of unmapped memory"), address)
+        return False
+
+    def _on_service(self, uc, address, size, _):
+        i = (address - self.stubs) // 4
+        name, fn = self.services[i]
+        self.counters.callbacks[name] = self.counters.callbacks.get(name, 0) + 1
+        args = [uc.reg_read(r) for r in (UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2, UC_ARM_REG_R3)]
+        try:
+            result = fn(self, *args)
+        except Fault as e:
+            if not e.pc:    # raised by a service: the fault is at the image's call site
+                e = Fault(e.what, (uc.reg_read(UC_ARM_REG_LR) & ~1) - 4)
+            self._stop_reason = e
+            uc.emu_stop()
+            return
+        if result is not None:
+            uc.reg_write(UC_ARM_REG_R0, result & 0xFFFFFFFF)
+
+    def _on_invalid(self, uc, _):
+        pc = uc.reg_read(UC_ARM_REG_PC) & ~1
+        try:
+            hw1, hw2 = struct.unpack("<HH", uc.mem_read(pc, 4))
+        except UcError:
+            return False
+        lob = low_overhead_branch(hw1, hw2)
+        if lob is None:
+            self._stop_reason = Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
+            return False
+        kind, rn, imm = lob
+        lr = uc.reg_read(UC_ARM_REG_LR)
+        nxt = pc + 4
+        if kind == "DLS":
+            uc.reg_write(UC_ARM_REG_LR, uc.reg_read(_reg(rn)))
+        elif kind == "WLS":
+            count = uc.reg_read(_reg(rn))
+            if count == 0:
+                nxt = pc + 4 + imm
+            else:
+                uc.reg_write(UC_ARM_REG_LR, count)
+        elif kind == "LE":
+            if lr > 1:
+                uc.reg_write(UC_ARM_REG_LR, lr - 1)
+                nxt = pc + 4 - imm
+        else:   # "LE" without LR: branch back unconditionally
+            nxt = pc + 4 - imm
+        uc.reg_write(UC_ARM_REG_PC, nxt | 1)     # (the block hook already counted this instruction)
+        return True
+
+
+def _reg(n):
+    return {13: UC_ARM_REG_SP, 14: UC_ARM_REG_LR, 15: UC_ARM_REG_PC}.get(n, UC_ARM_REG_R0 + n)
+
+
+def low_overhead_branch(hw1, hw2):
+    """Decode an Armv8.1-M DLS / WLS / LE (no tail predication): (kind, Rn, offset) or None."""
+    imm = ((hw2 >> 1) & 0x3FF) << 2 | ((hw2 >> 11) & 1) << 1
+    if hw1 & 0xFFF0 == 0xF040 and hw2 == 0xE001:
+        return "DLS", hw1 & 0xF, 0
+    if hw1 & 0xFFF0 == 0xF040 and hw2 & 0xF001 == 0xC001:
+        return "WLS", hw1 & 0xF, imm
+    if hw1 == 0xF00F and hw2 & 0xF001 == 0xC001:
+        return "LE", 14, imm
+    if hw1 == 0xF02F and hw2 & 0xF001 == 0xC001:
+        return "LE-always", 14, imm
+    return None

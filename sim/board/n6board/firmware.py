@@ -1,0 +1,210 @@
+"""The firmware side of the simulated board: ST's aiValidation reloc firmware's role. Boot reads
+the image from the simulated flash, installs it with the project's loader model (checks in
+order, ST's error names, XIP or COPY, GOT and REL relocation) into the emulated memory, then
+plays the LL_ATON runtime: calls the image's entry table and epoch functions with r9 = the
+image's RAM base, and serves the image's calls through the callback table."""
+import struct
+from dataclasses import dataclass, field
+
+from n6.releases import release
+from n6.reloc import callbacks
+from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
+from n6.reloc.image import Image, RtCtx, off
+
+from .emulator import Counters, Cpu, Fault, Region
+
+FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
+MCU_HZ, NOC_HZ, NPU_HZ, NIC_HZ = 800_000_000, 400_000_000, 1_000_000_000, 900_000_000
+
+# The STM32N6570-DK memory map (deploy-protocol.md §2); a board file may give other values.
+DEFAULT_LAYOUT = {
+    "network": 0x7100_0000, "params": 0x7180_0000,
+    "exec_ram": (0x3406_0000, 640 << 10), "external_ram": (0x9010_0000, 27 << 20),
+    "regions": [("firmware", 0x3400_0000, 0x6_0000), ("exec RAM", 0x3406_0000, 640 << 10),
+                ("AXISRAM2", 0x3410_0000, 1 << 20), ("npuRAM3", 0x3420_0000, 0x7_0000),
+                ("npuRAM4", 0x3427_0000, 0x7_0000), ("npuRAM5", 0x342E_0000, 0x7_0000),
+                ("npuRAM6", 0x3435_0000, 0x7_0000), ("xSPI1 PSRAM", 0x9000_0000, 32 << 20)],
+}
+
+
+def layout_from_board(board):
+    """DEFAULT_LAYOUT with the addresses of a board file (n6.board.Board)."""
+    regions = [("firmware", FIRMWARE_BASE, board.memory.exec_ram.base - FIRMWARE_BASE),
+               ("exec RAM", board.memory.exec_ram.base, board.memory.exec_ram.size),
+               ("AXISRAM2", 0x3410_0000, 1 << 20)]
+    regions += [(r.name, r.base, r.size) for r in board.memory.npu_ram]
+    ext = board.memory.external_ram
+    regions.append(("xSPI1 PSRAM", ext.base & ~0xFFFFF, ext.size + (ext.base & 0xFFFFF)))
+    return {"network": board.images.network, "params": board.images.params,
+            "exec_ram": (board.memory.exec_ram.base, board.memory.exec_ram.size),
+            "external_ram": (ext.base, ext.size), "regions": regions}
+
+
+DTYPES = {1: "float32", 2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32"}
+BUFFER_INFO_SIZE = 56
+EB_LAST, EB_PURE_HW, EB_PURE_SW, EB_HYBRID, EB_BLOB = 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6
+
+
+class NotExecutable(Exception):
+    """The model has work only the NPU can do."""
+
+
+@dataclass
+class Buffer:
+    name: str
+    addr: int
+    nbytes: int
+    dtype: str
+    shape: tuple
+    mem_shape: tuple
+    scale: float
+    zero_point: int
+
+
+@dataclass
+class Epoch:
+    addr: int
+    start: int
+    end: int
+    flags: int
+    first: int
+    last: int
+    label: str
+
+    @property
+    def kind(self):
+        """0 HW, 2 SW, 3 HYBRID, 4 EC (the `aiOperatorMsg.type` low bits)."""
+        if self.flags & EB_BLOB:
+            return 4
+        if self.flags & EB_HYBRID:
+            return 3
+        return 2 if self.flags & EB_PURE_SW else 0
+
+
+@dataclass
+class EpochRun:
+    epoch: Epoch
+    start: Counters
+    end: Counters
+
+
+@dataclass
+class Inference:
+    outputs: list
+    epochs: list = field(default_factory=list)
+
+    @property
+    def cycles(self):
+        return sum(e.start.cycles + e.end.cycles for e in self.epochs)
+
+
+class InstalledModel:
+    """An image installed by the loader model and ready to run in the emulated CPU."""
+
+    def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False, board_firmware=None):
+        layout = layout or DEFAULT_LAYOUT
+        rel = release(core)
+        self.img = Image.parse(data, params=params)
+        fw = Firmware(ll_aton=rel.atonn[:3])           # ST's prebuilt firmware: secure, dbg info, async
+        if board_firmware:                               # the board file's [firmware] says otherwise
+            fw = Firmware(cpu_part=board_firmware.cpu_part, fpu_enabled=board_firmware.fpu,
+                          cmse=board_firmware.secure, dbg_info=board_firmware.dbg_info, ll_aton=rel.atonn[:3])
+        exec_ram, ext_ram = layout["exec_ram"], layout["external_ram"]
+        split = self.img.header.params_offset == 0
+        cfg = Config(exec_ram[0], exec_ram[1], ext_ram[0], ext_ram[1], layout["params"] if split else 0,
+                     (MODE_XIP if mode == "XIP" else MODE_COPY) | MODE_CLEAR)
+        # the loader does not check the params CRC-32 (only our image checker does)
+        self.installed = install(data, layout["network"], cfg, fw, params if split else None, verify_params=False)
+        self.mode = mode
+        regions = [Region(*r) for r in layout["regions"]]
+        regions.append(Region("xSPI2 flash", layout["network"], len(data)))
+        if split and params is not None:
+            regions.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
+        self.table = callbacks.table(core)
+        services = [(name, self._service(name)) for name in self.table]
+        self.cpu = Cpu(regions, FIRMWARE_BASE, services, count)
+        self.current_epoch = None
+        for base, buf in self.installed.memory.regions:
+            self.cpu.write(base, buf)
+        self.r9 = self.installed.ram_base
+        rt = self.r9 + off(self.img.header.rt_ctx)
+        self.cpu.write(rt + 4 * 4, struct.pack("<I", self.cpu.table))            # cbs
+        self.cpu.write(rt + 4 * 15, struct.pack("<I", FIRMWARE_BASE + 0x80))     # ll_instance
+        self.rt_ctx = RtCtx.parse(self.cpu.read(rt, RtCtx.SIZE), 0)
+        self.name = self.cpu.c_string(self.installed.ro_base + off(self.img.rt_ctx.c_name))
+        self.runtime_desc = self.cpu.c_string(self.installed.ro_base + off(self.img.rt_ctx.rt_version_desc))
+        self.entry = lambda name: self.installed.ro_base + off(self.img.header.words[name])
+        self.cpu.call(self.entry("ec_network_init"), r9=self.r9)
+        self.inputs = self._buffers("get_input_buffers_info")
+        self.outputs = self._buffers("get_output_buffers_info")
+        self.epochs = self._epochs()
+
+    def _service(self, name):
+        if name == "assert_func":
+            def assert_func(cpu, file, line, func, expr):
+                raise Fault(f"assert failed: {cpu.c_string(file)}:{line} {cpu.c_string(func)}: "
+                            f"{cpu.c_string(expr)}", 0)
+            return assert_func
+        if name == "ll_lib_error":
+            return lambda cpu, code, line, func: _raise(Fault(f"LL_ATON lib error {code} in "
+                                                              f"{cpu.c_string(func)}:{line}", 0))
+        if name in callbacks.CACHE_OPS:
+            return lambda cpu, *args: None      # no caches in the emulated memory system
+        return lambda cpu, *args: _raise(Fault(f"firmware service {name} is not provided by the simulated board",
+                                               0))
+
+    def _buffers(self, entry):
+        p = self.cpu.call(self.entry(entry), r9=self.r9)
+        out = []
+        while p:
+            raw = self.cpu.read(p, BUFFER_INFO_SIZE)
+            name_p, base, start, end, _, shape_p, mshape_p = struct.unpack_from("<7I", raw)
+            if not name_p:
+                break
+            scale, zp = struct.unpack_from("<fh", raw, 28)
+            ndims, mndims = raw[38], raw[39]
+            if not raw[47]:        # is_param: parameter buffers are listed with debug info only
+                shape = struct.unpack(f"<{ndims}I", self.cpu.read(shape_p, 4 * ndims)) if ndims else ()
+                mshape = struct.unpack(f"<{mndims}I", self.cpu.read(mshape_p, 4 * mndims)) if mndims else shape
+                out.append(Buffer(self.cpu.c_string(name_p), base + start, end - start,
+                                  DTYPES.get(raw[44], "uint8"), shape, mshape, scale, zp))
+            p += BUFFER_INFO_SIZE
+        return out
+
+    def _epochs(self):
+        size = (self.rt_ctx.rt_c_struct_sizes >> 8) & 0xFF
+        p = self.cpu.call(self.entry("get_epoch_items"), r9=self.r9)
+        out = []
+        while True:
+            raw = self.cpu.read(p, size)
+            start, end, _, _, flags = struct.unpack_from("<5I", raw)
+            if flags & EB_LAST:
+                return out
+            first, last, label = (struct.unpack_from("<ii", raw, 20) + (self.cpu.c_string(
+                struct.unpack_from("<I", raw, 44)[0]),)) if size >= 48 else (len(out) + 1, len(out) + 1, "")
+            out.append(Epoch(p, start, end, flags, first, last, label))
+            p += size
+
+    def infer(self, inputs):
+        """One inference: write the inputs, inference init, every epoch's start and end function
+        (r9 = RAM base), read the outputs. Fault/NpuAccess propagate."""
+        for buf, data in zip(self.inputs, inputs):
+            self.cpu.write(buf.addr, data)
+        self.cpu.call(self.entry("ec_inference_init"), r9=self.r9)
+        result = Inference([])
+        for ep in self.epochs:
+            self.current_epoch = ep
+            counters = []
+            for fn in (ep.start, ep.end):
+                self.cpu.counters = Counters()
+                if fn:
+                    self.cpu.call(fn, ep.addr, r9=self.r9)
+                counters.append(self.cpu.counters)
+            result.epochs.append(EpochRun(ep, *counters))
+        self.current_epoch = None
+        result.outputs = [self.cpu.read(b.addr, b.nbytes) for b in self.outputs]
+        return result
+
+
+def _raise(e):
+    raise e

@@ -1,0 +1,176 @@
+"""aiValidation link layer: fixed-size packets with a 2-byte (default) or legacy 1-byte header,
+the 0xAA flow-control byte, length-delimited host messages and bare board messages
+(deploy-protocol.md §4.3). Works on any pyserial-like port: `read(n)`, `write(b)`, `timeout`."""
+import time
+from dataclasses import dataclass
+
+PACKET_SIZE = 32            # payload bytes per packet until a USB board negotiates more
+EOM = 0x80                  # end-of-message bit in the first header byte (board → host only)
+SYNC_BYTE = 0xAA            # the board's "send the next packet"
+LARGE_PACKET_SIZE = 4094    # largest payload of the 2-byte variant
+HEADERS = ("2byte", "1byte")
+
+
+class LinkTimeout(Exception):
+    """Nothing (or not enough) arrived before the deadline."""
+
+
+class LinkError(Exception):
+    """Bytes arrived that are no packet of this variant."""
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def read_varint(buf):
+    """(value, length) of the varint at the start of `buf`, or None when `buf` ends inside it."""
+    value = 0
+    for i, b in enumerate(buf[:10]):
+        value |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            return value, i + 1
+    if len(buf) >= 10:
+        raise LinkError("varint longer than 10 bytes")
+    return None
+
+
+@dataclass
+class Framing:
+    """One header variant and the current payload size P; a packet is always header + P bytes."""
+    header: str = "2byte"
+    payload: int = PACKET_SIZE
+
+    def __post_init__(self):
+        if self.header not in HEADERS:
+            raise ValueError(f"header variant {self.header!r}: expected one of {HEADERS}")
+        if self.header == "1byte" and self.payload > 0x7F or self.payload > LARGE_PACKET_SIZE:
+            raise ValueError(f"payload size {self.payload} too large for the {self.header} header")
+
+    @property
+    def header_size(self):
+        return 2 if self.header == "2byte" else 1
+
+    @property
+    def packet_size(self):
+        return self.header_size + self.payload
+
+    def pack(self, chunk, eom=False, pad=b"\0"):
+        """One packet: header (EOM bit, chunk length), the chunk, padding up to P."""
+        n = len(chunk)
+        if n > self.payload:
+            raise ValueError(f"chunk of {n} bytes exceeds the payload size {self.payload}")
+        if self.header == "2byte":
+            head = bytes(((EOM if eom else 0) | (n >> 8) & 0x7F, n & 0xFF))
+        else:
+            head = bytes(((EOM if eom else 0) | n,))
+        return head + bytes(chunk) + (pad * self.payload)[:self.payload - n]
+
+    def unpack_header(self, head):
+        """(eom, length) of a packet header; LinkError when the length cannot fit the payload."""
+        if self.header == "2byte":
+            eom, n = bool(head[0] & EOM), (head[0] & 0x7F) << 8 | head[1]
+        else:
+            eom, n = bool(head[0] & EOM), head[0] & 0x7F
+        if n > self.payload:
+            raise LinkError(f"packet header {bytes(head).hex(' ')} announces {n} bytes, more than the "
+                            f"{self.payload}-byte payload")
+        return eom, n
+
+    def host_packets(self, message):
+        """A host message: varint length + message, cut into P-byte chunks, EOM never set."""
+        buf = varint(len(message)) + bytes(message)
+        return [self.pack(buf[i:i + self.payload]) for i in range(0, len(buf), self.payload)]
+
+    def board_packets(self, message, pad=b"\0"):
+        """A board message: bare, full packets without EOM, then one EOM packet with the rest
+        (empty when the message is a multiple of P)."""
+        message = bytes(message)
+        full = len(message) // self.payload * self.payload
+        packets = [self.pack(message[i:i + self.payload], pad=pad) for i in range(0, full, self.payload)]
+        return packets + [self.pack(message[full:], eom=True, pad=pad)]
+
+
+class Link:
+    """A port plus a framing; every read has a deadline."""
+
+    def __init__(self, port, framing=None):
+        self.port = port
+        self.framing = framing or Framing()
+
+    def read_exact(self, n, timeout):
+        deadline = time.monotonic() + timeout
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LinkTimeout(f"{len(buf)} of {n} bytes within {timeout:g} s")
+            self.port.timeout = min(left, 0.1)
+            buf += self.port.read(n - len(buf))
+        return bytes(buf)
+
+    # -- host side ------------------------------------------------------------------------------
+    def send_message(self, message, ack_timeout=5.0):
+        """Send a host message; before every packet after the first wait for the board's byte."""
+        for i, packet in enumerate(self.framing.host_packets(message)):
+            if i:
+                self.read_exact(1, ack_timeout)
+            self.port.write(packet)
+        flush = getattr(self.port, "flush", None)
+        if flush:
+            flush()
+
+    def receive_message(self, timeout):
+        """Read packets until the EOM packet; returns the bare message bytes."""
+        deadline = time.monotonic() + timeout
+        out = bytearray()
+        while True:
+            packet = self.read_exact(self.framing.packet_size, max(deadline - time.monotonic(), 0.001))
+            eom, n = self.framing.unpack_header(packet)
+            if not eom and n != self.framing.payload:
+                raise LinkError(f"non-final packet with {n} bytes (header {packet[:self.framing.header_size].hex(' ')})")
+            out += packet[self.framing.header_size:self.framing.header_size + n]
+            if eom:
+                return bytes(out)
+
+    # -- board side -----------------------------------------------------------------------------
+    def board_receive(self, timeout=None):
+        """Decode one delimited host message, writing 0xAA each time another packet is needed;
+        the rest of the last packet is dropped. `timeout=None` waits for the first packet forever."""
+        packet = self._board_packet(timeout)
+        data = bytearray(packet)
+        while True:
+            head = read_varint(data)
+            if head is not None and len(data) >= head[0] + head[1]:
+                return bytes(data[head[1]:head[1] + head[0]])
+            self.port.write(bytes((SYNC_BYTE,)))
+            data += self._board_packet(5.0)
+
+    def _board_packet(self, timeout):
+        h = self.framing.header_size
+        if timeout is None:
+            first = b""
+            while not first:
+                self.port.timeout = 0.2
+                first = self.port.read(1)
+            rest = self.read_exact(self.framing.packet_size - 1, 5.0)
+            packet = first + rest
+        else:
+            packet = self.read_exact(self.framing.packet_size, timeout)
+        _, n = self.framing.unpack_header(packet)
+        return packet[h:h + n]
+
+    def board_send(self, message, pad=b"\0"):
+        for packet in self.framing.board_packets(message, pad):
+            self.port.write(packet)
+        flush = getattr(self.port, "flush", None)
+        if flush:
+            flush()

@@ -1,0 +1,155 @@
+"""aiValidation message layer: the protobuf classes, the enums, and data classes for what the
+host interprets (tensor descriptions, model info, operators), deploy-protocol.md §4.5–4.6."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import n6_aivalidation_pb2 as pb
+
+PROTOCOL_VERSION = (3, 1)
+
+# EnumRunParam
+IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF = 1, 2, 4, 8
+CONF_DEBUG, CONF_CONST_VALUE, CONF_DIRECT_WRITE, CONF_DIRECT_READ = 256, 512, 1024, 2048
+# EnumCapability
+CAP_OBSERVER, CAP_RELOC, CAP_READ_WRITE, CAP_RANDOM, CAP_FILTERING, CAP_SELF_TEST = 1, 2, 8, 16, 32, 128
+# EnumTensorFlag
+TENSOR_INPUT, TENSOR_OUTPUT, TENSOR_INTERNAL, TENSOR_MEMPOOL = 1, 2, 4, 8
+TENSOR_LAST, TENSOR_NO_DATA, TENSOR_IN_MEMPOOL = 256, 512, 1024
+# EnumOperatorFlag (<< 24)
+OP_INTERNAL, OP_LAST, OP_WITHOUT_TENSOR = 1, 2, 4
+# epoch kinds in the low bits of an epoch operator's type
+EPOCH_KINDS = {0: "HW", 1: "EXTRA", 2: "SW", 3: "HYBRID", 4: "EC"}
+# EnumAiRuntime / EnumAiApiRuntime / EnumTools
+RT_ATONN, API_RELOC, TOOLS_GCC = 4, 4, 1
+DEVID_N6 = 0x486
+COUNTER_32B, COUNTER_64B = 1, 0
+
+STATE_NAMES = {v: k for k, v in pb.EnumState.items()}
+ERROR_NAMES = {v: k for k, v in pb.EnumError.items()}
+
+# tensor `format`: float<<24 | sign<<23 | type<<17 | bits<<7 | ((fbits + 64) & 0x7F)
+_FMT_TYPE_FLOAT, _FMT_TYPE_INT, _FMT_TYPE_BOOL = 1, 2, 3
+DTYPES = {"int8": (True, _FMT_TYPE_INT, 8), "uint8": (False, _FMT_TYPE_INT, 8), "int16": (True, _FMT_TYPE_INT, 16),
+          "uint16": (False, _FMT_TYPE_INT, 16), "int32": (True, _FMT_TYPE_INT, 32),
+          "uint32": (False, _FMT_TYPE_INT, 32), "float32": (True, _FMT_TYPE_FLOAT, 32),
+          "bool": (False, _FMT_TYPE_BOOL, 8)}
+
+
+def tensor_format(dtype, fbits=0):
+    sign, kind, bits = DTYPES[dtype]
+    return sign << 23 | kind << 17 | bits << 7 | ((fbits + 64) & 0x7F)
+
+
+def format_dtype(fmt):
+    """numpy dtype name of a tensor format word (None for formats the host cannot map, e.g. FXP)."""
+    key = (bool(fmt >> 23 & 1), fmt >> 17 & 0x3F, fmt >> 7 & 0x3FF)
+    for name, value in DTYPES.items():
+        if value == key:
+            return name
+    return None
+
+
+@dataclass
+class TensorDesc:
+    name: str
+    dtype: str
+    shape: tuple
+    scale: float = 0.0
+    zero_point: int = 0
+    addr: int = 0
+    flags: int = 0
+    format: int = 0
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self):
+        return self.size * np.dtype(self.dtype).itemsize
+
+    @classmethod
+    def from_pb(cls, m):
+        return cls(m.name, format_dtype(m.format) or f"format 0x{m.format:08X}", tuple(m.dims), m.scale,
+                   m.zeropoint, m.addr, m.flags, m.format)
+
+    def to_pb(self, m):
+        m.name = self.name
+        m.format = self.format or tensor_format(self.dtype)
+        m.size = self.size
+        m.n_dims = len(self.shape)      # shape format UND (0) in bits 31-24
+        m.dims.extend(self.shape)
+        m.scale = self.scale
+        m.zeropoint = self.zero_point
+        m.addr = self.addr
+        m.flags = self.flags
+        return m
+
+    def as_dict(self):
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "scale": self.scale,
+                "zero_point": self.zero_point, "addr": f"0x{self.addr:08X}"}
+
+
+@dataclass
+class ModelInfo:
+    name: str
+    inputs: list
+    outputs: list
+    activations_size: int
+    params_size: int
+    runtime_version: tuple
+    runtime_desc: str
+    tool_version: tuple
+    rtid: int
+    n_nodes: int
+    compile_datetime: str = ""
+
+    @classmethod
+    def from_pb(cls, m):
+        def version(word):
+            return (word >> 24 & 0xFF, word >> 16 & 0xFF, word >> 8 & 0xFF)
+        return cls(m.name, [TensorDesc.from_pb(t) for t in m.inputs], [TensorDesc.from_pb(t) for t in m.outputs],
+                   sum(t.size for t in m.activations), sum(t.size for t in m.params), version(m.runtime_version),
+                   m.runtime_desc, version(m.tool_version), m.rtid, m.n_nodes, m.compile_datetime)
+
+
+@dataclass
+class Operator:
+    """One `aiOperatorMsg` of a run: an epoch block (PER_LAYER) or the final model operator,
+    with the `s:` log strings the board sent before it."""
+    name: str
+    type: int
+    id: int
+    duration_ms: float
+    counter_type: int
+    counters: list
+    logs: list = field(default_factory=list)
+
+    @classmethod
+    def from_pb(cls, m, logs=()):
+        return cls(m.name, m.type, m.id, m.duration, m.counter_type, list(m.counters), list(logs))
+
+    @property
+    def is_epoch(self):
+        return bool(self.type >> 24 & OP_INTERNAL)
+
+    @property
+    def kind(self):
+        return EPOCH_KINDS.get(self.type & 0xF, str(self.type & 0xF))
+
+    @property
+    def epoch_range(self):
+        """(first, last) epoch number of an epoch operator (id = last << 16 | first)."""
+        return self.id & 0xFFFF, self.id >> 16
+
+    @property
+    def counter_values(self):
+        """Counters as integers: pairs (lo, hi) joined for the 64-bit format."""
+        if self.counter_type >> 16 == COUNTER_64B:
+            c = self.counters
+            return [c[i] | c[i + 1] << 32 for i in range(0, len(c) - 1, 2)]
+        return list(self.counters)

@@ -1,0 +1,124 @@
+"""`scons run`: inputs (a .npy/.npz file or seeded random data), N inferences on the board,
+outputs saved as .npy, a summary and a timing table, JSON next to them."""
+import json
+import os
+
+import numpy as np
+from tabulate import tabulate
+
+from ..atomic import atomic_open, write_text
+from ..errors import N6Error
+from ..aivalidation import IO_ONLY, PER_LAYER
+from ..aivalidation.messages import DTYPES
+
+
+def make_inputs(model, inputs_path=None, seed=0, runs=1):
+    """One list of raw input buffers per run."""
+    if inputs_path:
+        try:
+            loaded = np.load(inputs_path)
+        except (OSError, ValueError) as e:
+            raise N6Error(inputs_path, f"cannot read inputs: {e}", "give a .npy or .npz file (INPUTS=)") from None
+        arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
+        if len(arrays) != len(model.inputs):
+            raise N6Error(inputs_path, f"{len(arrays)} arrays for {len(model.inputs)} model inputs",
+                          "give one array per input (.npz for several)")
+        per_input = []
+        for arr, desc in zip(arrays, model.inputs):
+            arr = np.asarray(arr)
+            if arr.dtype != np.dtype(desc.dtype) or arr.size % desc.size:
+                raise N6Error(inputs_path, f"input '{desc.name}' needs {desc.dtype} x {desc.size} per sample, "
+                              f"got {arr.dtype} x {arr.size}", "save the inputs in the model's type and layout")
+            per_input.append(arr.reshape(-1, desc.size))
+        n = per_input[0].shape[0]
+        return [[per_input[i][r % n].tobytes() for i in range(len(model.inputs))] for r in range(runs)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(runs):
+        bufs = []
+        for desc in model.inputs:
+            dt = np.dtype(desc.dtype)
+            if dt.kind == "f":
+                bufs.append(rng.standard_normal(desc.size).astype(dt).tobytes())
+            elif desc.scale:         # a quantised input: standard-normal data, quantised like the model's
+                info = np.iinfo(dt)
+                q = np.round(rng.standard_normal(desc.size) / desc.scale) + desc.zero_point
+                bufs.append(np.clip(q, info.min, info.max).astype(dt).tobytes())
+            else:
+                info = np.iinfo(dt)
+                bufs.append(rng.integers(info.min, info.max, desc.size, dtype=dt, endpoint=True).tobytes())
+        out.append(bufs)
+    return out
+
+
+def run_model(client, device, name, inputs, per_layer=False, counter_option=0):
+    model = client.model(name)
+    results = [client.run(name, bufs, PER_LAYER if per_layer else IO_ONLY, counter_option, first=i == 0)
+               for i, bufs in enumerate(inputs)]
+    return model, results
+
+
+def outputs_arrays(model, results):
+    """Per output: an array (runs, *shape) in the board's type."""
+    out = []
+    for j, desc in enumerate(model.outputs):
+        dt = np.dtype(desc.dtype if desc.dtype in DTYPES else "uint8")
+        out.append(np.stack([np.frombuffer(r.outputs[j][1], dt).reshape(desc.shape) for r in results]))
+    return out
+
+
+def report(model, device, results, simulated):
+    """(text, JSON-able dict) of the summary and the timing table."""
+    mcu = int(device.config.get("mcu_freq", device.sclock or 1))
+    rows, per = [], []
+    for i, r in enumerate(results):
+        c = r.model_op.counter_values + [0] * 5
+        ms = c[3] / mcu * 1000 if c[3] else None
+        per.append({"run": i, "cycles": c[3], "ms": ms, "cpu_cycles": c[0] + c[2], "npu_cycles": c[1],
+                    "host_s": r.host_seconds})
+    measured = [p for p in per if p["ms"]]
+    summary = {"model": model.name, "simulated": simulated, "device": f"0x{device.devid:x}",
+               "runtime": model.runtime_desc, "runtime_version": ".".join(map(str, model.runtime_version)),
+               "activations": model.activations_size, "inputs": [d.as_dict() for d in model.inputs],
+               "outputs": [d.as_dict() for d in model.outputs], "runs": per}
+    if measured:
+        mean = sum(p["ms"] for p in measured) / len(measured)
+        cpu = sum(p["cpu_cycles"] for p in measured)
+        npu = sum(p["npu_cycles"] for p in measured)
+        summary.update(ms_per_inference=mean, inferences_per_s=1000 / mean if mean else None,
+                       cpu_share=cpu / (cpu + npu) if cpu + npu else None)
+        rows.append(["ms / inference" + (" (simulated: 1 cycle per instruction)" if simulated else ""),
+                     f"{mean:.3f}"])
+        rows.append(["inferences / s", f"{1000 / mean:.2f}" if mean else "-"])
+        rows.append(["CPU / NPU cycles", f"{cpu:,} / {npu:,}"])
+    else:
+        rows.append(["ms / inference", "not measured (the simulated board counts cycles in per-layer runs)"
+                     if simulated else "not reported by the firmware"])
+    host = sum(p["host_s"] for p in per) / len(per)
+    rows.append(["host round trip / inference", f"{host * 1000:.1f} ms"])
+    lines = [f"  model {model.name} on {'simulated ' if simulated else ''}STM32N6 (dev 0x{device.devid:x}), "
+             f"runtime {model.runtime_desc}, activations {model.activations_size} B"]
+    for kind, descs in (("input", model.inputs), ("output", model.outputs)):
+        for d in descs:
+            lines.append(f"  {kind:<6} {d.name}: {d.dtype} {list(d.shape)} scale {d.scale:.6g} zero-point "
+                         f"{d.zero_point}")
+    lines.append(tabulate(rows, headers=[f"{len(results)} run(s)", ""], tablefmt="simple"))
+    if results[0].epochs:     # per-layer run: the first run's epochs
+        epochs = [{"name": e.name, "kind": e.kind, "cycles": sum(e.counters), "ms": sum(e.counters) / mcu * 1000}
+                  for e in results[0].epochs]
+        summary["epochs"] = epochs
+        lines.append(tabulate([[e["name"], e["kind"], f"{e['cycles']:,}", f"{e['ms']:.3f}"] for e in epochs],
+                              headers=["epoch", "kind", "cycles", "ms"], tablefmt="simple"))
+    return "\n".join(lines), summary
+
+
+def save(out_dir, model, results, summary):
+    os.makedirs(out_dir, exist_ok=True)
+    for desc, arr in zip(model.outputs, outputs_arrays(model, results)):
+        with atomic_open(os.path.join(out_dir, f"output_{_safe(desc.name)}.npy")) as f:
+            np.save(f, arr)
+    write_text(os.path.join(out_dir, "run.json"), json.dumps(summary, indent=1) + "\n")
+
+
+def _safe(name):
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "out"

@@ -1,0 +1,164 @@
+"""`scons run` / `run-<model>` and `scons validate`: run the flashed model on the board over the
+aiValidation protocol (the simulated board on a pty when no PORT= is given) and compare it with a
+host reference. Each step reruns only when what is on the board (the flash step's stamp) or its
+options change; `run` and `validate` flash first.
+
+  build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
+  build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB)"""
+import json
+import os
+
+import SCons.Action
+
+from n6.errors import N6Error
+from n6_scons import library_code, progress, reports_errors
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
+
+
+def _session(opts, on_board_path):
+    """Context manager yielding (client, device, simulated): PORT= or the board file's port, else
+    the simulated board booting from the simulated flash the flash step wrote."""
+    import contextlib
+    from n6.board import load_board
+    from n6.jsonfile import read_json
+    from n6.run.session import connect, simulated_board
+
+    on_board = read_json(on_board_path, "deploy stamp")
+    board = load_board(opts["board_file"])
+    port = opts["port"] or board.validation.port
+    header = board.validation.header
+
+    @contextlib.contextmanager
+    def ctx():
+        if port and not on_board.get("simulated"):
+            _start_firmware(opts, on_board, board)
+        if port:
+            with connect(port, board.validation.baudrate, header) as (client, device):
+                yield client, device, False
+        elif on_board.get("simulated"):
+            with simulated_board(opts["board_file"], state=opts["state"], release=opts["release"]) as sim_port:
+                with connect(sim_port, board.validation.baudrate, header) as (client, device):
+                    yield client, device, True
+        else:
+            raise N6Error(on_board_path, "the model is on a real board but no serial port is known",
+                          "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
+    return ctx()
+
+
+def _start_firmware(opts, on_board, board):
+    """Load ST's validation firmware into the board's SRAM and start it (real boards)."""
+    from n6.flash.cubeprogrammer import find_cli
+    from n6.reloc.image import Image
+    from n6.run import firmware_start
+    network = next(i for i in on_board["images"] if i["role"] == "network")
+    img = Image.load(network["path"])
+    elf = firmware_start.firmware_path(opts["install_root"], opts["release"], copy_size=img.copy_size,
+                                       ext_ram_size=img.rt_ctx.ext_ram_sz if img.rt_ctx else 0)
+    print(f"  START    {os.path.basename(elf)}")
+    firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
+                         on_board.get("probe"))
+
+
+@reports_errors
+def _run_action(target, source, env):
+    from n6.run import inference
+    opts = json.loads(source[-1].read())
+    with _session(opts, source[0].abspath) as (client, device, simulated):
+        model = client.model(opts["c_name"])
+        inputs = inference.make_inputs(model, opts["inputs"] or None, opts["seed"], opts["runs"])
+        model, results = inference.run_model(client, device, model.name, inputs, per_layer=opts["per_layer"])
+    text, summary = inference.report(model, device, results, simulated)
+    summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
+    inference.save(os.path.dirname(target[0].abspath), model, results, summary)
+    print(text)
+
+
+@reports_errors
+def _validate_action(target, source, env):
+    from n6.aivalidation.messages import ModelInfo, TensorDesc
+    from n6.atomic import write_text
+    from n6.run import validate
+    import numpy as np
+    opts = json.loads(source[-1].read())
+    with open(source[0].abspath) as f:
+        run = json.load(f)
+    outdir = os.path.dirname(source[0].abspath)
+
+    def descs(items):
+        return [TensorDesc(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"]) for d in items]
+    model = ModelInfo(run["model"], descs(run["inputs"]), descs(run["outputs"]), 0, 0, (), "", (), 0, 0)
+    inputs = [[bytes.fromhex(h) for h in bufs] for bufs in run["inputs_data"]]
+    from n6.run.inference import _safe
+    got = [np.load(os.path.join(outdir, f"output_{_safe(d.name)}.npy")) for d in model.outputs]
+    if opts["onnx"]:
+        ref, reference = validate.onnx_reference(opts["onnx"], model, inputs), f"onnxruntime on {opts['onnx']}"
+    else:                    # prebuilt folder: the host build of its generated C
+        from n6.run import host_reference
+        raw = host_reference.run(opts["model_dir"], opts["install_root"], inputs, len(model.outputs))
+        ref = [np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)]
+        reference = f"host build of {opts['model_dir']}/network.c"
+    text, report, passed = validate.validate(model, got, ref, opts["tolerance"], reference)
+    report["simulated"] = run["simulated"]
+    print(text)
+    if not passed:             # no validate.json a later look could take for this run's verdict
+        if os.path.exists(target[0].abspath):
+            os.unlink(target[0].abspath)
+        write_text(os.path.join(outdir, "validate-failed.json"), json.dumps(report, indent=1) + "\n")
+        raise N6Error(target[0].path, f"outputs differ from the reference beyond {opts['tolerance']} LSB "
+                      "(see validate-failed.json)", "check the model and VALIDATE_TOLERANCE=")
+    stale = os.path.join(outdir, "validate-failed.json")
+    if os.path.exists(stale):
+        os.unlink(stale)
+    write_text(target[0].abspath, json.dumps(report, indent=1) + "\n")
+
+
+def run_model(env, spec):
+    """(run node, validate node) of one model; call after FlashTargets. The run reads what the
+    flash step put on the board: it depends on the model's `flash/on_board.json` (env.OnBoard), so
+    a changed image is flashed first."""
+    from n6.board import board_path
+    out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
+    on_board = env.OnBoard(spec.name)
+    install_root, install, _ = env.StedgeaiInstall()
+    opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": bool(env.get("RUN_PER_LAYER")),
+            "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
+            "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
+            "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
+            "install_root": os.path.abspath(install_root)}
+    deps = [on_board, env.File(opts["board_file"])]
+    run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
+                      SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))
+    env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py"))])
+    env.NoCache(run)
+    onnx = spec.model_file if spec.kind == "source" else ""
+    vopts = {"tolerance": float(env["VALIDATE_TOLERANCE"]), "onnx": os.path.abspath(onnx) if onnx else "",
+             "model_dir": os.path.abspath(spec.path), "install_root": opts["install_root"]}
+    val = env.Command(os.path.join(out, "validate.json"),
+                      [run[0]] + ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*"))) +
+                      [env.Value(json.dumps(vopts, sort_keys=True))],
+                      SCons.Action.Action(_validate_action, progress("VALIDATE", lambda t, e: t[0].path)))
+    env.Depends(val, library_code(env))
+    env.Alias(f"run-{spec.name}", run)
+    env.Alias(f"validate-{spec.name}", val)
+    if _chosen(env, spec.name, opts["board_file"]):   # `run` / `validate`: the models `flash` puts there
+        env.Alias("run", run)
+        env.Alias("validate", val)
+    return run, val
+
+
+def _chosen(env, name, board_file):
+    """MODEL= (comma list), else the board file's `models`, else every model."""
+    from n6.board import load_board
+    chosen = [m for m in env["MODEL"].split(",") if m] if env.get("MODEL") else \
+        list(load_board(board_file).images.models)
+    return not chosen or name in chosen
+
+
+def generate(env):
+    env.AddMethod(run_model, "N6RunModel")
+
+
+def exists(env):
+    return True
