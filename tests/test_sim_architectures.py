@@ -107,6 +107,22 @@ def built(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
+def test_simulated_board_computes_what_the_host_build_does(built, sim_install, tmp_path, name):
+    """The runtime kernels compiled by arm-none-eabi-gcc, run in the emulated Cortex-M of the
+    simulated board: the same bytes as the host build of the same generated C."""
+    from n6.aivalidation import IO_ONLY, Client
+    from n6.run.session import simulated_board
+    board = os.path.join(os.path.dirname(built), "firmware", "boards", "stm32n6570-dk.toml")
+    with simulated_board(board, image=os.path.join(built, name, "network_rel.bin")) as port, Client.open(port) as c:
+        c.connect()
+        size = c.model("network").inputs[0].nbytes
+        inputs = [np.random.default_rng(i).integers(-128, 128, size, dtype=np.int8) for i in range(2)]
+        got = [bytes(c.run("network", [x.tobytes()], IO_ONLY).outputs[0][1]) for x in inputs]
+    exe, _ = build(os.path.join(built, name, "st_ai_output"), sim_install("2.2"), tmp_path)
+    assert got == [run(exe, tmp_path, x) for x in inputs]
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
 def test_relocatable_image_passes_the_loader_checks(built, name):
     path = os.path.join(built, name, "network_rel.bin")
     with open(path, "rb") as f:
