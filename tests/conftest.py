@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,16 @@ def bump(path):
     """Give `path` a whole-second mtime later than any before: SCons compares whole seconds."""
     _CLOCK[0] = max(_CLOCK[0], int(time.time())) + 2
     os.utime(path, (_CLOCK[0], _CLOCK[0]))
+
+
+def stedgeai_output_folder(dest, network="network"):
+    """What `stedgeai generate` leaves in its output folder (the `_OE_` intermediates, license,
+    hex dump next to the network), made of the bundled prebuilt network."""
+    dest = Path(dest)
+    dest.mkdir()
+    src = os.path.join(MODELS, "tiny_prebuilt")
+    for f in os.listdir(src):
+        shutil.copyfile(os.path.join(src, f), dest / f.replace("network", network))
+    for side in ("model_OE_3_3_0.onnx", "model_OE_3_3_0_Q.json", "LICENSE.txt", f"{network}_data.hex"):
+        (dest / side).write_bytes(b"side file")
+    return dest

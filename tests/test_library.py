@@ -1,5 +1,6 @@
 """Unit tests of the pure-Python format readers."""
 import json
+import os
 
 import pytest
 
@@ -11,7 +12,7 @@ from n6.placement import activation_pools, params_pool
 from n6.profile import read_profile, split_profile_arg
 from n6.releases import c_symbol, generate_outputs, release
 
-from conftest import MODELS
+from conftest import MODELS, stedgeai_output_folder
 
 
 def test_lenient_json_accepts_comments_and_trailing_commas():
@@ -84,7 +85,9 @@ def test_generate_outputs_follow_the_naming_rules():
 
 
 def test_discovery_of_bundled_models():
-    specs = {s.name: s for s in discover(MODELS)}
+    found, errors = discover(MODELS)
+    assert errors == {}
+    specs = {s.name: s for s in found}
     assert {"kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"} <= set(specs)
     assert specs["kws_mlp"].kind == "source" and specs["kws_mlp"].model_file.endswith("model.onnx")
     assert specs["tiny_prebuilt"].kind == "prebuilt" and specs["tiny_prebuilt"].network_c.endswith("network.c")
@@ -97,9 +100,38 @@ def test_discovery_errors_name_the_folder(tmp_path):
     with pytest.raises(N6Error, match="no model file"):
         read_model(tmp_path / "empty")
     (tmp_path / "noprof").mkdir()
-    (tmp_path / "noprof" / "m.onnx").write_bytes(b"")
+    (tmp_path / "noprof" / "m.onnx").write_bytes(b"\x08\x07")
     with pytest.raises(N6Error, match="neural_art.json: Neural-ART profile file not found"):
         read_model(tmp_path / "noprof")
+
+
+def test_stedgeai_output_folder_with_side_files_is_prebuilt(tmp_path):
+    spec = read_model(stedgeai_output_folder(tmp_path / "gen"))
+    assert spec.kind == "prebuilt" and os.path.basename(spec.network_c) == "network.c"
+    assert sorted(map(os.path.basename, spec.inputs)) == ["network_atonbuf.xSPI2.raw", "network_c_info.json"]
+    spec = read_model(stedgeai_output_folder(tmp_path / "named", "face"))
+    assert os.path.basename(spec.network_c) == "face.c"
+
+
+def test_model_next_to_generated_network_says_which_to_remove(tmp_path):
+    folder = stedgeai_output_folder(tmp_path / "both")
+    (folder / "model.onnx").write_bytes(b"\x08\x07")
+    with pytest.raises(N6Error) as e:
+        read_model(folder)
+    assert "holds both a model (model.onnx) and a generated network (network.c)" in str(e.value)
+    assert "remove model.onnx" in str(e.value) and "or remove network.c and network_c_info.json" in str(e.value)
+
+
+def test_a_broken_folder_does_not_hide_the_others(tmp_path):
+    stedgeai_output_folder(tmp_path / "good")
+    (tmp_path / "bad").mkdir()
+    stedgeai_output_folder(tmp_path / "check")
+    stedgeai_output_folder(tmp_path / "deploy-records")    # the flash step's records folder
+    stedgeai_output_folder(tmp_path / "run-good")           # would shadow model good's run target
+    specs, errors = discover(str(tmp_path))
+    assert [s.name for s in specs] == ["good"]
+    assert "no model file" in str(errors["bad"])
+    assert all("also a build target" in str(errors[n]) for n in ("check", "deploy-records", "run-good"))
 
 
 def test_network_c_buffer_forms(tmp_path):
@@ -219,3 +251,68 @@ def test_sizes_none_only_where_allowed():
     with pytest.raises(N6Error, match="not allowed"):
         parse_size("none", "flash.size")
     assert [format_size(n) for n in (8 << 20, 640 << 10, 4660, None)] == ["8M", "640K", "4660", "none"]
+
+
+def test_stale_outputs_spare_steps_declared_only_on_request():
+    """A flash or run step exists only when asked for: its records are not stale in a plain
+    build, but are once their model is gone or their folder gets other outputs."""
+    from n6.outputs import stale_outputs
+    previous = {"kws/network_rel.bin", "kws/network_rel_params.bin", "kws/flash/on_board.json",
+                "old/network_rel.bin", "old/flash/on_board.json", "kws/st_ai_output/network_ecblobs.h",
+                "kws/st_ai_output/network.c", "broken/network_rel.bin"}
+    current = {"kws/network_rel.bin", "kws/st_ai_output/network.c"}
+    assert stale_outputs(previous, current, keep=["broken"]) == [
+        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash/on_board.json",
+        "old/network_rel.bin"]
+    assert stale_outputs(previous, current | {"kws/flash/flash.json"}, keep=["broken"])[0] == \
+        "kws/flash/on_board.json"
+
+
+@pytest.mark.parametrize("data,problem", [
+    (b"\xef\xbb\xbf[flash]\nbase = 1\n", "starts with a byte-order mark"),
+    (b"[flash]\nname = \"\xe9\"\n", "is not UTF-8 .byte 0xE9"),
+    (b"[flash\n", "malformed board file: "),
+])
+def test_toml_files_are_checked_like_json(tmp_path, data, problem):
+    from n6.tomlfile import read_toml
+    path = tmp_path / "b.toml"
+    path.write_bytes(data)
+    with pytest.raises(N6Error, match=problem) as e:
+        read_toml(path, "board file")
+    assert str(e.value).startswith(f"{path}: ") and "(fix: " in str(e.value)
+    path.write_bytes(b"[flash]\nbase = 0x70000000\n")
+    assert read_toml(path, "board file") == {"flash": {"base": 0x70000000}}
+
+
+@pytest.mark.parametrize("data,problem", [
+    (b"\xef\xbb\xbf{}", "starts with a byte-order mark"), (b'{"a": "\xe9"}', "is not UTF-8"),
+    (b"[1]", "must hold an object"), (b"{", "malformed model options file: ")])
+def test_json_files_encoding_and_shape(tmp_path, data, problem):
+    from n6.jsonfile import read_json
+    path = tmp_path / "model.json"
+    path.write_bytes(data)
+    with pytest.raises(N6Error, match=problem):
+        read_json(path, "model options file", shape=dict)
+
+
+def test_profile_options_unknown_and_unbalanced(tmp_path):
+    from n6.profile import parse_options
+    assert parse_options("p.json", "d", "--Os --csv-file x.csv --optimization 3 -O3") == \
+        ("--Os", "--csv-file", "x.csv", "--optimization", "3", "-O3")
+    for text, problem in (("--Os --enable-epoch-controler", "unknown Neural-ART compiler option"),
+                          ('--csv-file "x', "no closing quotation"), ("--csv-file", "needs a value"),
+                          (["--Os"], "not a string")):
+        with pytest.raises(N6Error, match=problem):
+            parse_options("p.json", "d", text)
+
+
+def test_mpool_overlap_and_32_bit_limit(tmp_path):
+    def mpool(*pools):
+        return {"memory": {"mempools": [{"fname": f, "name": f, "offset": {"value": hex(o), "magnitude": "BYTES"},
+                                         "size": {"value": str(s), "magnitude": "BYTES"}} for f, o, s in pools]}}
+    from n6.mpool import parse_mpool
+    parse_mpool(mpool(("A", 0x34000000, 0x1000), ("B", 0x34001000, 0x1000)), "m.mpool")   # adjacent is fine
+    with pytest.raises(N6Error, match="pools 'A' .* and 'B' .* overlap"):
+        parse_mpool(mpool(("A", 0x34000000, 0x1001), ("B", 0x34001000, 0x1000)), "m.mpool")
+    with pytest.raises(N6Error, match="beyond the 32-bit address space"):
+        parse_mpool(mpool(("A", 0xFFFFF000, 0x1001),), "m.mpool")

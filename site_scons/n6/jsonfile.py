@@ -14,17 +14,41 @@ def loads_lenient(text):
     return json.loads(text)
 
 
-def read_json(path, what="JSON file", lenient=True):
-    """Parse `path`; any failure becomes an N6Error naming the file and the position."""
+def read_text(path, what):
+    """The text of a UTF-8 file (no byte-order mark); anything else is a one-line N6Error."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise N6Error(path, f"{what} not found", "check the path") from None
+    except IsADirectoryError:
+        raise N6Error(path, f"{what} is a folder", "point to a file") from None
     except OSError as e:
         raise N6Error(path, f"cannot read {what}: {e.strerror}") from None
+    if data.startswith(b"\xef\xbb\xbf") or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise N6Error(path, f"{what} starts with a byte-order mark", "save it as UTF-8 without BOM")
     try:
-        return loads_lenient(text) if lenient else json.loads(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise N6Error(path, f"{what} is not UTF-8 (byte 0x{data[e.start]:02X} at offset {e.start})",
+                      "save it as UTF-8") from None
+
+
+_SHAPES = {dict: "an object {...}", list: "an array [...]"}
+
+
+def read_json(path, what="JSON file", lenient=True, shape=None):
+    """Parse `path`; any failure becomes an N6Error naming the file and the position. `shape`:
+    the type the top level must have (dict or list)."""
+    text = read_text(path, what)
+    try:
+        data = loads_lenient(text) if lenient else json.loads(text)
     except json.JSONDecodeError as e:
         raise N6Error(path, f"malformed {what}: {e.msg} at line {e.lineno} column {e.colno}",
                       "fix the JSON syntax") from None
+    except RecursionError:
+        raise N6Error(path, f"malformed {what}: nested too deeply", "fix the JSON structure") from None
+    if shape is not None and not isinstance(data, shape):
+        raise N6Error(path, f"{what} must hold {_SHAPES[shape]} at the top level, not {type(data).__name__}",
+                      "fix the top-level JSON value")
+    return data

@@ -1,13 +1,27 @@
 """Discovery of `models/<name>/`: a source model (ONNX/TFLite + profile + mpool, optional
-`model.json` of per-model options) or a prebuilt stedgeai output folder."""
+`model.json` of per-model options) or a prebuilt stedgeai output folder (the generated network
+C file + its `c_info.json`, whatever else stedgeai wrote next to them)."""
 import glob
 import os
+import re
 from dataclasses import dataclass, field
 
 from .errors import N6Error
 from .jsonfile import read_json
 
-MODEL_OPTIONS = {"profile", "name", "input_data_type", "output_data_type", "reloc"}
+MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict}
+RELOC_OPTIONS = {"secure": bool, "split": bool, "dbg_info": bool, "ecblob_in_params": bool, "name": str}
+DATA_TYPES = ("int8", "uint8", "float32")
+# Targets and folders of the build itself: a model folder may not take these names.
+RESERVED_NAMES = {"build", "check", "flash", "run", "validate", "profile", "clean", "install", "test", "help",
+                  "all", "broken-models", "stedgeai-sim", "sim-board", "obj", "deploy-records"}
+# Per-model targets are `<step>-<model>`: a folder named like one would shadow another model's target.
+RESERVED_PREFIXES = ("flash-", "run-", "validate-", "profile-")
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What stedgeai writes besides the network: ignored in a prebuilt folder.
+SIDE_FILE = re.compile(r".*(_OE_[0-9_]*(_Q)?\.(onnx|json)|_report\.txt|_data\.hex|_c_info_valid\.json)$|"
+                       r"LICENSE\.txt$")
 
 
 @dataclass
@@ -23,39 +37,94 @@ class ModelSpec:
     output_data_type: str = None
     reloc: dict = field(default_factory=dict)   # per-model relocatable-image options
     network_c: str = None       # prebuilt: the generated C file
+    inputs: list = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
 
 
-def _prebuilt(path, name):
-    infos = sorted(glob.glob(os.path.join(path, "*c_info.json")))
-    cfiles = [c for c in sorted(glob.glob(os.path.join(path, "*.c"))) if not os.path.basename(c).startswith("stai_")]
-    if not infos or not cfiles:
-        return None
-    if len(cfiles) > 1:
-        raise N6Error(path, f"prebuilt folder has several C files ({', '.join(map(os.path.basename, cfiles))})",
-                      "keep only the generated network C file")
-    return ModelSpec(name, path, "prebuilt", network_c=cfiles[0])
+def c_identifier(value, where, what, fix):
+    """`value` must be a C identifier: it names C symbols and files in the build folder."""
+    if not isinstance(value, str) or not C_IDENTIFIER.fullmatch(value):
+        raise N6Error(where, f"{what} {value!r} is not a C identifier", fix)
+    return value
 
 
-def read_model(path):
+def _generated_network(path):
+    """(network C file, c_info.json) of a stedgeai output folder, or None. The C file is
+    `<N>.c` for `<N>_c_info.json`."""
+    infos = sorted(glob.glob(os.path.join(glob.escape(path), "*_c_info.json")))
+    found = [(info[:-len("_c_info.json")] + ".c", info) for info in infos
+             if os.path.isfile(info[:-len("_c_info.json")] + ".c")]
+    if len(found) > 1:
+        raise N6Error(path, "several generated networks (" + ", ".join(os.path.basename(c) for c, _ in found) + ")",
+                      "keep one stedgeai output per model folder")
+    return found[0] if found else None
+
+
+def _model_files(path):
+    files = sorted(glob.glob(os.path.join(glob.escape(path), "*.onnx")) +
+                   glob.glob(os.path.join(glob.escape(path), "*.tflite")))
+    return [f for f in files if not SIDE_FILE.match(os.path.basename(f))]
+
+
+def _options(path):
+    file = os.path.join(path, "model.json")
+    if not os.path.exists(file):
+        return {}
+    opts = read_json(file, "model options file", shape=dict)
+    for key, value in opts.items():
+        if key not in MODEL_OPTIONS:
+            raise N6Error(file, f"unknown option '{key}'", f"use only {', '.join(sorted(MODEL_OPTIONS))}")
+        if not isinstance(value, MODEL_OPTIONS[key]):
+            raise N6Error(file, f"'{key}' is {value!r}, not a{'n object' if MODEL_OPTIONS[key] is dict else ' string'}",
+                          f"write \"{key}\": " + ("{...}" if MODEL_OPTIONS[key] is dict else '"..."'))
+    if "name" in opts:
+        c_identifier(opts["name"], file, "'name'", 'write a C identifier, e.g. "name": "kws"')
+    for key in ("input_data_type", "output_data_type"):
+        if key in opts and opts[key] not in DATA_TYPES:
+            raise N6Error(file, f"'{key}' is {opts[key]!r}", f"use one of {', '.join(DATA_TYPES)}")
+    for key, value in opts.get("reloc", {}).items():
+        kind = RELOC_OPTIONS.get(key)
+        if kind is None:
+            raise N6Error(file, f"unknown reloc option '{key}'", f"use {', '.join(sorted(RELOC_OPTIONS))}")
+        if not isinstance(value, kind) or (kind is str and isinstance(value, bool)):
+            raise N6Error(file, f"reloc option '{key}' is {value!r}, not a {'boolean' if kind is bool else 'string'}",
+                          f'write "{key}": ' + ("true or false (no quotes)" if kind is bool else '"..."'))
+    if "name" in opts.get("reloc", {}):
+        c_identifier(opts["reloc"]["name"], file, "reloc 'name'", 'write a C identifier, e.g. "name": "kws"')
+    return opts
+
+
+def read_model(path, reserved=()):
+    path = str(path)
     name = os.path.basename(os.path.normpath(path))
-    models = sorted(glob.glob(os.path.join(path, "*.onnx")) + glob.glob(os.path.join(path, "*.tflite")))
-    opts = {}
-    if os.path.exists(os.path.join(path, "model.json")):
-        opts = read_json(os.path.join(path, "model.json"), "model options file")
-        unknown = sorted(set(opts) - MODEL_OPTIONS)
-        if unknown:
-            raise N6Error(os.path.join(path, "model.json"), f"unknown option '{unknown[0]}'",
-                          f"use only {', '.join(sorted(MODEL_OPTIONS))}")
+    if not FOLDER_NAME.fullmatch(name):
+        raise N6Error(path, f"model folder name {name!r} is not a plain name",
+                      "rename the folder with letters, digits, '_', '.', '-' only")
+    if name in reserved or name.startswith(RESERVED_PREFIXES):
+        raise N6Error(path, f"model folder name '{name}' is also a build target or folder",
+                      f"rename the folder (reserved: {', '.join(sorted(reserved))})")
+    models = _model_files(path)
+    generated = _generated_network(path)
+    opts = _options(path)
+    if models and generated:
+        raise N6Error(path, f"holds both a model ({os.path.basename(models[0])}) and a generated network "
+                            f"({os.path.basename(generated[0])})",
+                      f"remove {os.path.basename(models[0])} to build the generated network as it is, or remove "
+                      f"{os.path.basename(generated[0])} and {os.path.basename(generated[1])} to generate from "
+                      "the model")
+    if generated:
+        network_c, info = generated
+        stem = network_c[:-2]
+        inputs = sorted(glob.glob(glob.escape(stem) + "_*.raw")) + [info] + \
+            [f for f in [stem + "_ecblobs.h"] if os.path.exists(f)]
+        return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}))
     if not models:
-        spec = _prebuilt(path, name)
-        if spec is None:
-            raise N6Error(path, "no model file (.onnx/.tflite) and no prebuilt network C + c_info.json",
-                          "add a model with its neural_art.json, or a stedgeai output folder")
-        spec.reloc = opts.get("reloc", {})
-        return spec
+        raise N6Error(path, "no model file (.onnx/.tflite) and no generated network C + <name>_c_info.json",
+                      "add a model with its neural_art.json, or a stedgeai output folder")
     if len(models) > 1:
         raise N6Error(path, f"several model files ({', '.join(map(os.path.basename, models))})",
                       "keep one model per folder")
+    if os.path.getsize(models[0]) == 0:
+        raise N6Error(models[0], "the model file is empty", "copy the model file again")
     profile_file = os.path.join(path, "neural_art.json")
     if not os.path.exists(profile_file):
         raise N6Error(profile_file, "Neural-ART profile file not found",
@@ -66,12 +135,16 @@ def read_model(path):
                      reloc=opts.get("reloc", {}))
 
 
-def discover(models_dir):
+def discover(models_dir, reserved=RESERVED_NAMES):
+    """(specs, errors): every readable model folder, and {name: N6Error} of the others."""
     if not os.path.isdir(models_dir):
         raise N6Error(models_dir, "no models folder", "create models/<name>/ with a model and its neural_art.json")
-    out = []
+    specs, errors = [], {}
     for entry in sorted(os.listdir(models_dir)):
         path = os.path.join(models_dir, entry)
         if os.path.isdir(path) and not entry.startswith((".", "_")):
-            out.append(read_model(path))
-    return out
+            try:
+                specs.append(read_model(path, reserved))
+            except N6Error as e:
+                errors[entry] = e
+    return specs, errors

@@ -67,8 +67,43 @@ def _quantity(path, pool, key, obj):
     return value * _MAGNITUDE[magnitude]
 
 
-def _flag(value):
-    return str(value).lower() in ("true", "1", "yes", "cacheable_on")
+_FLAGS = {True: True, False: False, "true": True, "false": False, "cacheable_on": True, "cacheable_off": False}
+
+
+def _flag(path, pool, key, value):
+    """ST writes these as strings ("true", "CACHEABLE_ON"); anything else is a typo, not "false"."""
+    if value == "" or value is None:
+        return False
+    flag = _FLAGS.get(value.lower() if isinstance(value, str) else value)
+    if flag is None:
+        raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}",
+                      f"write \"{key}\": " + ('"CACHEABLE_ON" or "CACHEABLE_OFF"' if key == "cacheable"
+                                               else '"true" or "false"'))
+    return flag
+
+
+def _number(path, pool, key, value, kind):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}, not a number", f"write a number for {key}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}, not a number", f"write a number for {key}") from None
+
+
+def _check_layout(path, pools):
+    """Every pool within the 32-bit address space, no two pools sharing an address."""
+    for p in pools:
+        if p.size <= 0:
+            raise N6Error(path, f"pool '{p.fname}': size is {p.size}", "give the pool a positive size")
+        if p.offset + p.size > 1 << 32:
+            raise N6Error(path, f"pool '{p.fname}': 0x{p.offset:X} + {p.size} bytes ends beyond the 32-bit "
+                          "address space", "fix its offset or size")
+    ordered = sorted(pools, key=lambda p: p.offset)
+    for a, b in zip(ordered, ordered[1:]):
+        if b.offset < a.offset + a.size:
+            raise N6Error(path, f"pools '{a.fname}' (0x{a.offset:08X}, {a.size} bytes) and '{b.fname}' "
+                          f"(0x{b.offset:08X}) overlap", "fix the offsets or sizes so the pools are disjoint")
 
 
 def parse_mpool(data, path):
@@ -85,6 +120,11 @@ def parse_mpool(data, path):
             raise N6Error(path, f"malformed .mpool: mempools[{i}] lacks {', '.join(missing)}",
                           "every pool needs fname, name, offset and size")
         prop = p.get("prop", {}) or {}
+        if not isinstance(prop, dict):
+            raise N6Error(path, f"pool '{p['fname']}': 'prop' is not an object", 'write "prop": {...}')
+        for key in ("fname", "name"):
+            if not isinstance(p[key], str) or not p[key]:
+                raise N6Error(path, f"malformed .mpool: mempools[{i}].{key} is {p[key]!r}", f"write {key} as a string")
         mode = p.get("mode", "USEMODE_ABSOLUTE")
         if mode not in ("USEMODE_ABSOLUTE", "USEMODE_RELATIVE"):
             raise N6Error(path, f"pool '{p['fname']}': unknown mode '{mode}'",
@@ -97,18 +137,21 @@ def parse_mpool(data, path):
             offset=_quantity(path, p["fname"], "offset", p["offset"]),
             size=_quantity(path, p["fname"], "size", p["size"]),
             rights=rights, mode=mode, fformat=p.get("fformat", "FORMAT_RAW"),
-            cacheable=_flag(prop.get("cacheable", "")),
-            constants_preferred=_flag(prop.get("constants_preferred", "")),
+            cacheable=_flag(path, p["fname"], "cacheable", prop.get("cacheable", "")),
+            constants_preferred=_flag(path, p["fname"], "constants_preferred", prop.get("constants_preferred", "")),
             throughput=prop.get("throughput", "MID"), latency=prop.get("latency", "MID"),
-            byte_width=int(prop.get("byteWidth", 8)), freq_ratio=float(prop.get("freqRatio", 1.0)),
-            read_power=float(prop.get("read_power", 0.0)), write_power=float(prop.get("write_power", 0.0)),
+            byte_width=_number(path, p["fname"], "byteWidth", prop.get("byteWidth", 8), int),
+            freq_ratio=_number(path, p["fname"], "freqRatio", prop.get("freqRatio", 1.0), float),
+            read_power=_number(path, p["fname"], "read_power", prop.get("read_power", 0.0), float),
+            write_power=_number(path, p["fname"], "write_power", prop.get("write_power", 0.0), float),
         ))
     names = [p.fname for p in pools]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise N6Error(path, f"pool file postfix {dup[0]!r} appears twice", "give every pool a unique fname")
+    _check_layout(path, pools)
     return MpoolFile(path=str(path), mem_file_prefix=memory.get("mem_file_prefix", "atonbuf"), pools=pools)
 
 
 def read_mpool(path):
-    return parse_mpool(read_json(path, ".mpool file"), path)
+    return parse_mpool(read_json(path, ".mpool file", shape=dict), path)

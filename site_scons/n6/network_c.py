@@ -144,12 +144,36 @@ def _buffer(path, table, name, fields, labels):
     return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1")
 
 
+_C_TOKENS = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|/\*', re.S)
+
+
+def check_complete(path, text):
+    """A generated C file cut short (an interrupted copy, a full disk) is reported as such, not
+    as a missing pool or as compiler errors: every block closed, nothing after the last one."""
+    depth = 0
+    for m in _C_TOKENS.finditer(text):
+        tok = m.group(0)
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+        elif tok == "/*":
+            depth = -1 if depth == 0 else depth
+            break
+    tail = re.sub(r"(?:\s|//[^\n]*|/\*.*?\*/|^#[^\n]*)+$", "", text, flags=re.S | re.M)
+    if depth != 0 or not text.strip() or not tail.endswith(("}", ";")):
+        lines = text.count("\n") + 1
+        raise N6Error(path, f"truncated: the file ends inside a block or a comment ({len(text)} bytes, {lines} lines)",
+                      "copy the complete file that stedgeai generate wrote")
+
+
 def parse_network_c(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except FileNotFoundError:
         raise N6Error(path, "generated network C file not found", "run stedgeai generate first") from None
+    check_complete(path, text)
     net = NetworkC(path=str(path), text=text, options=_header_options(text))
     m = _GUARD.search(text)
     if m:

@@ -19,6 +19,7 @@ import SCons.Builder
 from n6 import gcc_flags
 from n6.board import DEFAULT_BOARD, board_path, load_board
 from n6.errors import N6Error
+from n6.models import c_identifier
 from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
@@ -60,6 +61,13 @@ def reloc_options(env, spec):
     return opts
 
 
+def check_variables(env):
+    """The variables every model shares: a bad one fails at once, not once per model."""
+    if env.get("RELOC_NAME"):
+        c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
+    budgets(env)
+
+
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     """Nodes of the relocatable image of one model. `inputs`: the files next to `network_c` that
     the steps read: c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees
@@ -99,6 +107,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     # include the model's configuration header from the model's build folder.
     first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
     late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
+    env.Requires(first + late, env.StedgeaiInstallNodes())   # order only: the installed headers exist first
     env.Depends(first[0], [conf_h] + prepared[4:])   # MODEL_CONF is a macro include: no scanner sees it
     elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
@@ -195,6 +204,7 @@ def generate(env):
         action=SCons.Action.Action(_pack_action, progress("PACK")), emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
     env.AddMethod(check_alias, "RelocCheckAlias")
+    env.AddMethod(check_variables, "RelocCheckVariables")
 
 
 def exists(env):

@@ -68,8 +68,19 @@ def build_sim_install(env, arm_env):
                            CPPPATH=[os.path.join(root, SW_LIB_INC)],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
             for src in runtime_lib_sources()]
+    arm_env.Requires(objs, files)   # headers reached only by #include: installed before any compile
     lib = arm_env.StaticLibrary(os.path.join(root, runtime_lib_path(rel.core)), objs)
+    _INSTALL_NODES[env.subst("$BUILD_DIR")] = files
     return files + lib
+
+
+_INSTALL_NODES = {}
+
+
+def install_nodes(env):
+    """The files of the simulated install (none for a real one): what a compile needs in place
+    before it runs, since a scanner cannot see headers of a tree that does not exist yet."""
+    return _INSTALL_NODES.get(env.subst("$BUILD_DIR"), [])
 
 
 def runtime_lib(env):
@@ -167,6 +178,7 @@ def generate(env):
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
     env.AddMethod(runtime_lib, "StedgeaiRuntimeLib")
+    env.AddMethod(install_nodes, "StedgeaiInstallNodes")
     if SIM_DIR not in sys.path:
         sys.path.insert(0, SIM_DIR)
 

@@ -5,13 +5,14 @@ check:   the loader's checks and an installation in XIP and COPY mode (exit 1 wi
          loader's error name when the image is rejected)."""
 import argparse
 import json
+import struct
 import sys
 
 from tabulate import tabulate
 
 from ..errors import N6Error
 from . import check
-from .image import Image, off
+from .image import MAGIC, Image, off
 from .names import params_path
 
 
@@ -53,12 +54,19 @@ def main(argv=None):
     params = args.params or params_path(args.image)
     try:
         if args.command == "inspect":
-            info = inspect(Image.load(args.image, params))
+            img = Image.load(args.image, params)
+            if img.header.magic != MAGIC:
+                raise N6Error(args.image, f"not a relocatable model image (magic 0x{img.header.magic:08X}, "
+                              f"expected 0x{MAGIC:08X})", "pass a network_rel.bin built by n6 or ST's npu_driver.py")
+            try:
+                info = inspect(img)
+            except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
+                raise N6Error(args.image, f"malformed image: {e}", "rebuild the image") from None
             print(json.dumps(info, indent=1)) if args.json else _print(info)
             return 0
         _, results = check.check_file(args.image, params)
     except OSError as e:
-        print(f"n6.reloc: error: {args.image}: {e.strerror}", file=sys.stderr)
+        print(f"n6.reloc: error: {e.filename or args.image}: {e.strerror}", file=sys.stderr)
         return 2
     except N6Error as e:
         print(f"n6.reloc: error: {e}", file=sys.stderr)

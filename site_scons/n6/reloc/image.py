@@ -314,7 +314,12 @@ class Image:
         """Map an image file and, when given, its split params file: read-only, never copied,
         so tens of MB of params cost no memory and only the pages a check touches are read."""
         extra = _map(params) if params and os.path.exists(params) else None
-        return cls.parse(_map(bin_path), bin_path, params=extra)
+        img = cls.parse(_map(bin_path), bin_path, params=extra)
+        if img.header.magic == MAGIC and img.header.params_offset == 0 and extra is None and \
+                img.rt_ctx is not None and img.rt_ctx.params_bin_sz:
+            raise N6Error(params or bin_path, f"missing: this split image's params file ({img.rt_ctx.params_bin_sz} "
+                          "bytes) is not there", "pass --params <file>, or rebuild the image")
+        return img
 
 
 def _map(path):

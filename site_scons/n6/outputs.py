@@ -1,0 +1,146 @@
+"""What a build folder holds, and who may write it.
+
+One build at a time per build folder: `BuildLock` (an advisory lock on `<build>/.lock`; a second
+build waits and says so in one line). Outputs the current configuration no longer produces (an
+option turned off, a renamed or deleted model) are removed: `prune` compares the list of outputs
+of earlier runs (`<build>/.n6-outputs`) with the current one, like ninja's cleandead, so nothing
+the build did not make is ever touched."""
+import errno
+import fcntl
+import json
+import os
+import shutil
+
+from .atomic import write_text
+from .errors import N6Error
+
+MANIFEST = ".n6-outputs"
+LOCK = ".lock"
+BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
+
+
+def check_build_dir(path, variable="BUILD_DIR", shown=None):
+    """A build folder that is a file, or that cannot be created or written, is a one-line error."""
+    shown = shown or path
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise N6Error(shown, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise N6Error(shown, f"cannot create {variable}: {e.strerror}", f"set {variable} to a writable folder") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise N6Error(shown, f"{variable} is not writable", f"set {variable} to a writable folder")
+
+
+class BuildLock:
+    """Held until the process exits (the kernel releases it, even after a crash or kill)."""
+
+    def __init__(self, build_dir, label=None):
+        self.path = os.path.join(build_dir, LOCK)
+        self.label = label or build_dir
+        self.fd = None
+
+    def acquire(self, say=print):
+        """Lock; if another build holds it, say so once and wait. Returns whether it waited."""
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            waited = False
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
+            say(f"  WAIT     another build is running in {self.label} (pid {holder}); "
+                "waiting for it to finish")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            waited = True
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        return waited
+
+
+def read_manifest(build_dir):
+    try:
+        with open(os.path.join(build_dir, MANIFEST), encoding="utf-8") as f:
+            return set(json.load(f))
+    except (OSError, ValueError):
+        return set()
+
+
+def stale_outputs(previous, current, keep=()):
+    """What the previous run listed and the current one no longer makes. Some steps are
+    declared only when asked for (a flash, a run): their outputs are stale only if the current
+    run still writes to their folder (it makes other files there, so it would have made these
+    too), or if nothing at all is made any more in their top folder (a model that is gone)."""
+    current = set(current)
+    folders = {os.path.dirname(p) for p in current}
+    tops = {p.split("/", 1)[0] for p in current}
+
+    def stale(p):
+        if p in current or any(p == k or p.startswith(k + "/") for k in keep):
+            return False
+        return p.split("/", 1)[0] not in tops or os.path.dirname(p) in folders
+    return sorted(p for p in previous if stale(p))
+
+
+def prune(build_dir, current, keep=(), dry_run=False):
+    """Remove the stale outputs (paths relative to `build_dir`; folders listed are removed
+    whole), then record what is listed now. Returns the removed paths, a folder standing for
+    everything removed under it when nothing else is left there."""
+    previous = read_manifest(build_dir)
+    stale = stale_outputs(previous, current, keep)
+    removed = []
+    for rel in stale:
+        path = os.path.join(build_dir, rel)
+        if dry_run:
+            if os.path.lexists(path):
+                removed.append(rel)
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(rel)
+        elif os.path.lexists(path):
+            os.unlink(path)
+            removed.append(rel)
+    if not dry_run:
+        for rel in removed:
+            remove_empty_parents(build_dir, os.path.dirname(rel))
+        still = {p for p in previous if p not in stale and os.path.lexists(os.path.join(build_dir, p))}
+        listing = set(current) | still
+        if listing != previous:
+            write_text(os.path.join(build_dir, MANIFEST), json.dumps(sorted(listing), indent=0) + "\n")
+    return summarize(build_dir, removed)
+
+
+def remove_empty_parents(build_dir, rel):
+    while rel:
+        try:
+            os.rmdir(os.path.join(build_dir, rel))
+        except OSError:
+            return
+        rel = os.path.dirname(rel)
+
+
+def remove_empty_dirs(build_dir):
+    """Bottom-up: every folder under `build_dir` left empty (after `scons -c`)."""
+    for dirpath, _, _ in sorted(os.walk(build_dir), key=lambda w: -len(w[0])):
+        if dirpath != build_dir:
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
+def summarize(build_dir, removed):
+    """Group removed files by their highest folder that is now gone entirely."""
+    out = []
+    for rel in removed:
+        parts = rel.split("/")
+        top = rel
+        for i in range(1, len(parts)):
+            if not os.path.lexists(os.path.join(build_dir, *parts[:i])):
+                top = "/".join(parts[:i]) + "/"
+                break
+        if top not in out:
+            out.append(top)
+    return out

@@ -1,0 +1,14 @@
+"""TOML files (board descriptions) read like the JSON ones: UTF-8 without byte-order mark, the
+syntax error's position, and the top-level table checked, each as one N6Error."""
+import tomllib
+
+from .errors import N6Error
+from .jsonfile import read_text
+
+
+def read_toml(path, what="TOML file"):
+    text = read_text(path, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise N6Error(path, f"malformed {what}: {e}", "fix the TOML syntax") from None

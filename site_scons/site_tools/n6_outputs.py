@@ -1,0 +1,151 @@
+"""The build folder as SCons sees it: one build at a time (a second one waits), outputs of an
+older configuration removed before anything is built, and `scons -c` leaving no empty folder
+and no bookkeeping behind.
+
+Call `env.N6BuildFolder()` before any node is read (it checks the folder and takes the lock),
+`env.N6PruneStale(keep=[...])` after every target is declared."""
+import atexit
+import os
+import sys
+
+import SCons.Action
+import SCons.Environment
+import SCons.Errors
+import SCons.Node.FS
+import SCons.Node.Alias
+import SCons.Script
+
+from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
+
+_LOCKS = {}
+
+
+def _readonly():
+    """-h, -n, -q: read the build description, change nothing."""
+    opt = SCons.Script.GetOption
+    return bool(opt("help") or opt("no_exec") or opt("question"))
+
+
+def build_folder(env):
+    build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
+    if _readonly():
+        if os.path.exists(build_dir) and not os.path.isdir(build_dir):
+            check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
+        return build_dir
+    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
+    if build_dir not in _LOCKS:
+        _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
+        _LOCKS[build_dir].acquire(say=lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
+    if SCons.Script.GetOption("clean"):
+        atexit.register(_after_clean, build_dir)
+    return build_dir
+
+
+def _after_clean(build_dir):
+    """After `scons -c`: drop the folders the build made and left empty; if nothing but the
+    build's own bookkeeping is left, remove that too (a clean folder is an empty one)."""
+    remove_empty_dirs(build_dir)
+    try:
+        left = set(os.listdir(build_dir))
+    except OSError:
+        return
+    if left <= set(BOOKKEEPING):
+        for name in left:
+            try:
+                os.unlink(os.path.join(build_dir, name))
+            except OSError:
+                pass
+        try:
+            os.rmdir(build_dir)
+        except OSError:
+            pass
+
+
+def outputs(env, build_dir):
+    """Every file (or folder) under `build_dir` the current build description makes: targets
+    reachable from an alias or a default target, and what `Clean` adds."""
+    roots = list(SCons.Node.Alias.default_ans.values()) + list(SCons.Script.DEFAULT_TARGETS)
+    seen, executors, out = set(), set(), set()
+    prefix = build_dir + os.sep
+    while roots:
+        node = roots.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.has_builder() and isinstance(node, SCons.Node.FS.Base):
+            executor = node.get_executor()
+            if executor not in executors:   # every file the step writes, once per step
+                executors.add(executor)
+                for target in executor.get_all_targets():
+                    path = target.get_abspath()
+                    if path.startswith(prefix):
+                        out.add(path[len(prefix):])
+        roots.extend(node.sources)
+        roots.extend(node.depends)
+        roots.extend(node.prerequisites or ())
+    for target, extra in SCons.Environment.CleanTargets.items():
+        for node in extra:
+            path = node.get_abspath()
+            if path.startswith(prefix):
+                out.add(path[len(prefix):])
+    return out
+
+
+def prune_stale(env, keep=()):
+    """Remove outputs of an older configuration; say what went."""
+    if _readonly():
+        return []
+    build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
+    removed = prune(build_dir, outputs(env, build_dir), keep=keep)
+    label = env.subst("$BUILD_DIR")
+    cleaning = SCons.Script.GetOption("clean")
+    for rel in removed:
+        path = os.path.join(label, rel)
+        print(f"Removed {path} (no longer built)" if cleaning else f"  REMOVE   {path} (no longer built)")
+    if cleaning:   # `scons -c <model that no longer exists>`: what was removed is said above
+        known = set(SCons.Node.Alias.default_ans.keys())
+        for name in SCons.Script.COMMAND_LINE_TARGETS:
+            if name not in known and not os.path.exists(name) and \
+                    any(r.rstrip("/") == name for r in removed):
+                env.Alias(name, [])
+    return removed
+
+
+def check_folder(env, path, variable):
+    if not _readonly():
+        check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path))
+
+
+def broken_models(env, broken, good):
+    """Model folders that could not be read: `scons -h` and `scons -c` say so at once; a build
+    builds everything else first, then fails with one line per broken model."""
+    if not broken:
+        return None
+    lines = [str(e) for e in broken.values()]
+    if SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
+        for line in lines:
+            sys.stderr.write(f"scons: *** {line}\n")
+        return None
+
+    def fail(target, source, env):
+        for line in lines[:-1]:
+            sys.stderr.write(f"scons: *** {line}\n")
+        raise SCons.Errors.BuildError(errstr=lines[-1], exitstatus=2)
+    node = env.Alias("broken-models", good, SCons.Action.Action(fail, None))
+    env.AlwaysBuild(node)
+    env.Alias("build", node)
+    for name in broken:
+        if name not in SCons.Node.Alias.default_ans:
+            env.Alias(name, node)
+    return node
+
+
+def generate(env):
+    env.AddMethod(build_folder, "N6BuildFolder")
+    env.AddMethod(check_folder, "N6CheckFolder")
+    env.AddMethod(broken_models, "N6BrokenModels")
+    env.AddMethod(prune_stale, "N6PruneStale")
+
+
+def exists(env):
+    return True

@@ -1,0 +1,243 @@
+"""Every input is checked where it enters: one bad input → one `scons: ***` line naming the file
+or variable and the fix, exit status 2, no traceback, and nothing a later build would take as
+up to date (`scons -q` still says "not up to date"). One table, one row per kind of bad input."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, copy_repo, scons, stedgeai_output_folder
+
+KWS = os.path.join("models", "kws_mlp")
+TINY = os.path.join("models", "tiny_prebuilt")
+
+
+def _edit_json(rel, fn):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        data = json.load(open(path))
+        data = fn(data) or data
+        open(path, "w").write(json.dumps(data))
+    return mutate
+
+
+def _write(rel, data):
+    def mutate(repo):
+        os.makedirs(os.path.dirname(os.path.join(repo, rel)), exist_ok=True)
+        with open(os.path.join(repo, rel), "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+    return mutate
+
+
+def _options(text):
+    def fn(data):
+        data["Profiles"]["default"]["options"] = text
+    return _edit_json(os.path.join(KWS, "neural_art.json"), fn)
+
+
+def _pool(index, **changes):
+    def fn(data):
+        data["memory"]["mempools"][index].update(changes)
+    return _edit_json(os.path.join(KWS, "kws_mlp.mpool"), fn)
+
+
+def _prop(index, key, value):
+    def fn(data):
+        data["memory"]["mempools"][index].setdefault("prop", {})[key] = value
+    return _edit_json(os.path.join(KWS, "kws_mlp.mpool"), fn)
+
+
+def _bom(rel):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        data = open(path, "rb").read()
+        open(path, "wb").write(b"\xef\xbb\xbf" + data)
+    return mutate
+
+
+def _latin1(rel):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        text = open(path).read()
+        open(path, "wb").write(text.replace('"atonbuf"', '"aton\xe9buf"').encode("latin-1"))
+    return mutate
+
+
+def _truncate(rel, keep):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[:int(len(data) * keep)])
+    return mutate
+
+
+def _folder(name, source=TINY):
+    def mutate(repo):
+        shutil.copytree(os.path.join(repo, source), os.path.join(repo, "models", name))
+    return mutate
+
+
+def _both(repo):
+    stedgeai_output_folder(os.path.join(repo, "models", "both"))
+    shutil.copyfile(os.path.join(repo, KWS, "model.onnx"), os.path.join(repo, "models", "both", "model.onnx"))
+
+
+def _file_as_dir(var):
+    def mutate(repo):
+        open(os.path.join(repo, "afile"), "w").write("x")
+        return [f"{var}=afile"]
+    return mutate
+
+
+def _under_file(repo):
+    open(os.path.join(repo, "afile"), "w").write("x")
+    return ["BUILD_DIR=afile/build"]
+
+
+def _args(*args):
+    return lambda repo: list(args)
+
+
+# (id, mutate(repo) → extra scons args or None, the one error line must contain all of these)
+CASES = [
+    # JSON files: encoding, byte-order mark, types, top-level shape
+    ("profile-bom", _bom(os.path.join(KWS, "neural_art.json")),
+     ["models/kws_mlp/neural_art.json: Neural-ART profile file starts with a byte-order mark", "without BOM"]),
+    ("mpool-not-utf8", _latin1(os.path.join(KWS, "kws_mlp.mpool")),
+     ["models/kws_mlp/kws_mlp.mpool: .mpool file is not UTF-8 (byte 0xE9", "save it as UTF-8"]),
+    ("model-json-string-boolean", _write(os.path.join(KWS, "model.json"), '{"reloc": {"split": "true"}}'),
+     ["models/kws_mlp/model.json: reloc option 'split' is 'true', not a boolean", "true or false (no quotes)"]),
+    ("model-json-shape", _write(os.path.join(KWS, "model.json"), '["split"]'),
+     ["models/kws_mlp/model.json: model options file must hold an object {...} at the top level, not list"]),
+    ("model-json-type", _write(os.path.join(KWS, "model.json"), '{"profile": 3}'),
+     ["models/kws_mlp/model.json: 'profile' is 3, not a string"]),
+    ("profile-shape", _write(os.path.join(KWS, "neural_art.json"), '"default"'),
+     ["models/kws_mlp/neural_art.json: Neural-ART profile file must hold an object"]),
+    ("c-info-bom", _bom(os.path.join(TINY, "network_c_info.json")),
+     ["models/tiny_prebuilt/network_c_info.json: c_info.json starts with a byte-order mark"]),
+    ("c-info-shape", _write(os.path.join(TINY, "network_c_info.json"), "[]"),
+     ["models/tiny_prebuilt/network_c_info.json: not a c_info.json of schema 2.0"]),
+    ("mpool-flag-typo", _prop(0, "constants_preferred", "yes"),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "'constants_preferred' is 'yes'", '"true" or "false"']),
+    ("mpool-number-type", _prop(0, "byteWidth", "wide"),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "'byteWidth' is 'wide', not a number"]),
+    # profile options
+    ("unknown-option", _options("--Os --enable-epoch-controler"),
+     ["models/kws_mlp/neural_art.json: profile 'default': unknown Neural-ART compiler option "
+      "'--enable-epoch-controler'", "fix its spelling"]),
+    ("unbalanced-quotes", _options('--Os --csv-file "net.csv'),
+     ["models/kws_mlp/neural_art.json: profile 'default': options: no closing quotation", "balance the quotes"]),
+    # .mpool layout
+    ("mpool-overlap", _pool(1, offset={"value": "0x34180000", "magnitude": "BYTES"}),
+     ["models/kws_mlp/kws_mlp.mpool: pools '", "overlap", "disjoint"]),
+    ("mpool-beyond-32-bits", _pool(0, offset={"value": "0xFFFFF000", "magnitude": "BYTES"},
+                                   size={"value": "1", "magnitude": "MBYTES"}),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "ends beyond the 32-bit address space"]),
+    # ONNX
+    ("empty-onnx", _write(os.path.join(KWS, "model.onnx"), b""),
+     ["models/kws_mlp/model.onnx: the model file is empty"]),
+    # names
+    ("reloc-name-escapes", _args("RELOC_NAME=../evil"), ["RELOC_NAME: image name '../evil' is not a C identifier"]),
+    ("model-json-name", _write(os.path.join(KWS, "model.json"), '{"name": "kws net"}'),
+     ["models/kws_mlp/model.json: 'name' 'kws net' is not a C identifier"]),
+    ("model-json-reloc-name", _write(os.path.join(KWS, "model.json"), '{"reloc": {"name": "../../x"}}'),
+     ["models/kws_mlp/model.json: reloc 'name' '../../x' is not a C identifier"]),
+    ("folder-named-like-a-target", _folder("flash"), ["models/flash: model folder name 'flash' is also a build target"]),
+    ("folder-named-like-a-build-folder", _folder("stedgeai-sim"),
+     ["models/stedgeai-sim: model folder name 'stedgeai-sim' is also a build target or folder"]),
+    ("model-and-generated-network", _both,
+     ["models/both: holds both a model (model.onnx) and a generated network (network.c)", "remove model.onnx"]),
+    # variables
+    ("size-zero", _args("RELOC_FLASH_SIZE=0"), ["RELOC_FLASH_SIZE: size '0' is zero", "or none to switch the gate off"]),
+    ("size-negative", _args("RELOC_EXEC_RAM_SIZE=-640K"), ["RELOC_EXEC_RAM_SIZE: size '-640K' is negative"]),
+    ("size-garbage", _args("RELOC_EXT_RAM_SIZE=lots"), ["RELOC_EXT_RAM_SIZE: size 'lots' is not a byte count"]),
+    ("bool-garbage", _args("RELOC_SPLIT=maybe"), ["'RELOC_SPLIT' Invalid value for boolean variable: 'maybe'"]),
+    ("build-dir-is-a-file", _file_as_dir("BUILD_DIR"), ["afile: BUILD_DIR is a file, not a folder"]),
+    ("build-dir-cannot-be-made", _under_file, ["afile/build: cannot create BUILD_DIR: Not a directory"]),
+    ("cache-dir-is-a-file", _file_as_dir("CACHE_DIR"), ["afile: CACHE_DIR is a file, not a folder"]),
+    # generated C
+    ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
+     ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
+]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    repo = copy_repo(tmp_path_factory.mktemp("bad"))
+    scons(repo)
+    return repo
+
+
+@pytest.fixture
+def pristine(repo, tmp_path):
+    """The case's repository; its models and stray files are put back afterwards."""
+    saved = tmp_path / "models"
+    shutil.copytree(os.path.join(repo, "models"), saved)
+    yield repo
+    shutil.rmtree(os.path.join(repo, "models"))
+    shutil.copytree(saved, os.path.join(repo, "models"))
+    for stray in ("afile",):
+        if os.path.exists(os.path.join(repo, stray)):
+            os.unlink(os.path.join(repo, stray))
+
+
+@pytest.mark.parametrize("mutate,fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, fragments):
+    repo = pristine
+    args = mutate(repo) or []
+    proc = scons(repo, *args, check=False)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode == 2, proc.stdout[-1500:] + proc.stderr
+    assert "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    assert "(fix: " in errors[0]
+    again = scons(repo, "-q", *args, check=False)
+    assert again.returncode != 0, "a later run takes the failed output as up to date"
+
+
+def test_the_table_covers_every_boundary():
+    """Issue's list: JSON (encoding, BOM, types, shape) of profile, .mpool, model.json, c_info.json;
+    profile options; .mpool layout; ONNX; names; variables; truncated C; the image tools below."""
+    ids = {c[0] for c in CASES}
+    for needed in ("profile-bom", "mpool-not-utf8", "model-json-string-boolean", "model-json-shape", "c-info-bom",
+                   "unknown-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
+                   "reloc-name-escapes", "folder-named-like-a-target", "size-zero", "size-negative",
+                   "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c"):
+        assert needed in ids
+
+
+@pytest.mark.parametrize("value", ["none", "0x800000", "8M", "8388608"])
+def test_size_spellings_and_none_are_accepted(repo, value):
+    proc = scons(repo, f"RELOC_FLASH_SIZE={value}", "tiny_prebuilt")
+    assert ("flash (network_rel.bin)" in proc.stdout) == (value != "none") or "up to date" in proc.stdout
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    return subprocess.run([sys.executable, "-m", "n6.reloc", *args], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+def test_image_tools_on_a_file_that_is_not_an_image(repo, command):
+    proc = _cli(command, os.path.join(repo, "README.md"))
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert ("not a relocatable model image" if command == "inspect" else "INVALID_BIN") in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["inspect", "check"])
+def test_image_tools_on_a_split_image_without_its_params_file(repo, tmp_path, command):
+    scons(repo, "RELOC_SPLIT=1", "tiny_prebuilt")
+    image = tmp_path / "network_rel.bin"
+    shutil.copyfile(os.path.join(repo, "build", "tiny_prebuilt", "network_rel.bin"), image)
+    proc = _cli(command, str(image))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert f"{tmp_path}/network_rel_params.bin: missing: this split image's params file" in proc.stderr
+    shutil.copyfile(os.path.join(repo, "build", "tiny_prebuilt", "network_rel_params.bin"),
+                    tmp_path / "network_rel_params.bin")
+    assert _cli(command, str(image)).returncode == 0
+    scons(repo, "tiny_prebuilt")
