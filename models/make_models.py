@@ -1,8 +1,11 @@
-"""Make the bundled int8 (QDQ) ONNX models, deterministically.
+"""Make the bundled int8 (QDQ) ONNX / TFLite models, deterministically.
 
-    python models/make_models.py            # rewrite models/*/model.onnx
+    python models/make_models.py [OUT [NAME...]]   # rewrite models/*/model.{onnx,tflite}
 Weights come from a seeded generator; activation scales are calibrated with a float pass over
-a seeded random input, so the int8 models compute something meaningful."""
+a seeded random input, so the int8 models compute something meaningful. The reference
+architectures (architectures.py) are calibrated with onnxruntime; digits_mlp is trained with
+scikit-learn, the one dependency outside requirements.txt (`pip install scikit-learn`), needed
+only to remake that model: without it the bundled digits_mlp is kept."""
 import os
 import sys
 
@@ -11,6 +14,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+for _p in (HERE, os.path.join(HERE, "..", "sim", "stedgeai"), os.path.join(HERE, "..", "site_scons")):
+    sys.path.insert(0, os.path.abspath(_p))
+import architectures  # noqa: E402  (after the path set-up)
 
 
 class QDQModel:
@@ -216,7 +222,46 @@ def tiny_dense(path):
     m.save(path, [1, 10])
 
 
-MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp}
+def _save_onnx(model, path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(model, path)
+
+
+def mobilenet_v2(path):
+    _save_onnx(architectures.mobilenet_v2(), path)
+
+
+def tiny_yolo(path):
+    _save_onnx(architectures.tiny_yolo(), path)
+
+
+def ds_cnn(path):
+    """Bundled as .tflite: the QDQ model lowered by the simulated tool, written with TFLite's schema."""
+    import tempfile
+
+    from stedgeai_sim.onnx_import import import_onnx
+    from tflite_writer import tflite_bytes
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ds_cnn.onnx")
+        onnx.save(architectures.ds_cnn(), src)
+        data = tflite_bytes(import_onnx(src))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(os.path.splitext(path)[0] + ".tflite", "wb") as f:
+        f.write(data)
+
+
+def digits_mlp(path):
+    try:
+        model, x_test, y_test = architectures.digits_mlp()
+    except ImportError:
+        print("digits_mlp: scikit-learn is not installed, keeping the bundled model", file=sys.stderr)
+        return
+    _save_onnx(model, path)
+    np.savez_compressed(os.path.join(os.path.dirname(path), "test_data.npz"), x=x_test, y=y_test)
+
+
+MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp, "mobilenet_v2": mobilenet_v2,
+          "ds_cnn": ds_cnn, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp}
 PREBUILT_FILES = ("network.c", "network.h", "network_c_info.json", "network_atonbuf.xSPI2.raw",
                   "network_generate_report.txt")
 
@@ -248,9 +293,12 @@ def prebuilt(dest):
 
 def main(argv):
     out = argv[1] if len(argv) > 1 else HERE
+    only = set(argv[2:])                     # optional: remake only these models
     for name, make in MODELS.items():
-        make(os.path.join(out, name, "model.onnx"))
-    prebuilt(os.path.join(out, "tiny_prebuilt"))
+        if not only or name in only:
+            make(os.path.join(out, name, "model.onnx"))
+    if not only or "tiny_prebuilt" in only:
+        prebuilt(os.path.join(out, "tiny_prebuilt"))
     return 0
 
 

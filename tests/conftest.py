@@ -15,7 +15,7 @@ SIM = os.path.join(ROOT, "sim", "stedgeai")
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
 SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
-for p in (SITE, SIM, SIM_PROGRAMMER):
+for p in (SITE, SIM, SIM_PROGRAMMER, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 
@@ -45,7 +45,8 @@ class Stedgeai:
 
     def generate(self, model, out, *extra, profile="default", profile_file=None, cwd=None):
         model_dir = os.path.join(MODELS, model) if not os.path.isabs(model) else os.path.dirname(model)
-        model_file = os.path.join(model_dir, "model.onnx") if not model.endswith(".onnx") else model
+        model_file = model if model.endswith((".onnx", ".tflite")) else next(
+            os.path.join(model_dir, f) for f in sorted(os.listdir(model_dir)) if f.endswith((".onnx", ".tflite")))
         profile_file = profile_file or os.path.join(model_dir, "neural_art.json")
         return self.run("generate", "-m", model_file, "--target", "stm32n6", "--st-neural-art",
                         f"{profile}@{profile_file}", "-o", str(out), "-w", str(out) + "_ws", *extra, cwd=cwd)

@@ -1,6 +1,5 @@
 """The generated code computes the model: network.c + the simulated runtime, built with the host
 compiler, run on memory mapped at the pools' addresses, agree with ONNX's reference evaluator."""
-import json
 import os
 import subprocess
 
@@ -9,83 +8,8 @@ import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from n6.stedgeai_install import PLATFORM
-
-from conftest import BUNDLED, MODELS, ROOT
-
-HARNESS = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include "ll_aton_NN_interface.h"
-
-const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_%(sym)s(void);
-const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_%(sym)s(void);
-const LL_Buffer_InfoTypeDef *LL_ATON_Output_Buffers_Info_%(sym)s(void);
-bool LL_ATON_EC_Network_Init_%(sym)s(void);
-void LL_ATON_Cache_MCU_Clean_Invalidate_Range(uintptr_t a, uint32_t n) { (void)a; (void)n; }
-%(labels)s
-
-static void load(const char *path, unsigned char *dst)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
-  size_t n = fread(dst, 1, 1u << 30, f);
-  (void)n;
-  fclose(f);
-}
-
-int main(int argc, char **argv)
-{
-  (void)argc;
-%(maps)s
-%(raws)s
-  const LL_Buffer_InfoTypeDef *in = LL_ATON_Input_Buffers_Info_%(sym)s();
-  const LL_Buffer_InfoTypeDef *out = LL_ATON_Output_Buffers_Info_%(sym)s();
-  load(argv[1], in->addr_base.p + in->offset_start);
-  LL_ATON_EC_Network_Init_%(sym)s();
-  for (const EpochBlock_ItemTypeDef *eb = LL_ATON_EpochBlockItems_%(sym)s(); !(eb->flags & EpochBlock_Flags_last_eb); eb++) {
-    if (eb->start_epoch_block) eb->start_epoch_block(eb);
-    if (eb->end_epoch_block) eb->end_epoch_block(eb);
-  }
-  fwrite(out->addr_base.p + out->offset_start, 1, out->offset_end - out->offset_start, stdout);
-  return 0;
-}
-"""
-
-
-def _build(out, install, tmp_path):
-    info = json.load(open(os.path.join(out, "network_c_info.json")))
-    sym = info["environment"]["generated_model"]["name"]
-    labels, maps, raws = [], [], []
-    for p in info["memory_pools"]:
-        addr, size = int(p["address"]), p["used_size_bytes"]
-        raw = os.path.join(out, "network_" + p["fname"])
-        relative = f"_mem_pool_{p['fname'].split('.')[1]}_{sym}"
-        if relative in open(os.path.join(out, "network.c")).read():
-            labels.append(f"unsigned char {relative}[{max(size, 1)}];")
-            base = relative
-        else:
-            length = (size + 0xFFFF) // 0x10000 * 0x10000 or 0x10000
-            maps.append(f"  if (mmap((void *)0x{addr:x}UL, {length}, PROT_READ | PROT_WRITE, "
-                        f"MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED) "
-                        f"{{ perror(\"mmap\"); return 3; }}")
-            base = f"(unsigned char *)0x{addr:x}UL"
-        if os.path.exists(raw):
-            raws.append(f'  load("{raw}", {base});')
-    harness = tmp_path / "harness.c"
-    harness.write_text(HARNESS % {"sym": sym, "labels": "\n".join(labels), "maps": "\n".join(maps),
-                                  "raws": "\n".join(raws)})
-    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
-    srcs = [str(harness), os.path.join(out, "network.c")] + [os.path.join(rt, f) for f in (
-        "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ecloader.c")] + \
-        [os.path.join(ROOT, "sim", "stedgeai", "runtime_lib", "nr_kernels.c")]
-    exe = tmp_path / "net"
-    subprocess.run(["gcc", "-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{rt}",
-                    f"-I{os.path.join(install, 'Middlewares', 'ST', 'AI', 'Inc')}",
-                    f"-I{os.path.join(install, PLATFORM)}", f"-I{out}", *srcs, "-o", str(exe)],
-                   check=True, capture_output=True)
-    return exe, info
+from conftest import BUNDLED, MODELS
+from host_build import build as _build
 
 
 @pytest.mark.parametrize("model", BUNDLED)

@@ -127,7 +127,7 @@ def _float_model(path, op="Relu"):
     onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w])), path)
 
 
-def _qdq_with(path, op):
+def _qdq_with(path, op, dims=(1, 4)):
     """input → Q → DQ → <op> → Q → DQ → output."""
     g = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
          helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
@@ -135,8 +135,8 @@ def _qdq_with(path, op):
          helper.make_node("QuantizeLinear", ["h", "s", "z"], ["hq"], name="q1"),
          helper.make_node("DequantizeLinear", ["hq", "s", "z"], ["y"], name="dq1")]
     inits = [numpy_helper.from_array(np.float32(0.1), "s"), numpy_helper.from_array(np.int8(0), "z")]
-    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
-    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(dims))
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(dims))
     onnx.save(helper.make_model(helper.make_graph(g, "g", [x], [y], inits)), path)
 
 
@@ -148,11 +148,59 @@ def _write_profile(tmp_path, mpool, name="default"):
 
 
 def test_unsupported_operator(stedgeai, tmp_path):
-    _qdq_with(tmp_path / "m.onnx", "Sigmoid")
+    _qdq_with(tmp_path / "m.onnx", "Erf")
     proc = stedgeai().generate(str(tmp_path / "m.onnx"), tmp_path / "o",
                                profile_file=f"{MODELS}/kws_mlp/neural_art.json")
-    _one_line_error(proc, str(tmp_path / "m.onnx"), "operator 'Sigmoid'", "fix:")
+    _one_line_error(proc, str(tmp_path / "m.onnx"), "node 'weird'", "operator 'Erf'", "fix:")
     assert not (tmp_path / "o").exists()
+
+
+def test_empty_onnx_file(stedgeai, tmp_path):
+    (tmp_path / "m.onnx").write_bytes(b"")
+    proc = stedgeai().generate(str(tmp_path / "m.onnx"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.onnx"), "empty", "fix:")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("content, problem", [(b"", "empty"), (b"\x10\x00\x00\x00NOPE" + bytes(16), "not a TFLite")])
+def test_bad_tflite_file(stedgeai, tmp_path, content, problem):
+    (tmp_path / "m.tflite").write_bytes(content)
+    proc = stedgeai().generate(str(tmp_path / "m.tflite"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.tflite"), problem, "fix:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unsupported_tflite_operator_names_it(stedgeai, tmp_path):
+    """A TFLite operator the tool does not lower: one line naming its output tensor and the operator."""
+    import tflite_writer
+    from stedgeai_sim.onnx_import import import_onnx
+    from tflite.BuiltinOperator import BuiltinOperator
+    net = import_onnx(os.path.join(MODELS, "kws_mlp", "model.onnx"))
+    w = tflite_writer._Writer()
+    for layer in net.layers:
+        w.layer(layer)
+    w.opcodes[w.opcodes.index(BuiltinOperator.SOFTMAX)] = BuiltinOperator.ELU
+    (tmp_path / "m.tflite").write_bytes(w.finish(net))
+    proc = stedgeai().generate(str(tmp_path / "m.tflite"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    _one_line_error(proc, str(tmp_path / "m.tflite"), f"'{net.outputs[0].name}' (ELU)", "operator 'ELU'", "fix:")
+
+
+@pytest.mark.parametrize("dims, ok", [(["N", 4], True), ([1, "L"], False), ([1, 0], False)])
+def test_dynamic_dimensions(stedgeai, tmp_path, dims, ok):
+    """A symbolic batch runs as batch 1; any other dynamic dimension is refused, never taken as 1."""
+    _qdq_with(tmp_path / "m.onnx", "Relu", dims)
+    proc = stedgeai().generate(str(tmp_path / "m.onnx"), tmp_path / "o",
+                               profile_file=f"{MODELS}/kws_mlp/neural_art.json")
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+        info = json.loads((tmp_path / "o" / "network_c_info.json").read_text())
+        assert info["graphs"][0]["original_inputs"][0]["shape"] == [1, 4]
+    else:
+        _one_line_error(proc, str(tmp_path / "m.onnx"), "input 'x' has a dynamic dimension 1", "fix:")
+        assert not (tmp_path / "o").exists()
 
 
 def test_non_int8_model(stedgeai, tmp_path):

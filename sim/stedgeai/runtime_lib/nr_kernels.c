@@ -3,6 +3,17 @@
 
 static inline int clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+static inline int8_t requant(int v, float multiplier, int out_zp, int lo, int hi)
+{
+  return (int8_t)clamp(nr_round((float)v * multiplier) + out_zp, lo, hi);
+}
+
+static int32_t nr_floor(float x)
+{
+  int32_t i = (int32_t)x;
+  return (float)i > x ? i - 1 : i;
+}
+
 int32_t nr_round(float x) { return (int32_t)(x >= 0.0f ? x + 0.5f : x - 0.5f); }
 
 float nr_expf(float x)
@@ -20,21 +31,23 @@ float nr_expf(float x)
 void nr_conv2d_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int32_t *bias,
                   const float *multiplier, int in_h, int in_w, int in_c, int out_h, int out_w, int out_c,
                   int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
-                  int in_zp, int out_zp, int act_min, int act_max)
+                  int dil_h, int dil_w, int groups, int in_zp, int out_zp, int act_min, int act_max)
 {
+  int gc = in_c / groups, goc = out_c / groups;   /* input / output channels per group */
   for (int oy = 0; oy < out_h; oy++) {
     for (int ox = 0; ox < out_w; ox++) {
       for (int oc = 0; oc < out_c; oc++) {
         int32_t acc = bias ? bias[oc] : 0;
+        int c0 = oc / goc * gc;
         for (int ky = 0; ky < k_h; ky++) {
-          int iy = oy * stride_h - pad_top + ky;
+          int iy = oy * stride_h - pad_top + ky * dil_h;
           if (iy < 0 || iy >= in_h) continue;
           for (int kx = 0; kx < k_w; kx++) {
-            int ix = ox * stride_w - pad_left + kx;
+            int ix = ox * stride_w - pad_left + kx * dil_w;
             if (ix < 0 || ix >= in_w) continue;
-            const int8_t *px = in + (iy * in_w + ix) * in_c;
-            const int8_t *pw = weights + ((oc * k_h + ky) * k_w + kx) * in_c;
-            for (int ic = 0; ic < in_c; ic++) acc += (px[ic] - in_zp) * pw[ic];
+            const int8_t *px = in + (iy * in_w + ix) * in_c + c0;
+            const int8_t *pw = weights + ((oc * k_h + ky) * k_w + kx) * gc;
+            for (int ic = 0; ic < gc; ic++) acc += (px[ic] - in_zp) * pw[ic];
           }
         }
         *out++ = (int8_t)clamp(nr_round((float)acc * multiplier[oc]) + out_zp, act_min, act_max);
@@ -114,4 +127,89 @@ void nr_shift_u8_s8(const uint8_t *in, int8_t *out, int count)
 void nr_shift_s8_u8(const int8_t *in, uint8_t *out, int count)
 {
   for (int i = 0; i < count; i++) out[i] = (uint8_t)in[i] ^ 0x80u;
+}
+
+/* Walks `ndim` nested counters (last fastest); returns 0 once every index wrapped. */
+static int next_index(int32_t *idx, const int32_t *desc, int ndim, int stride_words)
+{
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (++idx[d] < desc[d * stride_words]) return 1;
+    idx[d] = 0;
+  }
+  return 0;
+}
+
+void nr_eltwise_s8(const int8_t *a, const int8_t *b, int8_t *out, int ndim, const int32_t *desc, int op,
+                   float mult_a, float mult_b, int a_zp, int b_zp, int out_zp, int act_min, int act_max)
+{
+  int32_t idx[NR_MAX_DIMS] = {0};
+  do {
+    int32_t ia = 0, ib = 0;
+    for (int d = 0; d < ndim; d++) {
+      ia += idx[d] * desc[d * 3 + 1];    /* count, a_stride, b_stride */
+      ib += idx[d] * desc[d * 3 + 2];
+    }
+    float v = op == NR_ELTWISE_MUL ? (float)((a[ia] - a_zp) * (b[ib] - b_zp)) * mult_a
+                                   : (float)(a[ia] - a_zp) * mult_a + (float)(b[ib] - b_zp) * mult_b;
+    *out++ = (int8_t)clamp(nr_round(v) + out_zp, act_min, act_max);
+  } while (next_index(idx, desc, ndim, 3));
+}
+
+void nr_lut_s8(const int8_t *in, int8_t *out, const int8_t *table, int count, int inner, int n_tables)
+{
+  for (int i = 0; i < count; i++)
+    out[i] = table[(i / inner) % n_tables * 256 + in[i] + 128];
+}
+
+/* Source coordinate of output index x (ONNX coordinate_transformation_mode). */
+static float source_coord(int x, float scale, int in_len, int out_len, int mode)
+{
+  switch (mode) {
+  case NR_COORD_ASYMMETRIC: return (float)x / scale;
+  case NR_COORD_ALIGN_CORNERS: return out_len > 1 ? (float)x * (float)(in_len - 1) / (float)(out_len - 1) : 0.0f;
+  case NR_COORD_PYTORCH_HALF_PIXEL: return out_len > 1 ? ((float)x + 0.5f) / scale - 0.5f : 0.0f;
+  default: return ((float)x + 0.5f) / scale - 0.5f;
+  }
+}
+
+static int nearest(float v, int mode, int len)
+{
+  int32_t f = nr_floor(v);
+  int i;
+  switch (mode) {
+  case NR_NEAREST_FLOOR: i = f; break;
+  case NR_NEAREST_CEIL: i = (float)f == v ? f : f + 1; break;
+  case NR_NEAREST_ROUND_PREFER_CEIL: i = v - (float)f >= 0.5f ? f + 1 : f; break;
+  default: i = v - (float)f > 0.5f ? f + 1 : f; break;
+  }
+  return clamp(i, 0, len - 1);
+}
+
+void nr_resize_s8(const int8_t *in, int8_t *out, int in_h, int in_w, int c, int out_h, int out_w, int bilinear,
+                  int coord_mode, int nearest_mode, float scale_h, float scale_w, float multiplier, int in_zp,
+                  int out_zp)
+{
+  for (int oy = 0; oy < out_h; oy++) {
+    float sy = source_coord(oy, scale_h, in_h, out_h, coord_mode);
+    for (int ox = 0; ox < out_w; ox++) {
+      float sx = source_coord(ox, scale_w, in_w, out_w, coord_mode);
+      if (!bilinear) {
+        const int8_t *p = in + (nearest(sy, nearest_mode, in_h) * in_w + nearest(sx, nearest_mode, in_w)) * c;
+        for (int ch = 0; ch < c; ch++) *out++ = requant(p[ch] - in_zp, multiplier, out_zp, -128, 127);
+        continue;
+      }
+      float y = sy < 0.0f ? 0.0f : (sy > (float)(in_h - 1) ? (float)(in_h - 1) : sy);
+      float x = sx < 0.0f ? 0.0f : (sx > (float)(in_w - 1) ? (float)(in_w - 1) : sx);
+      int y0 = nr_floor(y), x0 = nr_floor(x);
+      int y1 = y0 + 1 < in_h ? y0 + 1 : y0, x1 = x0 + 1 < in_w ? x0 + 1 : x0;
+      float dy = y - (float)y0, dx = x - (float)x0;
+      const int8_t *p00 = in + (y0 * in_w + x0) * c, *p01 = in + (y0 * in_w + x1) * c;
+      const int8_t *p10 = in + (y1 * in_w + x0) * c, *p11 = in + (y1 * in_w + x1) * c;
+      for (int ch = 0; ch < c; ch++) {
+        float v = (1.0f - dy) * ((1.0f - dx) * (float)(p00[ch] - in_zp) + dx * (float)(p01[ch] - in_zp)) +
+                  dy * ((1.0f - dx) * (float)(p10[ch] - in_zp) + dx * (float)(p11[ch] - in_zp));
+        *out++ = (int8_t)clamp(nr_round(v * multiplier) + out_zp, -128, 127);
+      }
+    }
+  }
 }

@@ -8,6 +8,7 @@ from n6.placement import activation_pools, params_pool
 from .ir import Layer, Tensor
 
 ALIGN = 8
+EC_KINDS = ("conv2d", "dense", "maxpool", "avgpool")   # what the epoch-controller blobs encode
 
 
 def _align(n, a=ALIGN):
@@ -126,7 +127,7 @@ def assign_epochs(net, epoch_controller):
     """One epoch per layer; with the epoch controller, runs of NPU-capable layers share one blob epoch."""
     epoch, prev_hw = 0, False
     for layer in net.layers:
-        hw = epoch_controller and layer.kind in ("conv2d", "dense", "maxpool", "avgpool", "relu", "reshape")
+        hw = epoch_controller and layer.kind in EC_KINDS
         if not (hw and prev_hw):
             epoch += 1
         layer.epoch, prev_hw = epoch, hw

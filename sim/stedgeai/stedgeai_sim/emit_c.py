@@ -4,7 +4,7 @@ import struct
 import numpy as np
 
 EC_MAGIC = 0x31424345
-EC_OPS = {"conv2d": 1, "dense": 2, "maxpool": 3, "avgpool": 3, "relu": 4, "reshape": 4}
+EC_OPS = {"conv2d": 1, "dense": 2, "maxpool": 3, "avgpool": 3}
 CTYPE = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "float32": "float"}
 DTYPE = {"int8": "DataType_INT8", "uint8": "DataType_UINT8", "int32": "DataType_INT32", "float32": "DataType_FLOAT"}
 
@@ -150,13 +150,8 @@ class CWriter:
                   "  ec_run_blob(eb->blob_address);", "}", ""]
             return L
         layer = layers[0]
-        kind, fn, body = self.sw_info(layer)
-        L += [f"/* epoch {epoch}: {layer.label} {layer.name} (SW) */"]
-        if "multiplier" in body:
-            m = layer.attrs["multiplier"]
-            L += [f"static const float _epoch_{epoch}_multiplier[{m.size}] = {{"]
-            L += self.wrap([f32(v) for v in m]) + ["};"]
-            body = body.replace("multiplier_ARRAY", f"_epoch_{epoch}_multiplier")
+        kind, fn, body, pre = self.sw_info(layer, f"_epoch_{epoch}")
+        L += [f"/* epoch {epoch}: {layer.label} {layer.name} (SW) */"] + pre
         out = layer.output
         L += [f"static void LL_ATON_Start_EpochBlock_{epoch}(const void *epoch_block)", "{",
               f"  static const {kind} sw_info = {{"] + ["    " + x for x in body.splitlines()] + [
@@ -171,55 +166,89 @@ class CWriter:
     def wrap(items, per_line=6, indent="  "):
         return [indent + ", ".join(items[i:i + per_line]) + "," for i in range(0, len(items), per_line)]
 
-    def sw_info(self, layer):
-        a, x, y = layer.attrs, layer.inputs[0], layer.output
-        amin = max(-128, y.zero_point) if a.get("relu") or layer.kind == "relu" else -128
+    def array(self, ctype, name, values, per_line=8):
+        items = [f32(v) for v in values] if ctype == "float" else [str(int(v)) for v in values]
+        return [f"static const {ctype} {name}[{len(items)}] = {{"] + self.wrap(items, per_line) + ["};"]
+
+    def sw_info(self, layer, prefix):
+        """(parameter struct, forward function, struct body, lines before the epoch functions)."""
+        a, x, y = layer.attrs, layer.inputs[0] if layer.inputs else None, layer.output
+        pre = []
+        amin, amax = a.get("act_min", -128), a.get("act_max", 127)
         common = f".in = {self.addr(x, 'const int8_t')},\n.out = {self.addr(y, 'int8_t')},"
         if layer.kind in ("conv2d", "dense"):
             w = layer.params[0]
             b = layer.params[1] if a["has_bias"] else None
+            pre = self.array("float", prefix + "_multiplier", a["multiplier"])
             head = (f"{common}\n.weights = {self.addr(w, 'const int8_t')},\n.bias = {self.addr(b, 'const int32_t')},"
-                    f"\n.multiplier = multiplier_ARRAY,")
-            tail = f".in_zp = {x.zero_point}, .out_zp = {y.zero_point}, .act_min = {amin}, .act_max = 127,"
+                    f"\n.multiplier = {prefix}_multiplier,")
+            tail = f".in_zp = {x.zero_point}, .out_zp = {y.zero_point}, .act_min = {amin}, .act_max = {amax},"
             if layer.kind == "dense":
                 return ("LL_SW_Dense_Int8_Info", "ll_sw_forward_dense_int8",
-                        f"{head}\n.n_in = {x.count}, .n_out = {y.count},\n{tail}")
+                        f"{head}\n.n_in = {x.count}, .n_out = {y.count},\n{tail}", pre)
             (ih, iw, ic), (oh, ow, oc) = x.mem_shape, y.mem_shape
-            (kh, kw), (sh, sw), pads = a["kernel"], a["strides"], a["pads"]
+            (kh, kw), (sh, sw), pads, (dh, dw) = a["kernel"], a["strides"], a["pads"], a["dilations"]
             return ("LL_SW_Conv_Int8_Info", "ll_sw_forward_conv_int8",
                     f"{head}\n.in_h = {ih}, .in_w = {iw}, .in_c = {ic}, .out_h = {oh}, .out_w = {ow}, .out_c = {oc},"
                     f"\n.k_h = {kh}, .k_w = {kw}, .stride_h = {sh}, .stride_w = {sw}, .pad_top = {pads[0]}, "
-                    f".pad_left = {pads[1]},\n{tail}")
+                    f".pad_left = {pads[1]},\n.dil_h = {dh}, .dil_w = {dw}, .groups = {a['group']},\n{tail}", pre)
         if layer.kind in ("maxpool", "avgpool"):
-            (ih, iw, c), (oh, ow, _) = x.mem_shape, y.mem_shape
+            (ih, iw, c), (oh, ow, _) = self.hwc(x), self.hwc(y)
             (kh, kw), (sh, sw), pads = a["kernel"], a["strides"], a["pads"]
             return ("LL_SW_Pool_Int8_Info", "ll_sw_forward_pool_int8",
                     f"{common}\n.multiplier = {f32(a['multiplier'])},\n.in_h = {ih}, .in_w = {iw}, .c = {c}, "
                     f".out_h = {oh}, .out_w = {ow},\n.k_h = {kh}, .k_w = {kw}, .stride_h = {sh}, .stride_w = {sw}, "
                     f".pad_top = {pads[0]}, .pad_left = {pads[1]},\n.in_zp = {x.zero_point}, "
-                    f".out_zp = {y.zero_point}, .is_max = {int(layer.kind == 'maxpool')},")
-        if layer.kind in ("relu", "reshape"):
-            h, w, c = self.hwc(x)
-            return ("LL_SW_Requant_Int8_Info", "ll_sw_forward_requant_int8",
-                    f"{common}\n.multiplier = {f32(np.float32(x.scale) / np.float32(y.scale))},\n"
-                    f".h = {h}, .w = {w}, .c = {c}, .to_chw = {int(a.get('chw', False))},\n"
-                    f".in_zp = {x.zero_point}, .out_zp = {y.zero_point}, .act_min = {amin}, .act_max = 127,")
+                    f".out_zp = {y.zero_point}, .is_max = {int(layer.kind == 'maxpool')},", pre)
+        if layer.kind == "gather":
+            parts = []
+            for k, p in enumerate(a["parts"]):
+                pre += self.array("int32_t", f"{prefix}_desc_{k}", p["desc"], 6)
+                t = p["input"]
+                parts.append(f"  {{.in = {self.addr(t, 'const int8_t')}, .desc = {prefix}_desc_{k}, "
+                             f".out_offset = {p['out_offset']}, .multiplier = {f32(p['multiplier'])}, "
+                             f".ndim = {len(p['desc']) // 6}, .in_zp = {t.zero_point}}},")
+            pre += [f"static const LL_SW_Gather_Part {prefix}_parts[{len(parts)}] = {{"] + parts + ["};"]
+            return ("LL_SW_Gather_Int8_Info", "ll_sw_forward_gather_int8",
+                    f".out = {self.addr(y, 'int8_t')},\n.parts = {prefix}_parts, .n_parts = {len(parts)},\n"
+                    f".out_zp = {y.zero_point}, .pad_value = {a['pad_value']},", pre)
+        if layer.kind == "eltwise":
+            ta, tb = a["a"], a["b"]
+            pre = self.array("int32_t", prefix + "_desc", a["desc"], 3)
+            return ("LL_SW_Eltwise_Int8_Info", "ll_sw_forward_eltwise_int8",
+                    f".a = {self.addr(ta, 'const int8_t')},\n.b = {self.addr(tb, 'const int8_t')},\n"
+                    f".out = {self.addr(y, 'int8_t')},\n.desc = {prefix}_desc, .mult_a = {f32(a['mult_a'])}, "
+                    f".mult_b = {f32(a['mult_b'])},\n.ndim = {len(a['desc']) // 3}, "
+                    f".op = {'LL_SW_ELTWISE_MUL' if a['op'] == 'mul' else 'LL_SW_ELTWISE_ADD'},\n"
+                    f".a_zp = {ta.zero_point}, .b_zp = {tb.zero_point}, .out_zp = {y.zero_point}, "
+                    f".act_min = {amin}, .act_max = {amax},", pre)
+        if layer.kind == "lut":
+            return ("LL_SW_Lut_Int8_Info", "ll_sw_forward_lut_int8",
+                    f"{common}\n.table = {self.addr(layer.params[0], 'const int8_t')},\n"
+                    f".count = {x.count}, .inner = {a['inner']}, .n_tables = {a['n_tables']},", pre)
+        if layer.kind == "resize":
+            (ih, iw, c), (oh, ow, _) = x.mem_shape, y.mem_shape
+            return ("LL_SW_Resize_Int8_Info", "ll_sw_forward_resize_int8",
+                    f"{common}\n.in_h = {ih}, .in_w = {iw}, .c = {c}, .out_h = {oh}, .out_w = {ow},\n"
+                    f".bilinear = {a['bilinear']}, .coord_mode = {a['coord']}, .nearest_mode = {a['nearest']},\n"
+                    f".scale_h = {f32(a['scales'][0])}, .scale_w = {f32(a['scales'][1])}, "
+                    f".multiplier = {f32(a['multiplier'])},\n.in_zp = {x.zero_point}, .out_zp = {y.zero_point},", pre)
         if layer.kind == "softmax":
-            n = x.shape[-1]
+            n = a["n"]
             return ("LL_SW_Softmax_Int8_Info", "ll_sw_forward_softmax_int8",
                     f"{common}\n.in_scale = {f32(x.scale)}, .out_scale = {f32(y.scale)},\n"
-                    f".rows = {x.count // n}, .n = {n}, .in_zp = {x.zero_point}, .out_zp = {y.zero_point},")
+                    f".rows = {x.count // n}, .n = {n}, .in_zp = {x.zero_point}, .out_zp = {y.zero_point},", pre)
         mode = {"float32_to_int8": "LL_SW_CONVERT_FLOAT_TO_INT8", "uint8_to_int8": "LL_SW_CONVERT_UINT8_TO_INT8",
                 "int8_to_float32": "LL_SW_CONVERT_INT8_TO_FLOAT", "int8_to_uint8": "LL_SW_CONVERT_INT8_TO_UINT8"}
         q = y if a["mode"].endswith("to_int8") else x
         return ("LL_SW_Convert_Info", "ll_sw_forward_convert",
                 f".in = {self.addr(x, 'const void')},\n.out = {self.addr(y, 'void')},\n"
                 f".scale = {f32(q.scale)}, .count = {x.count}, .zero_point = {q.zero_point}, "
-                f".mode = {mode[a['mode']]},")
+                f".mode = {mode[a['mode']]},", pre)
 
     @staticmethod
     def hwc(t):
-        return tuple(t.mem_shape) if len(t.mem_shape) == 3 else (1, 1, t.count)
+        return tuple(t.mem_shape) if len(t.shape) == 4 else (1, 1, t.count)
 
     def epoch_items(self):
         L = [f"const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_{self.sym}(void)", "{",
@@ -314,23 +343,21 @@ class CWriter:
 
         for layer in layers:
             a, x, y = layer.attrs, layer.inputs[0], layer.output
-            amin = max(-128, y.zero_point) if a.get("relu") or layer.kind == "relu" else -128
+            amin, amax = a.get("act_min", -128), a.get("act_max", 127)
             if layer.kind in ("conv2d", "dense"):
                 w, b = layer.params[0], layer.params[1] if a["has_bias"] else None
                 head = [ref(x), ref(y), ref(w), ref(b), ref(a["multiplier_tensor"])]
-                tail = [i(x.zero_point), i(y.zero_point), i(amin), 127]
+                tail = [i(x.zero_point), i(y.zero_point), i(amin), i(amax)]
                 if layer.kind == "dense":
                     args = head + [x.count, y.count] + tail
                 else:
                     (ih, iw, ic), (oh, ow, oc) = x.mem_shape, y.mem_shape
-                    args = head + [ih, iw, ic, oh, ow, oc, *a["kernel"], *a["strides"], a["pads"][0], a["pads"][1]] + tail
-            elif layer.kind in ("maxpool", "avgpool"):
-                (ih, iw, c), (oh, ow, _) = x.mem_shape, y.mem_shape
+                    args = head + [ih, iw, ic, oh, ow, oc, *a["kernel"], *a["strides"], a["pads"][0], a["pads"][1],
+                                   *a["dilations"], a["group"]] + tail
+            else:
+                (ih, iw, c), (oh, ow, _) = self.hwc(x), self.hwc(y)
                 args = [ref(x), ref(y), fl(a["multiplier"]), ih, iw, c, oh, ow, *a["kernel"], *a["strides"],
                         a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), int(layer.kind == "maxpool")]
-            else:
-                args = [ref(x), ref(y), fl(np.float32(x.scale) / np.float32(y.scale)), *self.hwc(x),
-                        int(a.get("chw", False)), i(x.zero_point), i(y.zero_point), i(amin), 127]
             words += [EC_OPS[layer.kind] | len(args) << 8] + args
         words[0] = EC_MAGIC | len(layers) << 32
         return words

@@ -41,18 +41,21 @@ def c_info(ctx, files):
                       "offset_start": 0, "persistent": True, "pipelined": "PIPELINED_ON", "rights": p.rights,
                       "size_bytes": p.size, "used_size_bytes": u.used, "subpools": [], "user_allocated": False})
     nodes, edges = [], []
+    producer = {l.output.name: l.epoch for l in net.layers}
     for epoch, layers in ctx.epochs():
         ec = layers[0].attrs.get("ec")
         nodes.append({"id": epoch, "name": f"epoch_{epoch}", "mapping": "NODE_HW" if ec else "NODE_SW",
                       "macc": int(sum(l.attrs.get("macc", 0) for l in layers)),
-                      "inputs": [l.inputs[0].id for l in layers[:1]], "outputs": [layers[-1].output.id],
+                      "inputs": [t.id for t in layers[0].inputs], "outputs": [layers[-1].output.id],
                       "subgraph_nodes": [{"id": i, "name": l.name, "description": f"Node kind={l.label}"}
                                          for i, l in enumerate(layers)],
                       "sw_functions": [] if ec else [l.kind for l in layers], "scratchs": [], "attributes": {}})
-        if epoch > 1:
-            edges.append({"id": epoch - 1, "name": f"epochdep_{epoch - 1}_{epoch}", "edge_kind": "EDGE_FLOW",
-                          "buffer": layers[0].inputs[0].id, "start": {"node_id": epoch - 1, "port": 0},
-                          "end": {"node_id": epoch, "port": 0}})
+        for t in (t for l in layers for t in l.inputs):
+            src = producer.get(t.name)
+            if src is not None and src != epoch:
+                edges.append({"id": len(edges) + 1, "name": f"epochdep_{src}_{epoch}", "edge_kind": "EDGE_FLOW",
+                              "buffer": t.id, "start": {"node_id": src, "port": 0},
+                              "end": {"node_id": epoch, "port": 0}})
     accesses, power = [], []
     for epoch, layers in ctx.epochs():
         macc = int(sum(l.attrs.get("macc", 0) for l in layers))
@@ -82,7 +85,8 @@ def c_info(ctx, files):
             "tools": [{"name": "ST.EdgeAI.Core", "version": f"{rel.core_full} (simulated)", "arguments": ctx.command,
                        "input_model": {"model_files": [{"name": ctx.model_file, "signature": ctx.model_signature}],
                                        "n_params": net.n_params, "name": net.model_name,
-                                       "size": int(sum(t.nbytes for t in net.params)), "type": "onnx"}},
+                                       "size": int(sum(t.nbytes for t in net.params)),
+                                       "type": "tflite" if ctx.model_file.endswith(".tflite") else "onnx"}},
                       {"name": "ATONN Compiler", "version": f"{rel.atonn_str} (simulated)",
                        "arguments": ctx.atonn_arguments}],
         },

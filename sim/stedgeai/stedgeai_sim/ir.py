@@ -43,10 +43,33 @@ class Tensor:
             return (h, w, c)
         return tuple(self.shape[1:]) if len(self.shape) > 1 else tuple(self.shape)
 
+    @property
+    def mem_axes(self):
+        """Logical axes in memory order (outermost first)."""
+        n = len(self.shape)
+        return (0, 2, 3, 1) if n == 4 and not self.is_param else tuple(range(n))
+
+    def strides(self, axes=None):
+        """{logical axis: element stride}, in memory (default) or for the given axis order."""
+        out, step = {}, 1
+        for a in reversed(axes if axes is not None else self.mem_axes):
+            out[a] = step
+            step *= self.shape[a]
+        return out
+
+    @property
+    def flat_strides(self):
+        """Strides of the logical row-major order (what Reshape/Flatten preserve)."""
+        return self.strides(tuple(range(len(self.shape))))
+
+
+LABELS = {"conv2d": "Conv2D", "dense": "Dense", "maxpool": "MaxPool", "avgpool": "AvgPool", "gather": "Gather",
+          "eltwise": "Eltwise", "lut": "Lut", "resize": "Resize", "softmax": "Softmax", "convert": "Convert"}
+
 
 @dataclass
 class Layer:
-    kind: str                    # conv2d | dense | maxpool | avgpool | relu | reshape | softmax | convert
+    kind: str                    # one of LABELS
     name: str                    # ONNX node name (first node of the fused group)
     inputs: list                 # activation Tensors
     output: Tensor
@@ -56,8 +79,7 @@ class Layer:
 
     @property
     def label(self):
-        return {"conv2d": "Conv2D", "dense": "Dense", "maxpool": "MaxPool", "avgpool": "AvgPool",
-                "relu": "ReLU", "reshape": "Reshape", "softmax": "Softmax", "convert": "Convert"}[self.kind]
+        return self.attrs.get("label") or LABELS[self.kind]
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Lower a QDQ-quantised ONNX graph to int8 layers.
 
 Float operators sit between DequantizeLinear and QuantizeLinear nodes; each QuantizeLinear
-closes one fused group (e.g. Conv → Relu → Q, MatMul → Add → Q) that becomes one Layer."""
+closes one fused group (e.g. Conv → BatchNormalization → Relu → Q, MatMul → Add → Q) that
+becomes one Layer (see layers.py)."""
 import os
 from dataclasses import dataclass
 
@@ -11,17 +12,27 @@ from onnx import numpy_helper, shape_inference
 
 from n6.errors import N6Error
 
-from .ir import Layer, Network, Tensor
+from . import layers as L
+from .ir import Network, Tensor
 
-SUPPORTED = ("Conv", "Gemm", "MatMul", "Add", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
-             "Reshape", "Flatten", "Softmax", "QuantizeLinear", "DequantizeLinear")
+F32 = np.float32
+UNARY = ("Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "BatchNormalization")
+MOVES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Pad", "Concat")
+COMPUTE = ("Conv", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean",
+           "Resize", "Softmax")
+SUPPORTED = COMPUTE + UNARY + MOVES + ("QuantizeLinear", "DequantizeLinear")
+FUSES_ACTIVATION = ("Conv", "Gemm", "MatMul", "Add", "Mul", "BatchNormalization")
 
 
 @dataclass
 class _FloatOp:
     """A float-domain value not yet closed by a QuantizeLinear."""
     node: object
-    args: list        # _FloatOp | Tensor (dequantised activation) | _Const
+    args: list        # _FloatOp | ("dq", Tensor) | _Const | None (a float initializer)
+
+    @property
+    def kind(self):
+        return self.node.op_type
 
 
 @dataclass
@@ -36,9 +47,15 @@ def _attrs(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _str(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
 class _Importer:
     def __init__(self, path):
         self.path = path
+        if os.path.exists(path) and os.path.getsize(path) == 0:
+            raise N6Error(path, "the model file is empty", "export the model again as .onnx")
         try:
             model = onnx.load(path)
         except FileNotFoundError:
@@ -46,13 +63,29 @@ class _Importer:
         except Exception as e:  # onnx raises DecodeError and friends
             raise N6Error(path, f"not a readable ONNX model ({type(e).__name__})",
                           "export the model again as .onnx") from None
+        if not model.graph.node:
+            raise N6Error(path, "the model has no operator (empty graph)", "export the model again as .onnx")
+        inits = {i.name for i in model.graph.initializer}
+        for vi in model.graph.input:
+            if vi.name in inits:
+                continue
+            for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+                if d.dim_value > 0:
+                    continue
+                if axis == 0:      # a symbolic batch: the NPU runs batch 1
+                    d.Clear()
+                    d.dim_value = 1
+                else:
+                    raise N6Error(path, f"input '{vi.name}' has a dynamic dimension {axis} "
+                                  f"('{d.dim_param or '?'}')", "export the model with fixed input dimensions")
         self.model = shape_inference.infer_shapes(model)
         g = self.model.graph
         self.inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
         self.shapes = {}
         for vi in list(g.input) + list(g.value_info) + list(g.output):
             dims = vi.type.tensor_type.shape.dim
-            self.shapes[vi.name] = tuple(d.dim_value or 1 for d in dims)
+            if all(d.dim_value > 0 for d in dims):
+                self.shapes[vi.name] = tuple(d.dim_value for d in dims)
         self.values = {}      # name -> Tensor (int8 activation) | _FloatOp | _Const | ("dq", Tensor)
         self.layers = []
 
@@ -65,7 +98,10 @@ class _Importer:
             if node.op_type not in SUPPORTED:
                 self.fail(node, f"operator '{node.op_type}' is not supported",
                           "use " + ", ".join(SUPPORTED[:-2]) + " with QDQ int8 quantisation")
-            getattr(self, "_" + node.op_type)(node)
+            if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+                getattr(self, "_" + node.op_type)(node)
+            else:
+                self._float(node)
         inputs = [self._graph_input(vi.name) for vi in g.input if vi.name not in self.inits]
         outputs = [self._graph_output(vi.name) for vi in g.output]
         if not self.layers:
@@ -98,7 +134,7 @@ class _Importer:
         zp = self.inits.get(zp_name) if zp_name else np.zeros((), np.int8)
         if scale is None or zp is None:
             self.fail(node, "scale and zero point must be constants", "export with constant Q/DQ parameters")
-        return scale.astype(np.float32), zp
+        return scale.astype(F32), zp
 
     def _DequantizeLinear(self, node):
         x = node.input[0]
@@ -119,7 +155,12 @@ class _Importer:
         scale, zp = self._qparams(node, node.input[1], node.input[2] if len(node.input) > 2 else None)
         if zp.dtype != np.int8:
             self.fail(node, f"activation zero point is {zp.dtype}, not int8", "quantise activations to int8")
-        out = Tensor(node.output[0], self.shapes.get(node.output[0], ()), "int8", float(scale), int(zp))
+        if scale.size != 1:
+            self.fail(node, "activations must be quantised per tensor", "quantise activations per tensor")
+        shape = self.shapes.get(node.output[0]) or self.shapes.get(x)
+        if shape is None:
+            self.fail(node, f"the shape of '{x}' is unknown or dynamic", "export the model with fixed shapes")
+        out = Tensor(node.output[0], shape, "int8", float(scale.reshape(-1)[0]), int(zp.reshape(-1)[0]))
         v = self.values.get(x)
         if v is None:  # a graph input: the model's native input is this int8 tensor
             out.name = x
@@ -127,31 +168,31 @@ class _Importer:
         elif isinstance(v, _FloatOp):
             self.layers.append(self._lower(v, out))
         elif isinstance(v, tuple) and v[0] == "dq":  # DQ → Q: requantising copy
-            self.layers.append(Layer("reshape", node.name, [v[1]], out, attrs={"chw": False}))
+            self.layers.append(L.reshape(node.name, v[1], out, "Requantize"))
         else:
             self.fail(node, "QuantizeLinear must follow a float operator", "re-export the QDQ model")
         self.values[node.output[0]] = out
 
     # -- float operators: remembered until a QuantizeLinear lowers them ------------------------
     def _float(self, node):
-        args = [self.values.get(i) for i in node.input if i]
-        for i, a in zip(node.input, args):
-            if a is None and i in self.inits:
-                continue  # e.g. Reshape's shape input
-            if a is None or (isinstance(a, Tensor)):
+        args = []
+        for i in node.input:
+            a = self.values.get(i) if i else None
+            if a is None and i and i not in self.inits:
                 self.fail(node, f"input '{i}' is float, the model is not int8",
                           "quantise the model to int8 (QDQ format): every input of a compute node "
                           "must come from DequantizeLinear")
+            if isinstance(a, Tensor):
+                self.fail(node, f"input '{i}' is an int8 tensor without DequantizeLinear", "re-export the QDQ model")
+            args.append(a)
         self.values[node.output[0]] = _FloatOp(node, args)
 
-    _Conv = _Gemm = _MatMul = _Add = _Relu = _float
-    _MaxPool = _AveragePool = _GlobalAveragePool = _Reshape = _Flatten = _Softmax = _float
-
-    # -- lowering --------------------------------------------------------------------------
+    # -- lowering helpers --------------------------------------------------------------------
     def _act(self, node, arg):
         if not (isinstance(arg, tuple) and arg[0] == "dq"):
-            self.fail(node, "expected a dequantised int8 activation as first input",
-                      "quantise the model to int8 (QDQ format)")
+            what = f"the float result of '{arg.node.name or arg.kind}'" if isinstance(arg, _FloatOp) else "a constant"
+            self.fail(node, f"input is {what}, not a dequantised int8 activation",
+                      "insert QuantizeLinear/DequantizeLinear between the two operators")
         return arg[1]
 
     def _const(self, node, arg, what):
@@ -159,51 +200,30 @@ class _Importer:
             self.fail(node, f"{what} must be a quantised constant", "quantise weights to int8 (QDQ format)")
         return arg
 
-    def _lower(self, op, out):
-        relu = False
-        if op.node.op_type == "Relu" and isinstance(op.args[0], _FloatOp):
-            relu, op = True, op.args[0]
-        node, kind = op.node, op.node.op_type
-        if kind == "Add":
-            mm, bias = op.args
-            if not (isinstance(mm, _FloatOp) and mm.node.op_type == "MatMul"):
-                self.fail(node, "Add is supported only as the bias of a MatMul", "use Gemm or MatMul + bias")
-            return self._dense(mm.node, self._act(mm.node, mm.args[0]), self._const(mm.node, mm.args[1], "weight"),
-                               self._const(node, bias, "bias"), out, relu, transposed=False)
-        if kind in ("Gemm", "MatMul"):
-            a = _attrs(node)
-            if kind == "Gemm" and (a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0):
-                self.fail(node, "Gemm with transA, alpha or beta is not supported", "export a plain Gemm")
-            bias = self._const(node, op.args[2], "bias") if len(op.args) > 2 else None
-            return self._dense(node, self._act(node, op.args[0]), self._const(node, op.args[1], "weight"),
-                               bias, out, relu, transposed=kind == "Gemm" and a.get("transB", 0) == 1)
-        if kind == "Conv":
-            bias = self._const(node, op.args[2], "bias") if len(op.args) > 2 else None
-            return self._conv(node, self._act(node, op.args[0]), self._const(node, op.args[1], "weight"),
-                              bias, out, relu)
-        x = self._act(node, op.args[0])
-        if relu:
-            self.fail(node, f"Relu after {kind} is not supported", "place Relu after Conv, Gemm or MatMul")
-        if kind == "Relu":
-            return Layer("relu", node.name, [x], out)
-        if kind in ("MaxPool", "AveragePool", "GlobalAveragePool"):
-            return self._pool(node, x, out)
-        if kind in ("Reshape", "Flatten"):
-            chw = len(x.shape) == 4 and x.shape[1] > 1 and x.shape[2] * x.shape[3] > 1
-            return Layer("reshape", node.name, [x], out, attrs={"chw": chw})
-        if kind == "Softmax":
-            axis = _attrs(node).get("axis", -1)
-            if axis not in (-1, len(x.shape) - 1):
-                self.fail(node, "Softmax is supported on the last axis only", "use axis=-1")
-            return Layer("softmax", node.name, [x], out)
-        self.fail(node, f"operator '{kind}' cannot be lowered here", "re-export the QDQ model")
+    def _init(self, node, index, default=None):
+        """A float/int initializer input (e.g. Clip's min, Pad's pads), or default when absent."""
+        if index >= len(node.input) or not node.input[index]:
+            return default
+        v = self.inits.get(node.input[index])
+        if v is None:
+            self.fail(node, f"input '{node.input[index]}' must be a constant", "export with constant parameters")
+        return v
+
+    def _operand(self, node, arg):
+        """An eltwise operand: an int8 activation, or an int8 constant (stored with the weights)."""
+        if isinstance(arg, _Const):
+            if arg.q.dtype != np.int8 or np.size(arg.scale) != 1:
+                self.fail(node, f"constant '{arg.name}' must be int8 with one scale", "quantise it per tensor")
+            return Tensor(arg.name, tuple(arg.q.shape), "int8", float(arg.scale.reshape(-1)[0]),
+                          int(np.asarray(arg.zero_point).reshape(-1)[0]), np.ascontiguousarray(arg.q))
+        return self._act(node, arg)
 
     def _weights(self, node, w, axis):
         if w.q.dtype != np.int8:
             self.fail(node, f"weight '{w.name}' is {w.q.dtype}, not int8", "quantise weights to int8")
         if np.any(w.zero_point != 0):
             self.fail(node, f"weight '{w.name}' has a non-zero zero point", "quantise weights symmetrically")
-        return np.broadcast_to(w.scale, (w.q.shape[axis],)).astype(np.float32)
+        return np.broadcast_to(w.scale, (w.q.shape[axis],)).astype(F32)
 
     def _bias(self, node, b, n):
         if b is None:
@@ -212,59 +232,261 @@ class _Importer:
             self.fail(node, f"bias '{b.name}' must be int32 of shape ({n},)", "quantise biases to int32")
         return b.q.astype(np.int32)
 
-    def _requant(self, x, w_scale, out):
-        return (np.float32(x.scale) * w_scale / np.float32(out.scale)).astype(np.float32)
+    # -- lowering --------------------------------------------------------------------------
+    def _lower(self, op, out):
+        act = {"act_min": -128, "act_max": 127}
+        if op.kind in ("Relu", "Clip") and isinstance(op.args[0], _FloatOp) and op.args[0].kind in FUSES_ACTIVATION:
+            if op.kind == "Relu":
+                act = L.act_range(out, lo=0.0)
+            else:
+                lo, hi = self._clip_bounds(op.node)
+                act = L.act_range(out, lo, hi)
+            op = op.args[0]
+        node, kind = op.node, op.kind
+        bn = None
+        if kind == "BatchNormalization" and isinstance(op.args[0], _FloatOp) and op.args[0].kind == "Conv":
+            bn, op = node, op.args[0]
+            node, kind = op.node, op.kind
+        elif act["act_min"] != -128 or act["act_max"] != 127:
+            if kind == "BatchNormalization":
+                self.fail(node, "an activation after a stand-alone BatchNormalization is not supported",
+                          "fold BatchNormalization into the preceding Conv or quantise between them")
+        for a in op.args:
+            if isinstance(a, _FloatOp) and not (kind == "Add" and a.kind == "MatMul"):
+                self.fail(node, f"'{a.node.name or a.kind}' ({a.kind}) feeds {kind} without quantisation",
+                          "insert QuantizeLinear/DequantizeLinear between the two operators")
+        name = node.name or node.output[0]
+        if kind in ("Gemm", "MatMul") or (kind == "Add" and isinstance(op.args[0], _FloatOp)):
+            return self._dense(op, out, act)
+        if kind == "Conv":
+            return self._conv(op, out, act, bn)
+        if kind in ("Add", "Mul"):
+            a, b = (self._operand(node, x) for x in op.args)
+            return L.eltwise(name, kind.lower(), a, b, out, act)
+        x = self._act(node, op.args[0])
+        if kind in UNARY:
+            return self._unary(node, op, x, out)
+        if kind in ("MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean"):
+            return self._pool(node, x, out)
+        if kind == "Softmax":
+            axis = _attrs(node).get("axis", -1) % len(x.shape)
+            if axis != (1 if len(x.shape) == 4 else len(x.shape) - 1):
+                self.fail(node, f"Softmax on axis {axis} is not supported", "use the channel (last) axis")
+            return L.softmax(name, x, out)
+        if kind == "Resize":
+            return self._resize(node, x, out)
+        return getattr(self, "_move_" + kind)(node, op, x, out)
 
-    def _dense(self, node, x, w, b, out, relu, transposed):
+    def _clip_bounds(self, node):
+        a = _attrs(node)
+        lo, hi = self._init(node, 1), self._init(node, 2)
+        lo = a.get("min") if lo is None else float(np.asarray(lo).reshape(-1)[0])
+        hi = a.get("max") if hi is None else float(np.asarray(hi).reshape(-1)[0])
+        return lo, hi
+
+    def _dense(self, op, out, act):
+        node, kind = op.node, op.kind
+        bias = None
+        if kind == "Add":
+            mm, bias = op.args
+            if mm.kind != "MatMul":
+                self.fail(node, "Add of a float result is supported only as the bias of a MatMul",
+                          "use Gemm or MatMul + bias")
+            bias, op, node = self._const(node, bias, "bias"), mm, mm.node
+        a = _attrs(node)
+        if node.op_type == "Gemm":
+            if a.get("transA", 0) or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+                self.fail(node, "Gemm with transA, alpha or beta is not supported", "export a plain Gemm")
+            if len(op.args) > 2:
+                bias = self._const(node, op.args[2], "bias")
+        x = self._act(node, op.args[0])
+        w = self._const(node, op.args[1], "weight")
+        transposed = node.op_type == "Gemm" and a.get("transB", 0) == 1
         wq = w.q if transposed else w.q.T          # → [N, K]
         w_scale = self._weights(node, w, 0 if transposed else 1)
         n, k = wq.shape
         if x.count != k:
             self.fail(node, f"weight expects {k} inputs, got {x.count}", "check the model shapes")
-        params = [Tensor(w.name, tuple(wq.shape), "int8", w_scale, 0, np.ascontiguousarray(wq))]
-        bias = self._bias(node, b, n)
-        if bias is not None:
-            params.append(Tensor(b.name, (n,), "int32", float(x.scale) * w_scale, 0, bias))
-        return Layer("dense", node.name, [x], out, params,
-                     {"relu": relu, "multiplier": self._requant(x, w_scale, out), "macc": n * k,
-                      "has_bias": bias is not None})
+        if bias is not None and bias.q.dtype == np.int8:   # an int8 constant added to MatMul: requantise it
+            real = (bias.q.astype(np.float64) - bias.zero_point) * bias.scale
+            bias = _Const(bias.name, np.rint(real.reshape(-1) / (np.float64(F32(x.scale)) * w_scale)).astype(np.int32),
+                          None, None)
+        return L.dense(node.name or node.output[0], x, wq, w_scale, self._bias(node, bias, n), out, act)
 
-    def _conv(self, node, x, w, b, out, relu):
+    def _conv(self, op, out, act, bn):
+        node = op.node
         a = _attrs(node)
-        if a.get("group", 1) != 1 or any(d != 1 for d in a.get("dilations", [1, 1])):
-            self.fail(node, "grouped or dilated convolution is not supported", "use group=1, dilations=1")
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        if _str(a.get("auto_pad", "NOTSET")) != "NOTSET":
             self.fail(node, "auto_pad is not supported", "export explicit pads")
-        oc, ic, kh, kw = w.q.shape
+        x = self._act(node, op.args[0])
+        w = self._const(node, op.args[1], "weight")
+        if w.q.ndim != 4:
+            self.fail(node, f"{w.q.ndim - 2}-D convolution is not supported", "use a 2-D Conv")
+        group = a.get("group", 1)
+        oc = w.q.shape[0]
+        if x.shape[1] != w.q.shape[1] * group or oc % group:
+            self.fail(node, f"weight shape {list(w.q.shape)} does not match {x.shape[1]} input channels in "
+                      f"{group} groups", "check the model shapes")
         w_scale = self._weights(node, w, 0)
+        wq = w.q
+        bias = self._bias(node, self._const(node, op.args[2], "bias") if len(op.args) > 2 else None, oc)
+        if bn is not None:
+            wq, w_scale, bias = self._fold_bn(bn, x, wq, w_scale, bias)
         pads = a.get("pads", [0, 0, 0, 0])
-        strides = a.get("strides", [1, 1])
-        params = [Tensor(w.name, (oc, kh, kw, ic), "int8", w_scale, 0,
-                         np.ascontiguousarray(w.q.transpose(0, 2, 3, 1)))]   # OHWI
-        bias = self._bias(node, b, oc)
-        if bias is not None:
-            params.append(Tensor(b.name, (oc,), "int32", float(x.scale) * w_scale, 0, bias))
-        _, _, oh, ow = out.shape
-        return Layer("conv2d", node.name, [x], out, params,
-                     {"relu": relu, "multiplier": self._requant(x, w_scale, out), "kernel": (kh, kw),
-                      "strides": tuple(strides), "pads": tuple(pads), "has_bias": bias is not None,
-                      "macc": oc * oh * ow * kh * kw * ic})
+        return L.conv2d(node.name or node.output[0], x, wq, w_scale, bias, out, a.get("strides", [1, 1]), pads,
+                        a.get("dilations", [1, 1]), group, act)
+
+    def _fold_bn(self, bn, x, wq, w_scale, bias):
+        """Conv → BatchNormalization: scale the weights' per-channel scales, fold the shift into the bias."""
+        gamma, beta, mean, var = (self._init(bn, i).astype(np.float64) for i in range(1, 5))
+        k = gamma / np.sqrt(var + _attrs(bn).get("epsilon", 1e-5))
+        sign = np.where(k < 0, -1, 1)
+        if np.any((sign < 0)[:, None, None, None] & (wq == -128)):
+            self.fail(bn, "cannot fold a negative scale into weights holding -128", "quantise weights to [-127, 127]")
+        new_scale = (w_scale * np.abs(k)).astype(F32)
+        b = np.zeros(len(k)) if bias is None else bias.astype(np.float64)
+        shift = beta - k * mean
+        folded = np.rint(sign * b + shift / (np.float64(F32(x.scale)) * new_scale))
+        return (wq * sign[:, None, None, None]).astype(np.int8), new_scale, folded.astype(np.int32)
+
+    def _unary(self, node, op, x, out):
+        a, name, kind = _attrs(node), node.name or node.output[0], op.kind
+        if kind == "Relu":
+            fn = lambda v: np.maximum(v, F32(0))
+        elif kind == "Clip":
+            lo, hi = self._clip_bounds(node)
+            return L.lut(name, x, out, lambda v: np.clip(v, F32(-np.inf if lo is None else lo),
+                                                         F32(np.inf if hi is None else hi)), kind, lo=lo, hi=hi)
+        elif kind == "LeakyRelu":
+            alpha = F32(a.get("alpha", 0.01))
+            return L.lut(name, x, out, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), kind, alpha=float(alpha))
+        elif kind == "Sigmoid":
+            fn = lambda v: (F32(1) / (F32(1) + np.exp(-v))).astype(F32)
+        elif kind == "Tanh":
+            fn = np.tanh
+        elif kind == "HardSigmoid":
+            alpha, beta = F32(a.get("alpha", 0.2)), F32(a.get("beta", 0.5))
+            fn = lambda v: np.clip(alpha * v + beta, F32(0), F32(1))
+        elif kind == "HardSwish":
+            fn = lambda v: v * np.clip(v / F32(6) + F32(0.5), F32(0), F32(1))
+        elif kind == "PRelu":
+            c = op.args[1]
+            quantized = (c.q, c.scale, c.zero_point) if isinstance(c, _Const) else None
+            slope = L.dequantize(*quantized) if quantized else self._init(node, 1).astype(F32)
+            layer = L.prelu(name, x, out, slope, quantized)
+            if layer is None:
+                self.fail(node, f"PRelu slope of {slope.size} values is not supported", "use one slope per channel")
+            return layer
+        else:   # BatchNormalization on its own: a per-channel affine map
+            gamma, beta, mean, var = (self._init(node, i).astype(F32) for i in range(1, 5))
+            k = gamma / np.sqrt(var + F32(a.get("epsilon", 1e-5)))
+            return L.lut(name, x, out, lambda v, c: ((v - mean[c]) * k[c] + beta[c]).astype(F32),
+                         "BatchNorm", per_channel=x.shape[1])
+        return L.lut(name, x, out, fn, kind)
 
     def _pool(self, node, x, out):
+        a, kind = _attrs(node), node.op_type
+        if len(x.shape) != 4:
+            self.fail(node, f"{kind} needs a 4-D input", "use a 2-D pooling on an N, C, H, W tensor")
+        if kind in ("GlobalAveragePool", "ReduceMean"):
+            if kind == "ReduceMean":
+                axes = a.get("axes")
+                if axes is None:
+                    axes = self._init(node, 1)
+                axes = sorted(int(v) % 4 for v in (axes if axes is not None else range(4)))
+                if axes != [2, 3]:
+                    self.fail(node, f"ReduceMean over axes {axes} is not supported", "reduce over axes [2, 3]")
+            return L.pool(node.name or node.output[0], x, out, "avgpool", x.shape[2:], (1, 1), (0, 0))
+        if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
+            self.fail(node, f"{kind} with ceil_mode or dilations is not supported", "use plain pooling")
+        pads = a.get("pads", [0, 0, 0, 0])
+        if kind == "AveragePool" and any(pads) and not a.get("count_include_pad", 0):
+            self.fail(node, "padded AveragePool needs count_include_pad=1", "set count_include_pad=1")
+        return L.pool(node.name or node.output[0], x, out, "maxpool" if kind == "MaxPool" else "avgpool",
+                      a["kernel_shape"], a.get("strides", [1, 1]), pads)
+
+    def _resize(self, node, x, out):
         a = _attrs(node)
-        if node.op_type == "GlobalAveragePool":
-            kernel, strides, pads = tuple(x.shape[2:]), (1, 1), (0, 0, 0, 0)
+        mode = _str(a.get("mode", "nearest"))
+        coord = _str(a.get("coordinate_transformation_mode", "half_pixel"))
+        nearest = _str(a.get("nearest_mode", "round_prefer_floor"))
+        if len(x.shape) != 4 or out.shape[:2] != x.shape[:2]:
+            self.fail(node, "Resize is supported on the spatial axes of a 4-D tensor only", "resize H and W only")
+        if mode not in ("nearest", "linear") or coord not in L.COORD or nearest not in L.NEAREST:
+            self.fail(node, f"Resize mode '{mode}' / '{coord}' / '{nearest}' is not supported",
+                      "use nearest or linear with half_pixel, asymmetric, align_corners or pytorch_half_pixel")
+        scales = self._init(node, 2)
+        if scales is not None and scales.size == 4:
+            sh, sw = float(scales[2]), float(scales[3])
         else:
-            kernel = tuple(a["kernel_shape"])
-            strides, pads = tuple(a.get("strides", [1, 1])), tuple(a.get("pads", [0, 0, 0, 0]))
-            if node.op_type == "AveragePool" and any(pads) and not a.get("count_include_pad", 0):
-                self.fail(node, "padded AveragePool needs count_include_pad=1", "set count_include_pad=1")
-        kind = "maxpool" if node.op_type == "MaxPool" else "avgpool"
-        mult = np.float32(x.scale) / np.float32(out.scale)
-        if kind == "avgpool":
-            mult = mult / np.float32(kernel[0] * kernel[1])
-        return Layer(kind, node.name, [x], out, attrs={"kernel": kernel, "strides": strides, "pads": pads,
-                                                       "multiplier": np.float32(mult)})
+            sh, sw = out.shape[2] / x.shape[2], out.shape[3] / x.shape[3]
+        return L.resize(node.name or node.output[0], x, out, mode == "linear", coord, nearest, (sh, sw))
+
+    # -- data movement: one strided copy (gather) per input -------------------------------------
+    def _reshape(self, node, x, out):
+        layer = L.reshape(node.name or node.output[0], x, out, node.op_type)
+        if layer is None:
+            self.fail(node, f"reshape {list(x.shape)} → {list(out.shape)} across the channel-last layout "
+                      "is not supported", "flatten to 2-D first")
+        return layer
+
+    def _move_Reshape(self, node, op, x, out):
+        return self._reshape(node, x, out)
+
+    _move_Flatten = _move_Squeeze = _move_Unsqueeze = _move_Reshape
+
+    def _move_Transpose(self, node, op, x, out):
+        perm = _attrs(node).get("perm", list(reversed(range(len(x.shape)))))
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, [(p, 0, 1) for p in perm])], out,
+                        "Transpose", perm=tuple(perm))
+
+    def _move_Slice(self, node, op, x, out):
+        n, a = len(x.shape), _attrs(node)
+        starts = self._init(node, 1, a.get("starts"))          # inputs since opset 10, attributes before
+        if starts is None:
+            self.fail(node, "Slice without starts", "export a valid Slice")
+        axes = self._init(node, 3, a.get("axes", np.arange(len(starts))))
+        steps = self._init(node, 4, np.ones(len(starts), np.int64))
+        amap = [(a, 0, 1) for a in range(n)]
+        for s, axis, step in zip(starts, axes, steps):
+            axis, dim = int(axis) % n, x.shape[int(axis) % n]
+            if step < 1:
+                self.fail(node, "Slice with a negative or zero step is not supported", "use positive steps")
+            s = int(s) + dim if s < 0 else int(s)
+            amap[axis] = (axis, min(max(s, 0), dim), int(step))
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, amap)], out, "Slice",
+                        starts=tuple(m[1] for m in amap), steps=tuple(m[2] for m in amap))
+
+    def _move_Pad(self, node, op, x, out):
+        a = _attrs(node)
+        if _str(a.get("mode", "constant")) != "constant":
+            self.fail(node, f"Pad mode '{_str(a['mode'])}' is not supported", "use constant padding")
+        pads = self._init(node, 1)
+        pads = a.get("pads") if pads is None else pads
+        n = len(x.shape)
+        axes = self._init(node, 3, np.arange(n))
+        begin = [0] * n
+        for i, axis in enumerate(axes):
+            begin[int(axis) % n] = int(pads[i])
+        value = self._init(node, 2)
+        if isinstance(op.args[2] if len(op.args) > 2 else None, _Const):
+            c = op.args[2]
+            value = (c.q.astype(F32) - c.zero_point.astype(F32)) * c.scale
+        value = a.get("value", 0.0) if value is None else float(np.asarray(value).reshape(-1)[0])
+        end = [out.shape[i] - x.shape[i] - begin[i] for i in range(n)]
+        return L.gather(node.name or node.output[0], [L.gather_part(x, out, [(i, -begin[i], 1) for i in range(n)])],
+                        out, "Pad", pad_value=value, pads=(tuple(begin), tuple(end)))
+
+    def _move_Concat(self, node, op, x, out):
+        axis = _attrs(node)["axis"] % len(out.shape)
+        parts, offset = [], 0
+        for arg in op.args:
+            t = self._act(node, arg)
+            start = [0] * len(out.shape)
+            start[axis] = offset
+            parts.append(L.gather_part(t, out, [(i, 0, 1) for i in range(len(out.shape))], start, t.shape))
+            offset += t.shape[axis]
+        return L.gather(node.name or node.output[0], parts, out, "Concat", axis=axis)
 
 
 def import_onnx(path):

@@ -19,15 +19,15 @@ _LIB_2_2 = ("ll_aton_lib_softmax", "ll_aton_lib_dma_imagetorow", "ll_aton_lib_dm
 TABLES = {
     # checked against the 2.2 install's struct
     "2.2": COMMON + _LIB_2_2,
-    # 2.2 plus two entries; their position after transpose is not confirmed (unverified)
+    # 2.2 plus two entries after transpose (3.0's LL_ATON 1.1.3-8 ll_aton_reloc_network.h)
     "3.0": COMMON + _LIB_2_2 + ("ll_aton_lib_async_memcpy", "ll_aton_lib_dma_pad_4loop_filling"),
     # entry 9 is transpose; pad_memset / pad_filling / async_memcpy / pad_4loop_filling dropped,
-    # pad_std and pad_4loop added; the order after entry 9 is not confirmed (unverified)
+    # pad_std and pad_4loop added after slice_splitlike (4.0's LL_ATON 1.1.3-262 ll_aton_reloc_network.h)
     "4.0": COMMON + ("ll_aton_lib_dma_transpose", "ll_aton_lib_softmax", "ll_aton_lib_dma_imagetorow",
                      "ll_aton_lib_dma_spacetodepth", "ll_aton_lib_dma_rowtoimage", "ll_aton_lib_dma_depthtospace",
-                     "ll_aton_lib_dma_outputs_flat_copy", "ll_aton_lib_dma_outputs_slice_splitlike",
-                     "ll_aton_lib_dma_outputs_channel_split_aton", "ll_aton_lib_dma_outputs_channel_split_batched",
-                     "ll_aton_lib_pad_std", "ll_aton_lib_pad_4loop"),
+                     "ll_aton_lib_dma_outputs_slice_splitlike", "ll_aton_lib_pad_std", "ll_aton_lib_pad_4loop",
+                     "ll_aton_lib_dma_outputs_flat_copy", "ll_aton_lib_dma_outputs_channel_split_aton",
+                     "ll_aton_lib_dma_outputs_channel_split_batched"),
 }
 CACHE_OPS = COMMON[2:7]
 SIZES = {release: len(names) for release, names in TABLES.items()}   # 21, 23, 21

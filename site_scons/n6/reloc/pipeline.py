@@ -3,6 +3,7 @@ install), write the results JSON, print the size report and apply the size gate.
 leaves no image behind."""
 import json
 import os
+import sys
 
 from ..atomic import write_text
 from ..errors import N6Error
@@ -19,7 +20,13 @@ def code_step(elf, code_path):
     code_image(elf).save(code_path)
 
 
-def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print):
+def _log(text):
+    """One write per message (print() makes two): a parallel job's progress line never lands inside
+    the multi-line report."""
+    sys.stdout.write(text + "\n")
+
+
+def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=_log):
     try:
         packed = pack(code_path, params_desc, bin_path, split=split)
         try:   # the params CRC-32 was computed from the very bytes written: not read back here

@@ -1,7 +1,6 @@
 /* Epoch-controller blob interpreter (simulated LL_ATON): runs each command of a blob with the
  * runtime library kernels. Blob format: see ecloader.h. */
 #include "ecloader.h"
-#include "ll_sw.h"
 #include "nr_kernels.h"
 
 static uintptr_t pool_base[EC_MAX_POOLS];
@@ -37,7 +36,8 @@ int ec_run_blob(const uint64_t *blob)
     case EC_OP_CONV:
       nr_conv2d_s8(ref(a[0]), ref(a[1]), ref(a[2]), ref(a[3]), ref(a[4]), arg(a[5]), arg(a[6]), arg(a[7]),
                    arg(a[8]), arg(a[9]), arg(a[10]), arg(a[11]), arg(a[12]), arg(a[13]), arg(a[14]),
-                   arg(a[15]), arg(a[16]), arg(a[17]), arg(a[18]), arg(a[19]), arg(a[20]));
+                   arg(a[15]), arg(a[16]), arg(a[17]), arg(a[18]), arg(a[19]), arg(a[20]), arg(a[21]),
+                   arg(a[22]), arg(a[23]));
       break;
     case EC_OP_DENSE:
       nr_dense_s8(ref(a[0]), ref(a[1]), ref(a[2]), ref(a[3]), ref(a[4]), arg(a[5]), arg(a[6]), arg(a[7]),
@@ -48,14 +48,6 @@ int ec_run_blob(const uint64_t *blob)
                  arg(a[8]), arg(a[9]), arg(a[10]), arg(a[11]), arg(a[12]), arg(a[13]), arg(a[14]), arg(a[15]),
                  arg(a[16]));
       break;
-    case EC_OP_REQUANT: {
-      LL_SW_Requant_Int8_Info info = {
-          .in = ref(a[0]), .out = ref(a[1]), .multiplier = f32(a[2]), .h = arg(a[3]), .w = arg(a[4]),
-          .c = arg(a[5]), .to_chw = arg(a[6]), .in_zp = arg(a[7]), .out_zp = arg(a[8]), .act_min = arg(a[9]),
-          .act_max = arg(a[10])};
-      ll_sw_forward_requant_int8(&info);
-      break;
-    }
     default:
       return -2;
     }

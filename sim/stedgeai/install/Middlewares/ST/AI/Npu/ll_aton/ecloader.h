@@ -17,7 +17,6 @@ enum {
   EC_OP_CONV = 1,
   EC_OP_DENSE = 2,
   EC_OP_POOL = 3,
-  EC_OP_REQUANT = 4,
 };
 
 void ec_set_pool_base(uint32_t pool_index, uintptr_t base);

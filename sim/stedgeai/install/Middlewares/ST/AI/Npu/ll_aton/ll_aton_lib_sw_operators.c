@@ -1,22 +1,48 @@
-/* Layout operators run on the CPU by LL_ATON itself: requantising copies (reshape, flatten,
- * stand-alone ReLU), optionally reordering channel-last memory to channel-first. */
+/* Layout operators run on the CPU by LL_ATON itself: requantising strided copies (Transpose,
+ * Slice, Pad, Concat, Reshape across the channel-last layout). */
 #include "ll_sw.h"
 
-static int requant(int v, float multiplier, int in_zp, int out_zp, int lo, int hi)
+#define MAX_DIMS 6
+
+static int8_t requant(int v, float multiplier, int out_zp)
 {
-  float x = (float)(v - in_zp) * multiplier;
+  float x = (float)v * multiplier;
   int r = (int)(x >= 0.0f ? x + 0.5f : x - 0.5f) + out_zp;
-  return r < lo ? lo : (r > hi ? hi : r);
+  return (int8_t)(r < -128 ? -128 : (r > 127 ? 127 : r));
 }
 
-void ll_sw_forward_requant_int8(const void *sw_info)
+/* desc: ndim x {count, out_stride, in_stride, start, step, bound}; an input index outside
+ * [0, bound) writes the pad value. */
+static void gather(const LL_SW_Gather_Part *p, int8_t *out, int out_zp, int pad_value)
 {
-  const LL_SW_Requant_Int8_Info *p = sw_info;
-  for (int y = 0; y < p->h; y++)
-    for (int x = 0; x < p->w; x++)
-      for (int ch = 0; ch < p->c; ch++) {
-        int src = (y * p->w + x) * p->c + ch;
-        int dst = p->to_chw ? (ch * p->h + y) * p->w + x : src;
-        p->out[dst] = (int8_t)requant(p->in[src], p->multiplier, p->in_zp, p->out_zp, p->act_min, p->act_max);
-      }
+  int32_t idx[MAX_DIMS] = {0};
+  const int32_t *desc = p->desc;
+  int copy = p->multiplier == 1.0f && p->in_zp == out_zp;
+  for (int d = 0; d < p->ndim; d++)
+    if (desc[d * 6] == 0) return;
+  for (;;) {
+    int32_t ioff = 0, ooff = 0, inside = 1;
+    for (int d = 0; d < p->ndim; d++) {
+      const int32_t *e = desc + d * 6;
+      int32_t i = e[3] + idx[d] * e[4];
+      inside &= i >= 0 && i < e[5];
+      ioff += i * e[2];
+      ooff += idx[d] * e[1];
+    }
+    if (!inside) out[ooff] = (int8_t)pad_value;
+    else out[ooff] = copy ? p->in[ioff] : requant(p->in[ioff] - p->in_zp, p->multiplier, out_zp);
+    int d = p->ndim - 1;
+    for (; d >= 0; d--) {
+      if (++idx[d] < desc[d * 6]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+void ll_sw_forward_gather_int8(const void *sw_info)
+{
+  const LL_SW_Gather_Int8_Info *p = sw_info;
+  for (uint32_t i = 0; i < p->n_parts; i++) gather(&p->parts[i], p->out + p->parts[i].out_offset, p->out_zp,
+                                                   p->pad_value);
 }

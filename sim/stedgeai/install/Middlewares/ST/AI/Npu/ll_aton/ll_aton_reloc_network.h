@@ -90,22 +90,19 @@ typedef struct {
   uint32_t size;
 } ll_aton_reloc_mem_pool_desc;
 
-/* -- firmware services called by the model ---------------------------------------------------- */
+/* -- firmware services called by the model: the release's callback table ---------------------- */
+#define LL_LIB_MEMBER(member, fn, params, args) int(*member) params;
 struct ll_aton_reloc_callbacks {
   void (*assert_func)(const char *file, int line, const char *func, const char *expr);
-  void (*lib_error)(int err_code, int line, const char *func);
-  void (*cache_mcu_clean_range)(uintptr_t addr, uint32_t size);
-  void (*cache_mcu_invalidate_range)(uintptr_t addr, uint32_t size);
-  void (*cache_mcu_clean_invalidate_range)(uintptr_t addr, uint32_t size);
-  void (*cache_npu_clean_range)(uintptr_t addr, uint32_t size);
-  void (*cache_npu_clean_invalidate_range)(uintptr_t addr, uint32_t size);
-  int (*lib_memcpy)(void *dst, const void *src, uint32_t size);
-  int (*lib_memset)(void *dst, int value, uint32_t size);
-  int (*lib_dma_transpose)(const LL_Buffer_InfoTypeDef *, const LL_Buffer_InfoTypeDef *, const uint8_t *, int, int);
-  int (*lib_concat)(const LL_Buffer_InfoTypeDef *, uint32_t, const LL_Buffer_InfoTypeDef *, uint32_t, int, int);
-  int (*lib_pad)(const LL_Buffer_InfoTypeDef *, const LL_Buffer_InfoTypeDef *, const int32_t *, int32_t, int, int);
-  int (*lib_split)(const LL_Buffer_InfoTypeDef *, const LL_Buffer_InfoTypeDef *, uint32_t, uint32_t, int, int);
+  void (*ll_lib_error)(int err_code, int line, const char *func);
+  void (*ll_aton_cache_mcu_clean_range)(uintptr_t addr, uint32_t size);
+  void (*ll_aton_cache_mcu_invalidate_range)(uintptr_t addr, uint32_t size);
+  void (*ll_aton_cache_mcu_clean_invalidate_range)(uintptr_t addr, uint32_t size);
+  void (*ll_aton_cache_npu_clean_range)(uintptr_t addr, uint32_t size);
+  void (*ll_aton_cache_npu_clean_invalidate_range)(uintptr_t addr, uint32_t size);
+  LL_ATON_LIB_FUNCTIONS(LL_LIB_MEMBER)
 };
+#undef LL_LIB_MEMBER
 
 /* -- runtime context: 17 words, build-time fields filled by AI_RELOC_NETWORK(), the rest by the loader */
 struct ai_reloc_rt_ctx {

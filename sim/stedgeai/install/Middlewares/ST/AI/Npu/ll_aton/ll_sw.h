@@ -14,6 +14,7 @@ typedef struct {
   uint16_t in_h, in_w, in_c;
   uint16_t out_h, out_w, out_c;
   uint16_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
+  uint16_t dil_h, dil_w, groups;  /* depthwise: groups == in_c */
   int8_t in_zp, out_zp, act_min, act_max;
 } LL_SW_Conv_Int8_Info;
 
@@ -39,12 +40,47 @@ typedef struct {
 
 typedef struct {
   const int8_t *in;
-  int8_t *out;
+  const int32_t *desc;        /* ndim x {count, out_stride, in_stride, start, step, bound} */
+  int32_t out_offset;
   float multiplier;           /* in_scale / out_scale */
-  uint16_t h, w, c;           /* with to_chw: reorder HWC memory to CHW */
-  uint8_t to_chw;
-  int8_t in_zp, out_zp, act_min, act_max;
-} LL_SW_Requant_Int8_Info;
+  uint8_t ndim;
+  int8_t in_zp;
+} LL_SW_Gather_Part;
+
+typedef struct {             /* Transpose, Slice, Pad, Concat (one part per input), Reshape */
+  int8_t *out;
+  const LL_SW_Gather_Part *parts;
+  uint32_t n_parts;
+  int8_t out_zp, pad_value;
+} LL_SW_Gather_Int8_Info;
+
+#define LL_SW_ELTWISE_ADD 0
+#define LL_SW_ELTWISE_MUL 1
+
+typedef struct {             /* Add / Mul with broadcasting */
+  const int8_t *a, *b;
+  int8_t *out;
+  const int32_t *desc;        /* ndim x {count, a_stride, b_stride} over the output */
+  float mult_a, mult_b;       /* add: a_scale/out_scale, b_scale/out_scale; mul: a*b/out */
+  uint8_t ndim, op;
+  int8_t a_zp, b_zp, out_zp, act_min, act_max;
+} LL_SW_Eltwise_Int8_Info;
+
+typedef struct {             /* unary operators: Sigmoid, HardSwish, LeakyRelu, PRelu, Clip, ... */
+  const int8_t *in;
+  int8_t *out;
+  const int8_t *table;        /* n_tables x 256, indexed by input + 128 */
+  uint32_t count, inner, n_tables;
+} LL_SW_Lut_Int8_Info;
+
+typedef struct {
+  const int8_t *in;
+  int8_t *out;
+  uint16_t in_h, in_w, c, out_h, out_w;
+  uint8_t bilinear, coord_mode, nearest_mode;
+  float scale_h, scale_w, multiplier;
+  int8_t in_zp, out_zp;
+} LL_SW_Resize_Int8_Info;
 
 typedef struct {
   const int8_t *in;
@@ -73,7 +109,10 @@ typedef struct {
 void ll_sw_forward_conv_int8(const void *sw_info);
 void ll_sw_forward_dense_int8(const void *sw_info);
 void ll_sw_forward_pool_int8(const void *sw_info);
-void ll_sw_forward_requant_int8(const void *sw_info);
+void ll_sw_forward_gather_int8(const void *sw_info);
+void ll_sw_forward_eltwise_int8(const void *sw_info);
+void ll_sw_forward_lut_int8(const void *sw_info);
+void ll_sw_forward_resize_int8(const void *sw_info);
 void ll_sw_forward_softmax_int8(const void *sw_info);
 void ll_sw_forward_convert(const void *sw_info);
 

@@ -1,0 +1,338 @@
+"""Lower an int8 TFLite model to the same layers as the ONNX path (layers.py).
+
+The flatbuffer is read with the `tflite` package (code generated from TFLite's schema).
+TFLite is channel-last (N, H, W, C): 4-D tensors become (N, C, H, W) logical shapes, whose
+channel-last memory is the TFLite layout byte for byte."""
+import os
+
+import numpy as np
+
+from n6.errors import N6Error
+
+from . import layers as L
+from .ir import Network, Tensor
+
+F32 = np.float32
+NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
+TFL_AXIS = {v: k for k, v in NHWC_AXIS.items()}
+
+
+def _logical_axis(axis, rank):
+    return NHWC_AXIS[axis] if rank == 4 else axis
+
+
+def _tflite_axis(axis, rank):
+    return TFL_AXIS[axis] if rank == 4 else axis
+
+
+def _tfl():
+    import tflite
+    from tflite.ActivationFunctionType import ActivationFunctionType
+    from tflite.BuiltinOperator import BuiltinOperator
+    from tflite.Padding import Padding
+    from tflite.TensorType import TensorType
+    return tflite, ActivationFunctionType, BuiltinOperator, Padding, TensorType
+
+
+class _Importer:
+    def __init__(self, path):
+        self.path = path
+        tflite, self.ACT, ops, self.PAD, types = _tfl()
+        self.tflite = tflite
+        self.op_names = {v: k for k, v in vars(ops).items() if not k.startswith("_")}
+        self.type_names = {v: k for k, v in vars(types).items() if not k.startswith("_")}
+        try:
+            with open(path, "rb") as f:
+                buf = f.read()
+        except FileNotFoundError:
+            raise N6Error(path, "model file not found", "check the -m/--model path") from None
+        if not buf:
+            raise N6Error(path, "the model file is empty", "export the model again as .tflite")
+        if len(buf) < 8 or not tflite.Model.ModelBufferHasIdentifier(buf, 0):
+            raise N6Error(path, "not a TFLite flatbuffer (no TFL3 identifier)", "export the model again as .tflite")
+        self.model = tflite.Model.GetRootAs(buf, 0)
+        if self.model.SubgraphsLength() != 1:
+            raise N6Error(path, f"{self.model.SubgraphsLength()} subgraphs", "export a model with one subgraph")
+        self.g = self.model.Subgraphs(0)
+        self.values = {}          # tensor index → activation Tensor
+        self.layers = []
+
+    # -- tensors -----------------------------------------------------------------------------
+    def fail(self, where, problem, fix):
+        raise N6Error(self.path, f"operator {where}: {problem}", fix)
+
+    def _raw(self, i):
+        t = self.g.Tensors(i)
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        if t.ShapeSignatureLength() and any(int(d) < 0 for d in t.ShapeSignatureAsNumpy()[1:]):
+            raise N6Error(self.path, f"tensor '{t.Name().decode()}' has a dynamic dimension",
+                          "export the model with fixed input dimensions")
+        q = t.Quantization()
+        scale = q.ScaleAsNumpy().astype(F32) if q is not None and q.ScaleLength() else np.ones(1, F32)
+        zp = q.ZeroPointAsNumpy().astype(np.int64) if q is not None and q.ZeroPointLength() else np.zeros(1, np.int64)
+        data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() else 0
+        return t, shape, scale, zp, (None if isinstance(data, int) else data)
+
+    def _logical(self, shape):
+        return (shape[0], shape[3], shape[1], shape[2]) if len(shape) == 4 else shape
+
+    def act(self, where, i):
+        if i in self.values:
+            return self.values[i]
+        t, shape, scale, zp, data = self._raw(i)
+        if data is not None:
+            return self.const(i)
+        if self.type_names.get(t.Type()) != "INT8":
+            self.fail(where, f"tensor '{t.Name().decode()}' is {self.type_names.get(t.Type())}, not int8",
+                      "convert the model with full int8 quantisation")
+        out = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        self.values[i] = out
+        return out
+
+    def const(self, i, dtype=None):
+        """A constant as an int8 Tensor (eltwise operand) laid out in logical order."""
+        t, shape, scale, zp, data = self._raw(i)
+        arr = np.frombuffer(data.tobytes(), np.int8).reshape(shape)
+        if arr.ndim == 4:
+            arr = arr.transpose(0, 3, 1, 2)
+        return Tensor(t.Name().decode(), tuple(arr.shape), "int8", float(scale[0]), int(zp[0]),
+                      np.ascontiguousarray(arr))
+
+    def array(self, i, dtype):
+        t, shape, scale, zp, data = self._raw(i)
+        return np.frombuffer(data.tobytes(), dtype).reshape(shape), scale, zp
+
+    def out(self, op, k=0):
+        i = op.Outputs(k)
+        t, shape, scale, zp, _ = self._raw(i)
+        if self.type_names.get(t.Type()) != "INT8":
+            self.fail(t.Name().decode(), f"output is {self.type_names.get(t.Type())}, not int8",
+                      "convert the model with full int8 quantisation")
+        y = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        self.values[i] = y
+        return y
+
+    def options(self, op, cls):
+        table = op.BuiltinOptions()
+        opts = getattr(self.tflite, cls)()
+        if table is not None:
+            opts.Init(table.Bytes, table.Pos)
+        return opts
+
+    def fused(self, opts, y, where):
+        kind = opts.FusedActivationFunction()
+        if kind == self.ACT.NONE:
+            return L.act_range(y)
+        if kind == self.ACT.RELU:
+            return L.act_range(y, 0.0)
+        if kind == self.ACT.RELU6:
+            return L.act_range(y, 0.0, 6.0)
+        if kind == self.ACT.RELU_N1_TO_1:
+            return L.act_range(y, -1.0, 1.0)
+        self.fail(where, f"fused activation {kind} is not supported", "use NONE, RELU or RELU6")
+
+    def pads(self, opts, x, y, kernel, strides, dil=(1, 1)):
+        if opts.Padding() == self.PAD.VALID:
+            return [0, 0, 0, 0]
+        total = [max((y.shape[2 + d] - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - x.shape[2 + d], 0)
+                 for d in range(2)]
+        return [total[0] // 2, total[1] // 2, total[0] - total[0] // 2, total[1] - total[1] // 2]
+
+    # -- operators --------------------------------------------------------------------------
+    def run(self):
+        for k in range(self.g.OperatorsLength()):
+            op = self.g.Operators(k)
+            code = self.model.OperatorCodes(op.OpcodeIndex())
+            name = self.op_names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "CUSTOM")
+            where = f"'{self.g.Tensors(op.Outputs(0)).Name().decode()}' ({name})"
+            handler = getattr(self, "_" + name, None)
+            if handler is None:
+                self.fail(where, f"operator '{name}' is not supported",
+                          "use " + ", ".join(sorted(n[1:] for n in dir(self) if n[1:].isupper() and n[0] == "_")))
+            self.layers.append(handler(op, where))
+        inputs = [self.act("input", self.g.Inputs(i)) for i in range(self.g.InputsLength())]
+        outputs = [self.values[self.g.Outputs(i)] for i in range(self.g.OutputsLength())]
+        if not self.layers:
+            raise N6Error(self.path, "the model has no operator", "export the model again as .tflite")
+        n_params = sum(int(np.prod(self.g.Tensors(i).ShapeAsNumpy())) for i in range(self.g.TensorsLength())
+                       if self.g.Tensors(i).Buffer() and self.g.Tensors(i).ShapeLength()
+                       and not isinstance(self.model.Buffers(self.g.Tensors(i).Buffer()).DataAsNumpy(), int))
+        return Network(os.path.splitext(os.path.basename(self.path))[0], inputs, outputs, self.layers, n_params)
+
+    def _conv(self, op, where, depthwise):
+        x = self.act(where, op.Inputs(0))
+        y = self.out(op)
+        w, w_scale, w_zp = self.array(op.Inputs(1), np.int8)
+        if np.any(w_zp != 0):
+            self.fail(where, "weights have a non-zero zero point", "quantise weights symmetrically")
+        opts = self.options(op, "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions")
+        wq = w.transpose(3, 0, 1, 2) if depthwise else w.transpose(0, 3, 1, 2)     # → OIHW
+        group = x.shape[1] if depthwise else x.shape[1] // wq.shape[1]
+        bias = self.array(op.Inputs(2), np.int32)[0] if op.InputsLength() > 2 and op.Inputs(2) >= 0 else None
+        strides, dil = (opts.StrideH(), opts.StrideW()), (opts.DilationHFactor(), opts.DilationWFactor())
+        w_scale = np.broadcast_to(w_scale, (wq.shape[0],)).astype(F32)
+        return L.conv2d(y.name, x, wq, w_scale, bias, y, strides, self.pads(opts, x, y, wq.shape[2:], strides, dil),
+                        dil, group, self.fused(opts, y, where))
+
+    def _CONV_2D(self, op, where):
+        return self._conv(op, where, False)
+
+    def _DEPTHWISE_CONV_2D(self, op, where):
+        return self._conv(op, where, True)
+
+    def _FULLY_CONNECTED(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        w, w_scale, _ = self.array(op.Inputs(1), np.int8)
+        bias = self.array(op.Inputs(2), np.int32)[0] if op.InputsLength() > 2 and op.Inputs(2) >= 0 else None
+        opts = self.options(op, "FullyConnectedOptions")
+        return L.dense(y.name, x, w, np.broadcast_to(w_scale, (w.shape[0],)).astype(F32), bias, y,
+                       self.fused(opts, y, where))
+
+    def _pool(self, op, where, kind):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        opts = self.options(op, "Pool2DOptions")
+        kernel, strides = (opts.FilterHeight(), opts.FilterWidth()), (opts.StrideH(), opts.StrideW())
+        pads = self.pads(opts, x, y, kernel, strides)
+        if kind == "avgpool" and any(pads):
+            self.fail(where, "SAME-padded average pooling is not supported", "use VALID padding")
+        return L.pool(y.name, x, y, kind, kernel, strides, pads)
+
+    def _AVERAGE_POOL_2D(self, op, where):
+        return self._pool(op, where, "avgpool")
+
+    def _MAX_POOL_2D(self, op, where):
+        return self._pool(op, where, "maxpool")
+
+    def _MEAN(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        axes = sorted(int(a) % 4 for a in self.array(op.Inputs(1), np.int32)[0].reshape(-1))
+        if len(x.shape) != 4 or axes != [1, 2]:
+            self.fail(where, f"MEAN over axes {axes} is not supported", "average over the spatial axes [1, 2]")
+        return L.pool(y.name, x, y, "avgpool", x.shape[2:], (1, 1), (0, 0))
+
+    def _RESHAPE(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        return L.reshape(y.name, x, y, memory_order=True)
+
+    _SQUEEZE = _QUANTIZE = _EXPAND_DIMS = _RESHAPE
+
+    def _TRANSPOSE(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        perm = [int(p) for p in self.array(op.Inputs(1), np.int32)[0].reshape(-1)]
+        n = len(y.shape)       # out TFLite axis j reads in TFLite axis perm[j]
+        logical = [_logical_axis(perm[_tflite_axis(a, n)], n) for a in range(n)]
+        return L.gather(y.name, [L.gather_part(x, y, [(p, 0, 1) for p in logical])], y, "Transpose",
+                        perm=tuple(logical))
+
+    def _STRIDED_SLICE(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        opts = self.options(op, "StridedSliceOptions")
+        if opts.BeginMask() or opts.EndMask() or opts.EllipsisMask() or opts.NewAxisMask() or opts.ShrinkAxisMask():
+            self.fail(where, "STRIDED_SLICE with masks is not supported", "export explicit begin/end values")
+        begin = self.array(op.Inputs(1), np.int32)[0].reshape(-1)
+        strides = self.array(op.Inputs(3), np.int32)[0].reshape(-1)
+        n = len(x.shape)
+        amap = [(a, 0, 1) for a in range(n)]
+        for axis, (b, step) in enumerate(zip(begin, strides)):
+            if step < 1:
+                self.fail(where, "STRIDED_SLICE with a negative or zero stride is not supported", "use positive strides")
+            logical = _logical_axis(axis, n)
+            dim = x.shape[logical]
+            amap[logical] = (logical, min(max(int(b) + dim if b < 0 else int(b), 0), dim), int(step))
+        return L.gather(y.name, [L.gather_part(x, y, amap)], y, "Slice",
+                        starts=tuple(m[1] for m in amap), steps=tuple(m[2] for m in amap))
+
+    def _PRELU(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        q, scale, zp = self.array(op.Inputs(1), np.int8)
+        if scale.size != 1:
+            self.fail(where, "PRELU alpha must be quantised per tensor", "quantise alpha per tensor")
+        quantized = (q, scale.reshape(()), np.int8(zp.reshape(-1)[0]))
+        layer = L.prelu(y.name, x, y, L.dequantize(*quantized), quantized)
+        if layer is None:
+            self.fail(where, f"PRELU alpha of shape {list(q.shape)} is not supported", "use one alpha per channel")
+        return layer
+
+    def _SOFTMAX(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        if self.options(op, "SoftmaxOptions").Beta() != 1.0:
+            self.fail(where, "SOFTMAX with beta != 1 is not supported", "use beta = 1")
+        return L.softmax(y.name, x, y)
+
+    def _eltwise(self, op, where, kind):
+        a, b = (self.act(where, op.Inputs(k)) for k in range(2))
+        y = self.out(op)
+        if len(a.shape) != len(b.shape):
+            self.fail(where, "operands of different ranks are not supported", "broadcast with equal ranks")
+        opts = self.options(op, "AddOptions" if kind == "add" else "MulOptions")
+        return L.eltwise(y.name, kind, a, b, y, self.fused(opts, y, where))
+
+    def _ADD(self, op, where):
+        return self._eltwise(op, where, "add")
+
+    def _MUL(self, op, where):
+        return self._eltwise(op, where, "mul")
+
+    def _CONCATENATION(self, op, where):
+        y = self.out(op)
+        axis = self.options(op, "ConcatenationOptions").Axis() % len(y.shape)
+        axis = _logical_axis(axis, len(y.shape))
+        parts, offset = [], 0
+        for k in range(op.InputsLength()):
+            t = self.act(where, op.Inputs(k))
+            start = [0] * len(y.shape)
+            start[axis] = offset
+            parts.append(L.gather_part(t, y, [(i, 0, 1) for i in range(len(y.shape))], start, t.shape))
+            offset += t.shape[axis]
+        return L.gather(y.name, parts, y, "Concat", axis=axis)
+
+    def _PAD(self, op, where):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        pads = self.array(op.Inputs(1), np.int32)[0].reshape(-1, 2)
+        begin, end = [0] * len(x.shape), [0] * len(x.shape)
+        for axis, (before, after) in enumerate(pads):
+            logical = _logical_axis(axis, len(x.shape))
+            begin[logical], end[logical] = int(before), int(after)
+        return L.gather(y.name, [L.gather_part(x, y, [(i, -begin[i], 1) for i in range(len(x.shape))])], y, "Pad",
+                        pads=(tuple(begin), tuple(end)))
+
+    def _resize(self, op, where, bilinear):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        opts = self.options(op, "ResizeBilinearOptions" if bilinear else "ResizeNearestNeighborOptions")
+        coord = "align_corners" if opts.AlignCorners() else ("half_pixel" if opts.HalfPixelCenters() else "asymmetric")
+        nearest = "round_prefer_ceil" if coord != "asymmetric" else "floor"
+        return L.resize(y.name, x, y, bilinear, coord, nearest, (y.shape[2] / x.shape[2], y.shape[3] / x.shape[3]))
+
+    def _RESIZE_NEAREST_NEIGHBOR(self, op, where):
+        return self._resize(op, where, False)
+
+    def _RESIZE_BILINEAR(self, op, where):
+        return self._resize(op, where, True)
+
+    def _lut(self, op, where, fn, label, **facts):
+        x, y = self.act(where, op.Inputs(0)), self.out(op)
+        return L.lut(y.name, x, y, fn, label, **facts)
+
+    def _LOGISTIC(self, op, where):
+        return self._lut(op, where, lambda v: (F32(1) / (F32(1) + np.exp(-v))).astype(F32), "Sigmoid")
+
+    def _TANH(self, op, where):
+        return self._lut(op, where, np.tanh, "Tanh")
+
+    def _RELU(self, op, where):
+        return self._lut(op, where, lambda v: np.maximum(v, F32(0)), "Relu")
+
+    def _RELU6(self, op, where):
+        return self._lut(op, where, lambda v: np.clip(v, F32(0), F32(6)), "Clip", lo=0.0, hi=6.0)
+
+    def _HARD_SWISH(self, op, where):
+        return self._lut(op, where, lambda v: v * np.clip(v / F32(6) + F32(0.5), F32(0), F32(1)), "HardSwish")
+
+    def _LEAKY_RELU(self, op, where):
+        alpha = F32(self.options(op, "LeakyReluOptions").Alpha())
+        return self._lut(op, where, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), "LeakyRelu",
+                         alpha=float(alpha))
+
+
+def import_tflite(path):
+    return _Importer(path).run()
