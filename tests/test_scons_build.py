@@ -69,3 +69,12 @@ def test_generate_failure_is_one_line_and_leaves_nothing_up_to_date(built, tmp_p
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "models/kws_mlp/model.onnx: not a readable ONNX model" in errors[0], proc.stderr
     assert scons(repo, "-q", "kws_mlp", check=False).returncode != 0
+
+
+def test_sources_that_include_the_model_config_depend_on_it(built):
+    """MODEL_CONF is a macro include (no scanner follows it): the model's sources and the runtime's
+    reloc callbacks (ll_aton_reloc_network.h includes it) must wait for prepare and follow its changes."""
+    repo, _ = built
+    for obj in ("network_reloc.o", "network_reloc_mempools.o", "ll_aton_reloc_callbacks.o"):
+        tree = scons(repo, "-n", "--tree=prune", f"build/kws_mlp/reloc/obj/{obj}").stdout
+        assert "build/kws_mlp/reloc/network_reloc_conf.h" in tree, obj

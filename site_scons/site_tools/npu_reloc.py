@@ -108,7 +108,9 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
     late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
     env.Requires(first + late, env.StedgeaiInstallNodes())   # order only: the installed headers exist first
-    env.Depends(first[0], [conf_h] + prepared[4:])   # MODEL_CONF is a macro include: no scanner sees it
+    # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
+    # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
+    env.Depends([first[0]] + late, [conf_h] + prepared[4:])
     elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
