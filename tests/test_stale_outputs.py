@@ -70,6 +70,30 @@ def test_renamed_model_folder_leaves_no_old_build_folder(repo):
     scons(repo, "tiny_prebuilt")
 
 
+def test_source_model_turned_prebuilt_packs_the_folders_raw_files(repo):
+    """A user replaces a source model by what stedgeai wrote for it (same network.c, same .raw
+    bytes, new paths): later .raw edits in the model folder must reach the image."""
+    shutil.copytree(os.path.join(repo, "models", "kws_mlp"), os.path.join(repo, "models", "kws_p"))
+    scons(repo, "kws_p")
+    model, generated = os.path.join(repo, "models", "kws_p"), _out(repo, "kws_p", "st_ai_output")
+    shutil.rmtree(model)
+    os.mkdir(model)
+    for f in os.listdir(generated):
+        if f.endswith((".c", ".h", ".raw", "_c_info.json")):
+            shutil.copy(os.path.join(generated, f), model)
+    scons(repo, "kws_p")
+    raw = next(os.path.join(model, f) for f in sorted(os.listdir(model)) if f.endswith(".raw"))
+    with open(raw, "r+b") as f:
+        data = bytearray(f.read())
+        data[0] ^= 0x5A
+        f.seek(0)
+        f.write(data)
+    scons(repo, "kws_p")
+    assert bytes(data) in open(_out(repo, "kws_p", "network_rel.bin"), "rb").read()
+    shutil.rmtree(model)
+    scons(repo, "kws_mlp")
+
+
 def test_deleted_model_is_removed_by_clean_of_its_old_name(repo):
     shutil.copytree(os.path.join(repo, "models", "tiny_prebuilt"), os.path.join(repo, "models", "tiny_c"))
     scons(repo, "tiny_c")

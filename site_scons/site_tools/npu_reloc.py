@@ -84,7 +84,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
                  "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"],
-                 "install_version": list(install_rel.atonn), "raws": sorted(os.path.basename(str(r)) for r in raws)}
+                 "install_version": list(install_rel.atonn), "raws": sorted(str(r) for r in raws)}   # paths: the params description names them
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
     reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
