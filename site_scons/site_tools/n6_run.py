@@ -129,7 +129,7 @@ def run_model(env, spec):
             "install_root": os.path.abspath(install_root)}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
-                      SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))
+                      _RUN_ACTION)
     env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py"))])
     env.NoCache(run)
     onnx = spec.model_file if spec.kind == "source" else ""
@@ -138,7 +138,7 @@ def run_model(env, spec):
     val = env.Command(os.path.join(out, "validate.json"),
                       [run[0]] + ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*"))) +
                       [env.Value(json.dumps(vopts, sort_keys=True))],
-                      SCons.Action.Action(_validate_action, progress("VALIDATE", lambda t, e: t[0].path)))
+                      _VALIDATE_ACTION)
     env.Depends(val, library_code(env))
     env.Alias(f"run-{spec.name}", run)
     env.Alias(f"validate-{spec.name}", val)
@@ -154,6 +154,11 @@ def _chosen(env, name, board_file):
     chosen = [m for m in env["MODEL"].split(",") if m] if env.get("MODEL") else \
         list(load_board(board_file).images.models)
     return not chosen or name in chosen
+
+
+# Made once: making an action signs its function's code.
+_RUN_ACTION = SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
+_VALIDATE_ACTION = SCons.Action.Action(_validate_action, progress("VALIDATE", lambda t, e: t[0].path))
 
 
 def generate(env):
