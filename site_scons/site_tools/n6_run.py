@@ -5,13 +5,14 @@ options change; `run` and `validate` flash first.
 
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB)"""
+import glob
 import json
 import os
 
 import SCons.Action
 
 from n6.errors import N6Error
-from n6_scons import library_code, progress, reports_errors
+from n6_scons import code_version, library_code, progress, reports_errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
@@ -130,7 +131,8 @@ def run_model(env, spec):
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
                       _RUN_ACTION)
-    env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py"))])
+    env.Depends(run, [library_code(env), code_version(env, "sim-board",
+                                                      lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")))])
     env.NoCache(run)
     onnx = spec.model_file if spec.kind == "source" else ""
     vopts = {"tolerance": float(env["VALIDATE_TOLERANCE"]), "onnx": os.path.abspath(onnx) if onnx else "",
