@@ -31,12 +31,14 @@ def progress(verb, what=lambda target, env: target[0].path):
 
 
 def code_version(env, label, paths):
-    """One node standing for the code in `paths`: a step whose logic lives there must rerun when
-    it changes (SCons signs a Python action by its own bytecode only, not by the code it calls).
+    """One node standing for the code in `paths` (or a function listing them, called once): a step
+    whose logic lives there must rerun when it changes (SCons signs a Python action by its own
+    bytecode only, not by the code it calls).
     The node is a digest file made by an action, so reading the SConscripts reads no code, a
     no-op checks each file once, and every step has one edge to it instead of one per file."""
     key = (env.subst("$BUILD_DIR"), label)
     if key not in _CODE_VERSIONS:
+        paths = paths() if callable(paths) else paths
         _CODE_VERSIONS[key] = env.Command(os.path.join("$BUILD_DIR", ".code", f"{label}.sha256"), sorted(paths),
                                           SCons.Action.Action(_write_digest, None))
     return _CODE_VERSIONS[key]
@@ -56,5 +58,5 @@ def _write_digest(target, source, env):
 def library_code(env):
     """The n6 library's own code (and this module's)."""
     site = os.path.join(ROOT, "site_scons")
-    return code_version(env, "n6-library", glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True) +
-                        [os.path.join(site, "n6_scons.py")])
+    return code_version(env, "n6-library", lambda: glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True)
+                        + [os.path.join(site, "n6_scons.py")])

@@ -56,6 +56,18 @@ def test_board_errors_name_file_and_key(tmp_path, edit, message):
     assert "\n" not in str(e.value)
 
 
+def test_board_parsed_once_per_content(tmp_path):
+    """Every model's steps ask for the board: one parse per build, yet a rewritten file (here of
+    the same size, within the same clock tick) is never answered from the memo."""
+    path = tmp_path / "b.toml"
+    text = open(os.path.join(BOARDS_DIR, "stm32n6570-dk.toml")).read()
+    path.write_text(text)
+    first = load_board(path)
+    assert load_board(path) is first
+    path.write_text(text.replace("baudrate = 921600", "baudrate = 115200"))
+    assert load_board(path).validation.baudrate == 115200
+
+
 def test_missing_board_lists_the_bundled_ones():
     with pytest.raises(N6Error, match="board file not found.*nucleo-n657x0-q, stm32n6570-dk"):
         load_board(board_path("nosuchboard"))

@@ -127,14 +127,26 @@ def available_boards():
 
 
 def load_board(path):
-    """Parse and check one board file → Board."""
+    """Parse and check one board file → Board (parsed once per content: every model's steps of
+    one build ask for it)."""
     path = str(path)
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
     except FileNotFoundError:
         raise N6Error(path, "board file not found",
                       f"use BOARD= with one of {', '.join(available_boards())} or a path to a .toml file") from None
+    if (path, raw) not in _BOARDS:
+        _BOARDS[path, raw] = _parse_board(path, raw)
+    return _BOARDS[path, raw]
+
+
+_BOARDS = {}
+
+
+def _parse_board(path, raw):
+    try:
+        data = tomllib.loads(raw.decode())
     except tomllib.TOMLDecodeError as e:
         raise N6Error(path, f"malformed board file: {e}", "fix the TOML syntax") from None
     r = _Reader(path, data)

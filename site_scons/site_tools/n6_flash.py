@@ -17,7 +17,6 @@ import SCons.Script
 
 from n6.board import board_path, load_board
 from n6.errors import N6Error
-from n6.flash.gate import check_external_pools, check_firmware, check_layout, default_firmware, parse_image
 from n6_scons import reports_errors
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -30,9 +29,18 @@ def sim_board_dir(env):
 
 
 def _backend_choice(env, board):
-    """(backend name, CliInstall or None)."""
-    from n6.flash.cubeprogrammer import find_cli
+    """(backend name, CliInstall or None); found once per build, not once per model."""
     choice = env.get("FLASH_BACKEND") or board.programmer.backend
+    if choice not in _BACKENDS:
+        _BACKENDS[choice] = _find_backend(choice, board)
+    return _BACKENDS[choice]
+
+
+_BACKENDS = {}
+
+
+def _find_backend(choice, board):
+    from n6.flash.cubeprogrammer import find_cli
     if choice == "pyocd":
         return "pyocd", None
     install = find_cli(os.environ)
@@ -161,7 +169,7 @@ def _flash_step(env, models):
         out = os.path.join("$BUILD_DIR", m, "flash")
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
     nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
-                        SCons.Action.Action(_flash_action, None))
+                        _FLASH_ACTION)
     env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
         env.AlwaysBuild(nodes)
@@ -183,6 +191,7 @@ def _firmware_for(cfg, board, image, path):
     """What loads the image: the board file's [firmware], else the install's validation firmware
     variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
     (base, bytes used) or None)."""
+    from n6.flash.gate import default_firmware
     from n6.flash.validation_firmware import EXT_EXEC_RAM, installed_firmware, variant_for
     from n6.releases import release
     if board.firmware is not None:
@@ -274,6 +283,7 @@ def _flash_action(target, source, env):
     from n6.atomic import write_text
     from n6.flash import mrel
     from n6.flash.deploy import ModelFiles, deploy, layout
+    from n6.flash.gate import check_external_pools, check_firmware, check_layout, parse_image
     from n6.flash.records import RecordStore
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
@@ -335,6 +345,9 @@ def _flash_action(target, source, env):
         own.add(target[2 * i].abspath)
     _invalidate_other_stamps(cfg["build_dir"], own, result, board)
     return None
+
+
+_FLASH_ACTION = SCons.Action.Action(_flash_action, None)   # made once: making one signs the function's code
 
 
 def generate(env):

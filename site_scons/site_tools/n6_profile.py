@@ -16,7 +16,7 @@ import SCons.Action
 import SCons.Script
 
 from n6.errors import N6Error
-from n6.profiling.steps import DIFF, FILES
+from n6.profiling import DIFF, FILES
 from n6_scons import ROOT, code_version, progress, reports_errors
 
 PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")

@@ -5,6 +5,7 @@ options change; `run` and `validate` flash first.
 
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB)"""
+import glob
 import json
 import os
 import sys
@@ -12,7 +13,7 @@ import sys
 import SCons.Action
 
 from n6.errors import N6Error
-from n6_scons import library_code, progress, reports_errors
+from n6_scons import code_version, library_code, progress, reports_errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
@@ -142,9 +143,10 @@ def run_model(env, spec):
             "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
-                      SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path))))
-    env.Depends(run, [library_code(env), env.Glob(os.path.join(SIM_BOARD_CODE, "*.py")),
-                      env.Glob(os.path.join(SIM_BOARD_CODE, "*.c"))])
+                      _RUN_ACTION)
+    env.Depends(run, [library_code(env), code_version(env, "sim-board",
+                                                      lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")) +
+                                                       glob.glob(os.path.join(SIM_BOARD_CODE, "*.c")))])
     env.NoCache(run)
     onnx = spec.model_file if spec.kind == "source" else ""
     vopts = {"tolerance": float(env["VALIDATE_TOLERANCE"]), "onnx": os.path.abspath(onnx) if onnx else "",
@@ -152,7 +154,7 @@ def run_model(env, spec):
     val = env.Command(os.path.join(out, "validate.json"),
                       [run[0]] + ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*"))) +
                       [env.Value(json.dumps(vopts, sort_keys=True))],
-                      SCons.Action.Action(_validate_action, progress("VALIDATE", lambda t, e: t[0].path)))
+                      _VALIDATE_ACTION)
     env.Depends(val, library_code(env))
     env.Alias(f"run-{spec.name}", run)
     env.Alias(f"validate-{spec.name}", val)
@@ -168,6 +170,11 @@ def _chosen(env, name, board_file):
     chosen = [m for m in env["MODEL"].split(",") if m] if env.get("MODEL") else \
         list(load_board(board_file).images.models)
     return not chosen or name in chosen
+
+
+# Made once: making an action signs its function's code.
+_RUN_ACTION = SCons.Action.Action(_run_action, progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
+_VALIDATE_ACTION = SCons.Action.Action(_validate_action, progress("VALIDATE", lambda t, e: t[0].path))
 
 
 def generate(env):

@@ -6,14 +6,10 @@ import os
 from ..atomic import write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
-from . import diff, html, plot, report, trace
+from . import DIFF, FILES, PREVIOUS, diff, html, plot, report, trace
 from .cinfo import read_c_info
 from .measurement import Measurement
 from .merge import merge
-
-FILES = ("profile.json", "profile.svg", "profile.png", "profile.trace.json", "profile.html", "profile.txt")
-PREVIOUS = "profile.previous.json"
-DIFF = "profile.diff.json"
 
 
 def save_measurement(measurement, path):
