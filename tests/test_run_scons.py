@@ -26,31 +26,53 @@ def _host(root, model, tmp_path, inputs):
     return [o[0] for o in out]
 
 
+def _bundled():
+    models = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+    return sorted(d for d in os.listdir(models) if os.path.isdir(os.path.join(models, d)))
+
+
 # What each bundled model meets against its reference, in output LSB (max over the outputs):
-# the source models against onnxruntime (measured: 0 on 3 seeds x 4 inputs each; 1 allows a
-# rounding tie), the prebuilt folder against the host build of the same C (exact).
-TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "tiny_prebuilt": 0}
+# the ONNX source models against onnxruntime (measured on the seeds below; 1 allows a rounding
+# tie where 0 was measured), the prebuilt folder and the .tflite source (ds_cnn) against the host
+# build of the same generated C (exact). The board equals the host build exactly in every case.
+TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
+                 "mobilenet_v2": 4, "tiny_yolo": 18}
+# Runs per seed: 3, or 1 where the emulator is slow for the model.
+RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1}
 
 
-@pytest.mark.parametrize("model", ["kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt"])
+def test_every_bundled_model_has_a_tolerance():
+    assert sorted(TOLERANCE_LSB) == _bundled()
+
+
+@pytest.mark.parametrize("model", _bundled())
 def test_flash_run_validate(repo, tmp_path, model):
+    n = RUNS.get(model, 3)
     tol = f"VALIDATE_TOLERANCE={TOLERANCE_LSB[model]}"
-    proc = scons(repo, "flash", "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5", tol)
+    proc = scons(repo, "flash", "run", "validate", f"MODEL={model}", f"RUNS={n}", "SEED=5", tol)
     assert "  RUN      " in proc.stdout and "simulated" in proc.stdout
     run_dir = os.path.join(repo, "build", model, "run")
     run = json.load(open(os.path.join(run_dir, "run.json")))
-    assert run["simulated"] and len(run["runs"]) == 3
+    assert run["simulated"] and len(run["runs"]) == n
     (out,) = [f for f in os.listdir(run_dir) if f.startswith("output_")]
     got = np.load(os.path.join(run_dir, out))
     inputs = [bytes.fromhex(bufs[0]) for bufs in run["inputs_data"]]
     assert [g.tobytes() for g in got] == _host(repo, model, tmp_path, inputs)
     val = json.load(open(os.path.join(run_dir, "validate.json")))
-    assert val["passed"] and len(run["inputs_data"]) == 3 and len(set(map(str, run["inputs_data"]))) == 3
+    assert val["passed"] and len(run["inputs_data"]) == n and len(set(map(str, run["inputs_data"]))) == n
     assert all(o["max_abs_lsb"] <= TOLERANCE_LSB[model] and o["top1"] == 1.0 for o in val["outputs"])
-    assert ("host build" if model == "tiny_prebuilt" else "onnxruntime") in val["reference"]
-    again = scons(repo, "run", "validate", f"MODEL={model}", "RUNS=3", "SEED=5", tol)
+    onnx = os.path.exists(os.path.join(repo, "models", model, "model.onnx"))
+    assert ("onnxruntime" if onnx else "host build") in val["reference"]
+    test_data = os.path.join(repo, "models", model, "test_data.npz")
+    if os.path.exists(test_data):    # the trained model's test set: accuracy on the board next to the reference's
+        acc, labels = val["accuracy"], np.load(test_data)["y"]
+        assert acc["samples"] == len(labels) and "top-1 accuracy" in proc.stdout
+        assert abs(acc["board"]["correct"] - acc["reference"]["correct"]) <= 1 and acc["board"]["accuracy"] > 0.8
+    else:
+        assert "accuracy" not in val
+    again = scons(repo, "run", "validate", f"MODEL={model}", f"RUNS={n}", "SEED=5", tol)
     assert "  RUN " not in again.stdout and "VALIDATE" not in again.stdout
-    other = scons(repo, "run", f"MODEL={model}", "RUNS=3", "SEED=6")
+    other = scons(repo, "run", f"MODEL={model}", f"RUNS={n}", "SEED=6")
     assert "  RUN " in other.stdout and "  FLASH" not in other.stdout
     io_only = json.load(open(os.path.join(run_dir, "run.json")))      # timed from the run reply, every run
     assert "ms / inference (simulated: 1 cycle per instruction at 800 MHz)" in other.stdout
@@ -60,7 +82,7 @@ def test_flash_run_validate(repo, tmp_path, model):
     summary = json.load(open(os.path.join(run_dir, "run.json")))
     assert "ms / inference (simulated" in timed.stdout and summary["ms_per_inference"] > 0
     assert summary["epochs"] and summary["runs"][0]["cycles"] == sum(e["cycles"] for e in summary["epochs"])
-    strict = scons(repo, "validate", f"MODEL={model}", "RUNS=3", "SEED=6", "VALIDATE_TOLERANCE=-1", check=False)
+    strict = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=6", "VALIDATE_TOLERANCE=-1", check=False)
     assert strict.returncode != 0 and "beyond -1.0 LSB" in strict.stderr
     assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))
     assert not os.path.exists(os.path.join(run_dir, "validate.json"))

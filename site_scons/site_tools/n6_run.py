@@ -4,7 +4,8 @@ host reference. Each step reruns only when what is on the board (the flash step'
 options change; `run` and `validate` flash first.
 
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
-  build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB)"""
+  build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB); with the model
+      folder's test_data.npz (x samples, y labels) also top-1 accuracy on the board and the reference"""
 import glob
 import json
 import os
@@ -105,15 +106,25 @@ def _validate_action(target, source, env):
     inputs = [[bytes.fromhex(h) for h in bufs] for bufs in run["inputs_data"]]
     from n6.run.inference import _safe
     got = [np.load(os.path.join(outdir, f"output_{_safe(d.name)}.npy")) for d in model.outputs]
-    if opts["onnx"]:
-        ref, reference = validate.onnx_reference(opts["onnx"], model, inputs), f"onnxruntime on {opts['onnx']}"
-    else:                    # prebuilt folder: the host build of its generated C
-        from n6.run import host_reference
+    def reference_of(inputs):
+        if opts["onnx"]:
+            return validate.onnx_reference(opts["onnx"], model, inputs), f"onnxruntime on {opts['onnx']}"
+        from n6.run import host_reference       # prebuilt folder: the host build of its generated C
         raw = host_reference.run(opts["model_dir"], opts["install_root"], inputs, len(model.outputs))
-        ref = [np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)]
-        reference = f"host build of {opts['model_dir']}/network.c"
+        return ([np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)],
+                f"host build of {opts['model_dir']}/network.c")
+    ref, reference = reference_of(inputs)
     text, report, passed = validate.validate(model, got, ref, opts["tolerance"], reference)
     report["simulated"] = run["simulated"]
+    if opts["test_data"]:      # the model's bundled test set, on the board and on the host reference
+        from n6.run import inference
+        samples, labels = validate.test_set(opts["test_data"], model)
+        with _session(opts["session"], source[1].abspath) as (client, device, _):
+            board_model, results = inference.run_model(client, device, model.name, samples)
+        board = inference.outputs_arrays(board_model, results)[0]
+        table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples)[0][0], labels,
+                                                             opts["test_data"], reference.split(" on ")[0])
+        text += "\n" + table
     _say(text)
     if not passed:             # no validate.json a later look could take for this run's verdict
         if os.path.exists(target[0].abspath):
@@ -148,11 +159,17 @@ def run_model(env, spec):
                                                       lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")) +
                                                        glob.glob(os.path.join(SIM_BOARD_CODE, "*.c")))])
     env.NoCache(run)
-    onnx = spec.model_file if spec.kind == "source" else ""
+    onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""
+    # No ONNX (a prebuilt folder, a .tflite source): the host build of the generated C is the reference
+    c_dir = spec.path if spec.kind != "source" else os.path.join(env.subst("$BUILD_DIR"), spec.name, "st_ai_output")
+    test_data = os.path.join(spec.path, "test_data.npz")
+    test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
     vopts = {"tolerance": float(env["VALIDATE_TOLERANCE"]), "onnx": os.path.abspath(onnx) if onnx else "",
-             "model_dir": os.path.abspath(spec.path), "install_root": opts["install_root"]}
+             "model_dir": os.path.abspath(c_dir), "install_root": opts["install_root"],
+             "test_data": test_data, "session": opts}
     val = env.Command(os.path.join(out, "validate.json"),
-                      [run[0]] + ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*"))) +
+                      [run[0], on_board] + ([test_data] if test_data else []) +
+                      ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*")) if spec.kind != "source" else []) +
                       [env.Value(json.dumps(vopts, sort_keys=True))],
                       _VALIDATE_ACTION)
     env.Depends(val, library_code(env))

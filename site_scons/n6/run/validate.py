@@ -39,6 +39,38 @@ def quantize(y, desc):
     return np.clip(np.round(y / desc.scale) + desc.zero_point, info.min, info.max).astype(dt)
 
 
+def test_set(path, model):
+    """A model folder's `test_data.npz` (`x` float samples as the source model takes them, `y`
+    labels): the samples quantised like the board's input, one run each, and the labels."""
+    try:
+        data = np.load(path)
+        x, y = np.asarray(data["x"], np.float32), np.asarray(data["y"]).reshape(-1)
+    except (OSError, ValueError, KeyError) as e:
+        raise N6Error(path, f"cannot read the test set: {e}", "save arrays x (samples) and y (labels)") from None
+    desc = model.inputs[0]
+    if len(model.inputs) != 1 or x.size != len(y) * desc.size:
+        raise N6Error(path, f"{x.shape} samples for input '{desc.name}' of {desc.size} values",
+                      "save one sample of the model's single input per label")
+    q = quantize(x.reshape(len(y), -1), desc)
+    return [[row.tobytes()] for row in q], y
+
+
+def accuracy(outputs, labels):
+    """Top-1 accuracy of the first output's scores: (correct samples, fraction)."""
+    correct = int(np.sum(np.argmax(outputs.reshape(len(outputs), -1), axis=1) == labels))
+    return correct, correct / len(labels)
+
+
+def accuracy_report(board, reference, labels, path, reference_name):
+    """(text, JSON-able dict) of top-1 accuracy on the test set, board next to the reference."""
+    (nb, ab), (nr, ar) = accuracy(board, labels), accuracy(reference, labels)
+    n = len(labels)
+    table = tabulate([["board", f"{nb}/{n}", f"{ab * 100:.2f}%"], [reference_name, f"{nr}/{n}", f"{ar * 100:.2f}%"]],
+                     headers=[f"test set ({n} samples)", "correct", "top-1 accuracy"], tablefmt="simple")
+    return table, {"test_data": path, "samples": n, "board": {"correct": nb, "accuracy": ab},
+                   "reference": {"correct": nr, "accuracy": ar}}
+
+
 def metrics(got, want):
     """Per-output figures over all runs; `got` and `want` are (runs, ...) arrays."""
     g = got.reshape(len(got), -1).astype(np.float64)
