@@ -27,7 +27,10 @@ def onnx_reference(model_file, model, inputs):
                 x = x.reshape(1, shape[2], shape[3], shape[1]).transpose(0, 3, 1, 2)   # channel-last buffer
             feed[meta.name] = np.ascontiguousarray(x.reshape(shape), dtype=np.float32)
         for j, (y, desc) in enumerate(zip(sess.run(None, feed), model.outputs)):
-            outs[j].append(quantize(np.asarray(y).reshape(-1), desc))
+            y = np.asarray(y)
+            if y.ndim == 4 and tuple(desc.shape[-3:]) == (y.shape[2], y.shape[3], y.shape[1]) != y.shape[1:]:
+                y = y.transpose(0, 2, 3, 1)        # the board's buffer is channel-last, like its inputs
+            outs[j].append(quantize(y.reshape(-1), desc))
     return [np.stack(o) for o in outs]
 
 
