@@ -14,7 +14,19 @@ static int32_t nr_floor(float x)
   return (float)i > x ? i - 1 : i;
 }
 
-int32_t nr_round(float x) { return (int32_t)(x >= 0.0f ? x + 0.5f : x - 0.5f); }
+/* Nearest integer, ties to even: QuantizeLinear's and onnxruntime's requantisation rule. Only
+ * exact steps (truncation, the fraction x - trunc(x), comparisons with 0.5), so -ffast-math and the
+ * FPU's rounding mode cannot change the result: the host and the Cortex-M builds agree bit for bit. */
+int32_t nr_round(float x)
+{
+  if (x >= 2147483520.0f) return 2147483647;
+  if (x <= -2147483648.0f) return -2147483647 - 1;
+  int32_t i = (int32_t)x;
+  float frac = x - (float)i;       /* exact: |frac| < 1 */
+  if (frac > 0.5f || (frac == 0.5f && (i & 1))) return i + 1;
+  if (frac < -0.5f || (frac == -0.5f && (i & 1))) return i - 1;
+  return i;
+}
 
 float nr_expf(float x)
 {
