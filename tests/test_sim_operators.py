@@ -113,12 +113,13 @@ TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add
                 "gemm_per_channel_relu", "softmax_last_axis", "transpose_4d", "transpose_3d", "slice_channels_and_step",
                 "prelu_per_channel", "unsqueeze_to_4d"}
 # Operators whose onnxruntime semantics the kernels reproduce step for step (float32 tables over the
-# 256 input codes, copies, max pooling, nearest resize, requantisation ties to even): 0 LSB. The
-# others sum or interpolate in float inside onnxruntime (DQ -> float op -> Q): a value within float
-# rounding of a .5 tie may round the other way, so within 1 LSB (measured: 0 except
-# batchnorm_folded_into_conv, whose folded int32 bias is rounded, and the align_corners resize).
+# 256 input codes, copies, max pooling, Resize on the dequantised floats, requantisation ties to
+# even): 0 LSB. The others sum in float inside onnxruntime (DQ -> float op -> Q) in an order of its
+# own: a value within float rounding of a .5 tie may round the other way, so within 1 LSB (measured:
+# 0 except batchnorm_folded_into_conv, whose folded int32 bias is rounded to an integer).
 EXACT = {"batchnorm_standalone", "clip", "concat_last_axis_2d", "flatten_4d", "hardsigmoid", "hardswish", "leakyrelu",
          "maxpool_padded", "pad_constant", "prelu_per_channel", "resize_nearest_asymmetric", "resize_nearest_half_pixel",
+         "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes",
          "sigmoid", "slice_channels_and_step", "transpose_3d", "transpose_4d", "unsqueeze_to_4d"}
 PROFILES = {"no_ec": f"{MODELS}/kws_mlp/neural_art.json", "ec": f"{MODELS}/cifar_cnn/neural_art.json"}
 
