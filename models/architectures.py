@@ -43,13 +43,13 @@ class FloatGraph:
         fan_in = c_in // group * kh * kw
         wt = (self.rng.standard_normal((c_out, c_in // group, kh, kw)) * np.sqrt(2.0 / fan_in)).astype(F32)
         b = (self.rng.standard_normal(c_out) * 0.05).astype(F32)
+        if bn:      # folded into the float weights before quantisation, as quantisers do
+            gamma, beta, mean, var = (self.rng.uniform(0.6, 1.4, c_out), self.rng.normal(0, 0.1, c_out),
+                                      self.rng.normal(0, 0.1, c_out), self.rng.uniform(0.6, 1.4, c_out))
+            k = gamma / np.sqrt(var + 1e-5)
+            wt, b = (wt * k[:, None, None, None]).astype(F32), ((b - mean) * k + beta).astype(F32)
         y = self.op("Conv", [x, self.const("w", wt), self.const("b", b)], (n, c_out, oh, ow), kernel_shape=[kh, kw],
                     strides=[stride, stride], pads=list(pads), group=group, dilations=[dilation, dilation])
-        if bn:
-            self.fuse.append(y)
-            stats = [self.rng.uniform(0.6, 1.4, c_out), self.rng.normal(0, 0.1, c_out),
-                     self.rng.normal(0, 0.1, c_out), self.rng.uniform(0.6, 1.4, c_out)]
-            y = self.op("BatchNormalization", [y] + [self.const("bn", s.astype(F32)) for s in stats], (n, c_out, oh, ow))
         return self.activation(y, act)
 
     def activation(self, y, act):

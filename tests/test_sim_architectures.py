@@ -16,14 +16,15 @@ from n6.reloc import check
 from test_sim_operators import check_within
 
 ARCHITECTURES = ("mobilenet_v2", "ds_cnn", "tiny_yolo", "digits_mlp")
-# Each layer agrees within 1 LSB when fed onnxruntime's own input (test_each_layer_...); a rare
-# 1-LSB rounding difference is then amplified by later layers whose output grid is finer than
-# their input's (expansion convs, LeakyRelu, the detector's Sigmoid head: ~5 output LSB per input
-# LSB). Measured: mobilenet_v2 4, ds_cnn 5, tiny_yolo 18 LSB at the output.
+# Measured max error at the output on 8 seeded inputs. The int8 kernels are exact where
+# onnxruntime's float steps are reproducible (tables, pools, copies, requantisation ties to even);
+# convolutions are not: onnxruntime sums float products (DQ -> float Conv -> Q), so an output whose
+# value lies within float rounding of a .5 tie may round the other way, and the detector's later
+# layers (LeakyRelu, the Sigmoid head on a finer grid) amplify such a rare 1 LSB.
 KINDS = {"mobilenet_v2": {"Conv2D", "DepthwiseConv2D", "Add", "AvgPool", "Flatten", "Dense", "Softmax"},
          "ds_cnn": {"Conv2D", "DepthwiseConv2D", "AvgPool", "Flatten", "Dense", "Softmax"},
          "tiny_yolo": {"Conv2D", "LeakyRelu", "MaxPool", "Resize", "Concat", "Sigmoid"}}
-TOLERANCE_LSB = {"mobilenet_v2": 4, "ds_cnn": 6, "tiny_yolo": 20}
+TOLERANCE_LSB = {"mobilenet_v2": 0, "ds_cnn": 0, "tiny_yolo": 13}
 
 
 def _model_file(name):
@@ -135,12 +136,12 @@ def test_relocatable_image_passes_the_loader_checks(built, name):
 
 # (architecture, DequantizeLinear output the layer reads, value it writes): layers whose rounding
 # the end-to-end tolerance above amplifies.
-LAYERS = [("mobilenet_v2", "add_31_dq", "clip_42_dq"),          # 1x1 expansion + BN + ReLU6
-          ("mobilenet_v2", "clip_42_dq", "clip_53_dq"),         # depthwise stride 2 + BN + ReLU6
-          ("tiny_yolo", "batchnormalization_56_dq", "leakyrelu_57_dq"),
-          ("tiny_yolo", "leakyrelu_57_dq", "resize_59_dq"),
-          ("tiny_yolo", "leakyrelu_70_dq", "conv_73_dq"),
-          ("tiny_yolo", "conv_73_dq", "output")]                # Sigmoid head
+LAYERS = [("mobilenet_v2", "add_16_dq", "clip_22_dq"),          # 1x1 expansion + ReLU6
+          ("mobilenet_v2", "clip_22_dq", "clip_28_dq"),         # depthwise + ReLU6
+          ("tiny_yolo", "conv_26_dq", "leakyrelu_27_dq"),
+          ("tiny_yolo", "leakyrelu_27_dq", "resize_29_dq"),
+          ("tiny_yolo", "leakyrelu_35_dq", "conv_38_dq"),
+          ("tiny_yolo", "conv_38_dq", "output")]                # Sigmoid head
 
 
 @pytest.mark.parametrize("name, src, dst", LAYERS)

@@ -1,7 +1,7 @@
 """Every operator of the simulated ST Edge AI Core: a one-operator float graph, quantised to int8
 QDQ (per-tensor and per-channel weights), generated, built for the host with the runtime's int8
-kernels, and compared with onnxruntime on the same QDQ model: within 1 LSB. The same operator as
-TFLite must give the same bytes."""
+kernels, and compared with onnxruntime on the same QDQ model: 0 LSB where onnxruntime's steps
+are reproducible, else within 1 LSB. The same operator as TFLite must give the same bytes."""
 import zlib
 
 import numpy as np
@@ -112,6 +112,15 @@ TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add
                 "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
                 "gemm_per_channel_relu", "softmax_last_axis", "transpose_4d", "transpose_3d", "slice_channels_and_step",
                 "prelu_per_channel", "unsqueeze_to_4d"}
+# Operators whose onnxruntime semantics the kernels reproduce step for step (float32 tables over the
+# 256 input codes, copies, max pooling, Resize on the dequantised floats, requantisation ties to
+# even): 0 LSB. The others sum in float inside onnxruntime (DQ -> float op -> Q) in an order of its
+# own: a value within float rounding of a .5 tie may round the other way, so within 1 LSB (measured:
+# 0 except batchnorm_folded_into_conv, whose folded int32 bias is rounded to an integer).
+EXACT = {"batchnorm_standalone", "clip", "concat_last_axis_2d", "flatten_4d", "hardsigmoid", "hardswish", "leakyrelu",
+         "maxpool_padded", "pad_constant", "prelu_per_channel", "resize_nearest_asymmetric", "resize_nearest_half_pixel",
+         "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes",
+         "sigmoid", "slice_channels_and_step", "transpose_3d", "transpose_4d", "unsqueeze_to_4d"}
 PROFILES = {"no_ec": f"{MODELS}/kws_mlp/neural_art.json", "ec": f"{MODELS}/cifar_cnn/neural_art.json"}
 
 
@@ -152,7 +161,7 @@ def test_operator_matches_onnxruntime(sim_install, tmp_path, case):
     byte-identical outputs."""
     model, samples = _quantised(tmp_path, case)
     exe, info = _generate_and_build(sim_install, model, tmp_path / "onnx" / "st_ai_output")
-    check_within(model, exe, info, tmp_path, samples[:3], 1)
+    check_within(model, exe, info, tmp_path, samples[:3], 0 if case in EXACT else 1)
     if case not in TFLITE_CASES:
         return
     from stedgeai_sim.onnx_import import import_onnx

@@ -25,7 +25,9 @@ def defines(name, dbg_info=True, ecblob_in_params=False):
 
 # The runtime library is compiled like the model (it is linked into it), and its own memcpy &
 # co. must not be turned back into calls to themselves.
-RUNTIME_LIB = CORE + PIC + OPT + ["-fno-tree-loop-distribute-patterns"]
+# IEEE float without fused multiply-add (-fno-fast-math -ffp-contract=off): the Cortex-M kernels round
+# every float step as the host build does, so the simulated board's outputs equal the host's bit for bit
+RUNTIME_LIB = CORE + PIC + OPT + ["-fno-tree-loop-distribute-patterns", "-fno-fast-math", "-ffp-contract=off"]
 
 
 def compile_flags(secure=True):

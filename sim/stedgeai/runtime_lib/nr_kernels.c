@@ -3,10 +3,7 @@
 
 static inline int clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-static inline int8_t requant(int v, float multiplier, int out_zp, int lo, int hi)
-{
-  return (int8_t)clamp(nr_round((float)v * multiplier) + out_zp, lo, hi);
-}
+static inline float fabs_f(float x) { return x < 0.0f ? -x : x; }
 
 static int32_t nr_floor(float x)
 {
@@ -14,7 +11,19 @@ static int32_t nr_floor(float x)
   return (float)i > x ? i - 1 : i;
 }
 
-int32_t nr_round(float x) { return (int32_t)(x >= 0.0f ? x + 0.5f : x - 0.5f); }
+/* Nearest integer, ties to even: QuantizeLinear's and onnxruntime's requantisation rule. Only
+ * exact steps (truncation, the fraction x - trunc(x), comparisons with 0.5), so -ffast-math and the
+ * FPU's rounding mode cannot change the result: the host and the Cortex-M builds agree bit for bit. */
+int32_t nr_round(float x)
+{
+  if (x >= 2147483520.0f) return 2147483647;
+  if (x <= -2147483648.0f) return -2147483647 - 1;
+  int32_t i = (int32_t)x;
+  float frac = x - (float)i;       /* exact: |frac| < 1 */
+  if (frac > 0.5f || (frac == 0.5f && (i & 1))) return i + 1;
+  if (frac < -0.5f || (frac == -0.5f && (i & 1))) return i - 1;
+  return i;
+}
 
 float nr_expf(float x)
 {
@@ -185,9 +194,26 @@ static int nearest(float v, int mode, int len)
   return clamp(i, 0, len - 1);
 }
 
+/* onnxruntime's Resize on the dequantised floats, step for step (DQ -> Resize -> Q): the source
+ * coordinate clamped to the input, weights dx1 = |x - x1|, dx2 = |x - x2| (0.5 each on the border),
+ * out = dx2*dy2*X11 + dx1*dy2*X21 + dx2*dy1*X12 + dx1*dy1*X22, then QuantizeLinear (x / scale). */
+static void bilinear_axis(float s, int len, int *i1, int *i2, float *d1, float *d2)
+{
+  s = s < 0.0f ? 0.0f : (s > (float)(len - 1) ? (float)(len - 1) : s);
+  *i1 = (int)s < len - 1 ? (int)s : len - 1;
+  *i2 = *i1 + 1 < len - 1 ? *i1 + 1 : len - 1;
+  *d1 = *i1 == *i2 ? 0.5f : fabs_f(s - (float)*i1);
+  *d2 = *i1 == *i2 ? 0.5f : fabs_f(s - (float)*i2);
+}
+
+static inline int8_t quantize(float v, float out_scale, int out_zp)
+{
+  return (int8_t)clamp(nr_round(v / out_scale) + out_zp, -128, 127);
+}
+
 void nr_resize_s8(const int8_t *in, int8_t *out, int in_h, int in_w, int c, int out_h, int out_w, int bilinear,
-                  int coord_mode, int nearest_mode, float scale_h, float scale_w, float multiplier, int in_zp,
-                  int out_zp)
+                  int coord_mode, int nearest_mode, float scale_h, float scale_w, float in_scale, float out_scale,
+                  int in_zp, int out_zp)
 {
   for (int oy = 0; oy < out_h; oy++) {
     float sy = source_coord(oy, scale_h, in_h, out_h, coord_mode);
@@ -195,20 +221,20 @@ void nr_resize_s8(const int8_t *in, int8_t *out, int in_h, int in_w, int c, int 
       float sx = source_coord(ox, scale_w, in_w, out_w, coord_mode);
       if (!bilinear) {
         const int8_t *p = in + (nearest(sy, nearest_mode, in_h) * in_w + nearest(sx, nearest_mode, in_w)) * c;
-        for (int ch = 0; ch < c; ch++) *out++ = requant(p[ch] - in_zp, multiplier, out_zp, -128, 127);
+        for (int ch = 0; ch < c; ch++) *out++ = quantize((float)(p[ch] - in_zp) * in_scale, out_scale, out_zp);
         continue;
       }
-      float y = sy < 0.0f ? 0.0f : (sy > (float)(in_h - 1) ? (float)(in_h - 1) : sy);
-      float x = sx < 0.0f ? 0.0f : (sx > (float)(in_w - 1) ? (float)(in_w - 1) : sx);
-      int y0 = nr_floor(y), x0 = nr_floor(x);
-      int y1 = y0 + 1 < in_h ? y0 + 1 : y0, x1 = x0 + 1 < in_w ? x0 + 1 : x0;
-      float dy = y - (float)y0, dx = x - (float)x0;
-      const int8_t *p00 = in + (y0 * in_w + x0) * c, *p01 = in + (y0 * in_w + x1) * c;
-      const int8_t *p10 = in + (y1 * in_w + x0) * c, *p11 = in + (y1 * in_w + x1) * c;
+      int y1, y2, x1, x2;
+      float dy1, dy2, dx1, dx2;
+      bilinear_axis(sy, in_h, &y1, &y2, &dy1, &dy2);
+      bilinear_axis(sx, in_w, &x1, &x2, &dx1, &dx2);
+      const int8_t *p11 = in + (y1 * in_w + x1) * c, *p21 = in + (y1 * in_w + x2) * c;
+      const int8_t *p12 = in + (y2 * in_w + x1) * c, *p22 = in + (y2 * in_w + x2) * c;
+      float w11 = dx2 * dy2, w21 = dx1 * dy2, w12 = dx2 * dy1, w22 = dx1 * dy1;
       for (int ch = 0; ch < c; ch++) {
-        float v = (1.0f - dy) * ((1.0f - dx) * (float)(p00[ch] - in_zp) + dx * (float)(p01[ch] - in_zp)) +
-                  dy * ((1.0f - dx) * (float)(p10[ch] - in_zp) + dx * (float)(p11[ch] - in_zp));
-        *out++ = (int8_t)clamp(nr_round(v * multiplier) + out_zp, -128, 127);
+        float v = w11 * ((float)(p11[ch] - in_zp) * in_scale) + w21 * ((float)(p21[ch] - in_zp) * in_scale) +
+                  w12 * ((float)(p12[ch] - in_zp) * in_scale) + w22 * ((float)(p22[ch] - in_zp) * in_scale);
+        *out++ = quantize(v, out_scale, out_zp);
       }
     }
   }

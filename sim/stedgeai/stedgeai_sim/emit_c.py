@@ -232,7 +232,8 @@ class CWriter:
                     f"{common}\n.in_h = {ih}, .in_w = {iw}, .c = {c}, .out_h = {oh}, .out_w = {ow},\n"
                     f".bilinear = {a['bilinear']}, .coord_mode = {a['coord']}, .nearest_mode = {a['nearest']},\n"
                     f".scale_h = {f32(a['scales'][0])}, .scale_w = {f32(a['scales'][1])}, "
-                    f".multiplier = {f32(a['multiplier'])},\n.in_zp = {x.zero_point}, .out_zp = {y.zero_point},", pre)
+                    f".in_scale = {f32(x.scale)}, .out_scale = {f32(y.scale)},\n.in_zp = {x.zero_point}, "
+                    f".out_zp = {y.zero_point},", pre)
         if layer.kind == "softmax":
             n = a["n"]
             return ("LL_SW_Softmax_Int8_Info", "ll_sw_forward_softmax_int8",

@@ -161,7 +161,7 @@ NEAREST = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 
 def resize(name, x, out, bilinear, coord, nearest, scales):
     return Layer("resize", name, [x], out, attrs={
         "bilinear": int(bilinear), "coord": COORD[coord], "nearest": NEAREST[nearest],
-        "scales": (F32(scales[0]), F32(scales[1])), "multiplier": multiplier(x.scale, out.scale)})
+        "scales": (F32(scales[0]), F32(scales[1]))})
 
 
 def softmax(name, x, out):

@@ -37,8 +37,8 @@ void nr_eltwise_s8(const int8_t *a, const int8_t *b, int8_t *out, int ndim, cons
 /* Unary operators as 256-entry tables; table (i / inner) % n_tables serves element i. */
 void nr_lut_s8(const int8_t *in, int8_t *out, const int8_t *table, int count, int inner, int n_tables);
 void nr_resize_s8(const int8_t *in, int8_t *out, int in_h, int in_w, int c, int out_h, int out_w, int bilinear,
-                  int coord_mode, int nearest_mode, float scale_h, float scale_w, float multiplier, int in_zp,
-                  int out_zp);
+                  int coord_mode, int nearest_mode, float scale_h, float scale_w, float in_scale, float out_scale,
+                  int in_zp, int out_zp);
 void nr_quantize_f32(const float *in, int8_t *out, int count, float scale, int zp);
 void nr_dequantize_s8(const int8_t *in, float *out, int count, float scale, int zp);
 void nr_shift_u8_s8(const uint8_t *in, int8_t *out, int count);

@@ -2,12 +2,13 @@
  * Slice, Pad, Concat, Reshape across the channel-last layout). */
 #include "ll_sw.h"
 
+int32_t nr_round(float x);   /* the runtime library's rounding (ties to even) */
+
 #define MAX_DIMS 6
 
 static int8_t requant(int v, float multiplier, int out_zp)
 {
-  float x = (float)v * multiplier;
-  int r = (int)(x >= 0.0f ? x + 0.5f : x - 0.5f) + out_zp;
+  int r = nr_round((float)v * multiplier) + out_zp;
   return (int8_t)(r < -128 ? -128 : (r > 127 ? 127 : r));
 }
 

@@ -78,7 +78,7 @@ typedef struct {
   int8_t *out;
   uint16_t in_h, in_w, c, out_h, out_w;
   uint8_t bilinear, coord_mode, nearest_mode;
-  float scale_h, scale_w, multiplier;
+  float scale_h, scale_w, in_scale, out_scale;
   int8_t in_zp, out_zp;
 } LL_SW_Resize_Int8_Info;
 

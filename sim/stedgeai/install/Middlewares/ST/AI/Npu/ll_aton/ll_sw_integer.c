@@ -47,5 +47,6 @@ void ll_sw_forward_resize_int8(const void *sw_info)
 {
   const LL_SW_Resize_Int8_Info *p = sw_info;
   nr_resize_s8(p->in, p->out, p->in_h, p->in_w, p->c, p->out_h, p->out_w, p->bilinear, p->coord_mode,
-               p->nearest_mode, p->scale_h, p->scale_w, p->multiplier, p->in_zp, p->out_zp);
+               p->nearest_mode, p->scale_h, p->scale_w, p->in_scale, p->out_scale, p->in_zp,
+               p->out_zp);
 }
