@@ -4,6 +4,7 @@ standing for the code a step runs."""
 import glob
 import hashlib
 import os
+import sys
 
 import SCons.Action
 import SCons.Errors
@@ -12,6 +13,13 @@ from n6.atomic import write_text
 from n6.errors import N6Error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # relative names: same digest in any clone
+
+
+def say(text):
+    """One write per message (print() makes two): under parallel jobs another job's progress
+    line never lands inside it, where a `  VERB  path` line would no longer start a line."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def reports_errors(fn):

@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.board import board_path, load_board
 from n6.errors import N6Error
-from n6_scons import reports_errors
+from n6_scons import reports_errors, say
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
@@ -105,9 +105,9 @@ def _models_to_flash(env, requested, all_models, board, multi):
 
 
 def flash_targets(env, model_images, install_release):
-    """Define `flash` / `flash-<model>` for what the command line asks (and nothing otherwise:
-    an ordinary build never reads the board file or lists probes). Remembers the models so that
-    env.OnBoard(model) can give other steps (run, validate) the flash step of a model."""
+    """Define `flash` / `flash-<model>` for what the command line asks. Remembers the models so
+    that env.OnBoard(model) can give other steps (run, validate, profile) the flash step of a model
+    (declaring it reads the board file and lists the attached probes)."""
     _CONTEXT[env.Dir("$BUILD_DIR").abspath] = (model_images, install_release)
     requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
                  if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
@@ -302,7 +302,7 @@ def _flash_action(target, source, env):
             img = parse_image(im.path, im.data)
             firmware, ext_exec_ram = _firmware_for(cfg, board, img, im.path)
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):
-                print(f"  WARNING  {w}{tag}")
+                say(f"  WARNING  {w}{tag}")
             check_external_pools(im.path, img, board, ext_exec_ram)
     flash_dir = os.path.dirname(target[0].abspath)
     log_path = os.path.join(os.path.relpath(flash_dir), "programmer.log")
@@ -323,10 +323,10 @@ def _flash_action(target, source, env):
         finally:
             bar.close()
     for note in result.notes:
-        print(f"  FLASH    {note}{tag}")
+        say(f"  FLASH    {note}{tag}")
     for r in result.images:
-        print(f"  FLASH    {r.image.path} \u2192 0x{r.image.address:08X}: {len(r.written)} of {r.sectors} sectors "
-              f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
+        say(f"  FLASH    {r.image.path} \u2192 0x{r.image.address:08X}: {len(r.written)} of {r.sectors} sectors "
+            f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
     if cfg["dry_run"]:
         return None
     report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": cfg["simulated"],

@@ -16,6 +16,7 @@ import SCons.Node.Alias
 import SCons.Script
 
 from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
+from n6_scons import say
 
 _LOCKS = {}
 
@@ -35,7 +36,7 @@ def build_folder(env):
     check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
     if build_dir not in _LOCKS:
         _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
-        _LOCKS[build_dir].acquire(say=lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
+        _LOCKS[build_dir].acquire(say=say)
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)
     return build_dir
@@ -101,7 +102,7 @@ def prune_stale(env, keep=()):
     cleaning = SCons.Script.GetOption("clean")
     for rel in removed:
         path = os.path.join(label, rel)
-        print(f"Removed {path} (no longer built)" if cleaning else f"  REMOVE   {path} (no longer built)")
+        say(f"Removed {path} (no longer built)" if cleaning else f"  REMOVE   {path} (no longer built)")
     if cleaning:   # `scons -c <model that no longer exists>`: what was removed is said above
         known = set(SCons.Node.Alias.default_ans.keys())
         for name in SCons.Script.COMMAND_LINE_TARGETS:

@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
-from n6_scons import ROOT, code_version, progress, reports_errors
+from n6_scons import ROOT, code_version, progress, reports_errors, say
 
 PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
@@ -80,7 +80,7 @@ def _show(target, source, env):
         if node.name == "profile.txt":
             with open(node.abspath, encoding="utf-8") as f:
                 print(f.read(), end="")
-            print(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
+            say(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
 
 
 def _requested_models(env, c_infos):

@@ -9,21 +9,15 @@ options change; `run` and `validate` flash first.
 import glob
 import json
 import os
-import sys
 
 import SCons.Action
 
 from n6.errors import N6Error
-from n6_scons import code_version, library_code, progress, reports_errors
+from n6_scons import code_version, library_code, progress, reports_errors, say
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
 
-
-def _say(text):
-    """One write per message (print() makes two): a parallel job's progress line never lands
-    inside a report, where a `  VERB  path` line would no longer start a line."""
-    sys.stdout.write(text + "\n")
 
 
 def _session(opts, on_board_path):
@@ -66,7 +60,7 @@ def _start_firmware(opts, on_board, board):
     img = Image.load(network["path"])
     variant = validation_firmware.variant_for(opts["release"], img, board, opts["copy_mode"], network["path"])
     elf = validation_firmware.firmware_path(opts["install_root"], variant)   # the variant the flash gate checked
-    _say(f"  START    {os.path.basename(elf)}")
+    say(f"  START    {os.path.basename(elf)}")
     if opts["backend"] == "pyocd":          # the flash step's programmer backend
         firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
                                    on_board.get("probe"))
@@ -86,7 +80,7 @@ def _run_action(target, source, env):
     text, summary = inference.report(model, device, results, simulated)
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(os.path.dirname(target[0].abspath), model, results, summary)
-    _say(text)
+    say(text)
 
 
 @reports_errors
@@ -125,7 +119,7 @@ def _validate_action(target, source, env):
         table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples)[0][0], labels,
                                                              opts["test_data"], reference.split(" on ")[0])
         text += "\n" + table
-    _say(text)
+    say(text)
     if not passed:             # no validate.json a later look could take for this run's verdict
         if os.path.exists(target[0].abspath):
             os.unlink(target[0].abspath)

@@ -23,7 +23,7 @@ from n6.models import c_identifier
 from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
-from n6_scons import library_code, progress, reports_errors
+from n6_scons import library_code, progress, reports_errors, say
 
 FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -177,8 +177,8 @@ def _check_action(target, source, env):
             _, modes = check_file(node.path, params_path(node.path))
         except LoaderError as e:
             raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
-        print(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
-              "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
+        say(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
+            "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
 
 
 def check_alias(env, images):

@@ -18,7 +18,7 @@ from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
-from n6_scons import code_version, progress, reports_errors
+from n6_scons import code_version, progress, reports_errors, say
 
 SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
 
@@ -141,7 +141,7 @@ def _generate_action(target, source, env):
     outdir = os.path.dirname(target[0].path)
     argv = _generate_argv(args, outdir)
     if env.get("VERBOSE"):
-        print(" ".join(argv))
+        say(" ".join(argv))
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode:
         lines = (proc.stderr or proc.stdout).strip().splitlines() or [f"exit status {proc.returncode}"]
