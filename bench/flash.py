@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "sim", "programmer"))
 
-from conftest import bump, copy_repo  # noqa: E402
+from conftest import bump, copy_repo, make_prebuilt  # noqa: E402
 from programmer_sim.board_state import BoardState  # noqa: E402
 
 RATE = 100 * 1000          # bytes/s, program + verify
@@ -51,13 +51,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         repo = copy_repo(os.path.join(tmp, "repo"))
         scons(repo, "big_mlp")
-        src, out = os.path.join(repo, "models", "big_mlp"), os.path.join(repo, "build", "big_mlp", "st_ai_output")
-        shutil.rmtree(src)
-        os.makedirs(src)
-        for f in os.listdir(out):
-            if f.endswith((".c", ".h", ".raw", "_c_info.json")):
-                shutil.copyfile(os.path.join(out, f), os.path.join(src, f))
-        shutil.rmtree(os.path.join(repo, "build", "big_mlp"))   # start afresh: prepare would keep the old .raw path
+        src = make_prebuilt(repo, "big_mlp")
+        shutil.rmtree(os.path.join(repo, "build", "big_mlp"))
         flash(repo)                                             # the board holds the model
         images = [os.path.join(repo, "build", "big_mlp", n) for n in ("network_rel.bin", "network_rel_params.bin")]
         raw = glob.glob(os.path.join(src, "*.raw"))[0]

@@ -114,3 +114,15 @@ def stedgeai_output_folder(dest, network="network"):
     for side in ("model_OE_3_3_0.onnx", "model_OE_3_3_0_Q.json", "LICENSE.txt", f"{network}_data.hex"):
         (dest / side).write_bytes(b"side file")
     return dest
+
+
+def make_prebuilt(repo, model):
+    """Turn a built source model into a prebuilt folder of its generated outputs (so a test can
+    change one .raw byte); returns the folder."""
+    src, out = os.path.join(repo, "models", model), os.path.join(repo, "build", model, "st_ai_output")
+    shutil.rmtree(src)
+    os.makedirs(src)
+    for f in os.listdir(out):
+        if f.endswith((".c", ".h", ".raw", "_c_info.json")):
+            shutil.copyfile(os.path.join(out, f), os.path.join(src, f))
+    return src

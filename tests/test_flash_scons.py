@@ -16,7 +16,7 @@ import pytest
 from n6.flash import mrel
 from programmer_sim.board_state import BoardState
 
-from conftest import MODELS, bump, copy_repo, scons
+from conftest import MODELS, bump, copy_repo, make_prebuilt, scons
 
 S = 0x10000
 SERIAL = "004200000000000000000001"
@@ -27,12 +27,7 @@ def repo(tmp_path_factory):
     """big_mlp turned into a prebuilt folder (its generated outputs), so a test can change one .raw byte."""
     repo = copy_repo(tmp_path_factory.mktemp("flash"))
     scons(repo, "big_mlp")
-    src, out = os.path.join(repo, "models", "big_mlp"), os.path.join(repo, "build", "big_mlp", "st_ai_output")
-    shutil.rmtree(src)
-    os.makedirs(src)
-    for f in os.listdir(out):
-        if f.endswith((".c", ".h", ".raw", "_c_info.json")):
-            shutil.copyfile(os.path.join(out, f), os.path.join(src, f))
+    make_prebuilt(repo, "big_mlp")
     shutil.rmtree(os.path.join(repo, "build", "big_mlp"))
     return repo
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, copy_repo, scons, stedgeai_output_folder
+from conftest import ROOT, copy_repo, make_prebuilt, scons, stedgeai_output_folder
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +75,7 @@ def test_source_model_turned_prebuilt_packs_the_folders_raw_files(repo):
     bytes, new paths): later .raw edits in the model folder must reach the image."""
     shutil.copytree(os.path.join(repo, "models", "kws_mlp"), os.path.join(repo, "models", "kws_p"))
     scons(repo, "kws_p")
-    model, generated = os.path.join(repo, "models", "kws_p"), _out(repo, "kws_p", "st_ai_output")
-    shutil.rmtree(model)
-    os.mkdir(model)
-    for f in os.listdir(generated):
-        if f.endswith((".c", ".h", ".raw", "_c_info.json")):
-            shutil.copy(os.path.join(generated, f), model)
+    model = make_prebuilt(repo, "kws_p")
     scons(repo, "kws_p")
     raw = next(os.path.join(model, f) for f in sorted(os.listdir(model)) if f.endswith(".raw"))
     with open(raw, "r+b") as f:
