@@ -110,7 +110,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
-    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
+    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), _longest_first(first + late),
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
@@ -123,6 +123,18 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     if board:
         env.Depends(image, board)
     return image
+
+
+def _longest_first(objects):
+    """The link's inputs in the order SCons starts them under -j: the model's own source first
+    (prepare comes before it), then the largest sources, as a proxy for the longest compiles; the
+    command line keeps ST's link order ($RELOC_FIRST, $RELOC_LATE)."""
+    def size(node):
+        try:
+            return os.path.getsize(node[0].sources[0].abspath)
+        except OSError:   # prepared, not there yet
+            return 0
+    return objects[:1] + sorted(objects[1:], key=size, reverse=True)
 
 
 def budgets(env):
