@@ -44,7 +44,7 @@ def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
-            opts["install_version"], opts["absolute_flash_pools"])
+            opts["install_version"], opts["absolute_flash_pools"], opts["simulated_install"])
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     opts = reloc_options(env, spec)
     stem = os.path.splitext(os.path.basename(str(network_c)))[0]
     name = opts["name"] or stem
-    install_root, install_rel, _ = env.StedgeaiInstall()
+    install_root, install_rel, simulated = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, SW_LIB_INC)
     plt_dir = os.path.join(install_root, PLATFORM)
@@ -83,7 +83,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
-                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"],
+                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"], "simulated_install": simulated,
                  "install_version": list(install_rel.atonn), "raws": sorted(str(r) for r in raws)}   # paths: the params description names them
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
