@@ -91,8 +91,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
 
     defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
                for d in gcc_flags.defines(name, opts["dbg_info"], opts["ecblob_in_params"])]
-    cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
-                     CPPPATH=[rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)])
+    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts["secure"]), "CPPDEFINES": defines,   # no copy
+                         "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)]})
 
     flag_envs = {}   # one environment per flag set, shared by its objects
 
@@ -110,7 +110,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
-    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), _longest_first(first + late),
+    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), _longest_first([first[0], late[0]], first[1:] + late[1:]),
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
@@ -125,16 +125,15 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     return image
 
 
-def _longest_first(objects):
-    """The link's inputs in the order SCons starts them under -j: the model's own source first
-    (prepare comes before it), then the largest sources, as a proxy for the longest compiles; the
-    command line keeps ST's link order ($RELOC_FIRST, $RELOC_LATE)."""
-    def size(node):
-        try:
-            return os.path.getsize(node[0].sources[0].abspath)
-        except OSError:   # prepared, not there yet
-            return 0
-    return objects[:1] + sorted(objects[1:], key=size, reverse=True)
+def _longest_first(prepared, runtime):
+    """The link's inputs in the order SCons starts them under -j: the prepared sources' (prepare
+    comes before them), then the runtime's largest sources first, as a proxy for the longest
+    compiles. A stable order (an installed file's size), or SCons would relink; the command line
+    keeps ST's link order ($RELOC_FIRST, $RELOC_LATE)."""
+    def size(obj):
+        source = obj[0].sources[0].abspath
+        return os.path.getsize(source) if os.path.isfile(source) else 0
+    return prepared + sorted(runtime, key=size, reverse=True)
 
 
 def budgets(env):
