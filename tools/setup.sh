@@ -5,6 +5,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV="$ROOT/.venv"
 say() { printf '  %-8s %s\n' "$1" "$2"; }
+# Two commands started at once (./n6 build next to ./n6 test) set up one after the other: the lock
+# is this script itself, so there is no lock file to leave behind.
+if command -v flock >/dev/null 2>&1; then exec 9<"${BASH_SOURCE[0]}"; flock 9; fi
 
 need_apt=()
 command -v arm-none-eabi-gcc >/dev/null 2>&1 || need_apt+=(gcc-arm-none-eabi)
