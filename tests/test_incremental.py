@@ -377,6 +377,11 @@ def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
     assert "LINK" not in {v for v, _ in got}   # a comment: the same objects, nothing relinks
 
 
+def test_library_change_the_simulated_tool_does_not_run_regenerates_nothing(tmp_path):
+    got = _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n")
+    assert {v for v, _ in got} == {"PREPARE", "IMAGE", "PACK"}   # the library's steps, not generate
+
+
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
     got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
     assert sorted(m for v, m in got if v == "GEN") == sorted(m for m in ALL_MODELS if m != "tiny_prebuilt")

@@ -11,7 +11,7 @@ from onnx import helper, numpy_helper
 from n6.network_c import parse_network_c
 from n6.releases import c_symbol, generate_outputs, release
 
-from conftest import BUNDLED, MODELS
+from conftest import BUNDLED, MODELS, ROOT
 
 
 def _expected(out, rel, name, model_dir):
@@ -236,3 +236,34 @@ def test_pool_too_small_for_weights(stedgeai, tmp_path):
 def test_unknown_cli_option(stedgeai, tmp_path):
     proc = stedgeai().generate("kws_mlp", tmp_path / "o", "--turbo")
     _one_line_error(proc, "unrecognized arguments: --turbo", "stedgeai generate --help")
+
+
+def _n6_imports(path):
+    """The n6 modules one Python file imports, at any depth of its code, absolute or relative."""
+    import ast
+    package = os.path.relpath(os.path.dirname(path), os.path.join(ROOT, "site_scons")).replace(os.sep, ".")
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "n6"}
+        elif isinstance(node, ast.ImportFrom) and node.level and package.startswith("n6"):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            found.add(f"{base}.{node.module}" if node.module else base)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "n6":
+            found.add(node.module)
+    return found
+
+
+def test_the_library_modules_the_simulated_tool_runs_are_listed():
+    """Generation reruns when one of these changes (and only then): the list must be complete."""
+    import glob
+    from stedgeai_sim import LIBRARY_MODULES
+    todo = set().union(*(_n6_imports(f) for f in glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))))
+    seen = set()
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            path = os.path.join(ROOT, "site_scons", *module.split(".")) + ".py"
+            todo |= _n6_imports(path) if os.path.isfile(path) else set()
+    assert sorted(m[len("n6."):] for m in seen if m != "n6") == sorted(LIBRARY_MODULES)

@@ -44,11 +44,11 @@ def _install(env):
 
 @functools.cache
 def sim_python_sources():
-    """The simulated tool's own code and the n6 modules it imports (top level only, never
-    n6.reloc): a change regenerates every model."""
+    """The simulated tool's own code and the n6 modules it runs: a change regenerates every model."""
+    from stedgeai_sim import LIBRARY_MODULES
     site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return sorted(glob.glob(os.path.join(SIM_DIR, "stedgeai_sim", "*.py")) +
-                  glob.glob(os.path.join(site, "n6", "*.py")))
+                  [os.path.join(site, "n6", f"{m}.py") for m in LIBRARY_MODULES])
 
 
 def build_sim_install(env, arm_env):
