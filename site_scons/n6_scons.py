@@ -9,7 +9,6 @@ import sys
 import SCons.Action
 import SCons.Errors
 
-from n6.atomic import write_text
 from n6.errors import N6Error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # relative names: same digest in any clone
@@ -42,25 +41,19 @@ def code_version(env, label, paths):
     """One node standing for the code in `paths` (or a function listing them, called once): a step
     whose logic lives there must rerun when it changes (SCons signs a Python action by its own
     bytecode only, not by the code it calls).
-    The node is a digest file made by an action, so reading the SConscripts reads no code, a
-    no-op checks each file once, and every step has one edge to it instead of one per file."""
+    The node is a Value holding a digest of the files' content signatures, taken from the stat
+    cache of n6_decider: a no-op stats each file once and reads none, every step has one edge to
+    the node, and the walk has no node per file."""
     key = (env.subst("$BUILD_DIR"), label)
     if key not in _CODE_VERSIONS:
-        paths = paths() if callable(paths) else paths
-        _CODE_VERSIONS[key] = env.Command(os.path.join("$BUILD_DIR", ".code", f"{label}.sha256"), sorted(paths),
-                                          SCons.Action.Action(_write_digest, None))
+        h = hashlib.sha256()
+        for path in sorted(paths() if callable(paths) else paths):
+            h.update(os.path.relpath(path, ROOT).encode() + b"\0" + env.N6ContentSignature(path).encode() + b"\0")
+        _CODE_VERSIONS[key] = env.Value(f"{label} code {h.hexdigest()}")
     return _CODE_VERSIONS[key]
 
 
 _CODE_VERSIONS = {}
-
-
-def _write_digest(target, source, env):
-    h = hashlib.sha256()
-    for node in source:
-        with open(node.abspath, "rb") as f:
-            h.update(os.path.relpath(node.abspath, ROOT).encode() + b"\0" + f.read())
-    write_text(target[0].abspath, h.hexdigest() + "\n")
 
 
 def library_code(env):

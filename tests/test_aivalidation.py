@@ -154,3 +154,15 @@ def test_generated_module_is_what_protoc_makes_of_the_proto(tmp_path):
                     "n6_aivalidation.proto"], check=True, cwd=tmp_path)
     with open(os.path.join(HERE, "n6_aivalidation_pb2.py")) as a, open(tmp_path / "n6_aivalidation_pb2.py") as b:
         assert a.read() == b.read()
+
+
+def test_a_port_whose_other_side_vanished_is_a_lost_connection():
+    """A flush (tcdrain) on a pty whose board end closed raises termios.error, not an OSError."""
+    termios = pytest.importorskip("termios")
+    from n6.aivalidation.client import BoardError, Client
+
+    class VanishedPort(FakePort):
+        def flush(self):
+            raise termios.error(5, "Input/output error")
+    with pytest.raises(BoardError, match=r"board: connection lost \(Input/output error\)"):
+        Client(VanishedPort(), name="board").send(SYNC_REQ, "sync")

@@ -50,6 +50,15 @@ def _prop(index, key, value):
     return _edit_json(os.path.join(KWS, "kws_mlp.mpool"), fn)
 
 
+def _replace(rel, old, new):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        text = open(path).read()
+        assert old in text
+        open(path, "w").write(text.replace(old, new))
+    return mutate
+
+
 def _bom(rel):
     def mutate(repo):
         path = os.path.join(repo, rel)
@@ -161,6 +170,8 @@ CASES = [
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
+    ("real-output-on-the-simulated-install", _replace(os.path.join(TINY, "network.c"), "(simulated)", ""),
+     ["models/tiny_prebuilt/network.c: written by a real ST Edge AI Core", "set STEDGEAI_CORE_DIR"]),
 ]
 
 

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from n6.board import BOARDS_DIR, Region, available_boards, board_path, load_board
+from n6.board import Region, load_board
+from n6.board_files import BOARDS_DIR, available_boards, board_path
 from n6.errors import N6Error
 from programmer_sim.board_state import BoardState, FlashError
 

@@ -6,7 +6,8 @@ import struct
 
 import pytest
 
-from n6.board import board_path, load_board
+from n6.board import load_board
+from n6.board_files import board_path
 from n6.errors import N6Error
 from n6.flash import mrel
 from n6.flash.backend import ProgrammerError

@@ -368,6 +368,15 @@ def test_runtime_library_change_relinks_without_regenerating(tmp_path):
     assert len([1 for v, _ in got if v == "LINK"]) == len(ALL_MODELS)
 
 
+def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
+    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/install/Middlewares/ST/AI/Npu/ll_aton/ll_aton.h",
+                                   "\n/* a change of an installed header */\n")
+    assert got[0] == ("INSTALL", "stedgeai-sim") and "GEN" not in {v for v, _ in got}
+    compiled = [m for v, m in got if v == "CC"]
+    assert sorted(set(compiled)) == sorted(ALL_MODELS) and len(compiled) > len(ALL_MODELS)   # what includes it
+    assert "LINK" not in {v for v, _ in got}   # a comment: the same objects, nothing relinks
+
+
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
     got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
     assert sorted(m for v, m in got if v == "GEN") == sorted(m for m in ALL_MODELS if m != "tiny_prebuilt")

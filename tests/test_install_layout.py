@@ -27,6 +27,23 @@ def test_the_simulated_install_has_every_path_the_build_reads(sim_install, rel):
     assert fnmatch.fnmatch(runtime_lib_path(rel), RUNTIME_LIB_GLOB)   # the build compiles it there
 
 
+def test_the_simulated_install_is_laid_out_again_only_when_its_sources_change(tmp_path):
+    """Laid out when the build starts, like a tool install: once, then not again until what it is
+    made from changes; an interrupted layout (no stamp) is redone, and stray files go."""
+    from stedgeai_sim.install import STAMP, installed_files, sync
+    root = str(tmp_path / "2.2")
+    assert sync(root, "2.2", "/usr/bin/python3")
+    assert not sync(root, "2.2", "/usr/bin/python3")
+    launcher = next(p for p, src in installed_files("2.2").items() if src is None and "stedgeai" in p)
+    assert sync(root, "2.2", "/opt/python")                         # the launcher names another Python
+    assert "/opt/python" in open(os.path.join(root, launcher)).read()
+    open(os.path.join(root, "stray.h"), "w").close()
+    os.unlink(os.path.join(root, STAMP))                            # as if the last layout was interrupted
+    assert sync(root, "2.2", "/opt/python")
+    files = {os.path.relpath(os.path.join(d, f), root) for d, _, names in os.walk(root) for f in names}
+    assert files == set(installed_files("2.2")) | {STAMP}
+
+
 @pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
                     reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
 def test_a_real_install_has_every_path_the_build_reads():

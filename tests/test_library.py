@@ -187,6 +187,26 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
         [(1, "xSPI2", False, False, True, 1024), (2, "AXISRAM5", True, True, False, 96)]
 
 
+@pytest.mark.parametrize("text, complete", [
+    ("int a[2] = {1, 2};\nvoid f(void) {\n}\n", True),
+    ("void f(void) {\n}\n/* end */\n// done\n#endif\n\n", True),      # trailing comments and # lines
+    ("void f(void) {\n}\nint x = 1;  // a declaration last\n", True),
+    ("void f(void) {\n  g();\n", False),                                  # cut inside a block
+    ("void f(void) {\n}\n/* cut inside a comm", False),
+    ("void f(void) {\n}\nint x = ", False),                                # cut after the last block
+    ("\n  \n", False),
+])
+def test_a_cut_network_c_is_reported_as_truncated(text, complete):
+    from n6.network_c import check_complete
+    big = "/* " + "x" * 200_000 + " */\nstatic const int t[] = {" + "0, " * 100_000 + "0};\n"   # quick on large files
+    for body in (text, big + text) if text.strip() else (text,):
+        if complete:
+            check_complete("network.c", body)
+        else:
+            with pytest.raises(N6Error, match="network.c: truncated"):
+                check_complete("network.c", body)
+
+
 def test_params_blob_streams_raws_padded_to_8_with_their_crc(tmp_path):
     import io
     import zlib

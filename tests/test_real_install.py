@@ -141,7 +141,8 @@ def test_images_and_prepared_sources_equal_st(repo, sample, variant):
         _, modes = check_file(os.path.join(folder, "network_rel.bin"), params)
         assert [m.mode for m in modes] == ["XIP", "COPY"]
     # and by the flash gate against ST's validation firmware that loads it, read from its ELF
-    from n6.board import BOARDS_DIR, load_board
+    from n6.board import load_board
+    from n6.board_files import BOARDS_DIR
     from n6.flash.gate import check_firmware
     from n6.flash.validation_firmware import installed_firmware
     from n6.reloc.image import Image

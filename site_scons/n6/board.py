@@ -5,11 +5,9 @@ import os
 import tomllib
 from dataclasses import dataclass
 
+from .board_files import available_boards
 from .errors import N6Error
 
-BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                          "firmware", "boards")
-DEFAULT_BOARD = "stm32n6570-dk"
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
 HEADERS = ("2byte", "1byte")
 
@@ -111,19 +109,6 @@ class Board:
     def key(self):
         """The file stem, as given to BOARD=."""
         return os.path.splitext(os.path.basename(self.path))[0]
-
-
-def board_path(name_or_path):
-    """BOARD= value → file: a path to a .toml file, or the name of a bundled board."""
-    if name_or_path.endswith(".toml") or os.sep in name_or_path:
-        return name_or_path
-    path = os.path.join(BOARDS_DIR, name_or_path + ".toml")
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
-
-
-def available_boards():
-    return sorted(f[:-5] for f in os.listdir(BOARDS_DIR) if f.endswith(".toml"))
 
 
 def load_board(path):

@@ -144,23 +144,27 @@ def _buffer(path, table, name, fields, labels):
     return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1")
 
 
+_TRAILER = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/|^#[^\n]*)+$", re.S | re.M)
 _C_TOKENS = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|/\*', re.S)
 
 
 def check_complete(path, text):
     """A generated C file cut short (an interrupted copy, a full disk) is reported as such, not
     as a missing pool or as compiler errors: every block closed, nothing after the last one."""
-    depth = 0
+    depth = last_close = 0
     for m in _C_TOKENS.finditer(text):
         tok = m.group(0)
         if tok == "{":
             depth += 1
         elif tok == "}":
             depth -= 1
+            last_close = m.start()
         elif tok == "/*":
             depth = -1 if depth == 0 else depth
             break
-    tail = re.sub(r"(?:\s|//[^\n]*|/\*.*?\*/|^#[^\n]*)+$", "", text, flags=re.S | re.M)
+    # what follows the last closing brace, without trailing blanks, comments and # lines (the
+    # search starts there: from the top of a large file it costs seconds)
+    tail = _TRAILER.sub("", text[last_close:])
     if depth != 0 or not text.strip() or not tail.endswith(("}", ";")):
         lines = text.count("\n") + 1
         raise N6Error(path, f"truncated: the file ends inside a block or a comment ({len(text)} bytes, {lines} lines)",

@@ -5,6 +5,8 @@ import re
 from .errors import N6Error
 from .releases import release_for_atonn
 
+# The author line of the simulated tool's C files; a real stedgeai output never has it.
+SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
 # Every path the build reads from an install (real or simulated: both have this layout).
 CLI = os.path.join("Utilities", "linux", "stedgeai")
 LL_ATON = os.path.join("Middlewares", "ST", "AI", "Npu", "ll_aton")

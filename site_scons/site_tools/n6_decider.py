@@ -27,6 +27,12 @@ def _stat_cache_csig(node):
     return sig or ""
 
 
+def _content_signature(env, path):
+    """A file's content signature as the decider sees it ("" if it does not exist)."""
+    cache = _CACHE[0]
+    return (cache.signature(os.path.abspath(path), _hash_file) if cache else None) or ""
+
+
 def generate(env):
     build_dir = env.Dir("$BUILD_DIR").abspath
     if _CACHE[0] is None:
@@ -35,6 +41,7 @@ def generate(env):
         SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
         atexit.register(_save)
     env.Decider("content")
+    env.AddMethod(_content_signature, "N6ContentSignature")
 
 
 def _save():

@@ -15,7 +15,7 @@ import tempfile
 import SCons.Action
 import SCons.Script
 
-from n6.board import board_path, load_board
+from n6.board_files import board_path
 from n6.errors import N6Error
 from n6_scons import reports_errors, say
 
@@ -113,6 +113,7 @@ def flash_targets(env, model_images, install_release):
                  if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested:
         return []
+    from n6.board import load_board
     board = load_board(board_path(env["BOARD"]))
     models = _models_to_flash(env, requested, model_images, board, install_release.header_words > 24)
     nodes = _flash_step(env, models)
@@ -145,6 +146,7 @@ def _flash_step(env, models):
     key = env.Dir("$BUILD_DIR").abspath
     model_images, install_release = _CONTEXT[key]
     bpath = board_path(env["BOARD"])
+    from n6.board import load_board
     board = load_board(bpath)
     multi = install_release.header_words > 24
     backend, install = _backend_choice(env, board)
@@ -291,6 +293,7 @@ def _flash_action(target, source, env):
     if ran != cfg["models"]:          # the board holds one set: a second one would overwrite the first
         raise N6Error(None, f"one run would put {', '.join(ran)} and then {', '.join(cfg['models'])} on the board",
                       "flash (or run) one model set at a time")
+    from n6.board import load_board
     board = load_board(cfg["board"])
     models = [ModelFiles(m, cfg["files"][m]["network"], cfg["files"][m]["params"]) for m in cfg["models"]]
     flags = 0 if cfg["copy_mode"] else mrel.FLAG_XIP

@@ -86,12 +86,13 @@ def _show(target, source, env):
 def _requested_models(env, c_infos):
     """The models the command line asks to profile: `profile-<model>`, and for `profile` the
     models `scons flash` puts on the board (MODEL=, else the board file's, else every model)."""
-    from n6.board import board_path, load_board
     names = set()
     for t in SCons.Script.COMMAND_LINE_TARGETS:
         if t.startswith("profile-") and t[len("profile-"):] in c_infos:
             names.add(t[len("profile-"):])
         elif t == "profile":
+            from n6.board import load_board
+            from n6.board_files import board_path
             chosen = [m for m in env.get("MODEL", "").split(",") if m] or \
                 list(load_board(board_path(env["BOARD"])).images.models)
             names |= set(chosen or c_infos)
@@ -101,7 +102,7 @@ def _requested_models(env, c_infos):
 def profile_targets(env, c_infos):
     """`profile` / `profile-<model>` for what the command line asks (an ordinary build defines no
     profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
-    from n6.board import board_path
+    from n6.board_files import board_path
     baseline = env.get("PROFILE_BASELINE")
     models = _requested_models(env, c_infos)
     if models and baseline and not os.path.isfile(baseline):

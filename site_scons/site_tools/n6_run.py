@@ -11,6 +11,7 @@ import json
 import os
 
 import SCons.Action
+import SCons.Script
 
 from n6.errors import N6Error
 from n6_scons import code_version, library_code, progress, reports_errors, say
@@ -132,11 +133,29 @@ def _validate_action(target, source, env):
     write_text(target[0].abspath, json.dumps(report, indent=1) + "\n")
 
 
+def run_targets(env, specs):
+    """`run` / `validate` / `run-<model>` / `validate-<model>` for what the command line asks (an
+    ordinary build declares no run step: declaring one reads the board file and lists the probes);
+    call after FlashTargets. `specs`: the models that have an image."""
+    from n6.board_files import board_path
+    by_name = {spec.name: spec for spec in specs}
+    wanted = set()
+    for t in SCons.Script.COMMAND_LINE_TARGETS:
+        verb, _, name = t.partition("-")
+        if verb in ("run", "validate") and name in by_name:
+            wanted.add(name)
+        elif t in ("run", "validate"):
+            board_file = os.path.abspath(board_path(env["BOARD"]))
+            wanted |= {n for n in by_name if _chosen(env, n, board_file)}
+    return [run_model(env, by_name[name]) for name in sorted(wanted)]
+
+
 def run_model(env, spec):
     """(run node, validate node) of one model; call after FlashTargets. The run reads what the
     flash step put on the board: it depends on the model's `flash/on_board.json` (env.OnBoard), so
     a changed image is flashed first."""
-    from n6.board import board_path, load_board
+    from n6.board import load_board
+    from n6.board_files import board_path
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     on_board = env.OnBoard(spec.name)
     install_root, install, _ = env.StedgeaiInstall()
@@ -189,7 +208,7 @@ _VALIDATE_ACTION = SCons.Action.Action(_validate_action, progress("VALIDATE", la
 
 
 def generate(env):
-    env.AddMethod(run_model, "N6RunModel")
+    env.AddMethod(run_targets, "RunTargets")
 
 
 def exists(env):

@@ -17,7 +17,7 @@ import SCons.Action
 import SCons.Builder
 
 from n6 import gcc_flags
-from n6.board import DEFAULT_BOARD, board_path, load_board
+from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
 from n6.models import c_identifier
 from n6.sizes import parse_size
@@ -44,7 +44,7 @@ def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
     opts = json.loads(source[-1].read())
     prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
-            opts["install_version"], opts["absolute_flash_pools"])
+            opts["install_version"], opts["absolute_flash_pools"], opts["simulated_install"])
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def check_variables(env):
     """The variables every model shares: a bad one fails at once, not once per model."""
     if env.get("RELOC_NAME"):
         c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
-    budgets(env)
+    _budget_board(env)
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
@@ -75,7 +75,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     opts = reloc_options(env, spec)
     stem = os.path.splitext(os.path.basename(str(network_c)))[0]
     name = opts["name"] or stem
-    install_root, install_rel, _ = env.StedgeaiInstall()
+    install_root, install_rel, simulated = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, SW_LIB_INC)
     plt_dir = os.path.join(install_root, PLATFORM)
@@ -83,7 +83,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
-                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"],
+                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"], "simulated_install": simulated,
                  "install_version": list(install_rel.atonn), "raws": sorted(str(r) for r in raws)}   # paths: the params description names them
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
                                 [env.Value(json.dumps(prep_opts, sort_keys=True))])
@@ -91,51 +91,70 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
 
     defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
                for d in gcc_flags.defines(name, opts["dbg_info"], opts["ecblob_in_params"])]
-    cenv = arm.Clone(CCFLAGS=gcc_flags.compile_flags(opts["secure"]), CPPDEFINES=defines,
-                     CPPPATH=[rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)])
+    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts["secure"]), "CPPDEFINES": defines,   # no copy
+                         "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)]})
 
-    flag_sets = {}
+    flag_envs = {}   # one environment per flag set, shared by its objects
 
     def obj(src, name_):
         key = (tuple(EXTRA_DEFINES.get(name_, [])), name_ in NEEDS_SW_LIB_INC)
-        if key not in flag_sets:
-            flag_sets[key] = cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
-                                                CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else []))
-        return cenv.Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src, **flag_sets[key])
+        if key not in flag_envs:
+            flag_envs[key] = cenv.Override(cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
+                                                              CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else [])))
+        return flag_envs[key].Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src)
 
     # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
     # include the model's configuration header from the model's build folder.
     first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
     late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
-    env.Requires(first + late, env.StedgeaiInstallNodes())   # order only: the installed headers exist first
     # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
-    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), first + late,
+    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), _longest_first([first[0], late[0]], first[1:] + late[1:]),
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
-    pack_opts = {"split": opts["split"], "name": name, "budgets": budgets(env),
+    board = _budget_board(env)
+    pack_opts = {"split": opts["split"], "name": name, "budgets": budgets(env), "board": board,
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
     env.Depends(prepared + code + image, library_code(env))
+    if board:
+        env.Depends(image, board)
     return image
 
 
+def _longest_first(prepared, runtime):
+    """The link's inputs in the order SCons starts them under -j: the prepared sources' (prepare
+    comes before them), then the runtime's largest sources first, as a proxy for the longest
+    compiles. A stable order (an installed file's size), or SCons would relink; the command line
+    keeps ST's link order ($RELOC_FIRST, $RELOC_LATE)."""
+    def size(obj):
+        source = obj[0].sources[0].abspath
+        return os.path.getsize(source) if os.path.isfile(source) else 0
+    return prepared + sorted(runtime, key=size, reverse=True)
+
+
 def budgets(env):
-    """The size gate's budgets (bytes; None: gate off): the RELOC_*_SIZE variables where given,
-    else the board file's (BOARD=)."""
-    board = None
+    """The size gate's budgets (bytes; None: gate off) as the RELOC_*_SIZE variables give them;
+    "board" where the board file's (BOARD=) applies: the pack step reads the file, an input of it."""
     out = {}
     for k in ("flash", "params_flash", "exec_ram", "ext_ram"):
         value = env.get(f"RELOC_{k.upper()}_SIZE", "")
-        if value in ("", None):
-            board = board or load_board(board_path(env.get("BOARD", DEFAULT_BOARD)))
-            out[k] = board.budgets[k]
-        else:
-            out[k] = parse_size(value, f"RELOC_{k.upper()}_SIZE", allow_none=True)
+        out[k] = "board" if value in ("", None) else parse_size(value, f"RELOC_{k.upper()}_SIZE", allow_none=True)
     return out
+
+
+def _budget_board(env):
+    """The board file the size gate reads, if any budget comes from it (a missing one: one line)."""
+    if "board" not in budgets(env).values():
+        return None
+    path = board_path(env.get("BOARD", DEFAULT_BOARD))
+    if not os.path.isfile(path):
+        from n6.board import load_board
+        load_board(path)   # says which boards there are
+    return path
 
 
 def _link_emitter(target, source, env):
@@ -164,8 +183,13 @@ def _pack_action(target, source, env):
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     from n6.reloc.report import Budgets
     opts = json.loads(source[-1].read())
+    limits = opts["budgets"]
+    if opts["board"]:
+        from n6.board import load_board
+        board = load_board(opts["board"]).budgets
+        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
     pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts["name"],
-              Budgets(**opts["budgets"], copy_mode=opts["copy_mode"]), split=opts["split"])
+              Budgets(**limits, copy_mode=opts["copy_mode"]), split=opts["split"])
 
 
 @reports_errors

@@ -13,6 +13,7 @@ import sys
 import SCons.Action
 import SCons.Builder
 import SCons.Node.FS
+import SCons.Script
 
 from n6 import gcc_flags
 from n6.errors import N6Error
@@ -41,12 +42,6 @@ def _install(env):
     return _INSTALLS[key]
 
 
-def _sim_install_action(target, source, env):
-    from stedgeai_sim.install import write_file
-    root = _install(env)[0]
-    write_file(root, env["STEDGEAI_SIM_RELEASE"], os.path.relpath(target[0].abspath, root), python=sys.executable)
-
-
 @functools.cache
 def sim_python_sources():
     """The simulated tool's own code and the n6 modules it imports (top level only, never
@@ -57,30 +52,21 @@ def sim_python_sources():
 
 
 def build_sim_install(env, arm_env):
-    """Lay out the simulated install and build its PIC runtime archive with the real GCC."""
-    from stedgeai_sim.install import installed_files, runtime_lib_path, runtime_lib_sources
+    """Lay out the simulated install, then build its PIC runtime archive with the real GCC. The
+    tree is laid out at once (when what it is made from changed), not as build steps: like a real
+    install it is in place before the build reads it, and the build takes it by the same path."""
+    from stedgeai_sim.install import runtime_lib_path, runtime_lib_sources, sync
     root, rel, _ = _install(env)
-    facts = env.Value(json.dumps({"release": rel.core_full, "atonn": rel.atonn, "python": sys.executable}))
-    files = []   # one node per file: a template change redoes that file only
-    for relpath, src in installed_files(rel.core).items():
-        files += env.StedgeaiSimInstall(os.path.join(root, relpath), ([src] if src else []) + [facts])
+    if not (SCons.Script.GetOption("help") or SCons.Script.GetOption("clean")):
+        if sync(root, rel.core, sys.executable, env.N6ContentSignature):
+            say(f"  INSTALL  {os.path.relpath(root)} (simulated ST Edge AI Core {rel.core_full})")
     objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
                            CPPPATH=[os.path.join(root, SW_LIB_INC)],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
             for src in runtime_lib_sources()]
-    arm_env.Requires(objs, files)   # headers reached only by #include: installed before any compile
     lib = arm_env.StaticLibrary(os.path.join(root, runtime_lib_path(rel.core)), objs)
-    _INSTALL_NODES[env.subst("$BUILD_DIR")] = files
-    return files + lib
-
-
-_INSTALL_NODES = {}
-
-
-def install_nodes(env):
-    """The files of the simulated install (none for a real one): what a compile needs in place
-    before it runs, since a scanner cannot see headers of a tree that does not exist yet."""
-    return _INSTALL_NODES.get(env.subst("$BUILD_DIR"), [])
+    env.Clean(lib, env.Dir(root))
+    return lib
 
 
 def runtime_lib(env):
@@ -161,7 +147,7 @@ def generate_model(env, spec, outdir):
         from stedgeai_sim.install import installed_files
         root = _install(env)[0]
         sources += [os.path.join(root, f) for f in installed_files(args["release"]) if f.startswith("Utilities")]
-        sources += code_version(env, "stedgeai-sim", sim_python_sources())
+        sources.append(code_version(env, "stedgeai-sim", sim_python_sources()))
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets
@@ -172,13 +158,10 @@ def generate(env):
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
-    env["BUILDERS"]["StedgeaiSimInstall"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_sim_install_action, progress("INSTALL")))
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
     env.AddMethod(runtime_lib, "StedgeaiRuntimeLib")
-    env.AddMethod(install_nodes, "StedgeaiInstallNodes")
     if SIM_DIR not in sys.path:
         sys.path.insert(0, SIM_DIR)
 

@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, os.path.join(ROOT, "sim", "programmer"))
 
 from n6.atomic import write_text  # noqa: E402
-from n6.board import board_path, load_board  # noqa: E402
+from n6.board import load_board  # noqa: E402
+from n6.board_files import board_path  # noqa: E402
 from n6.flash import mrel  # noqa: E402
 from n6.releases import release  # noqa: E402
 from n6.reloc.check import LoaderError  # noqa: E402

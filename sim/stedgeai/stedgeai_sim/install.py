@@ -5,6 +5,7 @@ exactly like a real install through STEDGEAI_CORE_DIR. The PIC runtime archive i
 the build compiles it with the real arm-none-eabi-gcc (see runtime_lib_sources())."""
 import functools
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -59,7 +60,7 @@ SIM_JSON_PATH = os.path.join("Utilities", "linux", "stedgeai_sim.json")
 
 def installed_files(core):
     """{path in the install: its template, or None for a file written from scratch}, for every
-    file materialize() writes (the build makes one node per file from this)."""
+    file materialize() writes."""
     rel = release(core)
     files = {_dest(rel, r): src for r, src in template_files()}
     return dict(files, **{LAUNCHER_PATH: None, SIM_JSON_PATH: None})
@@ -91,6 +92,49 @@ def write_file(dest, core, relpath, python=None):
 def materialize(dest, core, python=None):
     for relpath in installed_files(core):
         write_file(dest, core, relpath, python)
+
+
+STAMP = ".stedgeai-sim-install"
+
+
+def _file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def install_digest(core, python, signature=_file_digest):
+    """What the install of `core` is made from: each file's path and template, the release facts,
+    the launcher's Python and this module. `signature(path)`: a content signature of a file."""
+    rel = release(core)
+    h = hashlib.sha256(json.dumps([rel.core_full, rel.atonn, python]).encode())
+    for relpath, src in sorted(installed_files(core).items()):
+        h.update(f"{relpath}\0{signature(src) if src else ''}\0".encode())
+    h.update(signature(os.path.abspath(__file__)).encode())
+    return h.hexdigest()
+
+
+def sync(dest, core, python, signature=_file_digest):
+    """Make `dest` the install of `core` unless its stamp says it already is; returns whether it
+    wrote. The stamp goes last (and first away): an interrupted sync is redone by the next one.
+    Files an older layout had are removed; the runtime archive (built by the build) is kept."""
+    digest = install_digest(core, python, signature)
+    stamp = os.path.join(dest, STAMP)
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            if f.read().strip() == digest:
+                return False
+        os.unlink(stamp)
+    except OSError:
+        pass
+    materialize(dest, core, python)
+    keep = {os.path.normpath(p) for p in installed_files(core)}
+    for folder, _, names in os.walk(dest):
+        for name in names:
+            rel = os.path.relpath(os.path.join(folder, name), dest)
+            if rel not in keep and not rel.startswith(RUNTIME_LIB_DIR + os.sep):
+                os.unlink(os.path.join(folder, name))
+    write_text(stamp, digest + "\n")
+    return True
 
 
 if __name__ == "__main__":

@@ -57,6 +57,17 @@ class RunResult:
     host_seconds: float = 0.0
 
 
+def _link_errors():
+    """What a port raises when the board goes away: pyserial's errors, OSError, and on POSIX
+    termios.error (a flush/tcdrain on a port whose other side vanished)."""
+    import serial
+    try:
+        import termios
+        return serial.SerialException, OSError, termios.error
+    except ImportError:
+        return serial.SerialException, OSError
+
+
 class Client:
     def __init__(self, port, framing=None, timeouts=None, name=None):
         self.link = Link(port, framing or Framing())
@@ -101,12 +112,11 @@ class Client:
 
     # -- transport ------------------------------------------------------------------------------
     def _io(self, fn, *args):
-        import serial
         try:
             return fn(*args)
-        except (serial.SerialException, OSError) as e:
-            raise BoardError(self.name, f"connection lost ({getattr(e, 'strerror', None) or e})",
-                             "check the cable; reset the board") from None
+        except _link_errors() as e:
+            why = getattr(e, "strerror", None) or (e.args[1] if len(e.args) == 2 else e)
+            raise BoardError(self.name, f"connection lost ({why})", "check the cable; reset the board") from None
 
     def send(self, message, what):
         try:

@@ -1,13 +1,12 @@
 """The linked ELF → the code image (header, RO part, data image, REL table, EC blobs).
 
-Reads sections, symbols and relocations with pyelftools, checks them, builds the REL table and
-patches the header's REL range and data; the params come later (pack). Only this step needs
-pyelftools, and it reruns only when the ELF changes."""
+Reads sections with pyelftools, checks them, builds the REL table and patches the header's REL
+range and data; the params come later (pack). Symbol and relocation tables are unpacked in one
+pass per table (pyelftools parses one entry per call: two thirds of the step on a real model).
+Only this step needs pyelftools, and it reruns only when the ELF changes."""
 import struct
 
 from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
 
 from ..errors import N6Error
 from .image import (FAKE_SIZE, FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, CodeImage,
@@ -18,8 +17,18 @@ REQUIRED_SECTIONS = (".flash", ".rel.flash", ".data", ".rel.data", ".relocs", ".
 SECTION_SEGMENT = {".flash": SEG_FLASH, ".relocs": SEG_FLASH, ".data": SEG_RAM, ".bss": SEG_RAM,
                    ".params_0": SEG_PARAM0, ".params_1": SEG_PARAM1, ".params_2": 0xA}
 R_ARM_ABS32, R_ARM_REL32, R_ARM_THM_CALL, R_ARM_GOT_BREL, R_ARM_THM_JUMP24, R_ARM_GOT_PREL = 2, 3, 10, 26, 30, 96
+STT_SECTION, SHN_UNDEF = 3, 0
+ELF32_SYM = struct.Struct("<3I2BH")      # st_name st_value st_size st_info st_other st_shndx
+ELF32_REL = {"SHT_REL": struct.Struct("<2I"), "SHT_RELA": struct.Struct("<2Ii")}   # r_offset r_info [r_addend]
 ACCEPTED = {R_ARM_ABS32: "R_ARM_ABS32", R_ARM_GOT_BREL: "R_ARM_GOT_BREL", R_ARM_THM_CALL: "R_ARM_THM_CALL",
             R_ARM_THM_JUMP24: "R_ARM_THM_JUMP24", R_ARM_REL32: "R_ARM_REL32", R_ARM_GOT_PREL: "R_ARM_GOT_PREL"}
+
+
+class Symbol:
+    __slots__ = ("name", "value", "size", "type", "shndx")
+
+    def __init__(self, name, value, size, info, shndx):
+        self.name, self.value, self.size, self.type, self.shndx = name, value, size, info & 0xF, shndx
 
 
 class _Elf:
@@ -31,12 +40,21 @@ class _Elf:
         except Exception:
             self.f.close()
             raise N6Error(path, "not an ELF file", "re-run the link step") from None
-        self.sections = {s.name: s for s in self.elf.iter_sections()}
-        symtab = self.elf.get_section_by_name(".symtab")
-        if not isinstance(symtab, SymbolTableSection):
+        self.section_list = list(self.elf.iter_sections())
+        self.sections = {s.name: s for s in self.section_list}
+        symtab = self.sections.get(".symtab")
+        if symtab is None or symtab["sh_type"] != "SHT_SYMTAB" or symtab["sh_entsize"] != ELF32_SYM.size:
             raise N6Error(path, "no symbol table", "link without stripping symbols")
-        self.symtab = symtab
-        self.symbols = {s.name: s for s in symtab.iter_symbols() if s.name}
+        self.symtab = self.symbol_table(symtab)
+        self.symbols = {s.name: s for s in self.symtab if s.name}
+
+    def symbol_table(self, section):
+        strtab = self.section_list[section["sh_link"]].data()
+        out = []
+        for st_name, value, size, info, _, shndx in ELF32_SYM.iter_unpack(section.data()):
+            out.append(Symbol(strtab[st_name:strtab.index(b"\0", st_name)].decode(errors="replace"),
+                              value, size, info, shndx))
+        return out
 
     def data(self, name):
         s = self.sections.get(name)
@@ -72,24 +90,30 @@ def _rel_table(e, skipped):
     data_sec = e.sections[".data"]
     d_lo, d_hi = data_sec["sh_addr"], data_sec["sh_addr"] + data_sec["sh_size"]
     sites = []
-    for sec in e.elf.iter_sections():
-        if not isinstance(sec, RelocationSection):
+    tables = {}
+    for sec in e.section_list:
+        entry = ELF32_REL.get(sec["sh_type"])
+        if entry is None or not sec["sh_size"]:
             continue
-        symtab = e.elf.get_section(sec["sh_link"])
-        for r in sec.iter_relocations():
-            if r["r_info_sym"] == 0:
+        link = sec["sh_link"]
+        if link not in tables:
+            tables[link] = e.symtab if e.section_list[link].name == ".symtab" else \
+                e.symbol_table(e.section_list[link])
+        symtab = tables[link]
+        for at, info, *_ in entry.iter_unpack(sec.data()):
+            if info >> 8 == 0:
                 continue
-            sym = symtab.get_symbol(r["r_info_sym"])
+            sym = symtab[info >> 8]
             name = sym.name
-            if sym["st_info"]["type"] == "STT_SECTION":
-                name = e.elf.get_section(sym["st_shndx"]).name
+            if sym.type == STT_SECTION:
+                name = e.section_list[sym.shndx].name
             if name.startswith(".debug_"):
                 continue
-            rtype, at = r["r_info_type"], r["r_offset"]
+            rtype = info & 0xFF
             if rtype not in ACCEPTED:
                 _fail(e.path, f"unsupported relocation type {rtype} against '{name}' at 0x{at:08X}",
                       "compile with the PIC flags of the relocatable build (-fpic -msingle-pic-base ...)")
-            if sym["st_value"] == 0 and sym["st_shndx"] == "SHN_UNDEF":
+            if sym.value == 0 and sym.shndx == SHN_UNDEF:
                 _fail(e.path, f"unresolved symbol '{name}' referenced at 0x{at:08X}",
                       "provide it (runtime sources/archive) or remove the reference")
             if any(lo <= at < hi for lo, hi in skipped):
@@ -118,7 +142,7 @@ def code_image(elf_path):
                     d.foff += len(ec_blobs)
                     data[at:at + d.SIZE] = d.pack()
         entries = e.symbols["_network_entries"]
-        sites = _rel_table(e, [(entries["st_value"], entries["st_value"] + entries["st_size"])])
+        sites = _rel_table(e, [(entries.value, entries.value + entries.size)])
     finally:
         e.close()
 

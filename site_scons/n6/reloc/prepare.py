@@ -11,6 +11,7 @@ from ..atomic import atomic_open, write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
 from ..network_c import parse_network_c
+from ..stedgeai_install import SIMULATED_AUTHOR
 from ..releases import release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
@@ -118,10 +119,14 @@ def check_absolute_flash(network_c, pools):
                           "it anyway like ST's flow with RELOC_ABSOLUTE_FLASH_POOLS=1")
 
 
-def analyse(network_c, name=None, install_version=None, absolute_flash_pools=False):
+def analyse(network_c, name=None, install_version=None, absolute_flash_pools=False, simulated_install=False):
     """Parse and classify; no file is written. `install_version` is the LL_ATON version of the
-    ST Edge AI install the image will be compiled against."""
+    ST Edge AI install the image will be compiled against (`simulated_install`: the simulated one,
+    whose runtime compiles the simulated tool's outputs only)."""
     net = parse_network_c(network_c)
+    if simulated_install and SIMULATED_AUTHOR not in net.text[:4096]:
+        raise N6Error(network_c, "written by a real ST Edge AI Core: the simulated install's runtime cannot compile it",
+                      "set STEDGEAI_CORE_DIR to the ST Edge AI Core install that generated it")
     folder = os.path.dirname(network_c) or "."
     stem = os.path.splitext(os.path.basename(network_c))[0]
     rel = check_version(network_c, net.version, install_version)
@@ -223,9 +228,10 @@ def reloc_c(prep, network_c_text, stem):
         "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
 
 
-def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_version=None, absolute_flash_pools=False):
+def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_version=None, absolute_flash_pools=False,
+            simulated_install=False):
     """Run the prepare step; returns the Prepared description."""
-    prep = analyse(network_c, name, install_version, absolute_flash_pools)
+    prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install)
     stem = os.path.splitext(os.path.basename(network_c))[0]
     folder = os.path.dirname(network_c) or "."
     n = prep.name
