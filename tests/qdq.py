@@ -20,11 +20,14 @@ def quantize(src, dst, samples, per_channel, fuse=()):
     onnx.save(quantize_qdq(onnx.load(str(src)), samples, per_channel, fuse), str(dst))
 
 
-def reference(model_path, x):
-    """onnxruntime (no graph optimisation: the DQ → float op → Q semantics) of float input x."""
+def reference(model_path, x, fused=False):
+    """onnxruntime of float input x: without graph optimisation, the DQ → float op → Q semantics
+    step by step; fused=True, its default session, which fuses each DQ → op → Q into an integer
+    operator (QLinearConv, QLinearSigmoid, ...): what an int8 deployment computes."""
     import onnxruntime as ort
     opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if not fused:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
     return sess.run(None, {sess.get_inputs()[0].name: x})[0]
 

@@ -32,13 +32,13 @@ def _bundled():
 
 
 # What each bundled model meets against its reference, in output LSB (max over the outputs), with
-# the same top-1 everywhere. ONNX source models against onnxruntime, measured on seeds 5-7:
-# kws_mlp, cifar_cnn, big_mlp 0 and digits_mlp 1 (1 allows a rounding tie), mobilenet_v2 2,
-# tiny_yolo 19 (seed 5; 13 on seeds 6-7: rounding differences add up over its layers). The
-# prebuilt folder and the .tflite source (ds_cnn) against the host build of the same generated C:
-# exact. The board equals the host build exactly in every case.
+# the same top-1 everywhere. ONNX source models against onnxruntime's default session (integer
+# QLinear operators), measured on seeds 5-7: kws_mlp, cifar_cnn, big_mlp 0 and digits_mlp 1 (1
+# allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The prebuilt
+# folder and the .tflite source (ds_cnn) against the host build of the same generated C: exact.
+# The board equals the host build exactly in every case.
 TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
-                 "mobilenet_v2": 2, "tiny_yolo": 19}
+                 "mobilenet_v2": 0, "tiny_yolo": 0}
 # Runs per seed: 3, or 1 where the emulator is slow for the model.
 RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1}
 

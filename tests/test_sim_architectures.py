@@ -16,15 +16,15 @@ from n6.reloc import check
 from test_sim_operators import check_within
 
 ARCHITECTURES = ("mobilenet_v2", "ds_cnn", "tiny_yolo", "digits_mlp")
-# Measured max error at the output on 8 seeded inputs. The int8 kernels are exact where
-# onnxruntime's float steps are reproducible (tables, pools, copies, requantisation ties to even);
-# convolutions are not: onnxruntime sums float products (DQ -> float Conv -> Q), so an output whose
-# value lies within float rounding of a .5 tie may round the other way, and the detector's later
-# layers (LeakyRelu, the Sigmoid head on a finer grid) amplify such a rare 1 LSB.
 KINDS = {"mobilenet_v2": {"Conv2D", "DepthwiseConv2D", "Add", "AvgPool", "Flatten", "Dense", "Softmax"},
          "ds_cnn": {"Conv2D", "DepthwiseConv2D", "AvgPool", "Flatten", "Dense", "Softmax"},
          "tiny_yolo": {"Conv2D", "LeakyRelu", "MaxPool", "Resize", "Concat", "Sigmoid"}}
-TOLERANCE_LSB = {"mobilenet_v2": 0, "ds_cnn": 0, "tiny_yolo": 13}
+# Measured max error at the output, in LSB, against onnxruntime's default session (fused integer
+# operators) on the 8 seeded inputs below. On 48 more (seed 11): tiny_yolo 0, mobilenet_v2 and
+# ds_cnn 1, where onnxruntime's fused Add (fixed-point scale ratios) and Softmax (its own
+# exp table) round their own way; the kernels follow the float definition there (the float path
+# gives 2, 0, 13 on those inputs). Top-1 agrees on all 56.
+TOLERANCE_LSB = {"mobilenet_v2": 0, "ds_cnn": 0, "tiny_yolo": 0}
 
 
 def _model_file(name):
@@ -56,6 +56,13 @@ def _samples(shape, n=8, seed=5):
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "tiny_yolo", "ds_cnn"])
 def test_architecture_matches_onnxruntime(sim_install, tmp_path, ds_cnn_onnx, name):
+    """The reference is onnxruntime as a user (and `scons validate`) runs it: its default session
+    fuses each DQ -> op -> Q into an integer operator (int32 accumulation, float32 requantisation,
+    ties to even), what an int8 deployment computes. Without graph optimisation onnxruntime sums
+    float products instead, which is off the exact value by float rounding: where a convolution's
+    exact output lies within that of a .5 tie it can round the other way (see the test below),
+    and the detector's LeakyRelu layers and Sigmoid head on a finer grid amplify that 1 LSB to
+    13 LSB (tiny_yolo, 1 of the 8 inputs; mobilenet_v2 and ds_cnn stay at 0 LSB on that path too)."""
     model = ds_cnn_onnx if name == "ds_cnn" else _model_file(name)
     out = _generate(model, tmp_path / "st_ai_output", name)
     exe, info = build(out, sim_install("2.2"), tmp_path)
@@ -64,10 +71,9 @@ def test_architecture_matches_onnxruntime(sim_install, tmp_path, ds_cnn_onnx, na
     report = open(os.path.join(out, "network_generate_report.txt")).read()
     assert all(f"({k})" in report for k in KINDS[name])
     shape = info["graphs"][0]["original_inputs"][0]["shape"]
-    worst, agree, equal = check_within(model, exe, info, tmp_path, _samples(shape), TOLERANCE_LSB[name])
+    worst, agree, equal = check_within(model, exe, info, tmp_path, _samples(shape), TOLERANCE_LSB[name], fused=True)
     print(f"{name}: max {worst} LSB off onnxruntime, {100 * equal:.1f} % of outputs equal, top-1 agrees on {agree}/8")
-    if name != "tiny_yolo":    # classifiers: the same class
-        assert agree == 8
+    assert agree == 8
 
 
 def test_tflite_and_onnx_of_one_network_compute_the_same(sim_install, tmp_path, ds_cnn_onnx):
@@ -154,3 +160,55 @@ def test_each_layer_fed_onnxruntime_input_is_within_1_lsb(sim_install, tmp_path,
     feeds = [qdq.intermediate(full, src, x) for x in _samples(_input_shape(full), n=3)]
     assert list(feeds[0].shape) == shape
     check_within(str(tmp_path / "layer.onnx"), exe, info, tmp_path, feeds, 1)
+
+
+def _exact_conv(xq, x_zp, wq, bias, pads, strides):
+    """int64 accumulators of an int8 convolution (group 1, no dilation), computed in numpy."""
+    x = np.pad(xq.astype(np.int64) - x_zp, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    (_, _, kh, kw), (sh, sw) = wq.shape, strides
+    oh, ow = (x.shape[2] - kh) // sh + 1, (x.shape[3] - kw) // sw + 1
+    acc = sum(np.einsum("oc,nchw->nohw", wq[:, :, ky, kx].astype(np.int64),
+                        x[:, :, ky:ky + sh * (oh - 1) + 1:sh, kx:kx + sw * (ow - 1) + 1:sw])
+              for ky in range(kh) for kx in range(kw))
+    return acc + bias.astype(np.int64)[None, :, None, None]
+
+
+def test_host_convolution_is_the_exactly_rounded_one_where_onnxruntime_float_path_is_not(sim_install, tmp_path):
+    """tiny_yolo's third convolution fed onnxruntime's own int8 input: the host build holds the
+    exact value rounded (rational arithmetic, ties to even) at every output, and onnxruntime's
+    unfused (float) path differs from it only where that exact value lies within 1e-4 of a .5 tie:
+    the float path's rounding error, which the end-to-end test above would amplify."""
+    from fractions import Fraction
+    from onnx import numpy_helper
+    full = _model_file("tiny_yolo")
+    model = onnx.load(full)
+    init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    conv = next(n for n in model.graph.node if n.op_type == "Conv" and n.input[0] == "maxpool_9_dq")
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in conv.attribute}
+    assert attrs.get("group", 1) == 1 and set(attrs.get("dilations", [1])) == {1}
+    qdq.sub_model(full, "maxpool_9_dq", "conv_12_dq", tmp_path / "layer.onnx")
+    out = _generate(str(tmp_path / "layer.onnx"), tmp_path / "st_ai_output", "tiny_yolo")
+    exe, _ = build(out, sim_install("2.2"), tmp_path)
+    sx, zx, sy, zy = (init[k] for k in ("maxpool_9_scale", "maxpool_9_zp", "conv_12_scale", "conv_12_zp"))
+    sw = init["w_10_scale"]
+    near_ties = float_off = 0
+    for x in _samples(_input_shape(full)):
+        feed = qdq.intermediate(full, "maxpool_9_dq", x)
+        xq = qdq.on_grid(feed, sx, zx)
+        floats = qdq.on_grid(qdq.reference(tmp_path / "layer.onnx", feed), sy, zy).astype(int)
+        mine = qdq.from_memory(run(exe, tmp_path, qdq.to_memory(xq)), floats.shape).astype(int)
+        acc = _exact_conv(xq, int(zx), init["w_10_quantized"], init["b_11_quantized"], attrs.get("pads", [0] * 4),
+                          attrs.get("strides", [1, 1]))
+        value = acc * (np.float64(sx) * sw.astype(np.float64)[None, :, None, None] / np.float64(sy))
+        exact = np.rint(value)                         # float64 decides all but the near ties
+        tie = np.abs(value - np.floor(value) - 0.5) < 1e-4
+        for n, o, h, w in np.argwhere(tie):
+            r = Fraction(int(acc[n, o, h, w])) * Fraction(float(sx)) * Fraction(float(sw[o])) / Fraction(float(sy))
+            exact[n, o, h, w] = round(r)               # Fraction: ties to even
+        exact = np.clip(exact + int(zy), -128, 127)
+        assert np.array_equal(mine, exact)
+        assert not np.any((floats != exact) & ~tie)
+        near_ties += int(tie.sum())
+        float_off += int(np.sum(floats != exact))
+    print(f"conv_12: {near_ties} near ties, the float path rounds {float_off} of them off the exact value")
+    assert float_off >= 1       # these inputs show such a value

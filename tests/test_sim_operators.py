@@ -133,16 +133,16 @@ def _quantised(tmp_path, case):
     return tmp_path / "q.onnx", samples
 
 
-def check_within(model, exe, info, tmp_path, samples, lsb):
-    """Host build vs onnxruntime on float samples; returns (max abs LSB, top-1 agreement, share of
-    output values that are equal)."""
+def check_within(model, exe, info, tmp_path, samples, lsb, fused=False):
+    """Host build vs onnxruntime (qdq.reference) on float samples; returns (max abs LSB, top-1
+    agreement, share of output values that are equal)."""
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
     qi, qo = inp["data_format"], outp["data_format"]
     feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples])
     got = np.frombuffer(run(exe, tmp_path, feed), np.int8).reshape(len(samples), -1)
     worst, agree, equal = 0, 0, 0
     for x, g in zip(samples, got):
-        want = qdq.on_grid(qdq.reference(model, x), qo["scale"], qo["zero"])
+        want = qdq.on_grid(qdq.reference(model, x, fused), qo["scale"], qo["zero"])
         mine = qdq.from_memory(g.tobytes(), want.shape)
         worst = max(worst, int(np.max(np.abs(mine.astype(int) - want.astype(int)))))
         agree += int(np.argmax(mine) == np.argmax(want))
