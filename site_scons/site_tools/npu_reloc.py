@@ -126,14 +126,17 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
 
 
 def _longest_first(prepared, runtime):
-    """The link's inputs in the order SCons starts them under -j: the prepared sources' (prepare
-    comes before them), then the runtime's largest sources first, as a proxy for the longest
-    compiles. A stable order (an installed file's size), or SCons would relink; the command line
-    keeps ST's link order ($RELOC_FIRST, $RELOC_LATE)."""
+    """The link's inputs in the order SCons starts them under -j: the largest runtime source (a
+    proxy for the longest compile) first, so that a compiler runs while prepare, a Python step,
+    holds the interpreter and with it the job dispatcher; then the prepared sources (prepare comes
+    before them), then the other runtime sources, largest first. The order is stable (installed
+    files' sizes), or SCons would relink; the command line keeps ST's link order ($RELOC_FIRST,
+    $RELOC_LATE)."""
     def size(obj):
         source = obj[0].sources[0].abspath
         return os.path.getsize(source) if os.path.isfile(source) else 0
-    return prepared + sorted(runtime, key=size, reverse=True)
+    runtime = sorted(runtime, key=size, reverse=True)
+    return runtime[:1] + prepared + runtime[1:]
 
 
 def budgets(env):
