@@ -8,11 +8,10 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import stat
 import sys
 
-from n6.atomic import write_text
+from n6.atomic import write_bytes, write_text
 from n6.releases import release
 from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR
 
@@ -86,7 +85,8 @@ def write_file(dest, core, relpath, python=None):
             text = text.replace(f"@{key}@", str(value))
         write_text(target, text)
     else:
-        shutil.copyfile(src, target)
+        with open(src, "rb") as f:
+            write_bytes(target, f.read())
 
 
 def materialize(dest, core, python=None):
