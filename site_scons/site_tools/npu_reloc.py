@@ -15,6 +15,7 @@ import os
 
 import SCons.Action
 import SCons.Builder
+import SCons.Scanner.C
 
 from n6 import gcc_flags
 from n6.board_files import DEFAULT_BOARD, board_path
@@ -101,7 +102,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
         if key not in flag_envs:
             flag_envs[key] = cenv.Override(cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
                                                               CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else [])))
-        return flag_envs[key].Object(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src)
+        return flag_envs[key].RelocCompile(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src)
 
     # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
     # include the model's configuration header from the model's build folder.
@@ -219,6 +220,8 @@ def generate(env):
     env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
                    RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
                    RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
+    env["BUILDERS"]["RelocCompile"] = SCons.Builder.Builder(   # one C file, the cc tool's command line
+        action=SCons.Action.Action("$CCCOM", "$CCCOMSTR"), source_scanner=SCons.Scanner.C.CScanner())
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
         target_factory=env.Dir)
