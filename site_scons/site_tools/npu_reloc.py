@@ -2,7 +2,7 @@
 
   RelocPrepare  network.c (+ _ecblobs.h, c_info.json, the .raw names) → the reloc sources and
                 the params description (which .raw files, in which order)
-  (compile)     the reloc sources and LL_ATON runtime sources, with ST's flags (arm_gcc env)
+  RelocCompile  one reloc or LL_ATON runtime source → its object, with ST's flags (arm_gcc env)
   RelocLink     objects + runtime archive → <name>.elf + <name>.map, ST's link order
   RelocCode     <name>.elf → the code image (all of the image but the params; pyelftools)
   RelocPack     code image + .raw files → <name>_rel.bin [+ _rel_params.bin] + results JSON,
