@@ -154,33 +154,43 @@ def test_same_size_edit_with_restored_mtime_is_seen(repo):
 
 
 def test_stat_cache_rehashes_racy_entries_only(tmp_path):
-    """Library level: an unchanged old file is hashed once; a file whose mtime is not older than
-    the moment it was hashed is hashed on every run until that is no longer so."""
-    from n6.statcache import MARGIN_NS, StatCache
-    f, old = tmp_path / "a.raw", tmp_path / "b.raw"
+    """Library level: a file is hashed again on every run until it was hashed well after its last
+    change; then never again while its stat stays. Runs are placed in time by their moment."""
+    from n6.statcache import FINE_MARGIN_NS, StatCache
+    f = tmp_path / "a.raw"
     f.write_bytes(b"x" * 10)
-    old.write_bytes(b"y" * 10)
-    os.utime(old, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)
+    t0 = max(os.stat(f).st_mtime_ns, os.stat(f).st_ctime_ns)
     hashed = []
 
     def hash_file(p):
         hashed.append(os.path.basename(p))
         return open(p, "rb").read().decode()
-    cache_path = str(tmp_path / "cache")
-    for _ in range(3):
-        c = StatCache(cache_path, "sha256")
-        assert c.signature(str(f), hash_file) == "x" * 10 and c.signature(str(old), hash_file) == "y" * 10
+
+    def run(at):
+        c = StatCache(str(tmp_path / "cache"), "sha256")
+        c.moment = at
+        sig = c.signature(str(f), hash_file)
         c.save()
-    assert hashed == ["a.raw", "b.raw", "a.raw", "a.raw"]   # the racy one every time, the old one once
-    os.utime(f, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)  # no longer racy once hashed after its mtime
-    for _ in range(2):
-        c = StatCache(cache_path, "sha256")
-        c.signature(str(f), hash_file)
-        c.save()
-    assert hashed[4:] == ["a.raw"]
+        return sig
+    for at in (t0, t0 + FINE_MARGIN_NS // 2, t0 + 2 * FINE_MARGIN_NS, t0 + 3 * FINE_MARGIN_NS):
+        assert run(at) == "x" * 10
+    assert hashed == ["a.raw"] * 3          # racy twice (hashed within the margin), then trusted
+    st = os.stat(f)
     f.write_bytes(b"z" * 10)
-    os.utime(f, ns=(time.time_ns() - 10 * MARGIN_NS,) * 2)   # same size, an old mtime: the ctime moved
-    assert StatCache(cache_path, "sha256").signature(str(f), hash_file) == "z" * 10
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))   # same size, the old mtime back: the ctime moved
+    assert run(t0 + 10 * FINE_MARGIN_NS) == "z" * 10
+
+
+@pytest.mark.parametrize("mtime, ctime, moment, settled", [
+    (10_123_000_000, 10_123_000_000, 10_224_000_000, True),      # stamps below the second: 100 ms
+    (10_123_000_000, 10_123_000_000, 10_200_000_000, False),
+    (10_000_000_000, 10_000_000_000, 11_500_000_000, False),     # whole seconds (FAT, ...): 2 s
+    (10_000_000_000, 10_000_000_000, 12_100_000_000, True),
+    (5_000_000_001, 10_123_000_000, 10_200_000_000, False),      # an old mtime set back: the ctime counts
+])
+def test_stat_cache_margin_follows_the_stamps(mtime, ctime, moment, settled):
+    from n6.statcache import _settled
+    assert _settled((mtime, 10, 1, ctime, 1), moment) is settled
 
 
 def test_outputs_rewritten_within_one_second_still_propagate(repo):

@@ -2,25 +2,36 @@
 never wrong whatever the timing (git's "racy clean" rule, ninja/Bazel's stat fields).
 
 A remembered signature is reused only when the file's (mtime_ns, size, inode, ctime_ns, dev)
-are all unchanged *and* its mtime is older than the moment the signature was taken, minus a
-margin. A file edited in the same tick as (or after) the moment it was hashed is "racy": its
+are all unchanged *and* its last change (mtime or ctime) is older than the moment the signature
+was taken, minus a margin. A file edited in the same tick as (or after) the moment it was hashed is "racy": its
 mtime may not move on a second edit, so it is hashed again until a run starts well after its
 last change. ctime catches a same-size edit whose old mtime was restored (touch -d, cp -p,
-os.utime): only the kernel sets it. The margin covers coarse file-system clocks (the kernel
-stamps files from a clock that lags the one `time.time_ns` reads), 2-second FAT stamps and a
-small clock skew of a network file system."""
+os.utime): only the kernel sets it. The margin covers the stamp's granularity and the clock that
+makes it: a file stamped in whole seconds (FAT's 2 s, some network and old file systems) gets
+2 s; a file stamped below the second, 100 ms: many ticks of the coarse kernel clock that stamps
+files (it lags the one `time.time_ns` reads by at most one tick) and a network file server's
+clock skew of NTP-synchronised machines. So outputs a build just wrote are trusted by the run
+100 ms later, not 2 s later (scripted loops rebuild that fast)."""
 import os
 import pickle
 import time
 
 from .atomic import write_bytes
 
-MARGIN_NS = 2_000_000_000
+MARGIN_NS = 2_000_000_000          # whole-second stamps
+FINE_MARGIN_NS = 100_000_000       # stamps below the second
 FORMAT = 1
 
 
 def stat_key(st):
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, st.st_dev)
+
+
+def _settled(key, moment):
+    """The file's last change (mtime, or ctime: a metadata change such as an mtime set back) was
+    well before `moment`, by the margin its stamps need."""
+    changed = max(key[0], key[3])
+    return changed + (MARGIN_NS if changed % 1_000_000_000 == 0 else FINE_MARGIN_NS) < moment
 
 
 class StatCache:
@@ -52,7 +63,7 @@ class StatCache:
         key = stat_key(st)
         entry = self.entries.get(path)
         if entry is not None and entry[0] == key and not self.always_hash and \
-                key[0] + MARGIN_NS < entry[2]:
+                _settled(key, entry[2]):
             return entry[1]
         sig = hash_file(path)
         try:   # the file may have changed while being read: then record nothing
