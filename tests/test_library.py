@@ -336,3 +336,13 @@ def test_mpool_overlap_and_32_bit_limit(tmp_path):
         parse_mpool(mpool(("A", 0x34000000, 0x1001), ("B", 0x34001000, 0x1000)), "m.mpool")
     with pytest.raises(N6Error, match="beyond the 32-bit address space"):
         parse_mpool(mpool(("A", 0xFFFFF000, 0x1001),), "m.mpool")
+
+
+def test_atomic_write_removes_what_a_killed_writer_left_only(tmp_path):
+    from n6.atomic import write_text
+    path = tmp_path / "out.json"
+    dead, running = tmp_path / "out.json.tmp999999999", tmp_path / f"out.json.tmp{os.getppid()}"
+    dead.write_text("half")
+    running.write_text("being written")
+    write_text(path, "whole")
+    assert path.read_text() == "whole" and not dead.exists() and running.exists()

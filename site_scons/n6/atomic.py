@@ -4,10 +4,25 @@ import glob
 import os
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # someone else's process
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_open(path, mode="wb"):
-    for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run
-        os.unlink(stale)
+    for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run, not a running one
+        pid = stale.rsplit(".tmp", 1)[1]
+        if not (pid.isdigit() and _alive(int(pid))):
+            try:
+                os.unlink(stale)
+            except FileNotFoundError:
+                pass
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, mode) as f:
