@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "sim", "programmer"))
 
-from conftest import bump, copy_repo, make_prebuilt  # noqa: E402
+from conftest import copy_repo, flip_bytes, make_prebuilt  # noqa: E402
 from programmer_sim.board_state import BoardState  # noqa: E402
 
 RATE = 100 * 1000          # bytes/s, program + verify
@@ -57,19 +57,10 @@ def main():
         images = [os.path.join(repo, "build", "big_mlp", n) for n in ("network_rel.bin", "network_rel_params.bin")]
         raw = glob.glob(os.path.join(src, "*.raw"))[0]
 
-        def change(offsets):
-            with open(raw, "r+b") as f:
-                for at in offsets:
-                    f.seek(at)
-                    b = f.read(1)
-                    f.seek(at)
-                    f.write(bytes([b[0] ^ 0x5A]))
-            bump(raw)
-
         rows = [("nothing changed", *flash(repo))]
-        change([123457])
+        flip_bytes(raw, [123457])
         rows.append(("weight-only (1 weight)", *flash(repo)))
-        change([i * 7 * SECTOR + 11 for i in range(10)])
+        flip_bytes(raw, [i * 7 * SECTOR + 11 for i in range(10)])
         rows.append(("weight-only (10 weights)", *flash(repo)))
         rows.append(("code-only (RELOC_SECURE=0)", *flash(repo, "RELOC_SECURE=0")))
         st_bytes = sum(os.path.getsize(p) for p in images)

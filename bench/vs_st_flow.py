@@ -19,7 +19,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from conftest import copy_repo  # noqa: E402
+from conftest import copy_repo, flip_bytes  # noqa: E402
 
 GOALS = {"clean build": 0.60, "weight-only rebuild": 0.10}
 # Both flows run as from a usual shell: Python caches bytecode (ST's npu_driver.py is Python too).
@@ -64,10 +64,7 @@ def main():
                                                  os.path.join(sample_dir, "network.c"), "-o", st_out]))
             shutil.rmtree(os.path.join(repo, "build"), ignore_errors=True)
             times["clean build"].append(timed(ours, cwd=repo, env=env))
-            with open(raw, "r+b") as f:   # same size, new bytes
-                b = f.read(1)
-                f.seek(0)
-                f.write(bytes([b[0] ^ 0xFF]))
+            flip_bytes(raw, [0])   # same size, new bytes
             times["weight-only rebuild"].append(timed(ours, cwd=repo, env=env))
     def med(key, i):
         return statistics.median(t[i] for t in times[key])

@@ -86,15 +86,28 @@ def copy_repo(dest):
     return dest
 
 
-def scons(cwd, *args, check=True):
+def scons(cwd, *args, check=True, env=None, timeout=600):
+    """`scons -Q args` in `cwd`; `env`: variables set on top of this process's (None: removed)."""
+    environ = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}
     proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=timeout, env=environ)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
 
 _CLOCK = [0]
+
+
+def flip_bytes(path, offsets):
+    """New content at `offsets` of `path`, same size (a weight change), and a later mtime."""
+    with open(path, "r+b") as f:
+        for at in offsets:
+            f.seek(at)
+            b = f.read(1)
+            f.seek(at)
+            f.write(bytes([b[0] ^ 0x5A]))
+    bump(path)
 
 
 def bump(path):

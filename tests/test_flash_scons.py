@@ -16,7 +16,7 @@ import pytest
 from n6.flash import mrel
 from programmer_sim.board_state import BoardState
 
-from conftest import MODELS, bump, copy_repo, make_prebuilt, scons
+from conftest import MODELS, bump, copy_repo, flip_bytes, make_prebuilt, scons
 
 S = 0x10000
 SERIAL = "004200000000000000000001"
@@ -32,16 +32,8 @@ def repo(tmp_path_factory):
     return repo
 
 
-def run(repo, *args, env=None, check=True):
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=repo, capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, **(env or {})))
-    if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
 def flash(repo, *args, **kw):
-    return run(repo, "flash", "MODEL=big_mlp", *args, **kw)
+    return scons(repo, "flash", "MODEL=big_mlp", *args, **kw)
 
 
 def board(repo, build="build"):
@@ -72,14 +64,7 @@ def raw_path(repo):
 
 
 def change_raw(repo, offsets):
-    path = raw_path(repo)
-    with open(path, "r+b") as f:
-        for at in offsets:
-            f.seek(at)
-            b = f.read(1)
-            f.seek(at)
-            f.write(bytes([b[0] ^ 0x5A]))
-    bump(path)
+    flip_bytes(raw_path(repo), offsets)
 
 
 def differing_sectors(old, new, base):
@@ -143,9 +128,9 @@ def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
 
 def test_records_survive_clean(repo):
     recs = records(repo)
-    run(repo, "-c", "big_mlp", "RELOC_SPLIT=1")
+    scons(repo, "-c", "big_mlp", "RELOC_SPLIT=1")
     assert recs and records(repo) == recs
-    run(repo, "big_mlp", "RELOC_SPLIT=1")
+    scons(repo, "big_mlp", "RELOC_SPLIT=1")
 
 
 def test_one_byte_raw_change_split(repo):
@@ -223,7 +208,7 @@ def test_interrupted_by_sigint_then_completed(repo):
     flash(repo, "RELOC_SPLIT=1")
     kept = records(repo)
     change_raw(repo, [k * S + 2 for k in range(1, 13)])
-    run(repo, "big_mlp", "RELOC_SPLIT=1")             # build first: only the flash is interrupted
+    scons(repo, "big_mlp", "RELOC_SPLIT=1")             # build first: only the flash is interrupted
     programs = len(board(repo).events("program"))
     proc = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "flash", "MODEL=big_mlp", "RELOC_SPLIT=1"],
                             cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -289,11 +274,11 @@ def _model_names(repo):
 
 
 def test_several_models_without_a_choice_is_one_line(repo):
-    proc = run(repo, "flash", check=False)
+    proc = scons(repo, "flash", check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         f"scons: *** several models and no choice: {', '.join(_model_names(repo))}"
         " (fix: scons flash MODEL=<name>, or models = [...] in firmware/boards/stm32n6570-dk.toml)"]
-    proc = run(repo, "flash", "MODEL=big_mlp,kws_mlp", check=False)
+    proc = scons(repo, "flash", "MODEL=big_mlp,kws_mlp", check=False)
     assert proc.returncode == 2 and "a 2.x install holds one model on the board at a time" in proc.stderr
 
 
@@ -308,7 +293,7 @@ def test_documented_failure_through_scons_is_one_line(repo):
 
 def test_flash_model_switch_invalidates_the_other_models_stamp(repo):
     flash(repo, "RELOC_SPLIT=1")
-    run(repo, "flash-tiny_prebuilt", "RELOC_SPLIT=1")
+    scons(repo, "flash-tiny_prebuilt", "RELOC_SPLIT=1")
     assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json"))
     flash(repo, "RELOC_SPLIT=1")                     # runs again: the board holds tiny_prebuilt now
     assert_board_holds(repo, split=True)
@@ -317,7 +302,7 @@ def test_flash_model_switch_invalidates_the_other_models_stamp(repo):
 
 def test_multi_model_flash_3x(repo):
     args = ["BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash", "MODEL=kws_mlp,cifar_cnn"]
-    run(repo, *args)
+    scons(repo, *args)
     st = board(repo, "build30")
     kws, cifar = image(repo, "network_rel.bin", "kws_mlp", "build30"), image(repo, "network_rel.bin", "cifar_cnn",
                                                                               "build30")
@@ -326,13 +311,13 @@ def test_multi_model_flash_3x(repo):
     assert mrel.parse(header) == (mrel.FLAG_XIP, [(0x71000000, 0), (cifar_at, 0)])
     assert st.read(0x71000000, len(kws)) == kws and st.read(cifar_at, len(cifar)) == cifar
     before = calls(repo, "build30")
-    assert "is up to date" in run(repo, *args).stdout and calls(repo, "build30") == before
-    run(repo, "BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash-kws_mlp")
+    assert "is up to date" in scons(repo, *args).stdout and calls(repo, "build30") == before
+    scons(repo, "BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash-kws_mlp")
     assert mrel.parse(st.read(0x70FFF000, 20)) == (mrel.FLAG_XIP, [(0x71000000, 0)])
     assert not os.path.exists(os.path.join(repo, "build30", "cifar_cnn", "flash", "on_board.json"))
     path = _board_file(repo, "overlap.toml", **{"multi_model_header = 0x70FFF000": "multi_model_header = 0x71000000"})
     before = calls(repo, "build30")
-    proc = run(repo, *args, f"BOARD={path}", check=False)
+    proc = scons(repo, *args, f"BOARD={path}", check=False)
     assert "build/" not in proc.stderr.split("overlaps")[0] and proc.returncode == 2
     assert ("build30/kws_mlp/network_rel.bin: " in proc.stderr and "bytes at 0x71000000-" in proc.stderr and
             "overlaps multi-model header (kws_mlp, cifar_cnn) (28 bytes at 0x71000000-0x7100001C)" in proc.stderr)
@@ -348,14 +333,14 @@ def test_on_board_gives_other_steps_the_flash_step(repo):
                 '    env.Alias("probe-run", env.Command("$BUILD_DIR/probe-run.txt", env.OnBoard("tiny_prebuilt"),\n'
                 '              Copy("$TARGET", "$SOURCE")))\n')
     try:
-        run(repo, "probe-run")
+        scons(repo, "probe-run")
         st = board(repo)
         tiny = image(repo, "network_rel.bin", "tiny_prebuilt")
         assert st.read(0x71000000, len(tiny)) == tiny
         assert json.load(open(os.path.join(repo, "build", "probe-run.txt")))["model"] == "tiny_prebuilt"
         before = calls(repo)
-        assert "is up to date" in run(repo, "probe-run").stdout and calls(repo) == before
-        proc = run(repo, "probe-run", "flash", "MODEL=big_mlp", "FORCE=1", check=False)   # both steps run
+        assert "is up to date" in scons(repo, "probe-run").stdout and calls(repo) == before
+        proc = scons(repo, "probe-run", "flash", "MODEL=big_mlp", "FORCE=1", check=False)   # both steps run
         assert proc.returncode == 2 and "on the board (fix: flash (or run) one model set at a time)" in proc.stderr
     finally:
         open(sconstruct, "w").write(original)
@@ -364,11 +349,11 @@ def test_on_board_gives_other_steps_the_flash_step(repo):
 def test_size_gate_budgets_come_from_the_board_file(repo):
     path = _board_file(repo, "small.toml", **{"exec_ram = { base = 0x34060000, size = 0xA0000 }":
                                                "exec_ram = { base = 0x34060000, size = 0x100 }"})
-    proc = run(repo, "kws_mlp", f"BOARD={path}", check=False)
+    proc = scons(repo, "kws_mlp", f"BOARD={path}", check=False)
     assert proc.returncode == 2 and "does not fit: exec RAM (XIP) needs" in proc.stderr and \
         "256 available" in proc.stderr
-    run(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
-    proc = run(repo, "kws_mlp", "BOARD=nosuch", check=False)
+    scons(repo, "kws_mlp", f"BOARD={path}", "RELOC_EXEC_RAM_SIZE=640K")        # the variable overrides the board
+    proc = scons(repo, "kws_mlp", "BOARD=nosuch", check=False)
     assert proc.returncode == 2 and "firmware/boards/nosuch.toml: board file not found" in proc.stderr
 
 
@@ -415,12 +400,12 @@ def test_gate_places_absolute_external_ram_pools(repo):
             if p["fname"] == "xSPI1":
                 p.pop("mode")                                      # absolute at 0x90000000
         open(mpool, "w").write(json.dumps(spec))
-        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram")
+        proc = scons(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram")
         assert "xSPI1   0x03020600  RESET.ACTIV.WCACHED" in proc.stdout
         path = _board_file(repo, "no-psram-map.toml", **{
             "external_ram_device = { base = 0x90000000, size = 0x02000000 }": ""})
         before = calls(repo, "build-psram")
-        proc = run(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram", f"BOARD={path}", check=False)
+        proc = scons(repo, "flash", "MODEL=kws_mlp", "BUILD_DIR=build-psram", f"BOARD={path}", check=False)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
             "scons: *** [build-psram/kws_mlp/flash/on_board.json] build-psram/kws_mlp/network_rel.bin: absolute pool "
             "'xSPI1' at 0x90000000-0x90000280 (640 bytes) is outside the board's external RAM 0x90100000-0x91C00000 "

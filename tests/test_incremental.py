@@ -196,16 +196,14 @@ def test_stat_cache_margin_follows_the_stamps(mtime, ctime, moment, settled):
 def test_outputs_rewritten_within_one_second_still_propagate(repo):
     """Every file the n6 steps write keeps one whole-second mtime here (the prepared sources, the
     code image): compile and pack must still see their new content."""
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tests", "fixtures", "frozen_mtime"))
+    env = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "frozen_mtime")}
     c = os.path.join(repo, "models", "tiny_prebuilt", "network.c")
     images = []
     for old, new in ((127, 126), (126, 125)):
         text = open(c).read()
         open(c, "w").write(text.replace(f".act_max = {old},", f".act_max = {new},", 1))
         bump(c)
-        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "tiny_prebuilt"], cwd=repo, env=env,
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
+        proc = scons(repo, "tiny_prebuilt", env=env)
         assert [v for v, _ in steps(proc)] == ["PREPARE", "CC", "LINK", "IMAGE", "PACK"], (new, proc.stdout)
         images.append(_image(repo, "tiny_prebuilt"))
     assert images[0] != images[1]
@@ -348,11 +346,9 @@ def test_cache_dir_is_opt_in_and_restores_outputs(tmp_path):
     proc = scons(repo, f"CACHE_DIR={tmp_path / 'cache'}", "kws_mlp")
     assert "Retrieved" in proc.stdout and _image(repo, "kws_mlp") == image
     other = copy_repo(tmp_path / "nocache")   # without CACHE_DIR nothing is stored or retrieved
-    env = {k: v for k, v in os.environ.items() if k != "N6_CACHE_DIR"}
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "kws_mlp"], cwd=other, env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0 and "Retrieved" not in proc.stdout
+        proc = scons(other, "kws_mlp", env={"N6_CACHE_DIR": None})
+        assert "Retrieved" not in proc.stdout
         shutil.rmtree(os.path.join(other, "build", "kws_mlp"))
 
 

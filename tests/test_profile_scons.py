@@ -4,13 +4,12 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUNDLED, bump, copy_repo
+from conftest import BUNDLED, bump, copy_repo, scons
 from test_profiling import _check_nesting, render_in_chromium
 
 MODELS = (*BUNDLED, "tiny_prebuilt")
@@ -21,12 +20,8 @@ def repo(tmp_path_factory):
     return copy_repo(tmp_path_factory.mktemp("profile"))
 
 
-def run(repo, *args, env=None, check=True):
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=repo, capture_output=True, text=True,
-                          timeout=1800, env=dict(os.environ, **(env or {})))
-    if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
+def run(repo, *args, **kw):
+    return scons(repo, *args, timeout=1800, **kw)   # profiles emulate every epoch
 
 
 def steps(proc):

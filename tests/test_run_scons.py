@@ -3,8 +3,6 @@ the host build of the same generated C, validation against onnxruntime, reruns o
 board's content or the options change, board faults as one-line errors leaving no run.json."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -95,9 +93,7 @@ def test_board_fault_is_one_line_and_leaves_no_run_json(repo):
     run_json = os.path.join(repo, "build", "kws_mlp", "run", "run.json")
     if os.path.exists(run_json):
         os.unlink(run_json)
-    env = dict(os.environ, N6_SIM_BOARD_FAULT="silence")
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "run", "MODEL=kws_mlp"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = scons(repo, "run", "MODEL=kws_mlp", env={"N6_SIM_BOARD_FAULT": "silence"}, check=False, timeout=120)
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert len(errors) == 1 and "no answer to SYNC" in errors[0] and "Traceback" not in proc.stderr
