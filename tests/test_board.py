@@ -74,6 +74,17 @@ def test_missing_board_lists_the_bundled_ones():
         load_board(board_path("nosuchboard"))
 
 
+@pytest.mark.parametrize("make, problem", [
+    (lambda p: p.write_bytes(b"name = \"dk\xe9\"\n"), r"board file is not UTF-8 \(byte 0xE9"),
+    (lambda p: p.mkdir(), "board file is a folder"),
+])
+def test_unreadable_board_file_is_one_line(tmp_path, make, problem):
+    path = tmp_path / "b.toml"
+    make(path)
+    with pytest.raises(N6Error, match=problem):
+        load_board(path)
+
+
 def test_board_state_sparse_erase_before_program(tmp_path):
     state = BoardState(tmp_path / "board")
     assert state.probe() == {"serial": "004200000000000000000001", "boot": "development"}

@@ -2,11 +2,12 @@
 written, image addresses, RAM budgets, the programmer and the serial link of one board. Loaded
 with the standard library's tomllib; every wrong key or value is one N6Error naming file and key."""
 import os
-import tomllib
 from dataclasses import dataclass
 
 from .board_files import available_boards
 from .errors import N6Error
+from .jsonfile import read_text
+from .tomlfile import parse_toml
 
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
 HEADERS = ("2byte", "1byte")
@@ -115,25 +116,19 @@ def load_board(path):
     """Parse and check one board file → Board (parsed once per content: every model's steps of
     one build ask for it)."""
     path = str(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+    if not os.path.exists(path):
         raise N6Error(path, "board file not found",
-                      f"use BOARD= with one of {', '.join(available_boards())} or a path to a .toml file") from None
-    if (path, raw) not in _BOARDS:
-        _BOARDS[path, raw] = _parse_board(path, raw)
-    return _BOARDS[path, raw]
+                      f"use BOARD= with one of {', '.join(available_boards())} or a path to a .toml file")
+    text = read_text(path, "board file")
+    if (path, text) not in _BOARDS:
+        _BOARDS[path, text] = _parse_board(path, parse_toml(path, text, "board file"))
+    return _BOARDS[path, text]
 
 
 _BOARDS = {}
 
 
-def _parse_board(path, raw):
-    try:
-        data = tomllib.loads(raw.decode())
-    except tomllib.TOMLDecodeError as e:
-        raise N6Error(path, f"malformed board file: {e}", "fix the TOML syntax") from None
+def _parse_board(path, data):
     r = _Reader(path, data)
     name = r.value("", "name", str)
     flash_t, images_t, memory_t = r.table("flash"), r.table("images"), r.table("memory")

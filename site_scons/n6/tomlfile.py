@@ -7,7 +7,10 @@ from .jsonfile import read_text
 
 
 def read_toml(path, what="TOML file"):
-    text = read_text(path, what)
+    return parse_toml(path, read_text(path, what), what)
+
+
+def parse_toml(path, text, what="TOML file"):
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
