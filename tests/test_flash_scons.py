@@ -162,8 +162,23 @@ def test_code_only_change_writes_network_sectors_only(repo):
     proc = flash(repo, "RELOC_SPLIT=1", "RELOC_SECURE=0")       # other compiler flags, same weights
     assert "non-secure image on a secure firmware" in proc.stdout
     assert written(repo)["network_rel.bin"] == (1, 1) and written(repo)["network_rel_params.bin"][0] == 0
+    before = calls(repo)
+    flash(repo, "RELOC_SPLIT=1")                                # back: the flash step runs again
+    assert calls(repo) > before and written(repo)["network_rel_params.bin"][0] == 0
+
+
+def test_flash_code_change_reruns_the_flash_step(repo):
+    """What reaches the board also comes from library code (the gate, the multi-model header)."""
     flash(repo, "RELOC_SPLIT=1")
-    assert written(repo)["network_rel_params.bin"][0] == 0
+    code = os.path.join(repo, "site_scons", "n6", "flash", "mrel.py")
+    text = open(code).read()
+    try:
+        open(code, "a").write("\n# a change of the header code\n")
+        before = calls(repo)
+        flash(repo, "RELOC_SPLIT=1")
+        assert calls(repo) > before and sum(w for w, _ in written(repo).values()) == 0
+    finally:
+        open(code, "w").write(text)
 
 
 def test_force_rewrites_everything(repo):

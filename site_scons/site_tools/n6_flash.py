@@ -15,9 +15,9 @@ import tempfile
 import SCons.Action
 import SCons.Script
 
-from n6.board_files import board_path
+from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
-from n6_scons import reports_errors, say
+from n6_scons import library_code, reports_errors, say
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
@@ -43,11 +43,11 @@ def _find_backend(choice, board):
     from n6.flash.cubeprogrammer import find_cli
     if choice == "pyocd":
         return "pyocd", None
-    install = find_cli(os.environ)
     if choice == "simulated":
         from n6.flash.cubeprogrammer import CLI_NAME, SIM_BIN, CliInstall
-        install = CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "FLASH_BACKEND=simulated")
-    elif choice == "stm32cubeprogrammer" and install.simulated:
+        return "stm32cubeprogrammer", CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "FLASH_BACKEND=simulated")
+    install = find_cli(os.environ)
+    if choice == "stm32cubeprogrammer" and install.simulated:
         raise N6Error(board.path, "programmer stm32cubeprogrammer requested but STM32_Programmer_CLI was not found",
                       "install STM32CubeProgrammer and set STM32_PROGRAMMER_CLI or STM32_CUBE_IDE_DIR")
     return "stm32cubeprogrammer", install
@@ -172,6 +172,7 @@ def _flash_step(env, models):
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
     nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
                         _FLASH_ACTION)
+    env.Depends(nodes, library_code(env))   # the checks and the multi-model header are library code
     env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
         env.AlwaysBuild(nodes)
@@ -262,7 +263,7 @@ def _make_backend(cfg, board, log_path, serial):
                           board.programmer.access_port, serial, log_path)
 
 
-def _invalidate_other_stamps(build_dir, own, result, board):
+def _invalidate_other_stamps(build_dir, own, result):
     """Another model's on_board.json whose bytes this flash overwrote no longer holds: remove it,
     so its next flash runs (and finds, by the records, what to write back)."""
     import glob
@@ -346,7 +347,7 @@ def _flash_action(target, source, env):
         write_text(target[2 * i].abspath, json.dumps(on_board, indent=1) + "\n")
         write_text(target[2 * i + 1].abspath, json.dumps(report, indent=1) + "\n")
         own.add(target[2 * i].abspath)
-    _invalidate_other_stamps(cfg["build_dir"], own, result, board)
+    _invalidate_other_stamps(cfg["build_dir"], own, result)
     return None
 
 
@@ -354,7 +355,7 @@ _FLASH_ACTION = SCons.Action.Action(_flash_action, None)   # made once: making o
 
 
 def generate(env):
-    env.SetDefault(BOARD="stm32n6570-dk", MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
+    env.SetDefault(BOARD=DEFAULT_BOARD, MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")
     env.AddMethod(on_board, "OnBoard")
