@@ -224,6 +224,7 @@ def test_bad_baseline_is_a_one_line_error_and_leaves_no_report(tmp_path):
     folder = str(tmp_path / "profile")
     bad = tmp_path / "bad.json"
     bad.write_text('{"epochs": 3}')
+    steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, log=print)   # an earlier report
     with pytest.raises(N6Error, match="not a profile.json"):
         steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=str(bad), log=print)
     assert not any(os.path.exists(os.path.join(folder, f)) for f in steps.FILES)
