@@ -96,6 +96,15 @@ def scons(cwd, *args, check=True, env=None, timeout=600):
     return proc
 
 
+def host_outputs(root, model, inputs):
+    """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
+    from n6.run import host_reference
+    folder = os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt" else \
+        os.path.join(root, "models", model)
+    out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
+    return [o[0] for o in out]
+
+
 _CLOCK = [0]
 
 

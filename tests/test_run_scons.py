@@ -7,21 +7,12 @@ import os
 import numpy as np
 import pytest
 
-from conftest import copy_repo, scons
+from conftest import copy_repo, host_outputs, scons
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     return copy_repo(tmp_path_factory.mktemp("run-repo"))
-
-
-def _host(root, model, tmp_path, inputs):
-    """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
-    from n6.run import host_reference
-    folder = os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt" else \
-        os.path.join(root, "models", model)
-    out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
-    return [o[0] for o in out]
 
 
 def _bundled():
@@ -46,7 +37,7 @@ def test_every_bundled_model_has_a_tolerance():
 
 
 @pytest.mark.parametrize("model", _bundled())
-def test_flash_run_validate(repo, tmp_path, model):
+def test_flash_run_validate(repo, model):
     n = RUNS.get(model, 3)
     tol = f"VALIDATE_TOLERANCE={TOLERANCE_LSB[model]}"
     proc = scons(repo, "flash", "run", "validate", f"MODEL={model}", f"RUNS={n}", "SEED=5", tol)
@@ -57,7 +48,7 @@ def test_flash_run_validate(repo, tmp_path, model):
     (out,) = [f for f in os.listdir(run_dir) if f.startswith("output_")]
     got = np.load(os.path.join(run_dir, out))
     inputs = [bytes.fromhex(bufs[0]) for bufs in run["inputs_data"]]
-    assert [g.tobytes() for g in got] == _host(repo, model, tmp_path, inputs)
+    assert [g.tobytes() for g in got] == host_outputs(repo, model, inputs)
     val = json.load(open(os.path.join(run_dir, "validate.json")))
     assert val["passed"] and len(run["inputs_data"]) == n and len(set(map(str, run["inputs_data"]))) == n
     assert all(o["max_abs_lsb"] <= TOLERANCE_LSB[model] and o["top1"] == 1.0 for o in val["outputs"])

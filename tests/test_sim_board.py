@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from unicorn import UC_HOOK_CODE
 
-from conftest import ROOT, copy_repo, scons
+from conftest import ROOT, copy_repo, host_outputs, scons
 from n6.aivalidation import IO_ONLY, PER_LAYER, BoardError, Client, Timeouts
 from n6.reloc.image import Image, off
 from n6.run.session import simulated_board
@@ -142,15 +142,6 @@ def built(tmp_path_factory):
     return root
 
 
-def host_outputs(root, model, tmp_path, inputs):
-    """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
-    from n6.run import host_reference
-    folder = os.path.join(root, "build", model, "st_ai_output") if model != "tiny_prebuilt" else \
-        os.path.join(root, "models", model)
-    out = host_reference.run(folder, os.path.join(root, "build", "stedgeai-sim", "2.2"), [[x] for x in inputs], 1)
-    return [o[0] for o in out]
-
-
 @pytest.mark.parametrize("model", ["tiny_prebuilt", "kws_mlp"])
 def test_every_inference_is_counted_exactly(built, model):
     """The counts of an IO-only-speed run (no Python hook) equal the per-instruction reference."""
@@ -170,7 +161,7 @@ def _skip_init(call, init):
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_board_outputs_equal_the_host_build_of_the_generated_code(built, tmp_path, model):
+def test_board_outputs_equal_the_host_build_of_the_generated_code(built, model):
     image = os.path.join(built, "build", model, "network_rel.bin")
     with simulated_board(BOARD, image=image) as port, Client.open(port) as c:
         c.connect()
@@ -179,7 +170,7 @@ def test_board_outputs_equal_the_host_build_of_the_generated_code(built, tmp_pat
         inputs = [rng.integers(-128, 128, info.inputs[0].nbytes, dtype=np.int8).tobytes() for _ in range(3)]
         got = [c.run("network", [x], IO_ONLY).outputs[0][1] for x in inputs]
         per_layer = c.run("network", [inputs[0]], PER_LAYER)
-    assert got == host_outputs(built, model, tmp_path, inputs)
+    assert got == host_outputs(built, model, inputs)
     assert per_layer.outputs[0][1] == got[0]
     assert per_layer.epochs and all(e.counters[0] > 0 for e in per_layer.epochs)
     assert per_layer.model_op.counter_values[3] == sum(sum(e.counters) for e in per_layer.epochs)
@@ -230,7 +221,7 @@ FAST = Timeouts(sync=0.5, sys_info=0.5, network_info=2.0, run_ack=1.0, operator=
 
 
 @pytest.mark.parametrize("fault,expect", [
-    ("silence", "no answer to SYNC"), ("garbage", "SYNC"), ("header", "SYNC"), ("slow:1.5", "no answer to SYNC"),
+    ("silence", "no answer to SYNC"), ("garbage", "SYNC: not an aiValidation packet"), ("header", "SYNC"), ("slow:1.5", "no answer to SYNC"),
     ("disconnect:1", "connection lost"), ("crash:1", "no answer to NETWORK_RUN")])
 def test_faults_are_one_line_errors_within_the_timeout(built, monkeypatch, fault, expect):
     monkeypatch.setenv("N6_SIM_BOARD_FAULT", fault)

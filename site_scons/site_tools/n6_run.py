@@ -77,7 +77,7 @@ def _run_action(target, source, env):
     with _session(opts, source[0].abspath) as (client, device, simulated):
         model = client.model(opts["c_name"])
         inputs = inference.make_inputs(model, opts["inputs"] or None, opts["seed"], opts["runs"])
-        model, results = inference.run_model(client, device, model.name, inputs, per_layer=opts["per_layer"])
+        model, results = inference.run_model(client, model.name, inputs, per_layer=opts["per_layer"])
     text, summary = inference.report(model, device, results, simulated)
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(os.path.dirname(target[0].abspath), model, results, summary)
@@ -99,8 +99,8 @@ def _validate_action(target, source, env):
         return [TensorDesc(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"]) for d in items]
     model = ModelInfo(run["model"], descs(run["inputs"]), descs(run["outputs"]), 0, 0, (), "", (), 0, 0)
     inputs = [[bytes.fromhex(h) for h in bufs] for bufs in run["inputs_data"]]
-    from n6.run.inference import _safe
-    got = [np.load(os.path.join(outdir, f"output_{_safe(d.name)}.npy")) for d in model.outputs]
+    from n6.run.inference import output_path
+    got = [np.load(output_path(outdir, d.name)) for d in model.outputs]
     def reference_of(inputs):
         if opts["onnx"]:
             return validate.onnx_reference(opts["onnx"], model, inputs), f"onnxruntime on {opts['onnx']}"
@@ -114,8 +114,8 @@ def _validate_action(target, source, env):
     if opts["test_data"]:      # the model's bundled test set, on the board and on the host reference
         from n6.run import inference
         samples, labels = validate.test_set(opts["test_data"], model)
-        with _session(opts["session"], source[1].abspath) as (client, device, _):
-            board_model, results = inference.run_model(client, device, model.name, samples)
+        with _session(opts["session"], source[1].abspath) as (client, _, _):
+            board_model, results = inference.run_model(client, model.name, samples)
         board = inference.outputs_arrays(board_model, results)[0]
         table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples)[0][0], labels,
                                                              opts["test_data"], reference.split(" on ")[0])

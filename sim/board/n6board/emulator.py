@@ -29,7 +29,6 @@ PAGE = 0x1000
 NPU_REGS = ((0x480C0000, 0x10000), (0x580C0000, 0x10000))   # the NPU register block, both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
-REGS = [UC_ARM_REG_R0 + i for i in range(13)] + [UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_PC]
 
 
 class Fault(Exception):
@@ -152,12 +151,6 @@ class Cpu:
         except UcError:
             return f"<0x{addr:08X}>"
         return raw.split(b"\0", 1)[0].decode("latin-1")
-
-    def region_of(self, addr):
-        for r in self.regions:
-            if r.base <= addr < r.base + r.size:
-                return r.name
-        return None
 
     # -- calls ----------------------------------------------------------------------------------
     def call(self, fn, *args, r9=0, timeout_s=120):

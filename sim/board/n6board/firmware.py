@@ -45,10 +45,6 @@ BUFFER_INFO_SIZE = 56
 EB_LAST, EB_PURE_HW, EB_PURE_SW, EB_HYBRID, EB_BLOB = 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6
 
 
-class NotExecutable(Exception):
-    """The model has work only the NPU can do."""
-
-
 @dataclass
 class Buffer:
     name: str

@@ -11,8 +11,9 @@ import time
 
 from n6.aivalidation import n6_aivalidation_pb2 as pb
 from n6.aivalidation.framing import Framing, Link, LinkError, LinkTimeout
-from n6.aivalidation.messages import (API_RELOC, CAP_OBSERVER, DEVID_N6, OP_INTERNAL, OP_WITHOUT_TENSOR, PER_LAYER,
-                                      RT_ATONN, TENSOR_IN_MEMPOOL, TENSOR_LAST, TENSOR_OUTPUT, TOOLS_GCC, TensorDesc)
+from n6.aivalidation.messages import (API_RELOC, CAP_OBSERVER, DEVID_N6, EPOCH_KINDS, OP_INTERNAL,
+                                      OP_WITHOUT_TENSOR, PER_LAYER, RT_ATONN, TENSOR_IN_MEMPOOL, TENSOR_LAST,
+                                      TENSOR_OUTPUT, TOOLS_GCC, TensorDesc)
 from google.protobuf.message import DecodeError
 
 from .emulator import Fault, NpuAccess
@@ -188,7 +189,7 @@ class Board:
             ep = run.epoch
             if per_layer:
                 self.log_and_wait(f"s:node:evt_pre_start:0:{ep.first}:{ep.first}:{ep.last}:{ep.flags:08X}:"
-                                  f"{ep.kind:08X}:{('HW', 'EXTRA', 'SW', 'HYBRID', 'EC')[ep.kind]}")
+                                  f"{ep.kind:08X}:{EPOCH_KINDS[ep.kind]}")
                 self.log_and_wait(f"s:node:evt_post_end:0:{ep.first}:{ep.first}:{ep.last}:0")
                 counts = [run.start.cycles, 0, run.end.cycles]
                 self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))

@@ -51,7 +51,7 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
     return out
 
 
-def run_model(client, device, name, inputs, per_layer=False, counter_option=0):
+def run_model(client, name, inputs, per_layer=False, counter_option=0):
     model = client.model(name)
     results = [client.run(name, bufs, PER_LAYER if per_layer else IO_ONLY, counter_option, first=i == 0)
                for i, bufs in enumerate(inputs)]
@@ -130,10 +130,12 @@ def report(model, device, results, simulated):
 def save(out_dir, model, results, summary):
     os.makedirs(out_dir, exist_ok=True)
     for desc, arr in zip(model.outputs, outputs_arrays(model, results)):
-        with atomic_open(os.path.join(out_dir, f"output_{_safe(desc.name)}.npy")) as f:
+        with atomic_open(output_path(out_dir, desc.name)) as f:
             np.save(f, arr)
     write_text(os.path.join(out_dir, "run.json"), json.dumps(summary, indent=1) + "\n")
 
 
-def _safe(name):
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "out"
+def output_path(out_dir, name):
+    """Where save() puts the output tensor `name`: output_<name>.npy, the name made file-safe."""
+    return os.path.join(out_dir, "output_" + ("".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "out")
+                        + ".npy")
