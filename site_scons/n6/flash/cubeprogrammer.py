@@ -54,6 +54,12 @@ def _version_key(path):
         os.path.dirname(os.path.dirname(path)))))]
 
 
+def newest_ide_tool(ide, plugin_glob, exe):
+    """`exe` from the newest STM32CubeIDE plugin matching `plugin_glob` (None: no such plugin)."""
+    found = sorted(glob.glob(os.path.join(ide, "plugins", plugin_glob, "tools", "bin", exe)), key=_version_key)
+    return found[-1] if found else None
+
+
 def find_cli(environ=os.environ):
     """STM32_PROGRAMMER_CLI, then the newest CubeProgrammer plugin under STM32_CUBE_IDE_DIR (as
     ST's script does), then PATH; else the simulated programmer."""
@@ -64,11 +70,9 @@ def find_cli(environ=os.environ):
                           "point it at <CubeProgrammer>/bin/STM32_Programmer_CLI or unset it")
         return CliInstall(explicit, os.path.dirname(os.path.abspath(explicit)) == SIM_BIN, "STM32_PROGRAMMER_CLI")
     ide = environ.get("STM32_CUBE_IDE_DIR")
-    if ide:
-        found = sorted(glob.glob(os.path.join(ide, "plugins", PLUGIN_GLOB, "tools", "bin", CLI_NAME)),
-                       key=_version_key)
-        if found:
-            return CliInstall(found[-1], False, "STM32_CUBE_IDE_DIR")
+    found = newest_ide_tool(ide, PLUGIN_GLOB, CLI_NAME) if ide else None
+    if found:
+        return CliInstall(found, False, "STM32_CUBE_IDE_DIR")
     on_path = shutil.which(CLI_NAME, path=environ.get("PATH", ""))
     if on_path:
         return CliInstall(on_path, False, "PATH")

@@ -1,9 +1,7 @@
 """Starting ST's prebuilt aiValidation reloc firmware on a real board (deploy-protocol.md §3.2):
 the variant that fits the image, then ST-LINK_gdbserver + arm-none-eabi-gdb, or pyOCD's Python
 API, loading it into SRAM and jumping to Reset_Handler. The simulated board needs none of this."""
-import glob
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -17,12 +15,11 @@ PLUGINS = {"ST-LINK_gdbserver": "com.st.stm32cube.ide.mcu.externaltools.stlink-g
 
 def find_tool(name, environ=os.environ):
     """The newest STM32CubeIDE plugin's copy (STM32_CUBE_IDE_DIR), else PATH."""
+    from n6.flash.cubeprogrammer import newest_ide_tool
     ide = environ.get("STM32_CUBE_IDE_DIR")
-    if ide:
-        found = sorted(glob.glob(os.path.join(ide, "plugins", PLUGINS[name], "tools", "bin", name)),
-                       key=lambda p: [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", p)])
-        if found:
-            return found[-1]
+    found = newest_ide_tool(ide, PLUGINS[name], name) if ide else None
+    if found:
+        return found
     on_path = shutil.which(name, path=environ.get("PATH", ""))
     if not on_path:
         raise N6Error(None, f"{name} not found", "install STM32CubeIDE and set STM32_CUBE_IDE_DIR, or put "
