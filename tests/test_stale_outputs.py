@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, copy_repo, make_prebuilt, scons, stedgeai_output_folder
+from conftest import ROOT, copy_repo, flip_bytes, make_prebuilt, scons, stedgeai_output_folder
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +78,10 @@ def test_source_model_turned_prebuilt_packs_the_folders_raw_files(repo):
     model = make_prebuilt(repo, "kws_p")
     scons(repo, "kws_p")
     raw = next(os.path.join(model, f) for f in sorted(os.listdir(model)) if f.endswith(".raw"))
-    with open(raw, "r+b") as f:
-        data = bytearray(f.read())
-        data[0] ^= 0x5A
-        f.seek(0)
-        f.write(data)
+    flip_bytes(raw, [0])
+    data = open(raw, "rb").read()
     scons(repo, "kws_p")
-    assert bytes(data) in open(_out(repo, "kws_p", "network_rel.bin"), "rb").read()
+    assert data in open(_out(repo, "kws_p", "network_rel.bin"), "rb").read()
     shutil.rmtree(model)
     scons(repo, "kws_mlp")
 

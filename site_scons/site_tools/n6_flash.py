@@ -211,7 +211,7 @@ def _ext_ram_budget(env, board):
     from n6.sizes import parse_size
     value = env.get("RELOC_EXT_RAM_SIZE")
     if value in (None, ""):
-        return board.memory.external_ram.size
+        return board.budgets["ext_ram"]   # as the pack step's size gate reads it (none on the board: no check)
     return parse_size(value, "RELOC_EXT_RAM_SIZE", allow_none=True)
 
 

@@ -193,7 +193,7 @@ def _pack_action(target, source, env):
         board = load_board(opts["board"]).budgets
         limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
     pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts["name"],
-              Budgets(**limits, copy_mode=opts["copy_mode"]), split=opts["split"])
+              Budgets(**limits, copy_mode=opts["copy_mode"]), split=opts["split"], log=say)
 
 
 @reports_errors

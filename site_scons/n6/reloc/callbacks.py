@@ -41,6 +41,3 @@ def table(release):
     except KeyError:
         raise KeyError(f"no callback table known for ST Edge AI {release} (known: {', '.join(TABLES)})") from None
 
-
-def index(release, name):
-    return table(release).index(name)

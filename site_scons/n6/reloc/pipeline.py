@@ -3,7 +3,6 @@ install), write the results JSON, print the size report and apply the size gate.
 leaves no image behind."""
 import json
 import os
-import sys
 
 from ..atomic import write_text
 from ..errors import N6Error
@@ -20,13 +19,7 @@ def code_step(elf, code_path):
     code_image(elf).save(code_path)
 
 
-def _log(text):
-    """One write per message (print() makes two): a parallel job's progress line never lands inside
-    the multi-line report."""
-    sys.stdout.write(text + "\n")
-
-
-def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=_log):
+def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print):
     try:
         packed = pack(code_path, params_desc, bin_path, split=split)
         try:   # the params CRC-32 was computed from the very bytes written: not read back here
