@@ -15,7 +15,8 @@ SIM = os.path.join(ROOT, "sim", "stedgeai")
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
 SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
-for p in (SITE, SIM, SIM_PROGRAMMER, MODELS):
+SIM_BOARD = os.path.join(ROOT, "sim", "board")
+for p in (SITE, SIM, SIM_PROGRAMMER, SIM_BOARD, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 

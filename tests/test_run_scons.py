@@ -100,4 +100,4 @@ def test_multi_model_board_of_a_3x_release(tmp_path):
     assert "multi-model header" in proc.stdout
     runs = {m: json.load(open(os.path.join(repo, "build", m, "run", "run.json"))) for m in ("kws_mlp", "big_mlp")}
     assert runs["kws_mlp"]["model"] == "kws" and runs["big_mlp"]["model"] == "network"
-    assert runs["kws_mlp"]["outputs"][0]["shape"] == [12] and runs["big_mlp"]["outputs"][0]["shape"] == [10]
+    assert runs["kws_mlp"]["outputs"][0]["shape"] == [1, 12] and runs["big_mlp"]["outputs"][0]["shape"] == [1, 10]

@@ -4,7 +4,6 @@ never passing, and each fault a one-line BoardError within the timeout."""
 import os
 import struct
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -15,10 +14,8 @@ from conftest import ROOT, copy_repo, host_outputs, scons
 from n6.aivalidation import IO_ONLY, PER_LAYER, BoardError, Client, Timeouts
 from n6.reloc.image import Image, off
 from n6.run.session import simulated_board
-
-sys.path.insert(0, os.path.join(ROOT, "sim", "board"))
-from n6board.emulator import Cpu, Fault, NpuAccess, Region  # noqa: E402
-from n6board.firmware import InstalledModel  # noqa: E402
+from n6board.emulator import Cpu, Fault, NpuAccess, Region
+from n6board.firmware import InstalledModel
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 MODELS = ("kws_mlp", "cifar_cnn", "big_mlp", "tiny_prebuilt")
@@ -212,7 +209,7 @@ def test_a_broken_image_never_passes(built, tmp_path, model, how):
             c.connect()
             got = c.run("network", [x[:n]]).outputs[0][1]
     except BoardError as e:
-        assert "HardFault" in str(e) or "INVALID_BIN" in str(e) or "refused" in str(e), str(e)
+        assert any(w in str(e) for w in ("HardFault", "INVALID_BIN", "refused", "no last epoch block")), str(e)
         return
     assert got != want
 

@@ -46,18 +46,6 @@ def test_generated_network_compiles(sim_install, generated, tmp_path, rel, model
     assert proc.returncode == 0, proc.stderr
 
 
-def test_struct_sizes_match_the_arm_gcc_layout(sim_install, tmp_path):
-    """rt_c_struct_sizes is 0x3038 with GCC + dbg info (56-byte buffer info, 48-byte epoch item)."""
-    src = tmp_path / "sizes.c"
-    src.write_text('#include "ll_aton_NN_interface.h"\n'
-                   '_Static_assert(sizeof(LL_Buffer_InfoTypeDef) == 56, "buffer info");\n'
-                   '#ifdef LL_ATON_EB_DBG_INFO\n_Static_assert(sizeof(EpochBlock_ItemTypeDef) == 48, "item");\n'
-                   '#else\n_Static_assert(sizeof(EpochBlock_ItemTypeDef) == 20, "item");\n#endif\n')
-    for dbg in ([], ["-ULL_ATON_EB_DBG_INFO"]):
-        proc = _cc(sim_install("2.2"), tmp_path, str(src), extra=dbg)
-        assert proc.returncode == 0, proc.stderr
-
-
 def test_secure_build_uses_the_secure_npu_alias(sim_install, tmp_path):
     install = sim_install("2.2")
     src = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton", "ll_aton.c")

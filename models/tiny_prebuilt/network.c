@@ -90,12 +90,10 @@ bool LL_ATON_EC_Inference_Init_Default(void)
 
 /* epoch 1: Dense gemm_4 (SW) */
 static const float _epoch_1_multiplier[32] = {
-  0x1.0acb0c0000000p-8f, 0x1.a062ca0000000p-9f, 0x1.c5ca700000000p-9f, 0x1.0f58ac0000000p-8f, 0x1.e718c60000000p-9f, 0x1.97d2320000000p-9f,
-  0x1.04ca400000000p-8f, 0x1.1be5aa0000000p-8f, 0x1.a6f0a00000000p-9f, 0x1.1c37420000000p-8f, 0x1.8661de0000000p-9f, 0x1.1fb23a0000000p-8f,
-  0x1.fc2b120000000p-9f, 0x1.b7c9520000000p-9f, 0x1.a58e1e0000000p-9f, 0x1.daa3f20000000p-9f, 0x1.d9a9c60000000p-9f, 0x1.e81e0e0000000p-9f,
-  0x1.ea3f3e0000000p-9f, 0x1.966b060000000p-9f, 0x1.b5e2e20000000p-9f, 0x1.a1c67e0000000p-9f, 0x1.1297ec0000000p-8f, 0x1.a2e7ee0000000p-9f,
-  0x1.03ad520000000p-8f, 0x1.96bb660000000p-9f, 0x1.025ad40000000p-8f, 0x1.da30b60000000p-9f, 0x1.e7778a0000000p-9f, 0x1.0b9da60000000p-8f,
-  0x1.c1e7aa0000000p-9f, 0x1.06825a0000000p-8f,
+  0x1.0acb0c0000000p-8f, 0x1.a062ca0000000p-9f, 0x1.c5ca700000000p-9f, 0x1.0f58ac0000000p-8f, 0x1.e718c60000000p-9f, 0x1.97d2320000000p-9f, 0x1.04ca400000000p-8f, 0x1.1be5aa0000000p-8f,
+  0x1.a6f0a00000000p-9f, 0x1.1c37420000000p-8f, 0x1.8661de0000000p-9f, 0x1.1fb23a0000000p-8f, 0x1.fc2b120000000p-9f, 0x1.b7c9520000000p-9f, 0x1.a58e1e0000000p-9f, 0x1.daa3f20000000p-9f,
+  0x1.d9a9c60000000p-9f, 0x1.e81e0e0000000p-9f, 0x1.ea3f3e0000000p-9f, 0x1.966b060000000p-9f, 0x1.b5e2e20000000p-9f, 0x1.a1c67e0000000p-9f, 0x1.1297ec0000000p-8f, 0x1.a2e7ee0000000p-9f,
+  0x1.03ad520000000p-8f, 0x1.96bb660000000p-9f, 0x1.025ad40000000p-8f, 0x1.da30b60000000p-9f, 0x1.e7778a0000000p-9f, 0x1.0b9da60000000p-8f, 0x1.c1e7aa0000000p-9f, 0x1.06825a0000000p-8f,
 };
 static void LL_ATON_Start_EpochBlock_1(const void *epoch_block)
 {
@@ -122,8 +120,8 @@ static void LL_ATON_End_EpochBlock_1(const void *epoch_block)
 
 /* epoch 2: Dense gemm_9 (SW) */
 static const float _epoch_2_multiplier[10] = {
-  0x1.f40aa20000000p-10f, 0x1.1860d00000000p-9f, 0x1.94218e0000000p-10f, 0x1.c1e7d00000000p-10f, 0x1.b97ed40000000p-10f, 0x1.fee6340000000p-10f,
-  0x1.09477e0000000p-9f, 0x1.81a2b20000000p-10f, 0x1.a029580000000p-10f, 0x1.bf41f40000000p-10f,
+  0x1.f40aa20000000p-10f, 0x1.1860d00000000p-9f, 0x1.94218e0000000p-10f, 0x1.c1e7d00000000p-10f, 0x1.b97ed40000000p-10f, 0x1.fee6340000000p-10f, 0x1.09477e0000000p-9f, 0x1.81a2b20000000p-10f,
+  0x1.a029580000000p-10f, 0x1.bf41f40000000p-10f,
 };
 static void LL_ATON_Start_EpochBlock_2(const void *epoch_block)
 {
@@ -173,50 +171,44 @@ const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_Default(void)
     {
       .start_epoch_block = LL_ATON_Start_EpochBlock_1,
       .end_epoch_block = LL_ATON_End_EpochBlock_1,
-      .blob_address = NULL,
       .wait_mask = 0x00000000,
       .flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | EpochBlock_Flags_pure_sw,
-#if defined(LL_ATON_EB_DBG_INFO)
+#ifdef LL_ATON_EB_DBG_INFO
       .epoch_num = 1,
       .last_epoch_num = 1,
       .in_streng_mask = 0x00000000,
       .out_streng_mask = 0x00000000,
       .estimated_npu_cycles = 0,
       .estimated_tot_cycles = 2080,
-      .label = "Dense",
-#endif
+#endif // LL_ATON_EB_DBG_INFO
     },
     {
       .start_epoch_block = LL_ATON_Start_EpochBlock_2,
       .end_epoch_block = LL_ATON_End_EpochBlock_2,
-      .blob_address = NULL,
       .wait_mask = 0x00000000,
       .flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | EpochBlock_Flags_pure_sw,
-#if defined(LL_ATON_EB_DBG_INFO)
+#ifdef LL_ATON_EB_DBG_INFO
       .epoch_num = 2,
       .last_epoch_num = 2,
       .in_streng_mask = 0x00000000,
       .out_streng_mask = 0x00000000,
       .estimated_npu_cycles = 0,
       .estimated_tot_cycles = 330,
-      .label = "Dense",
-#endif
+#endif // LL_ATON_EB_DBG_INFO
     },
     {
       .start_epoch_block = LL_ATON_Start_EpochBlock_3,
       .end_epoch_block = LL_ATON_End_EpochBlock_3,
-      .blob_address = NULL,
       .wait_mask = 0x00000000,
       .flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | EpochBlock_Flags_pure_sw,
-#if defined(LL_ATON_EB_DBG_INFO)
+#ifdef LL_ATON_EB_DBG_INFO
       .epoch_num = 3,
       .last_epoch_num = 3,
       .in_streng_mask = 0x00000000,
       .out_streng_mask = 0x00000000,
       .estimated_npu_cycles = 0,
       .estimated_tot_cycles = 10,
-      .label = "Softmax",
-#endif
+#endif // LL_ATON_EB_DBG_INFO
     },
     {
       .flags = EpochBlock_Flags_last_eb,
@@ -227,17 +219,27 @@ const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_Default(void)
 
 const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
 {
-  static const uint32_t shape_1[] = {1, 64};
-  static const uint32_t mem_shape_1[] = {64};
+  static const uint32_t buff_info_shape_1[] = { 1, 1, 64, 1 };
+  static const uint32_t buff_info_mem_shape_1[] = { 1, 64 };
+  static const float buff_info_1_quant_scale[] = { 0x1.229eac0000000p-6f };
+  static const int16_t buff_info_1_quant_offset[] = { 0 };
 #if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0
-  static const uint32_t shape_5[] = {32, 64};
-  static const uint32_t mem_shape_5[] = {32, 64};
-  static const uint32_t shape_6[] = {32};
-  static const uint32_t mem_shape_6[] = {32};
-  static const uint32_t shape_7[] = {10, 32};
-  static const uint32_t mem_shape_7[] = {10, 32};
-  static const uint32_t shape_8[] = {10};
-  static const uint32_t mem_shape_8[] = {10};
+  static const uint32_t buff_info_shape_5[] = { 32, 64, 1, 1 };
+  static const uint32_t buff_info_mem_shape_5[] = { 32, 64 };
+  static const float buff_info_5_quant_scale[] = { 0x1.1ac1ec0000000p-9f, 0x1.b94d340000000p-10f, 0x1.e0f1d80000000p-10f, 0x1.1f954c0000000p-9f, 0x1.021f300000000p-9f, 0x1.b0396a0000000p-10f, 0x1.14652a0000000p-9f, 0x1.2ce28e0000000p-9f, 0x1.c03f700000000p-10f, 0x1.2d39060000000p-9f, 0x1.9dbdf20000000p-10f, 0x1.30e94e0000000p-9f, 0x1.0d49ba0000000p-9f, 0x1.d21a340000000p-10f, 0x1.bec7b80000000p-10f, 0x1.f70abe0000000p-10f, 0x1.f601980000000p-10f, 0x1.02a9a60000000p-9f, 0x1.03ca8e0000000p-9f, 0x1.aebcbe0000000p-10f, 0x1.d016a80000000p-10f, 0x1.bac6320000000p-10f, 0x1.23064a0000000p-9f, 0x1.bbf8f40000000p-10f, 0x1.1337300000000p-9f, 0x1.af11f00000000p-10f, 0x1.11d0700000000p-9f, 0x1.f6909e0000000p-10f, 0x1.0251680000000p-9f, 0x1.1ba1220000000p-9f, 0x1.dcd38c0000000p-10f, 0x1.16379a0000000p-9f };
+  static const int16_t buff_info_5_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+  static const uint32_t buff_info_shape_6[] = { 32, 1, 1, 1 };
+  static const uint32_t buff_info_mem_shape_6[] = { 32 };
+  static const float buff_info_6_quant_scale[] = { 0x1.40fef00000000p-15f, 0x1.f4fafc0000000p-16f, 0x1.10fe080000000p-15f, 0x1.4679600000000p-15f, 0x1.2507520000000p-15f, 0x1.eaacf00000000p-16f, 0x1.39c5ea0000000p-15f, 0x1.5593220000000p-15f, 0x1.fcddb20000000p-16f, 0x1.55f54c0000000p-15f, 0x1.d5b19e0000000p-16f, 0x1.5a25480000000p-15f, 0x1.31b46e0000000p-15f, 0x1.08914a0000000p-15f, 0x1.fb332a0000000p-16f, 0x1.1d88fa0000000p-15f, 0x1.1cf27a0000000p-15f, 0x1.25a4800000000p-15f, 0x1.26ec7a0000000p-15f, 0x1.e8fcca0000000p-16f, 0x1.076ca80000000p-15f, 0x1.f6a6f40000000p-16f, 0x1.4a61820000000p-15f, 0x1.f803320000000p-16f, 0x1.386f1a0000000p-15f, 0x1.e95d800000000p-16f, 0x1.36d7d60000000p-15f, 0x1.1d43a80000000p-15f, 0x1.2540540000000p-15f, 0x1.41fc540000000p-15f, 0x1.0ea7980000000p-15f, 0x1.3bd76e0000000p-15f };
+  static const int16_t buff_info_6_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+  static const uint32_t buff_info_shape_7[] = { 10, 32, 1, 1 };
+  static const uint32_t buff_info_mem_shape_7[] = { 10, 32 };
+  static const float buff_info_7_quant_scale[] = { 0x1.8314f20000000p-9f, 0x1.b214c20000000p-9f, 0x1.38d66c0000000p-9f, 0x1.5c45840000000p-9f, 0x1.55c2e60000000p-9f, 0x1.8b7c9c0000000p-9f, 0x1.9ab47a0000000p-9f, 0x1.2a852c0000000p-9f, 0x1.42267c0000000p-9f, 0x1.5a38ca0000000p-9f };
+  static const int16_t buff_info_7_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+  static const uint32_t buff_info_shape_8[] = { 10, 1, 1, 1 };
+  static const uint32_t buff_info_mem_shape_8[] = { 10 };
+  static const float buff_info_8_quant_scale[] = { 0x1.d1b90a0000000p-16f, 0x1.0522a40000000p-15f, 0x1.7865140000000p-16f, 0x1.a307180000000p-16f, 0x1.9b31e00000000p-16f, 0x1.dbd5d80000000p-16f, 0x1.ee25360000000p-16f, 0x1.672b2e0000000p-16f, 0x1.8399800000000p-16f, 0x1.a08fc20000000p-16f };
+  static const int16_t buff_info_8_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 #endif
   static const LL_Buffer_InfoTypeDef buff_info[] = {
     {
@@ -246,115 +248,120 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
       .offset_start = 0,
       .offset_end = 64,
       .offset_limit = 64,
-      .shape = shape_1,
-      .mem_shape = mem_shape_1,
-      .scale = 0x1.229eac0000000p-6f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 1,
-      .ndims = 2,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 0,
+      .epoch = 1,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_1,
+      .mem_ndims = 2,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_1,
+      .per_channel = 0,
+      .scale = buff_info_1_quant_scale,
+      .offset = buff_info_1_quant_offset,
     },
 #if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0
     {
-      .name = "w_2",
+      .name = "gemm_4_weights",
       .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
       .offset_start = 0,
       .offset_end = 2048,
       .offset_limit = 2048,
-      .shape = shape_5,
-      .mem_shape = mem_shape_5,
-      .scale = 0x1.1ac1ec0000000p-9f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 1,
-      .ndims = 2,
-      .mem_ndims = 2,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 1,
+      .epoch = 1,
+      .batch = 32,
+      .mem_shape = buff_info_mem_shape_5,
+      .mem_ndims = 2,
+      .chpos = CHPos_First,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_5,
+      .per_channel = 1,
+      .scale = buff_info_5_quant_scale,
+      .offset = buff_info_5_quant_offset,
     },
     {
-      .name = "b_3",
+      .name = "gemm_4_bias",
       .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
       .offset_start = 2048,
       .offset_end = 2176,
       .offset_limit = 2176,
-      .shape = shape_6,
-      .mem_shape = mem_shape_6,
-      .scale = 0x1.40fef00000000p-15f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 1,
-      .ndims = 1,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 32,
-      .type = DataType_INT32,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 1,
+      .epoch = 1,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_6,
+      .mem_ndims = 1,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 31,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT32,
+      .nbits = 32,
+      .ndims = 4,
+      .shape = buff_info_shape_6,
+      .per_channel = 1,
+      .scale = buff_info_6_quant_scale,
+      .offset = buff_info_6_quant_offset,
     },
     {
-      .name = "w_7",
+      .name = "gemm_9_weights",
       .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
       .offset_start = 2176,
       .offset_end = 2496,
       .offset_limit = 2496,
-      .shape = shape_7,
-      .mem_shape = mem_shape_7,
-      .scale = 0x1.8314f20000000p-9f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 2,
-      .ndims = 2,
-      .mem_ndims = 2,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 1,
+      .epoch = 2,
+      .batch = 10,
+      .mem_shape = buff_info_mem_shape_7,
+      .mem_ndims = 2,
+      .chpos = CHPos_First,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_7,
+      .per_channel = 1,
+      .scale = buff_info_7_quant_scale,
+      .offset = buff_info_7_quant_offset,
     },
     {
-      .name = "b_8",
+      .name = "gemm_9_bias",
       .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
       .offset_start = 2496,
       .offset_end = 2536,
       .offset_limit = 2536,
-      .shape = shape_8,
-      .mem_shape = mem_shape_8,
-      .scale = 0x1.d1b90a0000000p-16f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 2,
-      .ndims = 1,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 32,
-      .type = DataType_INT32,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 1,
+      .epoch = 2,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_8,
+      .mem_ndims = 1,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 31,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT32,
+      .nbits = 32,
+      .ndims = 4,
+      .shape = buff_info_shape_8,
+      .per_channel = 1,
+      .scale = buff_info_8_quant_scale,
+      .offset = buff_info_8_quant_offset,
     },
 #endif
     {
@@ -366,8 +373,10 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
 
 const LL_Buffer_InfoTypeDef *LL_ATON_Output_Buffers_Info_Default(void)
 {
-  static const uint32_t shape_4[] = {1, 10};
-  static const uint32_t mem_shape_4[] = {10};
+  static const uint32_t buff_info_shape_4[] = { 1, 1, 10, 1 };
+  static const uint32_t buff_info_mem_shape_4[] = { 1, 10 };
+  static const float buff_info_4_quant_scale[] = { 0x1.0000000000000p-8f };
+  static const int16_t buff_info_4_quant_offset[] = { -128 };
   static const LL_Buffer_InfoTypeDef buff_info[] = {
     {
       .name = "q_12",
@@ -375,22 +384,23 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Output_Buffers_Info_Default(void)
       .offset_start = 16,
       .offset_end = 26,
       .offset_limit = 32,
-      .shape = shape_4,
-      .mem_shape = mem_shape_4,
-      .scale = 0x1.0000000000000p-8f,
-      .offset = -128,
-      .batch = 1,
-      .epoch = 3,
-      .ndims = 2,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 0,
+      .epoch = 3,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_4,
+      .mem_ndims = 2,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_4,
+      .per_channel = 0,
+      .scale = buff_info_4_quant_scale,
+      .offset = buff_info_4_quant_offset,
     },
     {
       .name = NULL,
@@ -401,10 +411,14 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Output_Buffers_Info_Default(void)
 
 const LL_Buffer_InfoTypeDef *LL_ATON_Internal_Buffers_Info_Default(void)
 {
-  static const uint32_t shape_2[] = {1, 32};
-  static const uint32_t mem_shape_2[] = {32};
-  static const uint32_t shape_3[] = {1, 10};
-  static const uint32_t mem_shape_3[] = {10};
+  static const uint32_t buff_info_shape_2[] = { 1, 1, 32, 1 };
+  static const uint32_t buff_info_mem_shape_2[] = { 1, 32 };
+  static const float buff_info_2_quant_scale[] = { 0x1.34028a0000000p-7f };
+  static const int16_t buff_info_2_quant_offset[] = { -128 };
+  static const uint32_t buff_info_shape_3[] = { 1, 1, 10, 1 };
+  static const uint32_t buff_info_mem_shape_3[] = { 1, 10 };
+  static const float buff_info_3_quant_scale[] = { 0x1.dcdc4c0000000p-7f };
+  static const int16_t buff_info_3_quant_offset[] = { 0 };
   static const LL_Buffer_InfoTypeDef buff_info[] = {
     {
       .name = "q_6",
@@ -412,22 +426,23 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Internal_Buffers_Info_Default(void)
       .offset_start = 64,
       .offset_end = 96,
       .offset_limit = 96,
-      .shape = shape_2,
-      .mem_shape = mem_shape_2,
-      .scale = 0x1.34028a0000000p-7f,
-      .offset = -128,
-      .batch = 1,
-      .epoch = 1,
-      .ndims = 2,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 0,
+      .epoch = 1,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_2,
+      .mem_ndims = 2,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_2,
+      .per_channel = 0,
+      .scale = buff_info_2_quant_scale,
+      .offset = buff_info_2_quant_offset,
     },
     {
       .name = "q_10",
@@ -435,22 +450,23 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Internal_Buffers_Info_Default(void)
       .offset_start = 0,
       .offset_end = 10,
       .offset_limit = 16,
-      .shape = shape_3,
-      .mem_shape = mem_shape_3,
-      .scale = 0x1.dcdc4c0000000p-7f,
-      .offset = 0,
-      .batch = 1,
-      .epoch = 2,
-      .ndims = 2,
-      .mem_ndims = 1,
-      .Qm = 0,
-      .Qn = 0,
-      .Qunsigned = 0,
-      .nbits = 8,
-      .type = DataType_INT8,
-      .chpos = CHPos_First,
       .is_user_allocated = 0,
       .is_param = 0,
+      .epoch = 2,
+      .batch = 1,
+      .mem_shape = buff_info_mem_shape_3,
+      .mem_ndims = 2,
+      .chpos = CHPos_UNDEFINED,
+      .Qm = 7,
+      .Qn = 0,
+      .Qunsigned = 0,
+      .type = DataType_INT8,
+      .nbits = 8,
+      .ndims = 4,
+      .shape = buff_info_shape_3,
+      .per_channel = 0,
+      .scale = buff_info_3_quant_scale,
+      .offset = buff_info_3_quant_offset,
     },
     {
       .name = NULL,

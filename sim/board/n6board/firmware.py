@@ -6,6 +6,7 @@ image's RAM base, and serves the image's calls through the callback table."""
 import struct
 from dataclasses import dataclass, field
 
+from n6.nn_interface import EpochFlag, read_buffer_infos, read_epoch_blocks
 from n6.releases import release
 from n6.reloc import callbacks
 from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
@@ -40,11 +41,6 @@ def layout_from_board(board):
             "external_ram": (ext.base, ext.size), "regions": regions}
 
 
-DTYPES = {1: "float32", 2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32"}
-BUFFER_INFO_SIZE = 56
-EB_LAST, EB_PURE_HW, EB_PURE_SW, EB_HYBRID, EB_BLOB = 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6
-
-
 @dataclass
 class Buffer:
     name: str
@@ -62,19 +58,19 @@ class Epoch:
     addr: int
     start: int
     end: int
-    flags: int
+    flags: EpochFlag
     first: int
     last: int
-    label: str
 
     @property
     def kind(self):
-        """0 HW, 2 SW, 3 HYBRID, 4 EC (the `aiOperatorMsg.type` low bits)."""
-        if self.flags & EB_BLOB:
-            return 4
-        if self.flags & EB_HYBRID:
-            return 3
-        return 2 if self.flags & EB_PURE_SW else 0
+        """0 HW, 1 EXTRA, 2 SW, 3 HYBRID, 4 EC (the `aiOperatorMsg.type` low bits), tested in the
+        order ST's firmware tests the flags."""
+        for flag, kind in ((EpochFlag.BLOB, 4), (EpochFlag.PURE_SW, 2), (EpochFlag.HYBRID, 3),
+                           (EpochFlag.INTERNAL, 1)):
+            if flag in self.flags:
+                return kind
+        return 0
 
 
 @dataclass
@@ -150,36 +146,26 @@ class InstalledModel:
                                                0))
 
     def _buffers(self, entry):
-        p = self.cpu.call(self.entry(entry), r9=self.r9)
+        """The input or output buffers of the image's table (parameter buffers are listed only
+        with debug info: skipped), where the firmware finds them: LL_Buffer_addr_start."""
         out = []
-        while p:
-            raw = self.cpu.read(p, BUFFER_INFO_SIZE)
-            name_p, base, start, end, _, shape_p, mshape_p = struct.unpack_from("<7I", raw)
-            if not name_p:
-                break
-            scale, zp = struct.unpack_from("<fh", raw, 28)
-            ndims, mndims = raw[38], raw[39]
-            if not raw[47]:        # is_param: parameter buffers are listed with debug info only
-                shape = struct.unpack(f"<{ndims}I", self.cpu.read(shape_p, 4 * ndims)) if ndims else ()
-                mshape = struct.unpack(f"<{mndims}I", self.cpu.read(mshape_p, 4 * mndims)) if mndims else shape
-                out.append(Buffer(self.cpu.c_string(name_p), base + start, end - start,
-                                  DTYPES.get(raw[44], "uint8"), shape, mshape, scale, zp))
-            p += BUFFER_INFO_SIZE
+        for info in read_buffer_infos(self.cpu.read, self.cpu.c_string,
+                                      self.cpu.call(self.entry(entry), r9=self.r9)):
+            if info.is_param:
+                continue
+            base = struct.unpack("<I", self.cpu.read(info.addr_base, 4))[0] if info.is_user_allocated \
+                else info.addr_base
+            out.append(Buffer(info.name, base + info.offset_start, info.nbytes, info.dtype or "uint8", info.shape,
+                              info.mem_shape, info.scale[0] if info.scale else 0.0,
+                              info.offset[0] if info.offset else 0))
         return out
 
     def _epochs(self):
-        size = (self.rt_ctx.rt_c_struct_sizes >> 8) & 0xFF
-        p = self.cpu.call(self.entry("get_epoch_items"), r9=self.r9)
-        out = []
-        while True:
-            raw = self.cpu.read(p, size)
-            start, end, _, _, flags = struct.unpack_from("<5I", raw)
-            if flags & EB_LAST:
-                return out
-            first, last, label = (struct.unpack_from("<ii", raw, 20) + (self.cpu.c_string(
-                struct.unpack_from("<I", raw, 44)[0]),)) if size >= 48 else (len(out) + 1, len(out) + 1, "")
-            out.append(Epoch(p, start, end, flags, first, last, label))
-            p += size
+        blocks = read_epoch_blocks(self.cpu.read, self.cpu.call(self.entry("get_epoch_items"), r9=self.r9),
+                                   self.img.flags.dbg_info)
+        return [Epoch(eb.address, eb.start_epoch_block, eb.end_epoch_block, eb.flags,
+                      i + 1 if eb.epoch_num is None else eb.epoch_num,
+                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num) for i, eb in enumerate(blocks)]
 
     def infer(self, inputs):
         """One inference: write the inputs, inference init, every epoch's start and end function

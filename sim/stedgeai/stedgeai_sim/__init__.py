@@ -7,4 +7,5 @@ the int8 kernels of the simulated LL_ATON runtime, so the generated code compute
 # The modules of the project's library this tool runs (imported directly or through each other):
 # a change of one regenerates every model, a change of any other does not. A test keeps the list
 # equal to what the code imports.
-LIBRARY_MODULES = ("atomic", "errors", "jsonfile", "mpool", "placement", "profile", "releases", "stedgeai_install")
+LIBRARY_MODULES = ("atomic", "errors", "jsonfile", "mpool", "nn_interface", "placement", "profile", "releases",
+                   "stedgeai_install")

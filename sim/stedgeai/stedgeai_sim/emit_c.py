@@ -3,12 +3,15 @@ import struct
 
 import numpy as np
 
+from n6.nn_interface import ChPos
 from n6.stedgeai_install import SIMULATED_AUTHOR
 
 EC_MAGIC = 0x31424345
 EC_OPS = {"conv2d": 1, "dense": 2, "maxpool": 3, "avgpool": 3}
 CTYPE = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "float32": "float"}
 DTYPE = {"int8": "DataType_INT8", "uint8": "DataType_UINT8", "int32": "DataType_INT32", "float32": "DataType_FLOAT"}
+CHPOS = {ChPos.UNDEFINED: "CHPos_UNDEFINED", ChPos.FIRST: "CHPos_First", ChPos.LAST: "CHPos_Last",
+         ChPos.MIXED: "CHPos_Mixed"}
 
 
 def human_size(n):
@@ -35,6 +38,25 @@ def option_lines(options):
             out.append((opt, "true"))
         i += 1
     return out
+
+
+def buffer_layout(t):
+    """(shape, mem_shape, chpos, batch) of a tensor's buffer info, the way ST's network.c writes
+    them: `shape` has four axes, the logical shape padded with 1s after the batch, channels last
+    (B H W C); `mem_shape` is the shape in memory with the batch first (B H W C for the channel-last
+    4-D activations, whose `batch` is the channel count; the logical shape for the rest, channels
+    first from three axes, no channel axis below). Parameters keep their stored shape."""
+    if t.is_param:
+        stored = tuple(int(d) for d in t.data.shape)
+        return (stored + (1,) * (4 - len(stored)), stored, ChPos.FIRST if len(stored) > 1 else ChPos.UNDEFINED,
+                stored[0] if len(stored) > 1 else 1)
+    logical = tuple(int(d) for d in t.shape)
+    if len(logical) > 4:
+        return logical, logical, ChPos.FIRST, 1
+    b, c, h, w = (logical[:1] + (1,) * (4 - len(logical)) + logical[1:]) if logical else (1, 1, 1, 1)
+    if len(logical) == 4:
+        return (b, h, w, c), (b, h, w, c), ChPos.LAST, c
+    return (b, h, w, c), logical, ChPos.FIRST if len(logical) == 3 else ChPos.UNDEFINED, 1
 
 
 def f32(x):
@@ -149,7 +171,7 @@ class CWriter:
                   f"({', '.join(l.label + ' ' + l.name for l in layers)}) */",
                   f"static void _ec_blob_cache_start_func_{epoch}(const void *epoch_block)", "{",
                   "  const EpochBlock_ItemTypeDef *eb = (const EpochBlock_ItemTypeDef *)epoch_block;",
-                  "  ec_run_blob(eb->blob_address);", "}", ""]
+                  "  ec_run_blob((const uint64_t *)EpochBlock_EpochBlobAddr(eb));", "}", ""]
             return L
         layer = layers[0]
         kind, fn, body, pre = self.sw_info(layer, f"_epoch_{epoch}")
@@ -260,56 +282,73 @@ class CWriter:
             ec = layers[0].attrs.get("ec")
             if ec:
                 item = [f".start_epoch_block = _ec_blob_cache_start_func_{epoch},", ".end_epoch_block = NULL,",
-                        f".blob_address = {self.blob_name(epoch)},", ".wait_mask = 0x00000000,",
+                        f".blob_address = (uintptr_t)({self.blob_name(epoch)}),", ".wait_mask = 0,",
                         ".flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | "
-                        "EpochBlock_Flags_pure_hw | EpochBlock_Flags_blob,"]
+                        "EpochBlock_Flags_blob | EpochBlock_Flags_pure_hw,"]
             else:
                 item = [f".start_epoch_block = LL_ATON_Start_EpochBlock_{epoch},",
-                        f".end_epoch_block = LL_ATON_End_EpochBlock_{epoch},", ".blob_address = NULL,",
-                        ".wait_mask = 0x00000000,",
+                        f".end_epoch_block = LL_ATON_End_EpochBlock_{epoch},", ".wait_mask = 0x00000000,",
                         ".flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | EpochBlock_Flags_pure_sw,"]
             cycles = sum(l.attrs.get("macc", 0) for l in layers) + sum(l.output.nbytes for l in layers)
-            label = "+".join(l.label for l in layers)
-            item += ["#if defined(LL_ATON_EB_DBG_INFO)", f".epoch_num = {epoch},", f".last_epoch_num = {epoch},",
+            item += ["#ifdef LL_ATON_EB_DBG_INFO", f".epoch_num = {epoch},", f".last_epoch_num = {epoch},",
                      ".in_streng_mask = 0x00000000,", ".out_streng_mask = 0x00000000,",
                      f".estimated_npu_cycles = {cycles if ec else 0},", f".estimated_tot_cycles = {cycles},",
-                     f'.label = "{label}",', "#endif"]
+                     "#endif // LL_ATON_EB_DBG_INFO"]
             L += ["    {"] + [("" if x.startswith("#") else "      ") + x for x in item] + ["    },"]
         L += ["    {", "      .flags = EpochBlock_Flags_last_eb,", "    },", "  };",
               "  return ll_atonn_rt_epoch_block_array;", "}"]
         return L
 
-    def buffer_entry(self, t, shape_name, mem_shape_name):
-        quant = t.scale if np.ndim(t.scale) == 0 else float(np.asarray(t.scale).flat[0])
+    def buffer_entry(self, t, names):
+        """One LL_Buffer_InfoTypeDef initialiser, with ST's values (see buffer_layout)."""
+        shape, mem_shape, chpos, batch = buffer_layout(t)
+        bits = t.itemsize * 8
+        unsigned = t.dtype.startswith("u")
+        quantised = t.dtype != "float32"
         return ["    {", f'      .name = "{t.name}",',
                 f"      .addr_base = {{(unsigned char *)({self.base(t.pool)})}},",
                 f"      .offset_start = {t.offset},", f"      .offset_end = {t.offset + t.nbytes},",
                 f"      .offset_limit = {t.offset + (t.nbytes + 7) // 8 * 8},",
-                f"      .shape = {shape_name},", f"      .mem_shape = {mem_shape_name},",
-                f"      .scale = {f32(quant)},", f"      .offset = {t.zero_point},", "      .batch = 1,",
-                f"      .epoch = {self.ctx.epoch_of.get(t.name, 0)},", f"      .ndims = {len(t.shape)},",
-                f"      .mem_ndims = {len(t.mem_shape)},", "      .Qm = 0,", "      .Qn = 0,",
-                f"      .Qunsigned = {int(t.dtype == 'uint8')},", f"      .nbits = {t.itemsize * 8},",
-                f"      .type = {DTYPE[t.dtype]},",
-                f"      .chpos = {'CHPos_Last' if len(t.shape) == 4 and not t.is_param else 'CHPos_First'},",
-                "      .is_user_allocated = 0,", f"      .is_param = {int(t.is_param)},", "    },"]
+                "      .is_user_allocated = 0,", f"      .is_param = {int(t.is_param)},",
+                f"      .epoch = {self.ctx.epoch_of.get(t.name, 0)},", f"      .batch = {batch},",
+                f"      .mem_shape = {names['mem_shape']},", f"      .mem_ndims = {len(mem_shape)},",
+                f"      .chpos = {CHPOS[chpos]},", f"      .Qm = {bits - (0 if unsigned else 1) if quantised else 0},",
+                "      .Qn = 0,", f"      .Qunsigned = {int(unsigned)},", f"      .type = {DTYPE[t.dtype]},",
+                f"      .nbits = {bits},", f"      .ndims = {len(shape)},", f"      .shape = {names['shape']},",
+                f"      .per_channel = {int(np.size(t.scale) > 1)},",
+                f"      .scale = {names.get('scale', 'NULL')},", f"      .offset = {names.get('offset', 'NULL')},",
+                "    },"]
+
+    def buffer_arrays(self, t):
+        """The static arrays a buffer info points at, and their names."""
+        shape, mem_shape, _, _ = buffer_layout(t)
+        names = {"shape": f"buff_info_shape_{t.id}", "mem_shape": f"buff_info_mem_shape_{t.id}"}
+        L = [f"  static const uint32_t {names['shape']}[] = {{ {', '.join(map(str, shape))} }};",
+             f"  static const uint32_t {names['mem_shape']}[] = {{ {', '.join(map(str, mem_shape))} }};"]
+        if t.dtype != "float32":
+            scales = np.atleast_1d(np.asarray(t.scale, np.float32)).reshape(-1)
+            names.update(scale=f"buff_info_{t.id}_quant_scale", offset=f"buff_info_{t.id}_quant_offset")
+            L += [f"  static const float {names['scale']}[] = {{ {', '.join(f32(v) for v in scales)} }};",
+                  f"  static const int16_t {names['offset']}[] = {{ {', '.join([str(t.zero_point)] * len(scales))} }};"]
+        return L, names
 
     def buffer_table(self, kind, tensors, params=()):
-        def shape_arrays(ts):
-            return [f"  static const uint32_t {k}shape_{t.id}[] = {{{', '.join(map(str, s))}}};"
-                    for t in ts for k, s in (("", t.shape), ("mem_", t.mem_shape))]
-
         L = [f"const LL_Buffer_InfoTypeDef *LL_ATON_{kind}_Buffers_Info_{self.sym}(void)", "{"]
-        L += shape_arrays(tensors)
+        entries, param_entries = [], []
+        for group, out in ((tensors, entries), (params, param_entries)):
+            for t in group:
+                arrays, names = self.buffer_arrays(t)
+                L += arrays if group is tensors else []
+                out.append((t, names, arrays))
         if params:
-            L += ["#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0"] + shape_arrays(params) + ["#endif"]
+            L += ["#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0"] + [x for _, _, a in param_entries for x in a] + ["#endif"]
         L.append("  static const LL_Buffer_InfoTypeDef buff_info[] = {")
-        for t in tensors:
-            L += self.buffer_entry(t, f"shape_{t.id}", f"mem_shape_{t.id}")
+        for t, names, _ in entries:
+            L += self.buffer_entry(t, names)
         if params:
             L.append("#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0")
-            for t in params:
-                L += self.buffer_entry(t, f"shape_{t.id}", f"mem_shape_{t.id}")
+            for t, names, _ in param_entries:
+                L += self.buffer_entry(t, names)
             L.append("#endif")
         L += ["    {", "      .name = NULL,", "    },", "  };", "  return buff_info;", "}", ""]
         return L
@@ -413,22 +452,11 @@ class CWriter:
         n = self.ctx.name
         return (f"/* ST-AI wrapper of network '{n}' (simulated) - AUTOGENERATED DO NOT MODIFY */\n"
                 f"#ifndef STAI_{n.upper()}_H\n#define STAI_{n.upper()}_H\n\n#include \"ll_aton_NN_interface.h\"\n\n"
-                f"extern const NN_Interface_TypeDef NN_Interface_{self.sym};\n\n#endif\n")
+                f"const NN_Interface_TypeDef *stai_{n}_interface(void);\n\n#endif\n")
 
     def stai_c(self):
         n = self.ctx.name
         return (f"/* ST-AI wrapper of network '{n}' (simulated) - AUTOGENERATED DO NOT MODIFY */\n"
-                f'#include "stai_{n}.h"\n#include "ll_aton_version.h"\n\n'
-                + "".join(f"extern {decl};\n" for decl in self.interface_decls())
-                + f"\nLL_ATON_DECLARE_NAMED_NN_INTERFACE({self.sym});\n")
-
-    def interface_decls(self):
-        s = self.sym
-        decls = [f"bool LL_ATON_EC_Network_Init_{s}(void)", f"bool LL_ATON_EC_Inference_Init_{s}(void)"]
-        for kind in ("Input", "Output"):
-            decls += [f"LL_ATON_User_IO_Result_t LL_ATON_Set_User_{kind}_Buffer_{s}(uint32_t, void *, uint32_t)",
-                      f"void *LL_ATON_Get_User_{kind}_Buffer_{s}(uint32_t)"]
-        decls.append(f"const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_{s}(void)")
-        decls += [f"const LL_Buffer_InfoTypeDef *LL_ATON_{k}_Buffers_Info_{s}(void)" for k in ("Output", "Input", "Internal")]
-        decls += [f"const LL_Streng_EncryptionTypedef *LL_ATON_{k}Encryption_Info_{s}(void)" for k in ("Weight", "Blob")]
-        return decls
+                f'#include "stai_{n}.h"\n#include "ll_aton_rt_user_api.h"\n\n'
+                f"LL_ATON_DECLARE_NAMED_NN_INTERFACE({self.sym});\n\n"
+                f"const NN_Interface_TypeDef *stai_{n}_interface(void)\n{{\n  return &NN_Interface_{self.sym};\n}}\n")

@@ -7,6 +7,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
+from ..nn_interface import struct_sizes_word
 from .image import MAGIC, SEG_FLASH, SEG_NULL, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header, Image, align8, off, seg
 from .pools import ATTR_CACHEABLE, ATTR_WRITE, DATA_ACTIV, DATA_MIXED, TYPE_COPY, TYPE_RELOC, TYPE_RESET
 
@@ -31,7 +32,7 @@ class Firmware:
     dbg_info: bool = True
     async_mode: bool = True
     ll_aton: tuple = (1, 1, 1)
-    struct_sizes: int = 0x3038
+    struct_sizes: int = struct_sizes_word(True)
 
     @classmethod
     def matching(cls, img, cmse=True):
@@ -39,7 +40,7 @@ class Firmware:
         flags = img.flags
         return cls(cmse=cmse, dbg_info=flags.dbg_info, async_mode=flags.async_mode,
                    ll_aton=img.rt_ctx.ll_aton_version[:3] if img.rt_ctx else (1, 1, 1),
-                   struct_sizes=0x3038 if flags.dbg_info else 0x1438)
+                   struct_sizes=struct_sizes_word(flags.dbg_info))
 
 
 @dataclass

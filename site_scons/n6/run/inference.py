@@ -59,11 +59,13 @@ def run_model(client, name, inputs, per_layer=False, counter_option=0):
 
 
 def outputs_arrays(model, results):
-    """Per output: an array (runs, *shape) in the board's type."""
+    """Per output: an array in the board's type whose first axis holds the runs. The board's shape
+    starts with the batch (as a real network.c declares it), so runs are joined along that axis,
+    the way ST's client joins the samples of a batch."""
     out = []
     for j, desc in enumerate(model.outputs):
         dt = np.dtype(desc.dtype if desc.dtype in DTYPES else "uint8")
-        out.append(np.stack([np.frombuffer(r.outputs[j][1], dt).reshape(desc.shape) for r in results]))
+        out.append(np.concatenate([np.frombuffer(r.outputs[j][1], dt).reshape(desc.shape) for r in results]))
     return out
 
 

@@ -23,7 +23,6 @@
 /* Operand types the model only passes through. */
 typedef struct ll_lib_tensor_info LL_LIB_TensorInfo_TypeDef;
 typedef struct ll_pad_sw_params __ll_pad_sw_params_t;
-typedef struct nn_instance NN_Instance_TypeDef;
 typedef LL_Buffer_InfoTypeDef LL_LIB_Buffer;
 
 #if LL_ATON_RELOC_CALLBACKS_RELEASE >= 40

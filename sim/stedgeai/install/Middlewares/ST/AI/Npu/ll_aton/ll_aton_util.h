@@ -1,14 +1,14 @@
-/* Buffer-description helpers (simulated LL_ATON). */
+/* Runtime checks (simulated LL_ATON): LL_ATON_ASSERT is the C library's assert unless NDEBUG is
+ * defined; in a relocatable image a failed assert reaches the firmware through its callbacks. */
 #ifndef LL_ATON_UTIL_H
 #define LL_ATON_UTIL_H
 
-#include <stdint.h>
-#include "ll_aton_NN_interface.h"
+#include <assert.h>
 
-unsigned char *LL_Buffer_addr_start(const LL_Buffer_InfoTypeDef *buf);
-unsigned char *LL_Buffer_addr_end(const LL_Buffer_InfoTypeDef *buf);
-uint32_t LL_Buffer_len(const LL_Buffer_InfoTypeDef *buf);
-uint32_t LL_Buffer_bits(const LL_Buffer_InfoTypeDef *buf);
-const LL_Buffer_InfoTypeDef *LL_Buffer_find(const LL_Buffer_InfoTypeDef *table, const char *name);
+#ifndef NDEBUG
+#define LL_ATON_ASSERT(...) assert(__VA_ARGS__)
+#else
+#define LL_ATON_ASSERT(...)
+#endif
 
 #endif

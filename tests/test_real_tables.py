@@ -1,0 +1,121 @@
+"""The simulated board reads real images: every real 2.2 sample of the test bed, built by ST's own
+flow, installed on the simulated board; its epoch table and its input/output buffer tables, as
+the board reads them from the emulated memory, equal what the sample's network.c declares, field
+by field. The names of flags and codes are resolved with ST's header of the test bed, not ours."""
+import os
+import re
+
+import pytest
+
+from test_real_install import REAL, SAMPLES, st_flow
+
+pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
+                                reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
+
+ST_HEADER = os.path.join(REAL, "2.2", "Middlewares", "ST", "AI", "Npu", "ll_aton", "ll_aton_NN_interface.h")
+
+
+def st_codes():
+    """{C name: value} of ST's flags and codes, read from ST's header."""
+    text = open(ST_HEADER).read()
+    codes = {m[0]: 1 << int(m[1]) for m in re.findall(r"(EpochBlock_Flags_\w+) = \(0x1 << (\d+)\)", text)}
+    codes.update({m[0]: int(m[1]) for m in re.findall(r"\b((?:DataType|CHPos)_\w+) = (\d+)", text)})
+    return codes
+
+
+def function_body(text, name):
+    start = text.index("{", re.search(rf"\b{name}\(void\)", text).end())
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    raise AssertionError(f"{name}: no end")
+
+
+def entries(body):
+    """The designated initialisers of the table, as {field: text}; parameter buffers (inside
+    `#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0`, which the model build sets to 1) left out."""
+    body = re.sub(r"#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0.*?#endif[^\n]*", "", body, flags=re.S)
+    table = body[body.index("[] = {") + 6:]
+    return [dict(re.findall(r"\.(\w+) = ([^\n]*?),?\s*(?://[^\n]*)?\n", e + "\n"))
+            for e in re.findall(r"\{\s*\n(.*?)\n\s*\}", table, flags=re.S)]
+
+
+def arrays(body):
+    return {m[1]: [float(v) if m[0] == "float" else int(v) for v in m[2].split(",")]
+            for m in re.findall(r"static const (uint32_t|float|int16_t) (\w+)\[\] = \{ ([^}]*) \};", body)}
+
+
+def value(text, codes):
+    text = re.sub(r"/\*.*?\*/", "", text).strip()
+    if text in ("NULL", ""):
+        return 0
+    total = 0
+    for part in text.split("|"):
+        part = part.strip()
+        total |= codes[part] if part in codes else int(part, 0)
+    return total
+
+
+def declared_epochs(text, codes):
+    out = []
+    for e in entries(function_body(text, "LL_ATON_EpochBlockItems_Default")):
+        flags = value(e["flags"], codes)
+        if flags & codes["EpochBlock_Flags_last_eb"]:
+            break
+        out.append((e.get("start_epoch_block", "NULL") != "NULL", e.get("end_epoch_block", "NULL") != "NULL",
+                    flags, int(e["epoch_num"]), int(e["last_epoch_num"]), int(e["wait_mask"], 0)))
+    return out
+
+
+def declared_buffers(text, kind, codes):
+    body = function_body(text, f"LL_ATON_{kind}_Buffers_Info_Default")
+    arr, out = arrays(body), []
+    for e in entries(body):
+        if e["name"] == "NULL":
+            break
+        per_channel = int(e.get("per_channel", "0"))
+        out.append({"name": e["name"].strip('"'), "offset_start": int(e["offset_start"]),
+                    "offset_end": int(e["offset_end"]), "offset_limit": int(e["offset_limit"]),
+                    "epoch": int(e["epoch"]), "batch": int(e["batch"]), "mem_shape": tuple(arr[e["mem_shape"]]),
+                    "chpos": value(e["chpos"], codes), "type": value(e["type"], codes), "Qm": int(e["Qm"]),
+                    "Qn": int(e["Qn"]), "Qunsigned": int(e["Qunsigned"]), "nbits": int(e["nbits"]),
+                    "per_channel": per_channel, "shape": tuple(arr[e["shape"]]),
+                    "scale": tuple(arr[e["scale"]]) if e.get("scale", "NULL") != "NULL" else (),
+                    "offset": tuple(arr[e["offset"]]) if e.get("offset", "NULL") != "NULL" else ()})
+    return out
+
+
+def board_buffers(model, entry):
+    from n6.nn_interface import read_buffer_infos
+    infos = read_buffer_infos(model.cpu.read, model.cpu.c_string, model.cpu.call(model.entry(entry), r9=model.r9))
+    return [{"name": b.name, "offset_start": b.offset_start, "offset_end": b.offset_end,
+             "offset_limit": b.offset_limit, "epoch": b.epoch, "batch": b.batch, "mem_shape": b.mem_shape,
+             "chpos": int(b.chpos), "type": int(b.type), "Qm": b.Qm, "Qn": b.Qn, "Qunsigned": b.Qunsigned,
+             "nbits": b.nbits, "per_channel": b.per_channel, "shape": b.shape, "scale": b.scale,
+             "offset": b.offset} for b in infos]
+
+
+@pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
+def test_board_reads_the_tables_network_c_declares(sample):
+    from n6board.firmware import InstalledModel
+    build, _ = st_flow(sample, "secure")
+    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
+        model = InstalledModel(f.read())
+    with open(os.path.join(REAL, "samples", sample, "network.c")) as f:
+        text = f.read()
+    codes = st_codes()
+    assert len(codes) > 30
+    declared = declared_epochs(text, codes)
+    assert [(bool(e.start), bool(e.end), int(e.flags), e.first, e.last) for e in model.epochs] == \
+        [d[:5] for d in declared]
+    for kind, entry in (("Input", "get_input_buffers_info"), ("Output", "get_output_buffers_info")):
+        want, got = declared_buffers(text, kind, codes), board_buffers(model, entry)
+        assert want and len(got) == len(want)
+        for w, g in zip(want, got):
+            w_scale, g_scale = w.pop("scale"), g.pop("scale")
+            assert g == w and g_scale == pytest.approx(w_scale, rel=1e-6)
+    # what the board reports to a host: the mem_shape with the batch first, ST's type and quantisation
+    first = model.inputs[0]
+    assert first.mem_shape == declared_buffers(text, "Input", codes)[0]["mem_shape"]
