@@ -18,6 +18,7 @@ SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
 for p in (SITE, SIM, SIM_PROGRAMMER, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
+os.environ.pop("N6_SIM_BOARD", None)     # the tests' builds flash <build dir>/sim-board, not the shell's board
 
 
 @pytest.fixture(scope="session")

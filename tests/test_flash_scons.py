@@ -448,3 +448,12 @@ def test_symlinked_simulated_programmer_flashes_a_model(repo, tmp_path, found_by
     tiny = image(repo, "network_rel.bin", "tiny_prebuilt", "build-link")
     assert board(repo, "build-link").read(0x71000000, len(tiny)) == tiny
 
+
+def test_sim_board_variable_names_the_board_the_build_flashes(repo, tmp_path):
+    """N6_SIM_BOARD, when set, is the simulated board of the build too (else <build dir>/sim-board)."""
+    st = BoardState(tmp_path / "board")
+    st.set_probe(serial="0042000000000000000000AB")
+    scons(repo, "flash-tiny_prebuilt", "BUILD_DIR=build-link", env={"N6_SIM_BOARD": str(tmp_path / "board")})
+    tiny = image(repo, "network_rel.bin", "tiny_prebuilt", "build-link")
+    assert st.read(0x71000000, len(tiny)) == tiny and report(repo, "tiny_prebuilt", "build-link")["probe"] == \
+        "0042000000000000000000AB"
