@@ -28,7 +28,8 @@ SECTOR = 0x10000
 
 def scons(repo, *args):
     proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "RELOC_SPLIT=1", *args], cwd=repo,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True,      # the board in build/sim-board, not N6_SIM_BOARD's
+                          env={k: v for k, v in os.environ.items() if k != "N6_SIM_BOARD"})
     if proc.returncode:
         sys.exit(proc.stdout + proc.stderr)
     return proc

@@ -56,6 +56,13 @@ def code_version(env, label, paths):
 _CODE_VERSIONS = {}
 
 
+def sim_board_dir(env):
+    """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
+    programmer and board read), else <build dir>/sim-board."""
+    named = os.environ.get("N6_SIM_BOARD")
+    return os.path.abspath(named) if named else env.Dir("$BUILD_DIR/sim-board").abspath
+
+
 def library_code(env):
     """The n6 library's own code (and this module's)."""
     site = os.path.join(ROOT, "site_scons")

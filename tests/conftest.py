@@ -19,6 +19,7 @@ SIM_BOARD = os.path.join(ROOT, "sim", "board")
 for p in (SITE, SIM, SIM_PROGRAMMER, SIM_BOARD, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
+os.environ.pop("N6_SIM_BOARD", None)     # the tests' builds flash <build dir>/sim-board, not the shell's board
 
 
 @pytest.fixture(scope="session")

@@ -428,3 +428,32 @@ def test_gate_places_absolute_external_ram_pools(repo):
         assert calls(repo, "build-psram") == before
     finally:
         open(mpool, "w").write(original)
+
+
+@pytest.mark.parametrize("found_by", ["PATH", "STM32_PROGRAMMER_CLI"])
+def test_symlinked_simulated_programmer_flashes_a_model(repo, tmp_path, found_by):
+    """The simulated CLI reached through a symlink elsewhere (on PATH or named), here the one of
+    another checkout, is still the simulated programmer: it finds its package, its external
+    loader and the simulated board."""
+    from n6.flash.cubeprogrammer import CLI_NAME, SIM_BIN
+    link = tmp_path / CLI_NAME
+    link.symlink_to(os.path.join(SIM_BIN, CLI_NAME))
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"} if found_by == "PATH" else \
+        {"STM32_PROGRAMMER_CLI": str(link)}
+    proc = scons(repo, "flash-tiny_prebuilt", "BUILD_DIR=build-link", "FORCE=1",
+                 env={"STM32_PROGRAMMER_CLI": None, "STM32_CUBE_IDE_DIR": None, **env}, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    r = report(repo, "tiny_prebuilt", "build-link")
+    assert (r["programmer"], r["found_by"], r["simulated"]) == (str(link), found_by, True)
+    tiny = image(repo, "network_rel.bin", "tiny_prebuilt", "build-link")
+    assert board(repo, "build-link").read(0x71000000, len(tiny)) == tiny
+
+
+def test_sim_board_variable_names_the_board_the_build_flashes(repo, tmp_path):
+    """N6_SIM_BOARD, when set, is the simulated board of the build too (else <build dir>/sim-board)."""
+    st = BoardState(tmp_path / "board")
+    st.set_probe(serial="0042000000000000000000AB")
+    scons(repo, "flash-tiny_prebuilt", "BUILD_DIR=build-link", env={"N6_SIM_BOARD": str(tmp_path / "board")})
+    tiny = image(repo, "network_rel.bin", "tiny_prebuilt", "build-link")
+    assert st.read(0x71000000, len(tiny)) == tiny and report(repo, "tiny_prebuilt", "build-link")["probe"] == \
+        "0042000000000000000000AB"

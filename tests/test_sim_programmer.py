@@ -27,6 +27,20 @@ def test_version_and_list(tmp_path):
     assert "ST-LINK SN  : 004200000000000000000001" in p.stdout
 
 
+@pytest.mark.parametrize("args, rc, line", [
+    (["--version"], 0, "STM32CubeProgrammer version: 2.21.0 (SIMULATED)"),
+    (["-version"], 0, "STM32CubeProgrammer version: 2.21.0 (SIMULATED)"),
+    (["--help"], 0, "Usage :"),
+    (["--list", "st-link"], 0, "Error: No ST-Link detected!"),                    # no board: no probe
+    ([*CONNECT], 1, "Error: No debug probe detected."),
+])
+def test_without_any_environment_only_the_board_is_missing(args, rc, line):
+    """As ST's tool with no board connected: the version (what ST's script checks for a
+    programmer), help and list answer; only a connect fails."""
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, env={"PATH": os.environ["PATH"]}, timeout=60)
+    assert p.returncode == rc and line in p.stdout.splitlines(), p.stdout + p.stderr
+
+
 def test_long_and_short_options_download_verify_erase_reset(tmp_path):
     img = tmp_path / "a.bin"
     img.write_bytes(bytes(range(256)) * 300)           # 76800 bytes: two sectors

@@ -17,15 +17,11 @@ import SCons.Script
 
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
-from n6_scons import library_code, reports_errors, say
+from n6_scons import library_code, reports_errors, say, sim_board_dir
 
 SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                               "sim", "programmer")
 ST_USB_VENDOR = 0x0483
-
-
-def sim_board_dir(env):
-    return env.Dir("$BUILD_DIR/sim-board").abspath
 
 
 def _backend_choice(env, board):

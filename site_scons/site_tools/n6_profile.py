@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
-from n6_scons import ROOT, code_version, progress, reports_errors, say
+from n6_scons import ROOT, code_version, progress, reports_errors, say, sim_board_dir
 
 PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
@@ -112,7 +112,7 @@ def profile_targets(env, c_infos):
         c_info, c_name = c_infos[name]
         out = os.path.join("$BUILD_DIR", name, "profile")
         opts = {"board": board_path(env["BOARD"]), "samples": int(env.get("PROFILE_SAMPLES", 1)),
-                "c_name": c_name, "port": env.get("PORT", ""), "state": env.Dir("$BUILD_DIR/sim-board").abspath,
+                "c_name": c_name, "port": env.get("PORT", ""), "state": sim_board_dir(env),
                 "release": env.StedgeaiInstall()[1].core}
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   [env.OnBoard(name), env.File(opts["board"]), _measure_code(env),

@@ -14,7 +14,7 @@ import SCons.Action
 import SCons.Script
 
 from n6.errors import N6Error
-from n6_scons import code_version, library_code, progress, reports_errors, say
+from n6_scons import code_version, library_code, progress, reports_errors, say, sim_board_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
@@ -162,7 +162,7 @@ def run_model(env, spec):
     opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": bool(env.get("RUN_PER_LAYER")),
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
-            "state": env.Dir("$BUILD_DIR/sim-board").abspath, "release": install.core,
+            "state": sim_board_dir(env), "release": install.core,
             "install_root": os.path.abspath(install_root), "copy_mode": bool(env["RELOC_COPY_MODE"]),
             "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend}
     deps = [on_board, env.File(opts["board_file"])]

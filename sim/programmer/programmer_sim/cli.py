@@ -1,6 +1,8 @@
 """Simulated `STM32_Programmer_CLI`: the arguments, output and exit codes of the real tool for the
 options n6 uses, programming the board state in N6_SIM_BOARD with the rules of the real NOR flash
 (64 KB erase sectors, erase before program, the boot area writable only in development boot).
+Without N6_SIM_BOARD no board is attached: --version and --help answer as always, --list finds no
+probe and a connect fails.
 
 Failures on demand: N6_SIM_PROGRAMMER_FAIL = one of FAILURES (comma list allowed).
 Speed: N6_SIM_PROGRAMMER_RATE bytes/s (0: instant), so a test can interrupt a download."""
@@ -15,6 +17,24 @@ VERSION = "2.21.0"
 PROBE_FW = "V3J16M7"
 FAILURES = ("no-probe", "not-dev-boot", "no-loader", "verify", "probe-lost", "hotplug", "busy")
 BAR = 50
+USAGE = """Usage :
+STM32_Programmer_CLI [command_1] [Arguments_1][[command_2] [Arguments_2]...]
+
+Generic commands (the ones this simulation knows):
+
+-?, -h, --help           : Show this help
+--version, -version      : Displays the tool's version
+-l,     --list           : List all available communication interfaces
+-c,     --connect        : Establish connection to the device (port=SWD mode= freq= ap= sn=)
+-el,    --extload        : Select a custom external memory-loader
+-d,     --download       : Download the content of a file into device memory
+-v,     --verify         : Verify if the programming operation is achieved successfully
+-u,     --upload         : Upload the device memory content to a .bin file
+-e,     --erase          : Erase memory pages/sectors devices
+-q,     --quietMode      : Enable quiet mode. No progress bar displayed
+-rst                     : Reset system
+-hardRst                 : Hardware reset
+"""
 
 
 class CliError(Exception):
@@ -39,11 +59,12 @@ def parse(argv):
              "-u": 3, "--upload": 3, "-e": None, "--erase": None}
     names = {"--connect": "-c", "--extload": "-el", "--download": "-d", "--upload": "-u", "--erase": "-e",
              "--verify": "-v", "--list": "-l", "--version": "--version", "-version": "--version",
-             "--quietMode": "-q", "-hardRst": "-hardRst", "-rst": "-rst", "-v": "-v", "-l": "-l", "-q": "-q"}
+             "--quietMode": "-q", "-hardRst": "-hardRst", "-rst": "-rst", "-v": "-v", "-l": "-l", "-q": "-q",
+             "-h": "-h", "--help": "-h", "-?": "-h"}
     while i < len(argv):
         opt = argv[i]
         name = names.get(opt, opt)
-        if name in ("-v", "-l", "--version", "-q", "-hardRst", "-rst"):
+        if name in ("-v", "-l", "--version", "-h", "-q", "-hardRst", "-rst"):
             if name == "-l" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
                 i += 1            # `--list st-link`
             cmds.append((name, []))
@@ -88,7 +109,7 @@ class Session:
 
     # -- commands --------------------------------------------------------------------------------
     def list_probes(self):
-        if "no-probe" in self.failures:
+        if self.state is None or "no-probe" in self.failures:
             self.say("===== STLink Interface =====\nError: No ST-Link detected!")
             return
         probe = self.state.probe()
@@ -107,6 +128,8 @@ class Session:
         mode = opts.get("mode", "normal").lower()
         if mode not in ("hotplug", "ur", "powerdown", "normal", "hwrstpulse"):
             raise CliError(f"Error: Wrong connect mode: {opts.get('mode')}")
+        if self.state is None:
+            raise CliError("Error: No debug probe detected.", "(simulated: no board attached: N6_SIM_BOARD is not set)")
         if "no-probe" in self.failures:
             raise CliError("Error: No debug probe detected.")
         probe = self.state.probe()
@@ -287,12 +310,9 @@ def main(argv, environ=os.environ, out=sys.stdout):
     if unknown:
         out.write(f"Error: N6_SIM_PROGRAMMER_FAIL: unknown failure {sorted(unknown)[0]} (known: {', '.join(FAILURES)})\n")
         return 1
-    try:
-        state = BoardState.from_env(environ)
-    except FlashError as e:
-        out.write(f"Error: {e}\n")
-        return 1
-    state.log("call", argv=argv)
+    state = BoardState.from_env(environ)
+    if state is not None:
+        state.log("call", argv=argv)
     session = Session(state, failures, float(environ.get("N6_SIM_PROGRAMMER_RATE", "0") or 0), out)
     try:
         cmds = parse(argv)
@@ -301,6 +321,9 @@ def main(argv, environ=os.environ, out=sys.stdout):
             return 0
         session.quiet = any(c == "-q" for c, _ in cmds)
         session.banner()
+        if not cmds or any(c == "-h" for c, _ in cmds):
+            out.write(USAGE)
+            return 0
         for cmd, args in cmds:
             if cmd == "-l":
                 session.list_probes()

@@ -33,7 +33,8 @@ class CliInstall:
 
     @property
     def bin_dir(self):
-        return os.path.dirname(self.cli)
+        """The install's bin folder, where the executable really is (`cli` may be a symlink)."""
+        return os.path.dirname(os.path.realpath(self.cli))
 
     def loader(self, name):
         return os.path.join(self.bin_dir, "ExternalLoader", name)
@@ -60,6 +61,12 @@ def newest_ide_tool(ide, plugin_glob, exe):
     return found[-1] if found else None
 
 
+def is_simulated(cli):
+    """Whether `cli` is a simulated programmer (its package beside its bin folder), however it is
+    reached: through a symlink, PATH, or from another checkout."""
+    return os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(cli))), "programmer_sim"))
+
+
 def find_cli(environ=os.environ):
     """STM32_PROGRAMMER_CLI, then the newest CubeProgrammer plugin under STM32_CUBE_IDE_DIR (as
     ST's script does), then PATH; else the simulated programmer."""
@@ -68,14 +75,14 @@ def find_cli(environ=os.environ):
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
             raise N6Error(explicit, "STM32_PROGRAMMER_CLI does not name an executable",
                           "point it at <CubeProgrammer>/bin/STM32_Programmer_CLI or unset it")
-        return CliInstall(explicit, os.path.dirname(os.path.abspath(explicit)) == SIM_BIN, "STM32_PROGRAMMER_CLI")
+        return CliInstall(explicit, is_simulated(explicit), "STM32_PROGRAMMER_CLI")
     ide = environ.get("STM32_CUBE_IDE_DIR")
     found = newest_ide_tool(ide, PLUGIN_GLOB, CLI_NAME) if ide else None
     if found:
         return CliInstall(found, False, "STM32_CUBE_IDE_DIR")
     on_path = shutil.which(CLI_NAME, path=environ.get("PATH", ""))
     if on_path:
-        return CliInstall(on_path, False, "PATH")
+        return CliInstall(on_path, is_simulated(on_path), "PATH")
     return CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
 
 
