@@ -77,8 +77,10 @@ def _run_action(target, source, env):
     with _session(opts, source[0].abspath) as (client, device, simulated):
         model = client.model(opts["c_name"])
         inputs = inference.make_inputs(model, opts["inputs"] or None, opts["seed"], opts["runs"])
-        model, results = inference.run_model(client, model.name, inputs, per_layer=opts["per_layer"])
+        model, results = inference.run_model(client, model.name, inputs, inference.run_param(
+            opts["per_layer"], opts["perf"]))
     text, summary = inference.report(model, device, results, simulated)
+    summary["mode"] = "perf" if opts["perf"] else "io"
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(os.path.dirname(target[0].abspath), model, results, summary)
     say(text)
@@ -94,6 +96,9 @@ def _validate_action(target, source, env):
     with open(source[0].abspath) as f:
         run = json.load(f)
     outdir = os.path.dirname(source[0].abspath)
+    if run.get("mode") == "perf":
+        raise N6Error(source[0].path, "a perf-only run (RUN_MODE=perf) brings no outputs back to validate",
+                      "validate with RUN_MODE=io")
 
     def descs(items):
         return [TensorDesc(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"]) for d in items]
@@ -159,7 +164,8 @@ def run_model(env, spec):
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     on_board = env.OnBoard(spec.name)
     install_root, install, _ = env.StedgeaiInstall()
-    opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": bool(env.get("RUN_PER_LAYER")),
+    opts = {"runs": int(env["RUNS"]), "seed": int(env["SEED"]), "per_layer": env["RUN_PER_LAYER"],
+            "perf": env["RUN_MODE"] == "perf",
             "inputs": os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", "port": env["PORT"],
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
             "state": sim_board_dir(env), "release": install.core,

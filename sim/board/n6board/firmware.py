@@ -51,6 +51,8 @@ class Buffer:
     mem_shape: tuple
     scale: float
     zero_point: int
+    epoch: int = 0
+    itemsize: int = 1     # bytes of one element (nbits / 8)
 
 
 @dataclass
@@ -129,6 +131,7 @@ class InstalledModel:
         self.cpu.call(self.entry("ec_network_init"), r9=self.r9)
         self.inputs = self._buffers("get_input_buffers_info")
         self.outputs = self._buffers("get_output_buffers_info")
+        self.internals = self._buffers("get_internal_buffers_info")
         self.epochs = self._epochs()
 
     def _service(self, name):
@@ -157,7 +160,7 @@ class InstalledModel:
                 else info.addr_base
             out.append(Buffer(info.name, base + info.offset_start, info.nbytes, info.dtype or "uint8", info.shape,
                               info.mem_shape, info.scale[0] if info.scale else 0.0,
-                              info.offset[0] if info.offset else 0))
+                              info.offset[0] if info.offset else 0, info.epoch, max(info.nbits // 8, 1)))
         return out
 
     def _epochs(self):
