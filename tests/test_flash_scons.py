@@ -435,7 +435,8 @@ def test_symlinked_simulated_programmer_flashes_a_model(repo, tmp_path, found_by
     """The simulated CLI reached through a symlink elsewhere (on PATH or named), here the one of
     another checkout, is still the simulated programmer: it finds its package, its external
     loader and the simulated board."""
-    from n6.flash.cubeprogrammer import CLI_NAME, SIM_BIN
+    from n6.flash.cubeprogrammer import CLI_NAME
+    from n6.paths import SIM_PROGRAMMER_BIN as SIM_BIN
     link = tmp_path / CLI_NAME
     link.symlink_to(os.path.join(SIM_BIN, CLI_NAME))
     env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"} if found_by == "PATH" else \

@@ -12,6 +12,8 @@ import pytest
 from conftest import BUNDLED, bump, copy_repo, scons
 from test_profiling import _check_nesting, render_in_chromium
 
+pytestmark = pytest.mark.slow
+
 MODELS = (*BUNDLED, "tiny_prebuilt")
 
 

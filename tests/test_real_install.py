@@ -5,6 +5,7 @@ sources must describe the same pools as ST's intermediates and the images must b
 Needs a test bed folder given by N6_REAL_STEDGEAI: `2.2/` (the install), `samples/<name>/` (generated
 outputs; every folder there is a sample) and `npu_driver.sh` (ST's flow: -i NETWORK_C -o ABS_OUT [--no-secure] [--split]). ST's
 outputs are cached in that folder, keyed by everything they depend on."""
+import fcntl
 import hashlib
 import os
 import re
@@ -71,15 +72,19 @@ def st_flow(sample, variant):
                    os.path.join(_install(), "Middlewares")] +
                   sorted(os.path.join(n6_reloc, f) for f in os.listdir(n6_reloc) if f.endswith(".py")), args)
     out = os.path.join(REAL, ".n6-st-cache", f"{sample}-{variant}-{key}")
-    if not os.path.exists(os.path.join(out, "done")):   # "done" is written last: a broken run is redone
-        shutil.rmtree(out, ignore_errors=True)
-        os.makedirs(out)
-        proc = subprocess.run(["sh", os.path.join(REAL, "npu_driver.sh"), "-i", os.path.join(sample_dir, "network.c"),
-                               "-o", os.path.join(out, "build"), *args], capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-        with open(os.path.join(out, "log"), "w") as f:
-            f.write(proc.stdout + proc.stderr)
-        open(os.path.join(out, "done"), "w").close()
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".lock", "w") as lock:      # test workers in parallel: one runs ST's flow, the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(out, "done")):   # "done" is written last: a broken run is redone
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            proc = subprocess.run(["sh", os.path.join(REAL, "npu_driver.sh"), "-i",
+                                   os.path.join(sample_dir, "network.c"), "-o", os.path.join(out, "build"), *args],
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+            with open(os.path.join(out, "log"), "w") as f:
+                f.write(proc.stdout + proc.stderr)
+            open(os.path.join(out, "done"), "w").close()
     with open(os.path.join(out, "log")) as f:
         return os.path.join(out, "build"), f.read()
 

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import copy_repo, host_outputs, scons
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):

@@ -18,8 +18,9 @@ from n6.run.session import simulated_board
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 RUNNER = os.path.join(REAL, "st_ai_runner.sh")
 EXAMPLES = os.path.join(REAL, "st-validation", "client", "examples")
-pytestmark = pytest.mark.skipif(not (REAL and os.path.exists(RUNNER)),
-                                reason="no ST client in the test bed (set N6_REAL_STEDGEAI to its folder)")
+pytestmark = [pytest.mark.skipif(not (REAL and os.path.exists(RUNNER)),
+                                 reason="no ST client in the test bed (set N6_REAL_STEDGEAI to its folder)"),
+              pytest.mark.slow]
 BOARD_FILE = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 MODELS = sorted(d for d in os.listdir(os.path.join(ROOT, "models")) if os.path.isdir(os.path.join(ROOT, "models", d)))
 

@@ -21,12 +21,12 @@ from n6 import gcc_flags
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
 from n6.models import c_identifier
+from n6.paths import FIRMWARE
 from n6.sizes import parse_size
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
-from n6_scons import library_code, progress, reports_errors, say
+from n6_scons import describe_targets, progress, reports_errors, say, step_code
 
-FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
 EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
 NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
@@ -120,7 +120,9 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
                  "copy_mode": env["RELOC_COPY_MODE"]}
     image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
                           code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
-    env.Depends(prepared + code + image, library_code(env))
+    env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
+    env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
+    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.report", "n6.board"], __file__))
     if board:
         env.Depends(image, board)
     return image
@@ -217,6 +219,9 @@ def check_alias(env, images):
 
 
 def generate(env):
+    describe_targets(env, ("build", "every model: generate, relocatable image, size report (default)"),
+                     ("<model>", "that model's images"),
+                     ("check", "run the image checker (XIP and COPY install) on every image"))
     env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
                    RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
                    RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")

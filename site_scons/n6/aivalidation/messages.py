@@ -102,19 +102,23 @@ class TensorDesc:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "scale": self.scale,
                 "zero_point": self.zero_point, "addr": f"0x{self.addr:08X}"}
 
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"], int(d.get("addr", "0"), 16))
+
 
 @dataclass
 class ModelInfo:
     name: str
     inputs: list
     outputs: list
-    activations_size: int
-    params_size: int
-    runtime_version: tuple
-    runtime_desc: str
-    tool_version: tuple
-    rtid: int
-    n_nodes: int
+    activations_size: int = 0
+    params_size: int = 0
+    runtime_version: tuple = ()
+    runtime_desc: str = ""
+    tool_version: tuple = ()
+    rtid: int = 0
+    n_nodes: int = 0
     compile_datetime: str = ""
 
     @classmethod

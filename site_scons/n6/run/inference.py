@@ -3,14 +3,16 @@ outputs saved as .npy, a summary and a timing table, JSON next to them."""
 import json
 import os
 import shutil
+from dataclasses import dataclass
 
 import numpy as np
 from tabulate import tabulate
 
+from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY, ModelInfo,
+                                     TensorDesc)
 from ..atomic import atomic_open, write_text
 from ..errors import N6Error
-from ..aivalidation.messages import IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY
-from ..aivalidation.messages import DTYPES
+from ..jsonfile import read_json
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
@@ -137,6 +139,23 @@ def report(model, device, results, simulated):
         lines.append(tabulate([[e["name"], e["kind"], f"{e['cycles']:,}", f"{e['ms']:.3f}"] for e in epochs],
                               headers=["epoch", "kind", "cycles", "ms"], tablefmt="simple"))
     return "\n".join(lines), summary
+
+
+@dataclass
+class RunRecord:
+    """What a run's run.json says, as the validate step reads it back (report() wrote it)."""
+    model: ModelInfo          # name, inputs and outputs as the board described them
+    inputs: list              # per run, the raw buffer of each input
+    mode: str                 # "io" or "perf"
+    simulated: bool
+
+    @classmethod
+    def load(cls, path):
+        summary = read_json(path, "run report")
+        model = ModelInfo(summary["model"], [TensorDesc.from_dict(d) for d in summary["inputs"]],
+                          [TensorDesc.from_dict(d) for d in summary["outputs"]])
+        return cls(model, [[bytes.fromhex(h) for h in bufs] for bufs in summary["inputs_data"]],
+                   summary.get("mode", "io"), summary["simulated"])
 
 
 def save(out_dir, model, results, summary):
