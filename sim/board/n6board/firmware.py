@@ -99,10 +99,8 @@ class InstalledModel:
         layout = layout or DEFAULT_LAYOUT
         rel = release(core)
         self.img = Image.parse(data, params=params)
-        fw = Firmware(ll_aton=rel.atonn[:3])           # ST's prebuilt firmware: secure, dbg info, async
-        if board_firmware:                               # the board file's [firmware] says otherwise
-            fw = Firmware(cpu_part=board_firmware.cpu_part, fpu_enabled=board_firmware.fpu,
-                          cmse=board_firmware.secure, dbg_info=board_firmware.dbg_info, ll_aton=rel.atonn[:3])
+        # ST's prebuilt firmware of the release (secure, dbg info, async), or the board file's [firmware]
+        fw = board_firmware or Firmware(rel.core)
         exec_ram, ext_ram = layout["exec_ram"], layout["external_ram"]
         split = self.img.header.params_offset == 0
         cfg = Config(exec_ram[0], exec_ram[1], ext_ram[0], ext_ram[1], layout["params"] if split else 0,

@@ -10,8 +10,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
-from ..nn_interface import struct_sizes_word
-from ..releases import RELEASES
+from .firmware import Firmware
 from .image import (MAGIC, MAX_DESCRIPTORS, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header, Image, PoolDescriptor,
                     align8, c_string, detect_header_words, off, seg)
 from .layout import Damaged, check_layout
@@ -28,35 +27,10 @@ class LoaderError(Exception):
     """`name`: the loader's error code; `rule`: set when the refusal is one of our own rules
     (layout.py, the params CRC-32), not something ST's loader checks or faults on."""
 
-    def __init__(self, name, detail, rule=None):
+    def __init__(self, name, detail, rule=None, fact=None):
         self.name, self.code, self.detail, self.rule = name, ERROR_CODES[name], detail, rule
+        self.fact = fact      # the firmware fact the image does not match (Firmware's field), if that is why
         super().__init__(f"{name} ({self.code}): {detail}")
-
-
-@dataclass
-class Firmware:
-    """What the loader compares the image with: the firmware's build and the CPU it runs on."""
-    cpu_part: int = 0xD22
-    fpu_enabled: bool = True
-    cmse: bool = True
-    dbg_info: bool = True
-    async_mode: bool = True
-    ll_aton: tuple = (1, 1, 1)
-    struct_sizes: int = struct_sizes_word(True)
-
-    @property
-    def header_words(self):
-        """The image header as this firmware's loader reads it (its release's layout; None: unknown)."""
-        rel = next((r for r in RELEASES.values() if r.atonn[:3] == tuple(self.ll_aton)), None)
-        return rel.header_words if rel else None
-
-    @classmethod
-    def matching(cls, img, cmse=True):
-        """A firmware built from the same release and options as `img` (its intended host)."""
-        flags = img.flags
-        return cls(cmse=cmse, dbg_info=flags.dbg_info, async_mode=flags.async_mode,
-                   ll_aton=img.rt_ctx.ll_aton_version[:3] if img.rt_ctx else (1, 1, 1),
-                   struct_sizes=struct_sizes_word(flags.dbg_info))
 
 
 @dataclass
@@ -157,31 +131,37 @@ def check_flags(flags, fw):
     if major != 8 and minor != 0:   # the loader's test: either matching is enough
         raise LoaderError("INVALID_BIN", f"reloc runtime version {major}.{minor} is not 8.0")
     if flags & 0xFFF != fw.cpu_part:
-        raise LoaderError("INVALID_BIN", f"built for CPU part 0x{flags & 0xFFF:03X}, this CPU is 0x{fw.cpu_part:03X}")
-    if flags >> 12 & 1 and not fw.fpu_enabled:
-        raise LoaderError("INVALID_BIN", "image needs the FPU, which is disabled")
+        raise LoaderError("INVALID_BIN", f"built for CPU part 0x{flags & 0xFFF:03X}, the firmware runs on "
+                          f"0x{fw.cpu_part:03X}", fact="cpu_part")
+    if flags >> 12 & 1 and not fw.fpu:
+        raise LoaderError("INVALID_BIN", "built for an FPU the firmware does not enable (CPACR)", fact="fpu")
     warnings = []
     secure = bool(flags >> 20 & 1)
-    if secure and not fw.cmse:
-        raise LoaderError("INVALID_BIN", "secure image in a non-secure firmware")
-    if fw.cmse and not secure:
-        warnings.append("non-secure image in a secure firmware")
-    if bool(flags >> 21 & 1) != fw.dbg_info:
-        raise LoaderError("INVALID_BIN", "LL_ATON_EB_DBG_INFO differs between image and firmware")
-    if bool(flags >> 22 & 1) != fw.async_mode:
-        raise LoaderError("INVALID_BIN", "runtime mode (async) differs between image and firmware")
+    if secure and fw.secure is False:
+        raise LoaderError("INVALID_BIN", "secure image (-mcmse) for a non-secure firmware", fact="secure")
+    if fw.secure and not secure:
+        warnings.append("non-secure image on a secure firmware")
+    if fw.dbg_info is not None and bool(flags >> 21 & 1) != fw.dbg_info:
+        raise LoaderError("INVALID_BIN", f"dbg-info {'on' if flags >> 21 & 1 else 'off'} but the firmware's is "
+                          f"{'on' if fw.dbg_info else 'off'}", fact="dbg_info")
+    if fw.async_mode is not None and bool(flags >> 22 & 1) != fw.async_mode:
+        raise LoaderError("INVALID_BIN", "runtime mode (async) differs between image and firmware", fact="async_mode")
     return warnings
 
 
 def check_runtime(rt_version, struct_sizes, fw):
     """§3.2 step 2, rt_ctx's runtime version and C-struct sizes (one byte each) against the firmware's."""
-    major, minor, micro = fw.ll_aton
-    if rt_version & 0xFFFFFF00 != (major << 24 | minor << 16 | micro << 8):
-        raise LoaderError("INVALID_BIN", "LL_ATON version {}.{}.{} of the image differs from the firmware's".format(
-            rt_version >> 24, (rt_version >> 16) & 0xFF, (rt_version >> 8) & 0xFF))
-    if struct_sizes & 0xFFFF != fw.struct_sizes & 0xFFFF:
-        raise LoaderError("INVALID_BIN", f"struct sizes 0x{struct_sizes & 0xFFFF:04X} differ from the firmware's "
-                          f"0x{fw.struct_sizes & 0xFFFF:04X}")
+    if fw.version is not None:
+        major, minor, micro = fw.version
+        if rt_version & 0xFFFFFF00 != (major << 24 | minor << 16 | micro << 8):
+            raise LoaderError("INVALID_BIN", "runtime {}.{}.{} but the firmware's LL_ATON is {}.{}.{}".format(
+                rt_version >> 24, (rt_version >> 16) & 0xFF, (rt_version >> 8) & 0xFF, major, minor, micro),
+                fact="version")
+    want = fw.expected_struct_sizes
+    if want is not None and struct_sizes & 0xFFFF != want & 0xFFFF:
+        raise LoaderError("INVALID_BIN", f"sizeof(LL_Buffer_InfoTypeDef) / sizeof(EpochBlock_ItemTypeDef) are "
+                          f"{struct_sizes & 0xFF} / {struct_sizes >> 8 & 0xFF} in the image, {want & 0xFF} / "
+                          f"{want >> 8 & 0xFF} in the firmware", fact="struct_sizes")
 
 
 def check_params_words(img, params):
