@@ -44,7 +44,7 @@ class Config:
     mode: int = MODE_XIP | MODE_CLEAR
 
 
-class Memory:
+class InstallMemory:
     """Sparse byte-addressed memory: mapped regions, created on first write where asked. Every
     access is checked before any byte moves, so a wrapped or huge length costs nothing."""
 
@@ -119,7 +119,7 @@ class Installed:
     ram_base: int
     param0: int
     param1: int
-    memory: Memory
+    memory: InstallMemory
     warnings: list = field(default_factory=list)
     got_words: int = 0
     rel_sites: int = 0
@@ -330,7 +330,7 @@ def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
     """`ll_aton_reloc_install(file_ptr, config, ...)` on `data` mapped at `file_addr`, step by
     step, then our rules; returns the memory model after installation."""
     fw = fw or Firmware()
-    mem = Memory()
+    mem = InstallMemory()
     mem.map(file_addr, memoryview(data).toreadonly())
     if cfg is not None and cfg.ext_param_addr:
         mem.map(cfg.ext_param_addr, memoryview(params if params is not None else b"").toreadonly())
