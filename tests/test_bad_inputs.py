@@ -252,3 +252,26 @@ def test_image_tools_on_a_split_image_without_its_params_file(repo, tmp_path, co
                     tmp_path / "network_rel_params.bin")
     assert _cli(command, str(image)).returncode == 0
     scons(repo, "tiny_prebuilt")
+
+
+def _errors(proc):
+    return [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+
+
+def _damaged(repo, *args):
+    """A build whose pack steps damage the images they wrote, after the packer checked them."""
+    return scons(repo, "RELOC_FLASH_SIZE=9M", *args, check=False,
+                 env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "damaged_pack")})
+
+
+def test_check_reports_every_bad_image(repo):
+    proc = _damaged(repo, "-k", "check")
+    models = os.path.join(repo, "models")
+    images = sorted(d for d in os.listdir(models) if os.path.isdir(os.path.join(models, d)))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert [e.split("]", 1)[1].split(":")[0].strip() for e in _errors(proc)] == \
+        [f"build/{m}/network_rel.bin" for m in images]
+    assert all("rejected: PARAMS_CRC (-100)" in e and "(fix: build it again: `scons`)" in e for e in _errors(proc))
+    assert scons(repo, "-q", check=False).returncode != 0          # the advice works: rejected images are gone
+    scons(repo)
+    assert "CHECK" in scons(repo, "check").stdout

@@ -16,7 +16,7 @@ import pytest
 from n6.flash import mrel
 from programmer_sim.board_state import BoardState
 
-from conftest import MODELS, bump, copy_repo, flip_bytes, make_prebuilt, scons
+from conftest import MODELS, ROOT, bump, copy_repo, flip_bytes, make_prebuilt, scons
 
 S = 0x10000
 SERIAL = "004200000000000000000001"
@@ -275,6 +275,24 @@ def test_gate_refuses_before_any_programmer_call(repo, edits, extra, message):
     line, = proc.stderr.strip().splitlines()
     assert message in line and "bytes at 0x7" in line and "(fix: " in line
     assert calls(repo) == before
+
+
+@pytest.mark.parametrize("target", ["flash", "run"])
+def test_damaged_image_is_refused_before_any_programmer_call(repo, target):
+    """An image changed after the build checked it (here by its own pack step, past the packer's
+    check) fails the loader's checks: one line with ST's error name, no programmer call, no board
+    started, and the image is gone so that the next build makes it again."""
+    before = calls(repo)
+    proc = scons(repo, target, "MODEL=big_mlp", "RELOC_FLASH_SIZE=9M", check=False,
+                 env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "damaged_pack")})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line, = proc.stderr.strip().splitlines()
+    assert line.startswith("scons: *** [build/big_mlp/flash/on_board.json] build/big_mlp/network_rel.bin: rejected by "
+                           "the image checker: PARAMS_CRC (-100): ") and line.endswith("(fix: build it again: `scons`)")
+    assert calls(repo) == before and "  RUN" not in proc.stdout
+    assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "network_rel.bin"))
+    flash(repo)
+    assert_board_holds(repo, split=False)
 
 
 def test_boot_area_refusal_names_the_area(repo):

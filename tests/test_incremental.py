@@ -289,6 +289,49 @@ def test_deleted_output_reruns_exactly_its_step(repo, rel, expected):
     assert scons(repo, "-q", check=False).returncode == 0
 
 
+def _flip(path):
+    with open(path, "r+b") as f:
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 0xFF]))
+
+
+def _flip_keeping_mtime(path):
+    """A same-size edit, then the old mtime put back (`touch -r` from a copy taken before)."""
+    st = os.stat(path)
+    _flip(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _truncate(path):
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+@pytest.mark.parametrize("damage", [_flip, _truncate, _flip_keeping_mtime, os.unlink],
+                         ids=["flip", "truncate", "touch-r", "delete"])
+@pytest.mark.parametrize("rel, expected", [
+    ("tiny_prebuilt/network_rel.bin", ["PACK"]),
+    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
+])
+def test_output_changed_outside_the_build_is_rebuilt(repo, rel, expected, damage):
+    """An output is trusted only while it holds what the build wrote: the next build rebuilds
+    it (its step only: the result is the same bytes), `-q` says so first, and `scons check`
+    finds nothing wrong."""
+    path = os.path.join(repo, "build", rel)
+    before = open(path, "rb").read()
+    damage(path)
+    assert scons(repo, "-q", check=False).returncode != 0
+    explained = scons(repo, "--debug=explain")
+    assert f"rebuilding `build/{rel}' because it was changed outside the build" in explained.stdout or \
+        damage is os.unlink
+    assert steps(explained) == [(step, rel.split("/")[0]) for step in expected]
+    assert open(path, "rb").read() == before
+    assert scons(repo, "-q", check=False).returncode == 0
+    assert "rejected" not in scons(repo, "check").stderr
+
+
 def test_interrupted_pack_leaves_nothing_up_to_date(repo):
     raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
     data = bytearray(open(raw, "rb").read())

@@ -4,10 +4,16 @@ Every decision compares content signatures (SCons's "content" decider, so `--deb
 names exactly the inputs that changed). Where SCons would reuse a stored signature by a
 whole-second timestamp, n6.statcache answers instead: a signature is reused only if the file's
 full stat (mtime in ns, size, inode, ctime) is unchanged and the file was not "racy" when it
-was hashed. DECIDER=content hashes every file once per run (for comparisons)."""
+was hashed. DECIDER=content hashes every file once per run (for comparisons).
+
+Outputs are verified the same way before they are trusted: a built file is up to date only if it
+still holds what the build wrote (its signature now equals the one stored when it was built), so a
+byte flipped, a file cut short or replaced outside the build is rebuilt by the next run. In a no-op
+that costs one stat per output: the stat cache recorded each output's stat after it was written."""
 import atexit
 import os
 
+import SCons.Node
 import SCons.Node.FS
 import SCons.Util
 
@@ -27,6 +33,36 @@ def _stat_cache_csig(node):
     return sig or ""
 
 
+def _is_up_to_date(node):
+    """Replaces File.is_up_to_date: SCons compares a target's sources only, never the target.
+    The target is verified when the run decides whether to build it; asked again later (the C
+    scanner asks about a generated source before reading it), SCons's answer stands: what this
+    run wrote or verified is not checked against the previous run's record."""
+    if not _SCONS_IS_UP_TO_DATE(node):
+        return False
+    if not node.has_builder() or node.get_state() >= SCons.Node.up_to_date or _intact(node):
+        return True
+    _CHANGED_OUTSIDE.add(node)
+    return False
+
+
+def _intact(node):
+    stored = getattr(node.get_stored_info().ninfo, "csig", None)
+    return stored is not None and stored == _stat_cache_csig(node)
+
+
+def _explain(node):
+    """--debug=explain's reason for an output found changed outside the build."""
+    if node in _CHANGED_OUTSIDE:
+        return f"rebuilding `{node}' because it was changed outside the build\n"
+    return _SCONS_EXPLAIN(node)
+
+
+_SCONS_IS_UP_TO_DATE = SCons.Node.FS.File.is_up_to_date
+_SCONS_EXPLAIN = SCons.Node.FS.File.explain
+_CHANGED_OUTSIDE = set()
+
+
 def _content_signature(env, path):
     """A file's content signature as the decider sees it ("" if it does not exist)."""
     cache = _CACHE[0]
@@ -39,6 +75,8 @@ def generate(env):
         _CACHE[0] = StatCache(os.path.join(build_dir, ".n6-stat"), SCons.Util.get_hash_format() or "md5",
                               always_hash=env.get("DECIDER") == "content")
         SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
+        SCons.Node.FS.File.is_up_to_date = _is_up_to_date
+        SCons.Node.FS.File.explain = _explain
         atexit.register(_save)
     env.Decider("content")
     env.AddMethod(_content_signature, "N6ContentSignature")

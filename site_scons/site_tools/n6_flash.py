@@ -284,7 +284,7 @@ def _flash_action(target, source, env):
     from n6.atomic import write_text
     from n6.flash import mrel
     from n6.flash.deploy import ModelFiles, deploy, layout
-    from n6.flash.gate import check_external_pools, check_firmware, check_layout, parse_image
+    from n6.flash.gate import check_external_pools, check_firmware, check_installs, check_layout, parse_image
     from n6.flash.records import RecordStore
     cfg = json.loads(source[-1].read())
     cfg["verbose"] = bool(env.get("VERBOSE"))
@@ -301,6 +301,12 @@ def _flash_action(target, source, env):
     tag = "  SIMULATED" if cfg["simulated"] else ""
     for im in images:
         if im.role == "network":
+            params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
+            try:
+                check_installs(im.path, im.data, params)
+            except N6Error:
+                os.unlink(im.path)      # changed outside the build: the next build makes it again
+                raise
             img = parse_image(im.path, im.data)
             firmware, ext_exec_ram = _firmware_for(cfg, board, img, im.path)
             for w in check_firmware(im.path, im.data, firmware, cfg["ext_ram"], board.path):

@@ -11,6 +11,7 @@
 A weight change reaches pack only: the compiled sources never contain the weights, their size
 or their CRC (pack writes those into rt_ctx), and prepare reads the .raw names, not the bytes."""
 import os
+import sys
 
 import SCons.Action
 import SCons.Builder
@@ -192,15 +193,25 @@ def _pack_action(target, source, env):
 
 @reports_errors
 def _check_action(target, source, env):
-    """`scons check`: the image checker on every built image, XIP and COPY."""
+    """`scons check`: the image checker on every built image, XIP and COPY; every rejected image
+    is reported (one line each), then the step fails. An image the build made always passes (pack
+    checks it): a rejected one was changed outside the build. It is removed, so the next build
+    makes it again."""
     from n6.reloc.check import LoaderError, check_file
+    rejected = []
     for node in source:
         try:
             _, modes = check_file(node.path, params_path(node.path))
         except LoaderError as e:
-            raise N6Error(node.path, f"rejected: {e}", "rebuild the image") from None
+            os.unlink(node.path)
+            rejected.append(N6Error(node.path, f"rejected: {e}", "build it again: `scons`"))
+            continue
         say(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
             "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
+    for error in rejected[:-1]:
+        sys.stderr.write(f"scons: *** [check] {error}\n")
+    if rejected:
+        raise rejected[-1]
 
 
 def check_alias(env, images):

@@ -1,12 +1,13 @@
-"""The gate before any write: where the images go (region fit, overlaps, boot area, alignment) and
+"""The gate before any write: where the images go (region fit, overlaps, boot area, alignment),
 whether the firmware that will load them accepts them (runtime version, secure, dbg-info, FPU/CPU,
-external RAM), with the loader's error names. Refusals are N6Errors carrying the numbers."""
+external RAM) and whether its loader installs them (a damaged image), with the loader's error
+names. Refusals are N6Errors carrying the numbers."""
 from dataclasses import dataclass
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from ..releases import release
-from ..reloc.check import LoaderError, check_flags, check_runtime
+from ..reloc.check import LoaderError, check_flags, check_image, check_runtime
 from ..reloc.firmware import Firmware
 from ..reloc.image import MAGIC, Image, align8
 from ..reloc.pools import TYPE_COPY, TYPE_RESET
@@ -100,6 +101,20 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
         raise N6Error(path, f"Model requires more external RAM than available {need} > {ext_ram_budget}",
                       "reduce the model's external-RAM pool, or raise RELOC_EXT_RAM_SIZE for a board with more PSRAM")
     return warnings
+
+
+def check_installs(path, data, params=None):
+    """The bytes about to be written, as the loader checks and installs them (n6.reloc.check, XIP
+    and COPY): an image changed after the build checked it (a flipped byte, a file cut short) is
+    refused here, not found by the board."""
+    try:
+        try:
+            img = Image.parse(data, path, params=params)
+        except N6Error as e:       # shorter than its header says: the loader's INVALID_BIN
+            raise LoaderError("INVALID_BIN", e.problem) from None
+        check_image(data, params, Firmware.matching(img))
+    except LoaderError as e:
+        raise N6Error(path, f"rejected by the image checker: {e}", "build it again: `scons`") from None
 
 
 def check_external_pools(path, img, board, ext_exec_ram=None):
