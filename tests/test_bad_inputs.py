@@ -1,12 +1,15 @@
 """Every input is checked where it enters: one bad input → one `scons: ***` line naming the file
 or variable and the fix, exit status 2, no traceback, and nothing a later build would take as
 up to date (`scons -q` still says "not up to date"). One table, one row per kind of bad input."""
+import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, copy_repo, scons, stedgeai_output_folder
@@ -110,6 +113,34 @@ def _args(*args):
     return lambda repo: list(args)
 
 
+def _utf16(rel):
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        text = open(path, encoding="utf-8").read()
+        open(path, "wb").write(text.encode("utf-16-le"))
+    return mutate
+
+
+def _io_format(value):
+    def fn(data):
+        next(b for b in data["buffers"] if b["name"] == "input")["format"] = value
+    return _edit_json(os.path.join(TINY, "network_c_info.json"), fn)
+
+
+def _npy(array):
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+def _inputs(data, name="inputs.npy"):
+    """An INPUTS= file of `data` (bytes), for a run of the prebuilt model."""
+    def mutate(repo):
+        _write(name, data)(repo)
+        return [f"INPUTS={name}", "run-tiny_prebuilt"]
+    return mutate
+
+
 # (id, mutate(repo) → extra scons args or None, the one error line must contain all of these)
 CASES = [
     # JSON files: encoding, byte-order mark, types, top-level shape
@@ -167,6 +198,36 @@ CASES = [
     ("build-dir-is-a-file", _file_as_dir("BUILD_DIR"), ["afile: BUILD_DIR is a file, not a folder"]),
     ("build-dir-cannot-be-made", _under_file, ["afile/build: cannot create BUILD_DIR: Not a directory"]),
     ("cache-dir-is-a-file", _file_as_dir("CACHE_DIR"), ["afile: CACHE_DIR is a file, not a folder"]),
+    ("build-dir-is-the-models-folder", _args("BUILD_DIR=models"),
+     ["models: BUILD_DIR is inside the models folder models/", "a folder outside it"]),
+    ("build-dir-in-a-model-folder", _args("BUILD_DIR=models/kws_mlp/out"),
+     ["models/kws_mlp/out: BUILD_DIR is inside the models folder models/"]),
+    ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
+    ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
+    ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
+    ("profile-samples-zero", _args("PROFILE_SAMPLES=0", "profile-tiny_prebuilt"), ["PROFILE_SAMPLES: 0 is zero"]),
+    ("tolerance-negative", _args("VALIDATE_TOLERANCE=-1", "validate-tiny_prebuilt"),
+     ["VALIDATE_TOLERANCE: '-1' is negative", "a number 0 or more"]),
+    ("tolerance-nan", _args("VALIDATE_TOLERANCE=nan", "validate-tiny_prebuilt"),
+     ["VALIDATE_TOLERANCE: 'nan' is not a finite number"]),
+    # INPUTS= files
+    ("inputs-empty", _inputs(b""), ["inputs.npy: the inputs file is empty", "INPUTS="]),
+    ("inputs-cut-short", _inputs(_npy(np.zeros((4, 64), np.int8))[:-10]), ["inputs.npy: not a numpy inputs file"]),
+    ("inputs-text", _inputs(b"1 2 3\n"), ["inputs.npy: not a numpy inputs file"]),
+    ("inputs-no-sample", _inputs(_npy(np.zeros((0, 64), np.int8))),
+     ["inputs.npy: an input array of shape [0, 64] holds no sample"]),
+    ("inputs-strings", _inputs(_npy(np.array(["a", "b"]))), ["inputs.npy: the inputs file holds <U1, not numbers"]),
+    ("inputs-no-array", _inputs(b"PK\x05\x06" + bytes(18), "inputs.npz"),        # an empty .npz (zip)
+     ["inputs.npz: the inputs file holds no array"]),
+    # c_info.json: encoding, the inputs' and outputs' formats against network.c
+    ("c-info-utf16", _utf16(os.path.join(TINY, "network_c_info.json")),
+     ["models/tiny_prebuilt/network_c_info.json: c_info.json is UTF-16-LE text (no byte-order mark)",
+      "save it as UTF-8"]),
+    ("c-info-format-type", _io_format(8),
+     ["models/tiny_prebuilt/network_c_info.json: buffer 'input': format 8 is not an STAI_FORMAT_ name"]),
+    ("c-info-format-contradicts-network-c", _io_format("STAI_FORMAT_FLOAT"),
+     ["models/tiny_prebuilt/network_c_info.json: buffer 'input' is STAI_FORMAT_FLOAT here but DataType_INT8 in "
+      "network.c"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -190,9 +251,12 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile",):
-        if os.path.exists(os.path.join(repo, stray)):
-            os.unlink(os.path.join(repo, stray))
+    for stray in ("afile", "inputs.npy", "inputs.npz"):
+        path = os.path.join(repo, stray)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.unlink(path)
 
 
 @pytest.mark.parametrize("mutate,fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -217,7 +281,10 @@ def test_the_table_covers_every_boundary():
     for needed in ("profile-bom", "mpool-not-utf8", "model-json-string-boolean", "model-json-shape", "c-info-bom",
                    "unknown-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
                    "reloc-name-escapes", "folder-named-like-a-target", "size-zero", "size-negative",
-                   "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c"):
+                   "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c",
+                   "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "runs-zero", "runs-negative",
+                   "profile-samples-zero", "tolerance-negative", "tolerance-nan", "inputs-empty", "c-info-utf16",
+                   "c-info-format-type", "c-info-format-contradicts-network-c"):
         assert needed in ids
 
 
@@ -275,3 +342,59 @@ def test_check_reports_every_bad_image(repo):
     assert scons(repo, "-q", check=False).returncode != 0          # the advice works: rejected images are gone
     scons(repo)
     assert "CHECK" in scons(repo, "check").stdout
+
+
+def test_image_tools_are_quiet_on_a_broken_pipe(repo):
+    """`./n6 inspect ... | head`: the reader stopped, the image is fine: no error line."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "site_scons"))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "n6.reloc", "inspect",
+                               os.path.join(repo, "build", "big_mlp", "network_rel.bin")],
+                              stdout=writer, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        os.close(writer)
+    assert proc.stderr == "" and proc.returncode == 141
+
+
+def _folder_digest(folder):
+    out = {}
+    for d, _, files in os.walk(folder):
+        for f in files:
+            with open(os.path.join(d, f), "rb") as data:
+                out[os.path.relpath(os.path.join(d, f), folder)] = hashlib.sha256(data.read()).hexdigest()
+    return out
+
+
+def test_bad_profile_baseline_keeps_the_previous_profile(repo, tmp_path):
+    scons(repo, "profile-tiny_prebuilt", timeout=900)
+    folder = os.path.join(repo, "build", "tiny_prebuilt", "profile")
+    before = _folder_digest(folder)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text('{"epochs": 3}')
+    proc = scons(repo, "profile-tiny_prebuilt", f"PROFILE_BASELINE={baseline}", check=False, timeout=900)
+    assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr
+    assert "not a profile.json written by `scons profile`" in _errors(proc)[0]
+    assert _folder_digest(folder) == before
+
+
+def test_run_failing_half_way_keeps_the_previous_report(repo):
+    """A run whose saving fails (the disk fills up after its first file) leaves the previous run's
+    report whole (outputs, epoch tensors, run.json, validate.json) and nothing of its own; a run
+    that succeeds replaces the outputs and drops the verdict about the old ones."""
+    args = ("run-tiny_prebuilt", "RUN_PER_LAYER=data")
+    scons(repo, *args, "validate-tiny_prebuilt", "VALIDATE_TOLERANCE=0", timeout=900)
+    folder = os.path.join(repo, "build", "tiny_prebuilt", "run")
+    before = _folder_digest(folder)
+    assert "validate.json" in before and any(f.startswith("epochs/") for f in before)
+    proc = scons(repo, *args, "SEED=3", check=False, timeout=900,
+                 env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full")})
+    assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "build/tiny_prebuilt/run: cannot save the run's outputs: No space left on device" in _errors(proc)[0]
+    assert _folder_digest(folder) == before
+    assert scons(repo, *args, "SEED=3", "-q", check=False).returncode != 0
+    scons(repo, *args, "SEED=3", timeout=900)
+    after = _folder_digest(folder)
+    assert "validate.json" not in after and after["run.json"] != before["run.json"]
+    assert {f for f in after if f.endswith(".npy")} == {f for f in before if f.endswith(".npy")}

@@ -220,14 +220,19 @@ def test_reports_and_diff(tmp_path):
     assert json.load(open(os.path.join(folder, steps.DIFF)))["baseline"] == saved
 
 
-def test_bad_baseline_is_a_one_line_error_and_leaves_no_report(tmp_path):
+def test_bad_baseline_is_a_one_line_error_and_keeps_the_previous_report(tmp_path):
     folder = str(tmp_path / "profile")
     bad = tmp_path / "bad.json"
     bad.write_text('{"epochs": 3}')
     steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, log=print)   # an earlier report
+    measurement = _write_measurement(folder, SIM_RUN)
+
+    def files():
+        return {f: open(os.path.join(folder, f), "rb").read() for f in sorted(os.listdir(folder))}
+    before = files()
     with pytest.raises(N6Error, match="not a profile.json"):
-        steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=str(bad), log=print)
-    assert not any(os.path.exists(os.path.join(folder, f)) for f in steps.FILES)
+        steps.report_step(measurement, C_INFO, folder, baseline=str(bad), log=print)
+    assert files() == before        # refused before any report was written or removed
 
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

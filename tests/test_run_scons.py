@@ -76,8 +76,12 @@ def test_flash_run_validate(repo, model):
     summary = json.load(open(os.path.join(run_dir, "run.json")))
     assert "ms / inference (simulated" in timed.stdout and summary["ms_per_inference"] > 0
     assert summary["epochs"] and summary["runs"][0]["cycles"] == sum(e["cycles"] for e in summary["epochs"])
-    strict = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=6", "VALIDATE_TOLERANCE=-1", check=False)
-    assert strict.returncode != 0 and "beyond -1.0 LSB" in strict.stderr
+    scons(repo, "run", f"MODEL={model}", f"RUNS={n}", "SEED=6")
+    damaged = np.load(os.path.join(run_dir, out))      # an output off by far more than an LSB
+    damaged.view(np.uint8).flat[damaged.itemsize - 1] ^= 0x40
+    np.save(os.path.join(run_dir, out), damaged)
+    strict = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=6", "VALIDATE_TOLERANCE=0", check=False)
+    assert strict.returncode != 0 and "beyond 0.0 LSB" in strict.stderr
     assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))
     assert not os.path.exists(os.path.join(run_dir, "validate.json"))
 

@@ -27,6 +27,9 @@ def read_text(path, what):
         raise N6Error(path, f"cannot read {what}: {e.strerror}") from None
     if data.startswith(b"\xef\xbb\xbf") or data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise N6Error(path, f"{what} starts with a byte-order mark", "save it as UTF-8 without BOM")
+    encoding = json.detect_encoding(data[:4])   # NULs among the first (ASCII) characters: UTF-16/32
+    if encoding != "utf-8":
+        raise N6Error(path, f"{what} is {encoding.upper()} text (no byte-order mark), not UTF-8", "save it as UTF-8")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -72,6 +72,7 @@ class Buffer:
     offset_end: int
     offset_limit: int
     is_param: bool
+    data_type: str = ""   # as written: DataType_INT8, ...
 
 
 @dataclass
@@ -141,7 +142,8 @@ def _buffer(path, table, name, fields, labels):
             offsets = [0, old.get("end", addr) - addr, old.get("limit", addr) - addr]
     if addr is None:
         raise N6Error(path, f"buffer '{name}' has no readable .addr_base", "regenerate network.c with stedgeai")
-    return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1")
+    return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1",
+                  values.get("type", "").strip())
 
 
 _TRAILER = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/|^#[^\n]*)+$", re.S | re.M)

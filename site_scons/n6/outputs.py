@@ -19,17 +19,29 @@ LOCK = ".lock"
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
-def check_build_dir(path, variable="BUILD_DIR", shown=None):
-    """A build folder that is a file, or that cannot be created or written, is a one-line error."""
+def check_build_dir(path, variable="BUILD_DIR", shown=None, sources=None, create=True):
+    """A build folder that is a file, or that cannot be created (`create`) or written, or that
+    lies in the `sources` folder (the models: outputs would land among them and read as
+    models), is a one-line error."""
     shown = shown or path
+    if sources and _inside(path, sources):
+        raise N6Error(shown, f"{variable} is inside the models folder {os.path.relpath(sources)}/",
+                      f"set {variable} to a folder outside it")
     if os.path.exists(path) and not os.path.isdir(path):
         raise N6Error(shown, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
+    if not create:
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
         raise N6Error(shown, f"cannot create {variable}: {e.strerror}", f"set {variable} to a writable folder") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise N6Error(shown, f"{variable} is not writable", f"set {variable} to a writable folder")
+
+
+def _inside(path, folder):
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder + os.sep)
 
 
 class BuildLock:

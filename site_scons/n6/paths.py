@@ -5,6 +5,7 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE_SCONS = os.path.join(ROOT, "site_scons")
+MODELS = os.path.join(ROOT, "models")                  # the model folders (no build output goes there)
 FIRMWARE = os.path.join(ROOT, "firmware")
 BOARDS = os.path.join(FIRMWARE, "boards")
 SIM = os.path.join(ROOT, "sim")

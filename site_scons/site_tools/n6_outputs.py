@@ -16,6 +16,7 @@ import SCons.Node.Alias
 import SCons.Script
 
 from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
+from n6.paths import MODELS
 from n6_scons import say
 
 _LOCKS = {}
@@ -29,11 +30,10 @@ def _readonly():
 
 def build_folder(env):
     build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
+    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"), sources=MODELS,
+                    create=not _readonly())
     if _readonly():
-        if os.path.exists(build_dir) and not os.path.isdir(build_dir):
-            check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
         return build_dir
-    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"))
     if build_dir not in _LOCKS:
         _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
         _LOCKS[build_dir].acquire(say=say)
@@ -114,7 +114,8 @@ def prune_stale(env, keep=()):
 
 def check_folder(env, path, variable):
     if not _readonly():
-        check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path))
+        check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path),
+                        sources=MODELS)
 
 
 def broken_models(env, broken, good):

@@ -91,8 +91,12 @@ def profile_targets(env, c_infos):
     profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
     baseline = env.get("PROFILE_BASELINE")
     models = _requested_models(env, c_infos)
-    if models and baseline and not os.path.isfile(baseline):
-        raise N6Error(baseline, "PROFILE_BASELINE file not found", "give a profile.json saved from build/<model>/profile/")
+    if models and baseline:     # a bad one: one line now, before any profile is measured or replaced
+        if not os.path.isfile(baseline):
+            raise N6Error(baseline, "PROFILE_BASELINE file not found",
+                          "give a profile.json saved from build/<model>/profile/")
+        from n6.profiling.diff import read_profile
+        read_profile(baseline)
     aliases = []
     for name in models:
         c_info, c_name = c_infos[name]

@@ -46,6 +46,9 @@ def run_targets(env, specs):
         elif t in ("run", "validate"):
             board_file = os.path.abspath(board_path(env["BOARD"]))
             wanted |= {n for n in by_name if _chosen(env, n, board_file)}
+    if wanted and env["INPUTS"]:     # a bad file: one line now, before any flash or board
+        from n6.run.inference import read_inputs
+        read_inputs(env["INPUTS"])
     return [run_model(env, by_name[name]) for name in sorted(wanted)]
 
 
@@ -59,12 +62,13 @@ def run_model(env, spec):
     opts = RunOptions(session, spec.c_name or "network", int(env["RUNS"]), int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],
                       env["RUN_MODE"] == "perf")
-    run = env.Command([os.path.join(out, "run.json")], [on_board, env.File(session.board_file)], _RUN_ACTION,
-                      N6_RUN_OPTIONS=opts)
+    run = env.Command([os.path.join(out, "run.json")], [on_board, env.File(session.board_file)] +
+                      ([env.File(opts.inputs)] if opts.inputs else []), _RUN_ACTION, N6_RUN_OPTIONS=opts)
     env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__), code_version(env, "sim-board",
                                                       lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")) +
                                                        glob.glob(os.path.join(SIM_BOARD_CODE, "*.c")))])
     env.NoCache(run)
+    env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
     onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""
     # No ONNX (a prebuilt folder, a .tflite source): the host build of the generated C is the reference
     c_dir = spec.path if spec.kind != "source" else os.path.join(env.subst("$BUILD_DIR"), spec.name, "st_ai_output")

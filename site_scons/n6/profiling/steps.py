@@ -30,11 +30,11 @@ def report_step(measurement_path, c_info_path, folder, baseline=None, name=None,
     profile = merge(load_measurement(measurement_path), read_c_info(c_info_path), name)
     paths = {f: os.path.join(folder, f) for f in FILES}
     outputs = list(paths.values()) + [os.path.join(folder, DIFF)]
+    baseline = baseline or (os.path.join(folder, PREVIOUS) if os.path.exists(os.path.join(folder, PREVIOUS)) else None)
+    before = diff.read_profile(baseline) if baseline else None    # a bad one: refused with the reports untouched
     try:
         data = profile.to_dict()
-        baseline = baseline or (os.path.join(folder, PREVIOUS) if os.path.exists(os.path.join(folder, PREVIOUS))
-                                else None)
-        diff_data = diff.diff(diff.read_profile(baseline), data, baseline) if baseline else None
+        diff_data = diff.diff(before, data, baseline) if baseline else None
         report.write_json(paths["profile.json"], data)
         svg = plot.draw(profile, paths["profile.svg"], paths["profile.png"])
         report.write_json(paths["profile.trace.json"], trace.trace_events(profile))

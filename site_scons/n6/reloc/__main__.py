@@ -5,6 +5,8 @@ check:   the loader's checks and an installation in XIP and COPY mode (exit 1 wi
          loader's error name when the image is rejected)."""
 import argparse
 import json
+import os
+import signal
 import struct
 import sys
 
@@ -45,6 +47,16 @@ def _print(info):
 
 
 def main(argv=None):
+    try:
+        status = _run(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:      # `... | head` stopped reading: nothing is wrong with the image
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # and Python's last flush stays quiet
+        return 128 + signal.SIGPIPE
+
+
+def _run(argv):
     p = argparse.ArgumentParser(prog="n6.reloc", description="inspect or check a relocatable model image")
     p.add_argument("command", choices=["inspect", "check"])
     p.add_argument("image")
@@ -65,6 +77,8 @@ def main(argv=None):
             print(json.dumps(info, indent=1)) if args.json else _print(info)
             return 0
         _, results = check.check_file(args.image, params)
+    except BrokenPipeError:
+        raise
     except OSError as e:
         print(f"n6.reloc: error: {e.filename or args.image}: {e.strerror}", file=sys.stderr)
         return 2

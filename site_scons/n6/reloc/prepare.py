@@ -50,14 +50,41 @@ def c_info_path(folder, stem):
     return os.path.join(folder, f"{stem}_c_info.json")
 
 
-def check_c_info(path):
+def check_c_info(path, net):
     if not os.path.exists(path):
         raise N6Error(path, "c_info.json not found", "copy the <name>_c_info.json that stedgeai wrote next to network.c")
     info = read_json(path, "c_info.json", lenient=False)
     if not isinstance(info, dict) or info.get("json_schema_version") != "2.0" or "graphs" not in info:
         raise N6Error(path, "not a c_info.json of schema 2.0 with a 'graphs' entry",
                       "use the <name>_c_info.json written by stedgeai generate")
+    check_io_formats(path, info, net)
     return info
+
+
+# c_info.json's `format` of a buffer → the data type network.c gives it. Other formats (Q, NONE,
+# fixed point) have no single data type: they are not compared.
+FORMAT_TYPES = {"STAI_FORMAT_FLOAT": "DataType_FLOAT", "STAI_FORMAT_FLOAT32": "DataType_FLOAT",
+                "STAI_FORMAT_FLOAT64": "DataType_DOUBLE", "STAI_FORMAT_BOOL": "DataType_BOOL",
+                **{f"STAI_FORMAT_{s}{n}": f"DataType_{t}INT{n}" for n in (8, 16, 32, 64)
+                   for s, t in (("S", ""), ("U", "U"))}}
+
+
+def check_io_formats(path, info, net):
+    """The model's inputs and outputs as c_info.json describes them must be what network.c
+    declares: a format that is not an STAI_FORMAT_ name, or one naming another data type than
+    network.c's, is a c_info.json from another generation (or edited)."""
+    io = {b.name: b.data_type for b in net.buffers if b.table in ("Input", "Output") and not b.is_param}
+    buffers = info.get("buffers")
+    for b in buffers if isinstance(buffers, list) else ():
+        if not isinstance(b, dict) or b.get("name") not in io or "format" not in b:
+            continue
+        fmt, c_type = b["format"], io[b["name"]]
+        if not isinstance(fmt, str) or not fmt.startswith("STAI_FORMAT_"):
+            raise N6Error(path, f"buffer '{b['name']}': format {fmt!r} is not an STAI_FORMAT_ name",
+                          "use the c_info.json stedgeai generate wrote with this network.c")
+        if FORMAT_TYPES.get(fmt, c_type) != c_type and c_type in FORMAT_TYPES.values():
+            raise N6Error(path, f"buffer '{b['name']}' is {fmt} here but {c_type} in {os.path.basename(net.path)}",
+                          "use the c_info.json stedgeai generate wrote with this network.c")
 
 
 def raw_candidates(folder, release, c_name, stem):
@@ -130,7 +157,7 @@ def analyse(network_c, name=None, install_version=None, absolute_flash_pools=Fal
     folder = os.path.dirname(network_c) or "."
     stem = os.path.splitext(os.path.basename(network_c))[0]
     rel = check_version(network_c, net.version, install_version)
-    check_c_info(c_info_path(folder, stem))
+    check_c_info(c_info_path(folder, stem), net)
     candidates = raw_candidates(folder, rel, net.c_name, stem)
     prep = Prepared(name or stem, net.c_name, rel, pools_of(net, [os.path.basename(r)[:-4] for r in candidates]), net)
     if not absolute_flash_pools:

@@ -3,6 +3,7 @@ outputs saved as .npy, a summary and a timing table, JSON next to them."""
 import json
 import os
 import shutil
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,19 +11,41 @@ from tabulate import tabulate
 
 from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY, ModelInfo,
                                      TensorDesc)
-from ..atomic import atomic_open, write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
+
+
+INPUTS_FIX = "give INPUTS= a .npy (or a .npz with one array per input) saved with numpy.save"
+
+
+def read_inputs(path):
+    """The arrays of an INPUTS= file, each with at least one sample of numbers; anything else (an
+    empty or cut-short file, pickled objects, text, a .npz member that is not an array) is a
+    one-line error naming the file, before any board is involved."""
+    try:
+        if os.path.isfile(path) and not os.path.getsize(path):
+            raise N6Error(path, "the inputs file is empty", INPUTS_FIX)
+        loaded = np.load(path)
+        arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
+    except OSError as e:
+        raise N6Error(path, f"cannot read inputs: {e.strerror or e}", INPUTS_FIX) from None
+    except (ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise N6Error(path, f"not a numpy inputs file: {e}", INPUTS_FIX) from None
+    if not arrays:
+        raise N6Error(path, "the inputs file holds no array", INPUTS_FIX)
+    for a in arrays:
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
+            kind = a.dtype if isinstance(a, np.ndarray) else "bytes that are no array"
+            raise N6Error(path, f"the inputs file holds {kind}, not numbers", INPUTS_FIX)
+        if not a.size:
+            raise N6Error(path, f"an input array of shape {list(a.shape)} holds no sample", INPUTS_FIX)
+    return arrays
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
     """One list of raw input buffers per run."""
     if inputs_path:
-        try:
-            loaded = np.load(inputs_path)
-        except (OSError, ValueError) as e:
-            raise N6Error(inputs_path, f"cannot read inputs: {e}", "give a .npy or .npz file (INPUTS=)") from None
-        arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
+        arrays = read_inputs(inputs_path)
         if len(arrays) != len(model.inputs):
             raise N6Error(inputs_path, f"{len(arrays)} arrays for {len(model.inputs)} model inputs",
                           "give one array per input (.npz for several)")
@@ -161,17 +184,41 @@ class RunRecord:
 def save(out_dir, model, results, summary):
     """run.json, the outputs as output_<name>.npy (none from a perf-only run: the board sent no data)
     and the epoch tensors a per-layer-with-data run brought back as epochs/<epoch>_<name>.npy (the
-    runs on the first axis). What an earlier run left there is removed first."""
-    os.makedirs(out_dir, exist_ok=True)
+    runs on the first axis). They are written aside first, then replace what an earlier run left
+    (its outputs, epochs/ and run.json, run.json last): a run that fails while saving leaves the
+    earlier report whole, and nothing of its own."""
+    stage = os.path.join(out_dir, SAVING)
+    shutil.rmtree(stage, ignore_errors=True)      # left by a run that was killed while saving
+    try:
+        _write(stage, model, results, summary)
+        _replace(out_dir, stage)
+    except OSError as e:
+        raise N6Error(out_dir, f"cannot save the run's outputs: {e.strerror}",
+                      "free disk space or make the build folder writable, then run again") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+SAVING = ".saving"
+
+
+def _replace(out_dir, stage):
     for old in os.listdir(out_dir):
+        path = os.path.join(out_dir, old)
         if old.startswith("output_") and old.endswith(".npy"):
-            os.unlink(os.path.join(out_dir, old))
+            os.unlink(path)
+        elif old == "epochs":
+            shutil.rmtree(path)
+    for name in sorted(os.listdir(stage), key=lambda n: n == "run.json"):
+        os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
+
+
+def _write(out_dir, model, results, summary):
+    os.makedirs(out_dir)
     epochs_dir = os.path.join(out_dir, "epochs")
-    if os.path.isdir(epochs_dir):
-        shutil.rmtree(epochs_dir)
     if summary.get("mode") != "perf":
         for desc, arr in zip(model.outputs, outputs_arrays(model, results)):
-            with atomic_open(output_path(out_dir, desc.name)) as f:
+            with open(output_path(out_dir, desc.name), "wb") as f:
                 np.save(f, arr)
     saved = []
     for k, op in enumerate(results[0].epochs):
@@ -182,13 +229,14 @@ def save(out_dir, model, results, summary):
                                   for r in results])
             path = output_path(epochs_dir, f"{op.name}_{desc.name}").replace("output_", "", 1)
             os.makedirs(epochs_dir, exist_ok=True)
-            with atomic_open(path) as f:
+            with open(path, "wb") as f:
                 np.save(f, arr)
             saved.append({"epoch": op.name, "tensor": desc.name, "file": os.path.relpath(path, out_dir),
                           "shape": list(arr.shape), "dtype": desc.dtype})
     if saved:
         summary["epoch_tensors"] = saved
-    write_text(os.path.join(out_dir, "run.json"), json.dumps(summary, indent=1) + "\n")
+    with open(os.path.join(out_dir, "run.json"), "w") as f:
+        f.write(json.dumps(summary, indent=1) + "\n")
 
 
 def output_path(out_dir, name):

@@ -10,6 +10,8 @@ from ..errors import N6Error
 from . import inference, validate
 from .session import board_session
 
+VALIDATED, VALIDATE_FAILED = "validate.json", "validate-failed.json"      # the validate step's verdicts
+
 
 def run_step(opts, on_board_path, out_dir, say=print):
     """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report."""
@@ -22,6 +24,9 @@ def run_step(opts, on_board_path, out_dir, say=print):
     summary["mode"] = "perf" if opts.perf else "io"
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(out_dir, model, results, summary)
+    for verdict in (VALIDATED, VALIDATE_FAILED):     # about the outputs just replaced
+        if os.path.exists(os.path.join(out_dir, verdict)):
+            os.unlink(os.path.join(out_dir, verdict))
     say(text)
 
 
@@ -55,7 +60,7 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                                                              opts.test_data, reference.split(" on ")[0])
         text += "\n" + table
     say(text)
-    failed = os.path.join(out_dir, "validate-failed.json")
+    failed = os.path.join(out_dir, VALIDATE_FAILED)
     if not passed:
         if os.path.exists(target):
             os.unlink(target)
