@@ -141,6 +141,21 @@ def _inputs(data, name="inputs.npy"):
     return mutate
 
 
+FAKE_TOOL = "fake-stedgeai"
+
+
+def _stedgeai(script, *args):
+    """A copy of the simulated install whose stedgeai is `script` (sh), generating kws_mlp alone."""
+    def mutate(repo):
+        shutil.copytree(os.path.join(repo, "build", "stedgeai-sim", "2.2"), os.path.join(repo, FAKE_TOOL))
+        tool = os.path.join(repo, FAKE_TOOL, "Utilities", "linux", "stedgeai")
+        open(tool, "w").write("#!/bin/sh\n" + script)
+        os.chmod(tool, 0o755)
+        return [f"STEDGEAI_CORE_DIR={FAKE_TOOL}", "BUILD_DIR=fake-build", "fake-build/kws_mlp/st_ai_output/network.c",
+                *args]
+    return mutate
+
+
 # (id, mutate(repo) → extra scons args or None, the one error line must contain all of these)
 CASES = [
     # JSON files: encoding, byte-order mark, types, top-level shape
@@ -210,6 +225,7 @@ CASES = [
      ["VALIDATE_TOLERANCE: '-1' is negative", "a number 0 or more"]),
     ("tolerance-nan", _args("VALIDATE_TOLERANCE=nan", "validate-tiny_prebuilt"),
      ["VALIDATE_TOLERANCE: 'nan' is not a finite number"]),
+    ("stedgeai-timeout-zero", _args("STEDGEAI_TIMEOUT=0"), ["STEDGEAI_TIMEOUT: '0' is zero"]),
     # INPUTS= files
     ("inputs-empty", _inputs(b""), ["inputs.npy: the inputs file is empty", "INPUTS="]),
     ("inputs-cut-short", _inputs(_npy(np.zeros((4, 64), np.int8))[:-10]), ["inputs.npy: not a numpy inputs file"]),
@@ -228,6 +244,16 @@ CASES = [
     ("c-info-format-contradicts-network-c", _io_format("STAI_FORMAT_FLOAT"),
      ["models/tiny_prebuilt/network_c_info.json: buffer 'input' is STAI_FORMAT_FLOAT here but DataType_INT8 in "
       "network.c"]),
+    # stedgeai itself: fails, writes nothing, hangs
+    ("stedgeai-fails", _stedgeai('echo "ST Edge AI Core v2.2.0"; echo "E010(InvalidModelError): not supported" >&2; '
+                                 "exit 1\n"),
+     ["stedgeai generate of models/kws_mlp/model.onnx failed (exit 1): E010(InvalidModelError): not supported",
+      "see the tool's output above"]),
+    ("stedgeai-writes-nothing", _stedgeai('echo "ST Edge AI Core v2.2.0"\n'),
+     ["models/kws_mlp/model.onnx: stedgeai generate wrote no network.c (exit 0); last output: ST Edge AI Core"]),
+    ("stedgeai-hangs", _stedgeai('echo "ST Edge AI Core v2.2.0"; sleep 600\n', "STEDGEAI_TIMEOUT=3"),
+     ["STEDGEAI_TIMEOUT: stedgeai generate of models/kws_mlp/model.onnx stopped after 3 s",
+      "STEDGEAI_TIMEOUT=<seconds>"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -251,7 +277,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz"):
+    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build"):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -284,7 +310,8 @@ def test_the_table_covers_every_boundary():
                    "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c",
                    "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "runs-zero", "runs-negative",
                    "profile-samples-zero", "tolerance-negative", "tolerance-nan", "inputs-empty", "c-info-utf16",
-                   "c-info-format-type", "c-info-format-contradicts-network-c"):
+                   "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
+                   "stedgeai-writes-nothing", "stedgeai-hangs"):
         assert needed in ids
 
 
@@ -323,6 +350,23 @@ def test_image_tools_on_a_split_image_without_its_params_file(repo, tmp_path, co
 
 def _errors(proc):
     return [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+
+
+def test_stedgeai_gets_no_stdin_and_its_prompt_is_shown(pristine):
+    """A tool that asks (a licence prompt) fails at once instead of waiting for an answer that
+    never comes, and what it printed is shown above the error."""
+    args = _stedgeai('echo "ST Edge AI Core v2.2.0"; printf "Accept the licence agreement [y/n]? "; '
+                     'read answer || { echo; echo "E103(CliArgumentError): no answer" >&2; exit 3; }\n')(pristine)
+    answer, never = os.pipe()       # stdin open and silent: a prompt reading it would wait for ever
+    try:
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=pristine, stdin=answer,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(answer)
+        os.close(never)
+    assert proc.returncode == 2 and len(_errors(proc)) == 1, proc.stdout + proc.stderr
+    assert "failed (exit 3): E103(CliArgumentError): no answer" in _errors(proc)[0]
+    assert "  | Accept the licence agreement [y/n]?" in proc.stdout
 
 
 def _damaged(repo, *args):

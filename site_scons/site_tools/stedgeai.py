@@ -7,7 +7,6 @@ import functools
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import SCons.Action
@@ -121,20 +120,60 @@ def _generate_argv(args, outdir):
 
 @reports_errors
 def _generate_action(target, source, env):
+    from n6.flash.runner import ToolRunner
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
-    argv = _generate_argv(args, outdir)
-    if env.get("VERBOSE"):
-        say(" ".join(argv))
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if proc.returncode:
-        lines = (proc.stderr or proc.stdout).strip().splitlines() or [f"exit status {proc.returncode}"]
-        raise N6Error(None, lines[-1].removeprefix("stedgeai: error: "))
+    runner = ToolRunner(verbose=bool(env.get("VERBOSE")), timeout=env["STEDGEAI_TIMEOUT"], echo=say)
+    result = runner.run(_generate_argv(args, outdir))
+    failed = _generate_failure(result, args["model"], env["STEDGEAI_TIMEOUT"])
+    if failed is None and not os.path.exists(target[0].path):
+        failed = N6Error(args["model"], f"stedgeai generate wrote no {target[0].name} (exit 0)" +
+                         _last_line(result.output, "; last output: "), _see(result.output))
+    if failed is not None:
+        _show_output(result.output)
+        for t in target:           # what a failed run wrote is no output to build on
+            if os.path.exists(t.path):
+                os.unlink(t.path)
+        raise failed
     missing = [t.path for t in target if not os.path.exists(t.path)]
     if missing:
         raise N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
                       "check the profile's memory pools; constants must go to the constants_preferred pool")
     return 0
+
+
+SHOWN_LINES = 40      # of a failed generate's output, above the error line
+
+
+def _generate_failure(result, model, timeout):
+    """The one-line error of a generate that did not finish well, else None."""
+    if result.timed_out:
+        return N6Error("STEDGEAI_TIMEOUT", f"stedgeai generate of {model} stopped after {timeout:g} s" +
+                       _last_line(result.output, "; last output: "),
+                       _see(result.output) + "; give it more time with STEDGEAI_TIMEOUT=<seconds>")
+    if result.returncode:
+        last = _last_line(result.output, ": ")
+        return N6Error(None, f"stedgeai generate of {model} failed (exit {result.returncode})" + last,
+                       None if "(fix: " in last else _see(result.output))
+    return None
+
+
+def _last_line(output, lead):
+    """The tool's last line (its error, usually), or that it printed nothing."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return f"{lead}{lines[-1].removeprefix('stedgeai: error: ')}" if lines else " with no output"
+
+
+def _see(output):
+    return "see the tool's output above" if output.strip() else "run the command VERBOSE=1 shows by hand"
+
+
+def _show_output(output):
+    lines = output.rstrip().splitlines()
+    if lines:
+        skipped = len(lines) - SHOWN_LINES
+        say((f"  ... ({skipped} lines before)\n" if skipped > 0 else "") +
+            "\n".join("  | " + line for line in lines[-SHOWN_LINES:]))
 
 
 def generate_model(env, spec, outdir):
@@ -152,7 +191,7 @@ def generate_model(env, spec, outdir):
 
 
 def generate(env):
-    env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build")
+    env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build", STEDGEAI_TIMEOUT=3600)
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)

@@ -1,7 +1,10 @@
-"""Every programmer subprocess goes through ToolRunner: the argv and the full output go to a log
-file, VERBOSE shows the argv, a timeout kills a hung tool, dry-run prints instead of running."""
+"""Every external tool (the programmer, stedgeai) runs through ToolRunner: no stdin (a prompt
+fails at once instead of waiting for an answer nobody can give), the argv and the full output go
+to a log file, VERBOSE shows the argv, a timeout kills a hung tool and whatever it started,
+dry-run prints instead of running."""
 import os
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -52,7 +55,7 @@ class ToolRunner:
 
         def kill():
             timed_out.set()
-            proc.kill()
+            _kill_tree(proc.pid)
         timer = threading.Timer(timeout, kill)
         timer.start()
         chunks = []
@@ -78,3 +81,28 @@ class ToolRunner:
         output = "".join(chunks)
         self.log(f"[exit {proc.returncode}{', timed out' if timed_out.is_set() else ''}]\n")
         return ToolResult(list(argv), proc.returncode, output, time.monotonic() - start, timed_out.is_set())
+
+
+def _kill_tree(pid):
+    """SIGKILL `pid` and every process below it: a tool that is a script, or a bundled executable
+    that starts the real program, leaves children that would hold its output open (Linux /proc;
+    elsewhere the tool alone)."""
+    children = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
