@@ -180,9 +180,9 @@ CASES = [
     ("mpool-number-type", _prop(0, "byteWidth", "wide"),
      ["models/kws_mlp/kws_mlp.mpool: pool '", "'byteWidth' is 'wide', not a number"]),
     # profile options
-    ("unknown-option", _options("--Os --enable-epoch-controler"),
-     ["models/kws_mlp/neural_art.json: profile 'default': unknown Neural-ART compiler option "
-      "'--enable-epoch-controler'", "fix its spelling"]),
+    ("not-an-option", _options("--Os enable-epoch-controller"),
+     ["models/kws_mlp/neural_art.json: profile 'default': 'enable-epoch-controller' follows --Os, which takes no "
+      "value", "remove it"]),
     ("unbalanced-quotes", _options('--Os --csv-file "net.csv'),
      ["models/kws_mlp/neural_art.json: profile 'default': options: no closing quotation", "balance the quotes"]),
     # .mpool layout
@@ -305,7 +305,7 @@ def test_the_table_covers_every_boundary():
     profile options; .mpool layout; ONNX; names; variables; truncated C; the image tools below."""
     ids = {c[0] for c in CASES}
     for needed in ("profile-bom", "mpool-not-utf8", "model-json-string-boolean", "model-json-shape", "c-info-bom",
-                   "unknown-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
+                   "not-an-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
                    "reloc-name-escapes", "folder-named-like-a-target", "size-zero", "size-negative",
                    "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c",
                    "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "runs-zero", "runs-negative",

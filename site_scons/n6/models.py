@@ -9,9 +9,18 @@ from dataclasses import dataclass, field
 from .errors import N6Error
 from .jsonfile import read_json
 
-MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict}
+MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict,
+                 "generate_options": list}
 RELOC_OPTIONS = {"secure": bool, "split": bool, "dbg_info": bool, "ecblob_in_params": bool, "name": str}
-DATA_TYPES = ("int8", "uint8", "float32")
+DATA_TYPES = ("int8", "uint8", "float32", "float")
+# ST's scripts write `float`; the tool's documented spelling is `float32`.
+DATA_TYPE_SPELLING = {"float": "float32"}
+# `stedgeai generate` options the build passes itself: each has its own model.json key or is the
+# build's (where the outputs go, which model, which profile).
+BUILD_GENERATE_OPTIONS = {"-m": "the model file", "--model": "the model file", "--target": "the build",
+                          "--st-neural-art": '"profile" and neural_art.json', "-o": "the build", "--output": "the build",
+                          "-w": "the build", "--workspace": "the build", "-n": '"name"', "--name": '"name"',
+                          "--input-data-type": '"input_data_type"', "--output-data-type": '"output_data_type"'}
 # Targets and folders of the build itself: a model folder may not take these names.
 RESERVED_NAMES = {"build", "check", "flash", "run", "validate", "profile", "clean", "install", "test", "help",
                   "all", "broken-models", "stedgeai-sim", "sim-board", "obj", "deploy-records"}
@@ -38,6 +47,7 @@ class ModelSpec:
     reloc: dict = field(default_factory=dict)   # per-model relocatable-image options
     network_c: str = None       # prebuilt: the generated C file
     inputs: list = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
+    generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
 
 
 def c_identifier(value, where, what, fix):
@@ -73,14 +83,19 @@ def _options(path):
     for key, value in opts.items():
         if key not in MODEL_OPTIONS:
             raise N6Error(file, f"unknown option '{key}'", f"use only {', '.join(sorted(MODEL_OPTIONS))}")
-        if not isinstance(value, MODEL_OPTIONS[key]):
-            raise N6Error(file, f"'{key}' is {value!r}, not a{'n object' if MODEL_OPTIONS[key] is dict else ' string'}",
-                          f"write \"{key}\": " + ("{...}" if MODEL_OPTIONS[key] is dict else '"..."'))
+        kind = MODEL_OPTIONS[key]
+        if not isinstance(value, kind):
+            what, example = {dict: ("n object", "{...}"), list: (" list of strings", '["--option", "value"]')}.get(
+                kind, (" string", '"..."'))
+            raise N6Error(file, f"'{key}' is {value!r}, not a{what}", f"write \"{key}\": {example}")
     if "name" in opts:
         c_identifier(opts["name"], file, "'name'", 'write a C identifier, e.g. "name": "kws"')
     for key in ("input_data_type", "output_data_type"):
         if key in opts and opts[key] not in DATA_TYPES:
             raise N6Error(file, f"'{key}' is {opts[key]!r}", f"use one of {', '.join(DATA_TYPES)}")
+        if key in opts:
+            opts[key] = DATA_TYPE_SPELLING.get(opts[key], opts[key])
+    _generate_options(file, opts.get("generate_options", []))
     for key, value in opts.get("reloc", {}).items():
         kind = RELOC_OPTIONS.get(key)
         if kind is None:
@@ -91,6 +106,23 @@ def _options(path):
     if "name" in opts.get("reloc", {}):
         c_identifier(opts["reloc"]["name"], file, "reloc 'name'", 'write a C identifier, e.g. "name": "kws"')
     return opts
+
+
+def _generate_options(file, items):
+    """Extra generate arguments: words as the shell would split them, none the build passes itself."""
+    for n, item in enumerate(items, 1):
+        where = f"'generate_options' item {n}"
+        if not isinstance(item, str):
+            raise N6Error(file, f"{where} is {item!r}, not a string", 'write "generate_options": ["--option", "value"]')
+        if not item or "\0" in item or "\n" in item:
+            raise N6Error(file, f"{where} is empty" if not item else f"{where} {item!r} holds a control character",
+                          "write each option and each value as its own string")
+        if item.startswith("-") and any(c.isspace() for c in item):
+            raise N6Error(file, f"{where} {item!r} holds a space", f"write it as {item.split()!r}")
+        owner = BUILD_GENERATE_OPTIONS.get(item.split("=", 1)[0])
+        if owner:
+            raise N6Error(file, f"{where} {item!r} is set by the build (from {owner})",
+                          "remove it" + (f" and use {owner} in model.json" if owner.startswith('"') else ""))
 
 
 def read_model(path, reserved=()):
@@ -132,7 +164,7 @@ def read_model(path, reserved=()):
     return ModelSpec(name, path, "source", model_file=models[0], profile_file=profile_file,
                      profile=opts.get("profile", "default"), c_name=opts.get("name"),
                      input_data_type=opts.get("input_data_type"), output_data_type=opts.get("output_data_type"),
-                     reloc=opts.get("reloc", {}))
+                     reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())))
 
 
 def discover(models_dir, reserved=RESERVED_NAMES):

@@ -89,7 +89,8 @@ def _generate_args(env, spec):
     return {"release": rel.core, "model": spec.model_file, "profile": spec.profile, "profile_file": spec.profile_file,
             "mpool": profile.memory_pool, "name": spec.c_name, "input_data_type": spec.input_data_type,
             "output_data_type": spec.output_data_type, "epoch_controller": profile.epoch_controller,
-            "tool": os.path.join(root, CLI), "simulated": simulated}
+            "tool": os.path.join(root, CLI), "simulated": simulated, "extra": list(spec.generate_options),
+            "warnings": list(profile.warnings)}
 
 
 def _generate_emitter(target, source, env):
@@ -115,7 +116,7 @@ def _generate_argv(args, outdir):
     for key in ("input_data_type", "output_data_type"):
         if args[key]:
             argv += ["--" + key.replace("_", "-"), args[key]]
-    return argv
+    return argv + args["extra"]
 
 
 @reports_errors
@@ -123,6 +124,8 @@ def _generate_action(target, source, env):
     from n6.flash.runner import ToolRunner
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
+    for warning in args["warnings"]:
+        say(f"  WARNING  {warning}")
     runner = ToolRunner(verbose=bool(env.get("VERBOSE")), timeout=env["STEDGEAI_TIMEOUT"], echo=say)
     result = runner.run(_generate_argv(args, outdir))
     failed = _generate_failure(result, args["model"], env["STEDGEAI_TIMEOUT"])

@@ -54,6 +54,17 @@ def _parser():
     g.add_argument("-w", "--workspace", default="st_ai_ws")
     g.add_argument("--input-data-type", choices=["int8", "uint8", "float32"])
     g.add_argument("--output-data-type", choices=["int8", "uint8", "float32"])
+    # accepted as the real tool accepts them; what they change is not simulated (the generated
+    # report's command line shows them)
+    g.add_argument("-t", "--type", choices=["keras", "tflite", "onnx"])
+    g.add_argument("--inputs-ch-position", choices=["chfirst", "chlast"])
+    g.add_argument("--outputs-ch-position", choices=["chfirst", "chlast"])
+    g.add_argument("--no-inputs-allocation", action="store_true")
+    g.add_argument("--no-outputs-allocation", action="store_true")
+    g.add_argument("--c-api", choices=["legacy", "st-ai"])
+    g.add_argument("-c", "--compression", choices=["none", "lossless", "low", "medium", "high"])
+    g.add_argument("--memory-pool")
+    g.add_argument("-v", "--verbosity", type=int, choices=[0, 1, 2, 3])
     return p
 
 
