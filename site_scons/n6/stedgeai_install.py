@@ -3,12 +3,14 @@ import os
 import re
 
 from .errors import N6Error
+from .host_layout import HOST, stedgeai_cli
 from .releases import release_for_atonn
 
 # The author line of the simulated tool's C files; a real stedgeai output never has it.
 SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
-# Every path the build reads from an install (real or simulated: both have this layout).
-CLI = os.path.join("Utilities", "linux", "stedgeai")
+# Every path the build reads from an install (real or simulated: both have this layout). The CLI
+# is the host's: Utilities/<windows|linux|mac|macarm>/stedgeai[.exe], as ST's scripts find it.
+CLI = stedgeai_cli(HOST)
 LL_ATON = os.path.join("Middlewares", "ST", "AI", "Npu", "ll_aton")
 LL_ATON_VERSION = os.path.join(LL_ATON, "ll_aton_version.h")
 SW_LIB_INC = os.path.join("Middlewares", "ST", "AI", "Inc")
@@ -28,9 +30,9 @@ READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirna
     tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES)
 
 
-def check_install(root):
-    """A real install given through STEDGEAI_CORE_DIR must have ST's layout."""
-    for rel in (CLI, LL_ATON, PLATFORM):
+def check_install(root, host=HOST):
+    """A real install given through STEDGEAI_CORE_DIR must have ST's layout (the CLI of `host`)."""
+    for rel in (stedgeai_cli(host), LL_ATON, PLATFORM):
         if not os.path.exists(os.path.join(root, rel)):
             raise N6Error(root, f"not an ST Edge AI Core install (no {rel})",
                           "point STEDGEAI_CORE_DIR at the install root, or unset it to use the simulated one")

@@ -7,17 +7,16 @@ core's access port with the external loader: one to read back, one with every do
 import glob
 import os
 import re
-import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 
 from ..errors import N6Error
+from ..host_layout import HOST, cube_programmer_bins, executable, ide_tool, on_path
 from ..paths import SIM_PROGRAMMER_BIN
 from .backend import Backend, Capabilities, ProgrammerError, RESET_MODES
 
 CLI_NAME = "STM32_Programmer_CLI"
-PLUGIN_GLOB = "com.st.stm32cube.ide.mcu.externaltools.cubeprogrammer*"
 RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
 CALL_TIMEOUT = 120          # s for a call, plus the bytes at the slowest plausible rate
 SLOWEST_RATE = 20_000       # bytes/s program + verify (a real board does about 100 KB/s)
@@ -49,39 +48,32 @@ class CliInstall:
         return env
 
 
-def _version_key(path):
-    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", os.path.basename(os.path.dirname(
-        os.path.dirname(os.path.dirname(path)))))]
-
-
-def newest_ide_tool(ide, plugin_glob, exe):
-    """`exe` from the newest STM32CubeIDE plugin matching `plugin_glob` (None: no such plugin)."""
-    found = sorted(glob.glob(os.path.join(ide, "plugins", plugin_glob, "tools", "bin", exe)), key=_version_key)
-    return found[-1] if found else None
-
-
 def is_simulated(cli):
     """Whether `cli` is a simulated programmer (its package beside its bin folder), however it is
     reached: through a symlink, PATH, or from another checkout."""
     return os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(cli))), "programmer_sim"))
 
 
-def find_cli(environ=os.environ):
+def find_cli(environ=os.environ, host=HOST, root=os.sep):
     """STM32_PROGRAMMER_CLI, then the newest CubeProgrammer plugin under STM32_CUBE_IDE_DIR (as
-    ST's script does), then PATH; else the simulated programmer."""
+    ST's script does), then PATH, then where CubeProgrammer's installer puts it on `host`; else
+    the simulated programmer."""
     explicit = environ.get("STM32_PROGRAMMER_CLI")
     if explicit:
-        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+        if not executable(explicit):
             raise N6Error(explicit, "STM32_PROGRAMMER_CLI does not name an executable",
-                          "point it at <CubeProgrammer>/bin/STM32_Programmer_CLI or unset it")
+                          f"point it at <CubeProgrammer>/bin/{host.exe(CLI_NAME)} or unset it")
         return CliInstall(explicit, is_simulated(explicit), "STM32_PROGRAMMER_CLI")
     ide = environ.get("STM32_CUBE_IDE_DIR")
-    found = newest_ide_tool(ide, PLUGIN_GLOB, CLI_NAME) if ide else None
+    found = ide_tool(ide, CLI_NAME, host) if ide else None
     if found:
         return CliInstall(found, False, "STM32_CUBE_IDE_DIR")
-    on_path = shutil.which(CLI_NAME, path=environ.get("PATH", ""))
-    if on_path:
-        return CliInstall(on_path, is_simulated(on_path), "PATH")
+    found = on_path(CLI_NAME, environ, host)
+    if found:
+        return CliInstall(found, is_simulated(found), "PATH")
+    for bin_dir in cube_programmer_bins(host, environ, root):
+        if executable(os.path.join(bin_dir, host.exe(CLI_NAME))):
+            return CliInstall(os.path.join(bin_dir, host.exe(CLI_NAME)), False, "STM32CubeProgrammer's install folder")
     return CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
 
 

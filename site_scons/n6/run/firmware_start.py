@@ -2,29 +2,23 @@
 the variant that fits the image, then ST-LINK_gdbserver + arm-none-eabi-gdb, or pyOCD's Python
 API, loading it into SRAM and jumping to Reset_Handler. The simulated board needs none of this."""
 import os
-import shutil
 import subprocess
 import time
 
 from ..errors import N6Error
+from ..host_layout import HOST, ide_tool, on_path
 
 GDB_PORT = 36789
-PLUGINS = {"ST-LINK_gdbserver": "com.st.stm32cube.ide.mcu.externaltools.stlink-gdb-server*",
-           "arm-none-eabi-gdb": "com.st.stm32cube.ide.mcu.externaltools.gnu-tools*"}
 
 
-def find_tool(name, environ=os.environ):
+def find_tool(name, environ=os.environ, host=HOST):
     """The newest STM32CubeIDE plugin's copy (STM32_CUBE_IDE_DIR), else PATH."""
-    from n6.flash.cubeprogrammer import newest_ide_tool
     ide = environ.get("STM32_CUBE_IDE_DIR")
-    found = newest_ide_tool(ide, PLUGINS[name], name) if ide else None
-    if found:
-        return found
-    on_path = shutil.which(name, path=environ.get("PATH", ""))
-    if not on_path:
+    found = (ide_tool(ide, name, host) if ide else None) or on_path(name, environ, host)
+    if not found:
         raise N6Error(None, f"{name} not found", "install STM32CubeIDE and set STM32_CUBE_IDE_DIR, or put "
-                      f"{name} on PATH")
-    return on_path
+                      f"{host.exe(name)} on PATH")
+    return found
 
 
 def gdbserver_argv(gdbserver, cube_bin_dir, frequency=2000, access_port=1, serial=None, port=GDB_PORT):
