@@ -252,11 +252,60 @@ def test_firmware_gate_secure_rules():
     assert check_firmware("x", _image(words=26, rt=(1, 1, 3)), default_firmware("3.0"), None, "b") == []
 
 
+def _sized_image(ro, rw, words=26):
+    """A 3.x image whose RO part is `ro` bytes and RW part `rw` bytes (XIP size = rw, COPY size =
+    rw + ro, rounded to 8 as ST's tools do); rt_ctx at the start of the data image."""
+    base = _image(words=words, rt=(1, 1, 3))
+    hdr = list(struct.unpack_from(f"<{words}I", base))
+    hdr[4] = 0x20000000 + ro                                   # data_data: the RO part ends here
+    hdr[5] = hdr[6] = hdr[7] = hdr[8] = 0x40000000 + rw        # bss_start, bss_end, got_start, got_end
+    data = bytearray(ro + max(rw, 68) + 64)
+    data[:4 * words] = struct.pack(f"<{words}I", *hdr)
+    data[ro:ro + 68] = base[4 * words:4 * words + 68]
+    return bytes(data)
+
+
+def _models(tmp_path, *sizes):
+    files = []
+    for i, (ro, rw) in enumerate(sizes):
+        net = tmp_path / f"m{i}_rel.bin"
+        net.write_bytes(_sized_image(ro, rw))
+        files.append(ModelFiles(f"m{i}", str(net)))
+    return files
+
+
+K = 1024
+
+
+@pytest.mark.parametrize("sizes, flags, want", [
+    ([(400 * K, 200 * K)], 0, 0),                                   # COPY 600 KB: internal exec RAM
+    ([(400 * K, 240 * K)], 0, 0),                                   # COPY 640 KB exactly
+    ([(400 * K, 240 * K + 8)], 0, mrel.FLAG_EXT_EXEC),              # COPY above 640 KB: -ext, as ST's script
+    ([(700 * K, 100 * K)], mrel.FLAG_XIP, mrel.FLAG_XIP),           # XIP needs the RW part only
+    ([(10 * K, 641 * K)], mrel.FLAG_XIP, mrel.FLAG_XIP | mrel.FLAG_EXT_EXEC),
+    ([(100 * K, 200 * K), (500 * K, 100 * K)], 0, 0),               # overlay: the largest counts
+    ([(100 * K, 200 * K), (500 * K, 100 * K)], mrel.FLAG_NO_OVERLAY, mrel.FLAG_NO_OVERLAY | mrel.FLAG_EXT_EXEC),
+    ([(400 * K, 400 * K)], mrel.FLAG_CLEAR, mrel.FLAG_CLEAR | mrel.FLAG_EXT_EXEC),
+])
+def test_multi_model_header_flags_as_st_sets_them(tmp_path, sizes, flags, want):
+    header = layout(_models(tmp_path, *sizes), DK, multi_model=True, flags=flags)[0]
+    assert mrel.parse(header.data)[0] == want
+
+
+def test_multi_model_header_bytes_for_a_copy_model_above_640_kb(tmp_path):
+    images = layout(_models(tmp_path, (600 * K, 100 * K), (8 * K, 4 * K)), DK, multi_model=True)
+    second = 0x71000000 + (700 * K + 64 + 0xFFFF) // S * S
+    assert images[0].data == bytes.fromhex("4d52454c" "02000000" "02000000" "00000071" "00000000") + \
+        second.to_bytes(4, "little") + bytes(4)
+    assert [(im.role, im.address) for im in images] == [("header", 0x70FFF000), ("network", 0x71000000),
+                                                        ("network", second)]
+
+
 def test_multi_model_layout_and_header(tmp_path):
     files = []
-    for name, n, p in (("a", S + 1, 3), ("b", 10, None), ("c", 5, 2 * S)):
+    for name, n, p in (("a", S + 1, 3), ("b", 300, None), ("c", 400, 2 * S)):
         net = tmp_path / f"{name}_rel.bin"
-        net.write_bytes(bytes(n))
+        net.write_bytes(_image(words=26, rt=(1, 1, 3)).ljust(n, b"\0"))
         par = None
         if p:
             par = tmp_path / f"{name}_rel_params.bin"
@@ -265,7 +314,7 @@ def test_multi_model_layout_and_header(tmp_path):
     images = layout(files, DK, multi_model=True, flags=mrel.FLAG_XIP)
     assert [(im.role, hex(im.address), len(im.data)) for im in images] == [
         ("header", "0x70fff000", 12 + 3 * 8), ("network", "0x71000000", S + 1), ("params", "0x71800000", 3),
-        ("network", "0x71020000", 10), ("network", "0x71030000", 5), ("params", "0x71810000", 2 * S)]
+        ("network", "0x71020000", 300), ("network", "0x71030000", 400), ("params", "0x71810000", 2 * S)]
     assert mrel.parse(images[0].data) == (1, [(0x71000000, 0x71800000), (0x71020000, 0), (0x71030000, 0x71810000)])
     assert images[0].data[:4] == b"MREL"
     check_layout([im.placed for im in images], DK)

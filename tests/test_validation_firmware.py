@@ -75,6 +75,88 @@ def test_variant_choice(kwargs, name):
     assert v.name == name and v.exec_ram_size == (4 << 20 if "-ext" in name else 640 << 10)
 
 
+# (install mode asked, XIP size, COPY size, link) → ST's firmware, as st_load_and_run.py (2.2)
+# chooses it: "-ext" when the mode's exec RAM is above 640 KB, then "-<baud>" for 5529600 or
+# "-usbc"; ST ships no -ext firmware at 5529600 (both scripts then stop: "is not available").
+ST_TABLE = [
+    ("copy", 72, 600 << 10, "921600", "copy"),
+    ("copy", 72, 641 << 10, "921600", "copy-ext"),
+    ("copy", 72, 641 << 10, "usbc", "copy-ext-usbc"),
+    ("copy", 72, 641 << 10, "5529600", "copy-ext-5529600"),
+    ("copy", 72, 100, "5529600", "copy-5529600"),
+    ("copy", 72, 100, "usbc", "copy-usbc"),
+    ("xip", 600 << 10, 900 << 10, "921600", "xip"),
+    ("xip", 641 << 10, 900 << 10, "921600", "xip-ext"),          # COPY size above 640 KB does not matter in XIP
+    ("xip", 641 << 10, 900 << 10, "usbc", "xip-ext-usbc"),
+    ("xip", 72, 100, "usbc", "xip-usbc"),
+    ("xip", 72, 100, "5529600", "xip-5529600"),
+    ("xip", 641 << 10, 900 << 10, "5529600", "xip-ext-5529600"),
+]
+
+
+@pytest.mark.parametrize("mode, xip, copy, link, variant", ST_TABLE)
+def test_variant_table_as_st_s_script_computes_it(mode, xip, copy, link, variant):
+    v = vf.choose_variant("2.2", mode, copy, usbc=link == "usbc", max_speed=link == "5529600", xip_size=xip)
+    assert (v.name, v.mode, v.ext) == (f"stm32n6570-dk-validation-reloc-{variant}.elf", mode, "-ext" in variant)
+
+
+@pytest.mark.skipif(not (REAL and os.path.isfile(os.path.join(REAL, "2.2", "scripts", "N6_reloc", "target.py"))),
+                    reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
+def test_variant_names_are_st_s_own(monkeypatch):
+    """ST's BoardPropertyDesc.validation_fw_name names the same file for every row, or refuses
+    where the install lacks it exactly where ours does."""
+    root = os.path.join(REAL, "2.2")
+    monkeypatch.syspath_prepend(os.path.join(root, "scripts", "N6_reloc"))
+    import target
+    board = target.BoardPropertyDesc("stm32n6570-dk")
+    for mode, xip, copy, link, variant in ST_TABLE:
+        ours = vf.choose_variant("2.2", mode, copy, usbc=link == "usbc", max_speed=link == "5529600", xip_size=xip)
+        install_mode = variant.split("-usbc")[0].split("-5529600")[0]
+        try:
+            st_path = board.validation_fw_name(install_mode, link)[0]
+        except Exception as e:                   # ST: "The '...' is not available"
+            assert "is not available" in str(e)
+            with pytest.raises(N6Error, match="is not available"):
+                vf.firmware_path(root, ours)
+            continue
+        assert os.path.basename(st_path) == ours.name == os.path.basename(vf.firmware_path(root, ours))
+
+
+def _board(**validation):
+    board = load_board(DK)
+    return replace(board, validation=replace(board.validation, **validation))
+
+
+def test_the_board_file_says_the_link_and_the_firmware(tmp_path):
+    from n6.reloc.image import Image
+    img = Image.parse(_image())
+    assert vf.variant_for("2.2", img, _board(usbc=True), True).name == "stm32n6570-dk-validation-reloc-copy-usbc.elf"
+    assert [v.name for v in vf.possible_variants("2.2", load_board(DK), False)] == [
+        "stm32n6570-dk-validation-reloc-xip.elf", "stm32n6570-dk-validation-reloc-xip-ext.elf"]
+    own = build(tmp_path, "own.elf", dbg=False)
+    board = _board(firmware=own)
+    assert vf.variant_for("2.2", img, board, True) == vf.Variant(own, "copy", False)
+    assert vf.firmware_path("/no/install", vf.variant_for("2.2", img, board, True)) == own
+    assert vf.installed_firmware("/no/install", "2.2", img, board, True).dbg_info is False   # read from its ELF
+    assert [v.name for v in vf.possible_variants("2.2", board, True)] == [own]
+    path = tmp_path / "b.toml"
+    path.write_text(open(DK).read().replace('firmware = "st"', 'firmware = "fw/own.elf"'))
+    assert load_board(path).validation.firmware == str(tmp_path / "fw" / "own.elf")   # relative to the board file
+
+
+def test_the_nucleo_refuses_st_s_dk_firmware():
+    from n6.reloc.image import Image
+    nucleo = load_board(os.path.join(os.path.dirname(DK), "nucleo-n657x0-q.toml"))
+    with pytest.raises(N6Error) as e:
+        vf.variant_for("2.2", Image.parse(_image()), nucleo, True)
+    assert str(e.value) == (
+        f"{nucleo.path}: NUCLEO-N657X0-Q cannot run ST's validation firmware: ST builds it for the STM32N6570-DK "
+        "only (its PSRAM holds the model's external RAM and the -ext exec RAM) (fix: build one for this board and "
+        f'name its ELF in {nucleo.path}: [validation] firmware = "<path/to/firmware.elf>")')
+    assert vf.possible_variants("2.2", nucleo, True) == []              # flashing it still works
+    assert vf.installed_firmware("/any", "2.2", Image.parse(_image()), nucleo, True) is None
+
+
 def test_variant_limits():
     assert vf.choose_variant("2.2", ext_ram_size=27 << 20).name == "stm32n6570-dk-validation-reloc-copy.elf"
     with pytest.raises(N6Error, match=r"^x.bin: Model requires more external RAM than available 28311560 > 28311552"):

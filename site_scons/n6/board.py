@@ -12,6 +12,9 @@ from .tomlfile import parse_toml
 
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
 HEADERS = ("2byte", "1byte")
+# [validation] firmware: ST's validation firmware of the install (built for the STM32N6570-DK), none
+# this board can run, or else the path of the board's own firmware ELF
+ST_FIRMWARE, NO_FIRMWARE = "st", "none"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Validation:
     port: str
     baudrate: int
     header: str
+    usbc: bool = False             # the link is the board's USB-C port (ST's -usbc firmwares), not the ST-LINK's
+    firmware: str = ST_FIRMWARE    # the aiValidation firmware a real board runs: "st", "none" or an ELF path
 
 
 @dataclass(frozen=True)
@@ -159,10 +164,14 @@ def _parse_board(path, data):
                             r.value(prog_t, "pyocd_target", str, default="stm32n657x0hxq"))
     r.only(prog_t, {"backend", "frequency", "access_port", "pyocd_target"})
 
+    firmware = r.value(val_t, "firmware", str, default=ST_FIRMWARE)
+    if firmware not in (ST_FIRMWARE, NO_FIRMWARE):
+        firmware = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), firmware))
     validation = Validation(r.value(val_t, "port", str, default=""),
                             r.value(val_t, "baudrate", int, positive=True, default=921600),
-                            r.value(val_t, "header", str, choices=HEADERS, default="2byte"))
-    r.only(val_t, {"port", "baudrate", "header"})
+                            r.value(val_t, "header", str, choices=HEADERS, default="2byte"),
+                            r.value(val_t, "usbc", bool, default=False), firmware)
+    r.only(val_t, {"port", "baudrate", "header", "usbc", "firmware"})
 
     firmware = None
     if fw_t is not None:

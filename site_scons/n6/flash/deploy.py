@@ -10,7 +10,7 @@ from ..errors import N6Error
 from ..reloc.image import RtCtx, detect_header_words, off
 from . import mrel
 from .backend import Download
-from .gate import Placed
+from .gate import Placed, parse_image
 from .records import changed_sectors, runs, sectors_of
 
 READBACK_PARAMS = 256      # bytes read back from the start of a params image
@@ -52,7 +52,8 @@ def _align(n, a):
 
 def layout(models, board, multi_model, flags=0):
     """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
-    model's images packed sector-aligned from those addresses, plus the multi-model header."""
+    model's images packed sector-aligned from those addresses, plus the multi-model header with
+    `flags` (the install mode) and the external exec RAM flag its models need on this board."""
     if not multi_model and len(models) != 1:
         raise N6Error(board.path, f"{len(models)} models for a 2.x install, which holds one model at a time",
                       "choose one with MODEL=")
@@ -62,11 +63,14 @@ def layout(models, board, multi_model, flags=0):
     sector, img = board.flash.sector_size, board.images
     net_region = ("network", img.network, img.params)
     par_region = ("params", img.params, board.flash.end)
-    out, pairs = [], []
+    out, pairs, exec_sizes = [], [], []
     net_at, par_at = img.network, img.params
     for m in models:
         data = _read(m.network)
         out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
+        if multi_model:
+            image = parse_image(m.network, data)
+            exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
         pair = [net_at, 0]
         net_at = _align(net_at + len(data), sector)
         if m.params:
@@ -78,7 +82,8 @@ def layout(models, board, multi_model, flags=0):
     if multi_model:
         at = img.multi_model_header
         out.insert(0, FlashImage(f"multi-model header ({', '.join(m.name for m in models)})", at,
-                                 mrel.build(pairs, flags), "header", tuple(m.name for m in models),
+                                 mrel.build(pairs, mrel.flags_for(flags, exec_sizes, board.memory.exec_ram.size)),
+                                 "header", tuple(m.name for m in models),
                                  ("multi-model header", at, at + board.flash.page_size)))
     return out
 

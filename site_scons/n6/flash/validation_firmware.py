@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from ..board import NO_FIRMWARE, ST_FIRMWARE
 from ..reloc.firmware import Firmware
 from ..errors import N6Error
 from ..releases import RELEASES
@@ -31,7 +32,8 @@ FIX = "describe the firmware in the [firmware] table of the board file"
 
 @dataclass(frozen=True)
 class Variant:
-    """One prebuilt firmware: its file name and the exec RAM it gives a model."""
+    """One firmware: its file name in the install (or its path, for a board's own firmware) and
+    the exec RAM it gives a model."""
     name: str
     mode: str                 # "copy" | "xip"
     ext: bool                 # exec RAM in PSRAM (EXT_EXEC_RAM), else internal (EXEC_RAM)
@@ -41,54 +43,81 @@ class Variant:
         return EXT_EXEC_RAM[1] if self.ext else EXEC_RAM
 
 
-def choose_variant(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False, where=None):
-    """ST's variant for an image, with ST's fallbacks: a COPY install above 640 KB runs from PSRAM
-    (`-ext`); more external RAM than the firmware gives is an error. 3.x ships one firmware."""
+LINKS = ("921600", "5529600", "usbc")    # the board's aiValidation link: ST-LINK VCP at either rate, or USB-C
+
+
+def choose_variant(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False, where=None,
+                   xip_size=0):
+    """ST's variant for an image, as ST's st_load_and_run.py chooses it: the install mode, `-ext`
+    when the exec RAM that mode needs (the XIP size in XIP mode, the COPY size in COPY mode) is
+    above the internal 640 KB, then the link: `-usbc`, else `-5529600` at that baud rate. More
+    external RAM than the firmware gives is an error. 3.x ships one firmware per link (the
+    multi-model header tells it the install mode)."""
     if ext_ram_size > EXT_RAM:
         raise N6Error(where, f"Model requires more external RAM than available {ext_ram_size} > {EXT_RAM}",
                       "reduce the model's external-RAM pool")
     if not release.startswith("2"):
         return Variant(f"stm32n6570-dk-validation-reloc{'-usbc' if usbc else ''}.elf", mode, False)
-    ext = mode == "copy" and copy_size > EXEC_RAM
-    if ext and copy_size > EXT_EXEC_RAM[1]:
-        raise N6Error(where, f"the model needs {copy_size} bytes of exec RAM in COPY mode, more than the "
-                      f"{EXT_EXEC_RAM[1]} of the -ext firmware", "install in XIP mode (RELOC_COPY_MODE=0)")
+    exec_size = copy_size if mode == "copy" else xip_size
+    ext = exec_size > EXEC_RAM
+    if exec_size > EXT_EXEC_RAM[1]:
+        raise N6Error(where, f"the model needs {exec_size} bytes of exec RAM in {mode.upper()} mode, more than the "
+                      f"{EXT_EXEC_RAM[1]} of the -ext firmware",
+                      "install in XIP mode (RELOC_COPY_MODE=0)" if mode == "copy" else "make the model smaller")
     link = "-usbc" if usbc else "-5529600" if max_speed else ""
     return Variant(f"stm32n6570-dk-validation-reloc-{mode}{'-ext' if ext else ''}{link}.elf", mode, ext)
 
 
 def variant_for(release, image, board, copy_mode, where=None):
-    """The variant that loads `image` (n6.reloc.image.Image) on `board`: install mode from the
-    build (RELOC_COPY_MODE), the link speed from the board file's baud rate."""
-    return choose_variant(release, "copy" if copy_mode else "xip", image.copy_size,
-                          (image.rt_ctx.ext_ram_sz + 7) & ~7 if image.rt_ctx else 0,
-                          max_speed=board.validation.baudrate == MAX_SPEED_BAUD, where=where)
+    """The firmware that loads `image` (n6.reloc.image.Image) on `board`: the board file's own
+    ([validation] firmware = a path), else ST's variant: install mode from the build
+    (RELOC_COPY_MODE), the link from the board file (usbc, baud rate). A board that cannot run
+    ST's firmware and names none is refused."""
+    mode = "copy" if copy_mode else "xip"
+    firmware = board.validation.firmware
+    if firmware == NO_FIRMWARE:
+        raise N6Error(board.path, f"{board.name} cannot run ST's validation firmware: ST builds it for the "
+                      "STM32N6570-DK only (its PSRAM holds the model's external RAM and the -ext exec RAM)",
+                      f'build one for this board and name its ELF in {board.path}: [validation] firmware = '
+                      '"<path/to/firmware.elf>"')
+    if firmware != ST_FIRMWARE:
+        return Variant(firmware, mode, False)
+    return choose_variant(release, mode, image.copy_size, (image.rt_ctx.ext_ram_sz + 7) & ~7 if image.rt_ctx else 0,
+                          usbc=board.validation.usbc, max_speed=board.validation.baudrate == MAX_SPEED_BAUD,
+                          where=where, xip_size=image.xip_size)
 
 
 def possible_variants(release, board, copy_mode):
-    """The variants `variant_for` may choose for any image with these settings (for dependencies)."""
-    return [variant_for(release, _Sized(size), board, copy_mode) for size in (0, EXEC_RAM + 8)]
+    """The firmwares `variant_for` may choose for any image with these settings (for dependencies)."""
+    if board.validation.firmware == NO_FIRMWARE:
+        return []
+    return list({variant_for(release, _Sized(size, size), board, copy_mode): None for size in (0, EXEC_RAM + 8)})
 
 
 @dataclass
 class _Sized:
+    xip_size: int
     copy_size: int
     rt_ctx: object = None
 
 
 def firmware_path(install_root, variant):
-    """The variant's file in the install; a one-line error when the install lacks it."""
+    """The variant's file (in the install, or the board's own); a one-line error when it is missing."""
     path = os.path.join(install_root, FIRMWARE_DIR, variant.name)
     if not os.path.isfile(path):
         raise N6Error(path, f"The '{variant.name}' is not available",
+                      "fix [validation] firmware in the board file" if os.path.isabs(variant.name) else
                       "use an ST Edge AI Core install with its N6_reloc validation firmwares (STEDGEAI_CORE_DIR)")
     return path
 
 
 def installed_firmware(install_root, release, image, board, copy_mode, where=None):
-    """Facts of the install's variant that loads `image`, or None when the install ships no
-    validation firmwares (the simulated install: the simulated board plays the firmware)."""
-    if not os.path.isdir(os.path.join(install_root, FIRMWARE_DIR)):
+    """Facts of the firmware that loads `image` (the board's own, or the install's variant), or
+    None when none is known: the install ships no validation firmwares (the simulated install:
+    the simulated board plays the firmware) or the board runs none of ST's."""
+    firmware = board.validation.firmware
+    if firmware == NO_FIRMWARE or firmware == ST_FIRMWARE and not os.path.isdir(os.path.join(install_root,
+                                                                                             FIRMWARE_DIR)):
         return None
     return read_firmware(firmware_path(install_root, variant_for(release, image, board, copy_mode, where)),
                          board_cpu_part(board))
