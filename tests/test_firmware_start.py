@@ -1,5 +1,7 @@
 """Starting ST's validation firmware on a real board: the variant chosen for the image with ST's
 fallbacks, and the exact gdbserver / gdb command lines (deploy-protocol.md §3.2)."""
+import io
+import os
 import struct
 import subprocess
 import sys
@@ -8,6 +10,7 @@ import pytest
 
 from n6.errors import N6Error
 from n6.flash import validation_firmware as vf
+from n6.flash.runner import ToolResult, ToolRunner
 from n6.run import firmware_start as fw
 
 @pytest.mark.parametrize("kwargs,name", [
@@ -53,42 +56,94 @@ def test_tools_from_the_ide_plugins(tmp_path):
         fw.find_tool("arm-none-eabi-gdb", {"PATH": str(tmp_path)})
 
 
-class FakeRunner:
-    def __init__(self, rc=0):
-        self.calls, self.rc = [], rc
-
-    def Popen(self, argv, **kw):
-        self.calls.append(("Popen", argv))
-        outer = self
-
-        class P:
-            def terminate(self):
-                outer.calls.append(("terminate",))
-
-            def wait(self):
-                pass
-        return P()
-
-    def run(self, argv, **kw):
-        self.calls.append(("run", argv))
-
-        class R:
-            returncode, stdout, stderr = self.rc, "", "Remote connection closed"
-        return R()
+OUTPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tool_outputs")
 
 
-def test_start_sequence(monkeypatch, tmp_path):
+def _output(name):
+    with open(os.path.join(OUTPUTS, name + ".txt")) as f:
+        return f.read()
+
+
+class FakeServer:
+    """ST-LINK_gdbserver as Popen returns it: prints its output, then runs until terminated
+    (or has exited when it printed no `Waiting for debugger connection`)."""
+
+    def __init__(self, output, calls):
+        self.stdout, self.calls = io.BytesIO(output.encode()), calls
+
+    def terminate(self):
+        self.calls.append(("terminate",))
+
+    def wait(self):
+        return 0
+
+
+class FakeRunner(ToolRunner):
+    """The ToolRunner that runs gdb: logs as the real one, returns a recorded output."""
+
+    def __init__(self, log_path, output, returncode=0):
+        super().__init__(log_path)
+        self.output, self.returncode, self.argvs = output, returncode, []
+
+    def run(self, argv, on_output=None, timeout=None):
+        self.argvs.append(argv)
+        self.log(f"$ {' '.join(argv)}\n{self.output}")
+        return ToolResult(argv, self.returncode, self.output, 0.1)
+
+
+def _start(tmp_path, monkeypatch, server_output, gdb_output, returncode=0):
     monkeypatch.setattr(fw.time, "sleep", lambda s: None)
     for tool in ("ST-LINK_gdbserver", "arm-none-eabi-gdb"):
         (tmp_path / tool).write_text("")
         (tmp_path / tool).chmod(0o755)
-    env = {"PATH": str(tmp_path)}
-    runner = FakeRunner()
-    fw.start("fw.elf", "/cube/bin", environ=env, runner=runner)
-    assert [c[0] for c in runner.calls] == ["Popen", "run", "terminate"]
-    assert runner.calls[1][1][-1] == "fw.elf" and runner.calls[0][1][0].endswith("ST-LINK_gdbserver")
-    with pytest.raises(N6Error, match="starting the validation firmware failed: Remote connection closed"):
-        fw.start("fw.elf", "/cube/bin", environ=env, runner=FakeRunner(rc=1))
+    calls, log = [], str(tmp_path / "firmware_start.log")
+    runner = FakeRunner(log, gdb_output, returncode)
+
+    def popen(argv, **kw):
+        calls.append(("Popen", argv))
+        return FakeServer(server_output, calls)
+    fw.start("fw.elf", "/cube/bin", environ={"PATH": str(tmp_path)}, log_path=log, popen=popen, runner=runner,
+             timeout=5)
+    return calls, runner, log
+
+
+def test_start_sequence(monkeypatch, tmp_path):
+    calls, runner, log = _start(tmp_path, monkeypatch, _output("gdbserver_listening"), _output("gdb_started"))
+    assert [c[0] for c in calls] == ["Popen", "terminate"] and calls[0][1][0].endswith("ST-LINK_gdbserver")
+    assert runner.argvs[0][-1] == "fw.elf" and runner.argvs[0][0].endswith("arm-none-eabi-gdb")
+    text = open(log).read()                          # both tools' output, in order
+    assert text.index("ST-LINK_gdbserver -d") < text.index("Waiting for debugger") < text.index("Transfer rate")
+
+
+@pytest.mark.parametrize("server, gdb, returncode, problem", [
+    ("gdbserver_no_probe", None, 0, "no ST-LINK probe found (Error: No ST-LINK detected! Please connect ST-LINK and "
+                                    "restart the debug session.)"),
+    ("gdbserver_no_target", None, 0, "ST-LINK_gdbserver cannot reach the board (Reason: No device found on "
+                                     "target.)"),
+    ("gdbserver_port_in_use", None, 0, "port 36789 is in use (Failed to bind to port 36789, error code -1: Address "
+                                       "already in use)"),
+    ("gdbserver_listening", "gdb_target_remote_refused", 0, "gdb's `target remote :36789` was refused (:36789: "
+                                                            "Connection refused.)"),
+    ("gdbserver_listening", "gdb_load_failed", 0, "gdb could not load the firmware into SRAM (Load failed)"),
+    ("gdbserver_listening", "gdb_disconnected", 0, "the board stopped answering gdb (Remote communication error.  "
+                                                   "Target disconnected.: Connection reset by peer.)"),
+    ("gdbserver_listening", "gdb_started", 1, "gdb reported no load ([Inferior 1 (Remote target) detached])"),
+])
+def test_a_failed_start_is_one_line_naming_the_log(monkeypatch, tmp_path, server, gdb, returncode, problem):
+    """gdb exits 0 when `target remote` fails: each failure is told from the tools' output."""
+    with pytest.raises(N6Error) as e:
+        _start(tmp_path, monkeypatch, _output(server), _output(gdb) if gdb else "", returncode)
+    log = str(tmp_path / "firmware_start.log")
+    assert str(e.value).startswith(f"{log}: starting the validation firmware failed: {problem} (fix: ")
+    assert "\n" not in str(e.value) and _output(server).splitlines()[-1] in open(log).read()
+
+
+def test_a_gdbserver_that_never_listens(monkeypatch, tmp_path):
+    assert fw.server_failure(_output("gdbserver_listening").replace("Waiting for debugger connection...", ""),
+                             exited=False, timeout=20)[0] == \
+        "ST-LINK_gdbserver did not listen within 20 s (ST-LINK device initialization OK)"
+    assert fw.server_failure("", exited=True)[0] == "ST-LINK_gdbserver exited (no output)"
+    assert fw.gdb_failure(_output("gdb_started")) is None
 
 
 FIRMWARE = """

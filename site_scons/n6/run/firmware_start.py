@@ -1,14 +1,45 @@
 """Starting ST's prebuilt aiValidation reloc firmware on a real board (deploy-protocol.md §3.2):
 the variant that fits the image, then ST-LINK_gdbserver + arm-none-eabi-gdb, or pyOCD's Python
-API, loading it into SRAM and jumping to Reset_Handler. The simulated board needs none of this."""
+API, loading it into SRAM and jumping to Reset_Handler. The simulated board needs none of this.
+
+A failed start is told from the tools' output, not their exit codes (gdb exits 0 when `target
+remote` fails, and then a serial timeout would name the wrong cause): gdbserver must say it
+listens, gdb must report a transfer; anything else is one line naming the log of both tools."""
 import os
+import re
+import shlex
 import subprocess
+import threading
 import time
 
 from ..errors import N6Error
+from ..flash.runner import ToolRunner
 from ..host_layout import HOST, ide_tool, on_path
 
 GDB_PORT = 36789
+LISTENING = "Waiting for debugger connection"   # ST-LINK_gdbserver, once the probe and the core answer
+LOADED = re.compile(r"^Transfer rate: ", re.M)  # gdb, after a load it completed
+SERVER_TIMEOUT = 20                             # s for gdbserver to reach the core and listen
+CHECK_BOARD = "check the USB cable and the board's power, set development boot and run again"
+# (pattern in ST-LINK_gdbserver's output, problem, fix): why it is not listening; first match wins
+SERVER_FAILURES = [
+    (r"No ST-?LINK detected", "no ST-LINK probe found", "connect the board's ST-LINK USB port"),
+    (r"Failed to bind to port|Address already in use", f"port {GDB_PORT} is in use",
+     "stop the process listening there (a stale ST-LINK_gdbserver?) and run again"),
+    (r"^Reason: ", "ST-LINK_gdbserver cannot reach the board", CHECK_BOARD),
+    (r"Error", "ST-LINK_gdbserver failed", CHECK_BOARD),
+]
+# (pattern in gdb's output, problem, fix)
+GDB_FAILURES = [
+    (rf":{GDB_PORT}: |Connection refused|Connection timed out",
+     f"gdb's `target remote :{GDB_PORT}` was refused", "check that nothing else uses the probe and run again"),
+    (r"Remote communication error|Remote connection closed|Target disconnected",
+     "the board stopped answering gdb", CHECK_BOARD),
+    (r"Load failed|Cannot access memory at address|Error finishing flash operation|Memory access error",
+     "gdb could not load the firmware into SRAM", CHECK_BOARD),
+    (r'No symbol "Reset_Handler"', "the firmware ELF has no Reset_Handler",
+     "use ST's validation firmware ELF (with symbols)"),
+]
 
 
 def find_tool(name, environ=os.environ, host=HOST):
@@ -32,21 +63,82 @@ def gdb_argv(gdb, elf, port=GDB_PORT):
             "-ex", "set $pc = Reset_Handler", "-ex", "detach", "-ex", "quit", elf]
 
 
-def start(elf, cube_bin_dir, frequency=2000, access_port=1, serial=None, environ=os.environ, runner=subprocess):
-    """gdbserver in the background, gdb loads the firmware and starts it, gdbserver stops."""
-    server = runner.Popen(gdbserver_argv(find_tool("ST-LINK_gdbserver", environ), cube_bin_dir, frequency,
-                                         access_port, serial), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+def _first(failures, output):
+    """(problem with the tool's own line, fix) of the first failure pattern found in `output`."""
+    for pattern, problem, fix in failures:
+        line = next((line.strip() for line in output.splitlines() if re.search(pattern, line)), None)
+        if line:
+            return f"{problem} ({line})", fix
+    return None
+
+
+def server_failure(output, exited, timeout=SERVER_TIMEOUT):
+    """(problem, fix) when ST-LINK_gdbserver's output does not say it listens; None when it does."""
+    if LISTENING in output:
+        return None
+    found = _first(SERVER_FAILURES, output)
+    if found:
+        return found
+    last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "no output")
+    return (f"ST-LINK_gdbserver {'exited' if exited else f'did not listen within {timeout} s'} ({last})",
+            CHECK_BOARD)
+
+
+def gdb_failure(output, returncode=0):
+    """(problem, fix) when gdb did not load and start the firmware; None when it did."""
+    found = _first(GDB_FAILURES, output)
+    if found:
+        return found
+    if returncode or not LOADED.search(output):
+        last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "no output")
+        return f"gdb reported no load ({last})", CHECK_BOARD
+    return None
+
+
+class _Output:
+    """A background process's output, logged as it comes; tells when a line shows up or it ends."""
+
+    def __init__(self, proc, log, wanted):
+        self.text, self.seen, self.ended = "", threading.Event(), False
+        self._thread = threading.Thread(target=self._read, args=(proc, log, wanted), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc, log, wanted):
+        for raw in iter(proc.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            self.text += line
+            log(line)
+            if wanted in line:
+                self.seen.set()
+        self.ended = True
+        self.seen.set()
+
+    def join(self):
+        self._thread.join(5)
+
+
+def start(elf, cube_bin_dir, frequency=2000, access_port=1, serial=None, environ=os.environ, log_path=None,
+          popen=subprocess.Popen, runner=None, timeout=SERVER_TIMEOUT):
+    """gdbserver in the background until it listens, gdb loads the firmware and starts it,
+    gdbserver stops. Both tools' output goes to `log_path`; a failure is one N6Error naming it."""
+    runner = runner or ToolRunner(log_path, timeout=120)
+    argv = gdbserver_argv(find_tool("ST-LINK_gdbserver", environ), cube_bin_dir, frequency, access_port, serial)
+    gdb = gdb_argv(find_tool("arm-none-eabi-gdb", environ), elf)
+    runner.log("$ " + " ".join(shlex.quote(str(a)) for a in argv) + "\n")
+    server = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    output = _Output(server, runner.log, LISTENING)
     try:
-        time.sleep(1)
-        proc = runner.run(gdb_argv(find_tool("arm-none-eabi-gdb", environ), elf), capture_output=True, text=True,
-                          timeout=120)
-        if proc.returncode:
-            last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
-            raise N6Error(elf, f"starting the validation firmware failed: {last[0]}",
-                          "check the probe and the boot mode (development boot)")
+        output.seen.wait(timeout)
+        failure = server_failure(output.text, output.ended, timeout)
+        if failure is None:
+            result = runner.run(gdb)
+            failure = gdb_failure(result.output, result.returncode)
+        if failure:
+            raise N6Error(log_path, f"starting the validation firmware failed: {failure[0]}", failure[1])
     finally:
         server.terminate()
         server.wait()
+        output.join()
     time.sleep(1)
 
 

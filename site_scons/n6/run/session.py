@@ -66,7 +66,8 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
     if port and not on_board.get("simulated"):
-        start_validation_firmware(opts, on_board, board, say)
+        start_validation_firmware(opts, on_board, board, say,
+                                  os.path.join(os.path.dirname(on_board_path), "firmware_start.log"))
     if port:
         with connect(port, board.validation.baudrate, board.validation.header) as (client, device):
             yield client, device, False
@@ -80,9 +81,10 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
                       "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
 
 
-def start_validation_firmware(opts, on_board, board, say=print):
+def start_validation_firmware(opts, on_board, board, say=print, log_path=None):
     """Load ST's validation firmware (the variant that loads the flashed image, as the flash gate
-    checked it) into the board's SRAM and start it: through the programmer's tools or pyOCD."""
+    checked it) into the board's SRAM and start it: through the programmer's tools (their output
+    in `log_path`) or pyOCD."""
     from ..flash import validation_firmware
     from ..flash.cubeprogrammer import find_cli
     from ..reloc.image import Image
@@ -96,5 +98,7 @@ def start_validation_firmware(opts, on_board, board, say=print):
         firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
                                    on_board.get("probe"))
     else:
+        if log_path and os.path.exists(log_path):
+            os.unlink(log_path)
         firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
-                             on_board.get("probe"))
+                             on_board.get("probe"), log_path=log_path)
