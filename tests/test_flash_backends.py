@@ -9,8 +9,7 @@ import pytest
 from n6.errors import N6Error
 from n6.flash import cubeprogrammer as cp
 from n6.flash.backend import Download, ProgrammerError
-from n6.flash.cubeprogrammer import (CliInstall, CubeProgrammer, find_cli, list_argv, program_argv, read_argv,
-                                     reset_argv)
+from n6.flash.cubeprogrammer import CliInstall, CubeProgrammer, call_argv, find_cli, list_argv
 from n6.flash.pyocd_backend import PyOCD
 from n6.flash.runner import ToolResult, ToolRunner
 
@@ -22,23 +21,24 @@ CONNECT = ["-c", "port=SWD", "mode=hotplug", "freq=2000", "ap=1"]
 
 @pytest.mark.parametrize("argv, expected", [
     (list_argv(CLI), [CLI, "--list", "st-link"]),
-    (reset_argv(CLI, 2000, 1), [CLI, "-q", "-c", "port=SWD", "mode=powerdown", "freq=2000", "ap=1"]),
-    (reset_argv(CLI, 4000, 1, serial="0042AB"),
-     [CLI, "-q", "-c", "port=SWD", "mode=powerdown", "freq=4000", "ap=1", "sn=0042AB"]),
-    (read_argv(CLI, LDR, [], 2000, 1), [CLI, *CONNECT, "-el", LDR]),
-    (read_argv(CLI, LDR, [(0x71000000, 96, "/t/0.bin"), (0x71003B60, 68, "/t/1.bin")], 2000, 1, "SN1"),
+    (call_argv(CLI, LDR), [CLI, *CONNECT, "-el", LDR]),
+    (call_argv(CLI, LDR, [(0x71000000, 96, "/t/0.bin"), (0x71003B60, 68, "/t/1.bin")], serial="SN1"),
      [CLI, *CONNECT, "sn=SN1", "-el", LDR, "-u", "0x71000000", "96", "/t/0.bin", "-u", "0x71003B60", "68", "/t/1.bin"]),
-    (read_argv(CLI, LDR, [], 2000, 1, mode="UR"), [CLI, "-c", "port=SWD", "mode=UR", "freq=2000", "ap=1", "-el", LDR]),
-    (program_argv(CLI, LDR, [D1], 2000, 1), [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000", "-v"]),
-    (program_argv(CLI, LDR, [D1, D2], 2000, 1, serial="SN1"),
+    (call_argv(CLI, LDR, mode="UR"), [CLI, "-c", "port=SWD", "mode=UR", "freq=2000", "ap=1", "-el", LDR]),
+    (call_argv(CLI, LDR, downloads=[D1]), [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000", "-v"]),
+    (call_argv(CLI, LDR, downloads=[D1, D2], serial="SN1"),
      [CLI, *CONNECT, "sn=SN1", "-el", LDR, "-d", D1.path, "0x71000000", "-v", "-d", D2.path, "0x71820000", "-v"]),
-    (program_argv(CLI, LDR, [D1], 2000, 1, verify=False), [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000"]),
-    (program_argv(CLI, LDR, [D1], 2000, 1, reset="hard"),
+    (call_argv(CLI, LDR, downloads=[D1], verify=False), [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000"]),
+    (call_argv(CLI, LDR, downloads=[D1], reset="hard"),
      [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000", "-v", "-hardRst"]),
-    (program_argv(CLI, LDR, [D1], 2000, 1, reset="soft"),
+    (call_argv(CLI, LDR, downloads=[D1], reset="soft"),
      [CLI, *CONNECT, "-el", LDR, "-d", D1.path, "0x71000000", "-v", "-rst"]),
-    (program_argv(CLI, LDR, [D1], 2000, 1, mode="UR"),
+    (call_argv(CLI, LDR, downloads=[D1], mode="UR"),
      [CLI, "-c", "port=SWD", "mode=UR", "freq=2000", "ap=1", "-el", LDR, "-d", D1.path, "0x71000000", "-v"]),
+    # the common case: read back header and rt_ctx, write the changed sectors and verify, one call
+    (call_argv(CLI, LDR, [(0x71000000, 96, "/t/0.bin")], [D2], 4000, 1, "SN1", reset="soft"),
+     [CLI, "-c", "port=SWD", "mode=hotplug", "freq=4000", "ap=1", "sn=SN1", "-el", LDR,
+      "-u", "0x71000000", "96", "/t/0.bin", "-d", D2.path, "0x71820000", "-v", "-rst"]),
 ])
 def test_cubeprogrammer_argv(argv, expected):
     assert argv == expected
@@ -70,16 +70,16 @@ def _backend(runner, serial=None):
                           serial, "build/m/flash/programmer.log")
 
 
-def test_reset_then_read_learns_the_serial_and_later_calls_select_it():
-    runner = ScriptedRunner([(1, "Error: Unable to get core ID\n"), (0, "ST-LINK SN  : 0042XYZ\n"), (0, "")])
+def test_read_learns_the_serial_and_later_calls_select_it(tmp_path):
+    runner = ScriptedRunner([(0, "ST-LINK SN  : 0042XYZ\n"), (0, "")])
     b = _backend(runner)
-    b.reset_board()                                  # rc 1 ignored, as in ST's flow
-    serial, data = b.read([(0x71000000, 4)])
-    assert serial == "0042XYZ" and data == {0x71000000: b"\xaa" * 4}
+    (tmp_path / "d.bin").write_bytes(b"x")
+    serial, data, seconds = b.exchange([(0x71000000, 4)], [Download(str(tmp_path / "d.bin"), 0x71820000)])
+    assert (serial, data, seconds) == ("0042XYZ", {0x71000000: b"\xaa" * 4}, [0.0])
+    assert runner.argvs[0][:len(CONNECT) + 1] == [CLI, *CONNECT] and runner.argvs[0][-8] == "-u"
+    assert runner.argvs[0][-4:] == ["-d", str(tmp_path / "d.bin"), "0x71820000", "-v"]     # one call: read, write
     b.program([])
-    assert runner.argvs[0] == reset_argv(CLI, 2000, 1)
-    assert runner.argvs[1][:len(CONNECT) + 1] == [CLI, *CONNECT] and runner.argvs[1][-4] == "-u"
-    assert runner.argvs[2] == program_argv(CLI, b.loader, [], 2000, 1, serial="0042XYZ")
+    assert runner.argvs[1] == call_argv(CLI, b.loader, serial="0042XYZ")
 
 
 def test_program_reports_progress_and_seconds(tmp_path):
@@ -97,8 +97,8 @@ def test_program_reports_progress_and_seconds(tmp_path):
     seconds = _backend(runner, serial="SN9").program(files, reset="hard", on_progress=lambda d, t: seen.append((d, t)))
     assert seconds == [1.25, 0.5]
     assert seen == [(500, 4000), (1000, 4000), (4000, 4000)]
-    assert runner.argvs[0] == program_argv(CLI, LDR.replace("/opt/st/bin", os.path.dirname(CLI)), files, 2000, 1,
-                                           "SN9", True, "hard")
+    assert runner.argvs[0] == call_argv(CLI, LDR.replace("/opt/st/bin", os.path.dirname(CLI)), (), files, 2000, 1,
+                                        "SN9", True, "hard")
 
 
 def test_hotplug_refused_is_retried_once_under_reset():
@@ -233,6 +233,10 @@ def test_pyocd_backend_with_fake_session(tmp_path):
     assert log == [("commit", 0x71000000, 3)] and target.resets == ["hw"] and seen == [3]
     assert b.read([(0x71000000, 4)]) == ("0670FF", {0x71000000: b"\x01\x02\x03\xff"})
     assert opened[0] == (None, "stm32n657x0hxq", 2000, "attach") and b.serial == "0670FF"
+    f.write_bytes(b"\x09")                                # read back and write in one session
+    serial, data, seconds = b.exchange([(0x71000000, 2)], [Download(str(f), 0x71000001)])
+    assert (serial, data, len(seconds), len(opened)) == ("0670FF", {0x71000000: b"\x01\x02"}, 1, 3)
+    assert target.read_memory_block8(0x71000000, 3) == [1, 9, 3]
     bad = PyOCD("t", open_session=open_session, memory_loader=lambda s, p: type("L", (), {
         "add_data": lambda self, a, d: None, "commit": lambda self: None})())
     with pytest.raises(ProgrammerError, match="verify failed at 0x71000010"):

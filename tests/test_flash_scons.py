@@ -102,7 +102,7 @@ def test_first_flash_writes_every_sector_then_nothing(repo):
                      f"  FLASH    build/big_mlp/network_rel_params.bin \u2192 0x71800000: {n_par} of {n_par} sectors "
                      f"({len(par) // 1024} KiB) in {report(repo)['images'][1]['seconds']:.1f} s  SIMULATED"]
     r = report(repo)
-    assert (r["simulated"], r["probe"], r["board"], r["programmer_calls"]) == (True, SERIAL, "stm32n6570-dk", 3)
+    assert (r["simulated"], r["probe"], r["board"], r["programmer_calls"]) == (True, SERIAL, "stm32n6570-dk", 1)
     on_board = json.load(open(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json")))
     assert on_board["images"][1] == {"path": "build/big_mlp/network_rel_params.bin", "role": "params",
                                      "address": "0x71800000", "size": len(par),
@@ -116,14 +116,14 @@ def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
     before, recs = calls(repo), records(repo)
     proc = flash(repo, "RELOC_SPLIT=1", "DRY_RUN=1")
     dry = [line for line in proc.stdout.splitlines() if line.startswith("  DRY-RUN")]
-    assert [line.split()[2:6] for line in dry] == [["-q", "-c", "port=SWD", "mode=powerdown"],
-                                                   ["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
+    assert [line.split()[2:6] for line in dry] == [["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
+    assert " -u 0x71000000 " in dry[0] and " -d " not in dry[0]       # nothing changed: the read-back only
     assert calls(repo) == before and records(repo) == recs       # no programmer run, no record touched
     change_raw(repo, [7 * S])
     proc = flash(repo, "RELOC_SPLIT=1", "VERBOSE=1")
     shown = [line for line in proc.stdout.splitlines() if "STM32_Programmer_CLI" in line]
-    assert len(shown) == 3 and " -d " in shown[2] and shown[2].rstrip().endswith("-v")
-    assert calls(repo) == before + 3
+    assert len(shown) == 1 and " -u " in shown[0] and " -d " in shown[0] and shown[0].rstrip().endswith("-v")
+    assert calls(repo) == before + 1
 
 
 def test_records_survive_clean(repo):
@@ -186,7 +186,7 @@ def test_force_rewrites_everything(repo):
     flash(repo, "RELOC_SPLIT=1", "FORCE=1")
     n_par = -(-len(image(repo, "network_rel_params.bin")) // S)
     assert written(repo) == {"network_rel.bin": (1, 1), "network_rel_params.bin": (n_par, n_par)}
-    assert {i["full_write_reason"] for i in report(repo)["images"]} == {"FORCE=1"} and calls(repo) == before + 3
+    assert {i["full_write_reason"] for i in report(repo)["images"]} == {"FORCE=1"} and calls(repo) == before + 1
 
 
 def test_another_probe_serial_writes_everything(repo):

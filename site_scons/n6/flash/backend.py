@@ -25,7 +25,8 @@ class ProgrammerError(N6Error):
 
 
 class Backend:
-    """connect → read(ranges) → program(downloads). Subclasses set name, simulated, capabilities."""
+    """connect → read back → program, in one connection (exchange). Subclasses set name,
+    simulated, capabilities."""
     name = "backend"
     simulated = False
     capabilities = Capabilities(RESET_MODES, False, False, False)
@@ -43,14 +44,17 @@ class Backend:
         """Serial numbers of the attached probes (a programmer call; [] when the backend cannot list)."""
         return []
 
-    def reset_board(self):
-        """Reset before connecting (ST's power-down connect); failures are expected and ignored."""
+    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+        """Read back `ranges` [(address, size)], then write each download (erasing its sectors),
+        in one connection: → (probe serial, {address: bytes}, seconds per download, in order).
+        `on_progress(done_bytes, total_bytes)` is fed from the programmer's own progress output."""
+        raise NotImplementedError
 
     def read(self, ranges):
         """[(address, size)] → (probe serial, {address: bytes})."""
-        raise NotImplementedError
+        serial, data, _ = self.exchange(ranges, [])
+        return serial, data
 
     def program(self, downloads, verify=True, reset="none", on_progress=None):
-        """Write each download (erasing its sectors); returns seconds per download, in order.
-        `on_progress(done_bytes, total_bytes)` is fed from the programmer's own progress output."""
-        raise NotImplementedError
+        """Write each download; returns seconds per download, in order."""
+        return self.exchange([], downloads, verify, reset, on_progress)[2]

@@ -1,9 +1,10 @@
 """STM32CubeProgrammer CLI backend (`STM32_Programmer_CLI`), and the simulated programmer, which
 takes the same arguments: only discovery differs.
 
-Sequence per flash: power-down connect as reset (exit code ignored), then hot-plug connects on the
-core's access port with the external loader: one to read back, one with every download range and
---verify. A hot-plug connect refused after the board booted from flash is retried once under reset."""
+One call per flash: a hot-plug connect on the core's access port with the external loader, the
+read-back uploads, then every download range with --verify. ST's flow first makes a power-down
+connect as a reset and a call per image; here a hot-plug connect refused (after the board booted
+from flash) is retried once under reset, which is that reset."""
 import glob
 import os
 import re
@@ -84,25 +85,17 @@ def connect_args(mode, frequency, access_port, serial=None):
         ([f"sn={serial}"] if serial else [])
 
 
-def reset_argv(cli, frequency, access_port, serial=None):
-    return [cli, "-q"] + connect_args("powerdown", frequency, access_port, serial)
-
-
 def list_argv(cli):
     return [cli, "--list", "st-link"]
 
 
-def read_argv(cli, loader, uploads, frequency, access_port, serial=None, mode="hotplug"):
-    """uploads: [(address, size, file)]; with none, the call only connects (and reports the serial)."""
+def call_argv(cli, loader, uploads=(), downloads=(), frequency=2000, access_port=1, serial=None, verify=True,
+              reset="none", mode="hotplug"):
+    """One call: uploads [(address, size, file)] read back first, then downloads written (and
+    verified); with neither, the call only connects (and reports the serial)."""
     argv = [cli] + connect_args(mode, frequency, access_port, serial) + ["-el", loader]
     for address, size, path in uploads:
         argv += ["-u", f"0x{address:08X}", str(size), path]
-    return argv
-
-
-def program_argv(cli, loader, downloads, frequency, access_port, serial=None, verify=True, reset="none",
-                 mode="hotplug"):
-    argv = [cli] + connect_args(mode, frequency, access_port, serial) + ["-el", loader]
     for d in downloads:
         argv += ["-d", d.path, f"0x{d.address:08X}"] + (["-v"] if verify else [])
     return argv + RESET_ARGS[reset]
@@ -246,18 +239,22 @@ class CubeProgrammer(Backend):
         result = self.runner.run(list_argv(self.install.cli), timeout=CALL_TIMEOUT)
         return SERIAL_RE.findall(result.output)
 
-    def reset_board(self):
-        self.runner.run(reset_argv(self.install.cli, self.frequency, self.access_port, self.serial))
-
-    def read(self, ranges):
+    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+        sizes = [os.path.getsize(d.path) for d in downloads]
+        parser = ProgressParser(sizes, on_progress)
         with tempfile.TemporaryDirectory(prefix="n6-readback-") as tmp:
             uploads = [(a, n, os.path.join(tmp, f"{i}.bin")) for i, (a, n) in enumerate(ranges)]
-            result = self._call(lambda mode: read_argv(self.install.cli, self.loader, uploads, self.frequency,
-                                                       self.access_port, self.serial, mode))
+            result = self._call(lambda mode: call_argv(self.install.cli, self.loader, uploads, downloads,
+                                                       self.frequency, self.access_port, self.serial, verify, reset,
+                                                       mode),
+                                parser.feed, timeout=CALL_TIMEOUT + (sum(sizes) + sum(n for _, n in ranges)) /
+                                SLOWEST_RATE)
+            parser.feed("\n")
+            seconds = (parser.seconds + [0.0] * len(downloads))[:len(downloads)]
             m = SERIAL_RE.search(result.output)
             serial = self.serial or (m[1] if m else None)
             if result.dry_run:
-                return self.serial, {}
+                return self.serial, {}, seconds
             if not serial:
                 raise ProgrammerError(self.log_path, "the programmer did not report the probe's serial number",
                                       "name the probe with PROBE=<serial>")
@@ -266,16 +263,6 @@ class CubeProgrammer(Backend):
                 with open(path, "rb") as f:
                     data[address] = f.read()
         self.serial = serial        # later calls address the same probe
-        return serial, data
-
-    def program(self, downloads, verify=True, reset="none", on_progress=None):
-        sizes = [os.path.getsize(d.path) for d in downloads]
-        parser = ProgressParser(sizes, on_progress)
-        self._call(lambda mode: program_argv(self.install.cli, self.loader, downloads, self.frequency,
-                                             self.access_port, self.serial, verify, reset, mode), parser.feed,
-                   timeout=CALL_TIMEOUT + sum(sizes) / SLOWEST_RATE)
-        parser.feed("\n")
-        seconds = parser.seconds + [0.0] * (len(downloads) - len(parser.seconds))
-        return seconds[:len(downloads)]
+        return serial, data, seconds
 
 

@@ -130,46 +130,24 @@ class FlashResult:
     notes: list = field(default_factory=list)
 
 
-def deploy(images, backend, store, sector_size, workdir, force=False, reset="none", serial_hint=None,
-           on_progress=None, dry_run=False):
-    """Write what differs; returns FlashResult. Raises ProgrammerError/N6Error on failure, with no
-    record updated."""
-    start = time.monotonic()
-    backend.reset_board()
-    records = {}
-    if not force and serial_hint:
-        for im in images:
-            records[im.address] = store.load(serial_hint, im.address)
-    ranges = [r for im in images if records.get(im.address, (None,))[0] is not None
-              for r in readback_ranges(im, records[im.address][0])]
-    serial, board_bytes = backend.read(ranges)
-    serial = serial or serial_hint or "unknown"
-    if serial != serial_hint and not force:      # another probe than expected: its own records, unchecked
-        records = {im.address: store.load(serial, im.address) for im in images}
-        records = {a: (None, "records of this probe not checked against the board") if r[0] is not None else r
-                   for a, r in records.items()}
-    pending = store.pending(serial)
-    results = []
+def _plan(images, store, serial, force, pending):
+    """(record, why not) per image: the record the diff trusts until the read-back confirms it."""
+    plans = []
     for im in images:
-        all_sectors = sectors_of(im.address, len(im.data), sector_size)
-        record, why = records.get(im.address, (None, "no record for this board"))
+        record, why = store.load(serial, im.address) if serial else (None, "no record for this board")
         if force:
-            why = "FORCE=1"
-        elif record is not None and not dry_run:
-            mismatch = [a for a, n in readback_ranges(im, record)
-                        if board_bytes.get(a) != record[a - im.address:a - im.address + n]]
-            if mismatch:
-                record, why = None, f"board holds other bytes at 0x{mismatch[0]:08X} than this tool last wrote"
-        if pending is None:
+            record, why = None, "FORCE=1"
+        elif pending is None:
             record, why = None, "damaged record of an interrupted flash"
-        if record is None:
-            results.append(ImageResult(im, len(all_sectors), all_sectors, full_reason=why))
-        else:
-            results.append(ImageResult(im, len(all_sectors),
-                                       changed_sectors(im.address, im.data, record, sector_size, pending or set())))
+        plans.append((record, why))
+    return plans
+
+
+def _downloads(results, workdir, sector_size, skip=()):
+    """Files holding the bytes of each run of written sectors (but `skip`), with their owners."""
     downloads, owners = [], []
     for i, r in enumerate(results):
-        for lo, hi in runs(r.written, sector_size):
+        for lo, hi in runs([s for s in r.written if s not in skip], sector_size):
             a, b = max(lo, r.image.address), min(hi, r.image.address + len(r.image.data))
             path = os.path.join(workdir, f"{a:08X}.bin")
             with open(path, "wb") as f:
@@ -177,16 +155,63 @@ def deploy(images, backend, store, sector_size, workdir, force=False, reset="non
             downloads.append(Download(path, a))
             owners.append(i)
             r.bytes_written += b - a
-    if downloads:
-        written = {s for r in results for s in r.written}
-        if not dry_run:
-            store.set_pending(serial, (pending or set()) | written)
-        seconds = backend.program(downloads, verify=True, reset=reset, on_progress=on_progress)
-        for i, s in zip(owners, seconds):
-            results[i].seconds += s
-        if not dry_run:
-            for r in results:
-                store.save(serial, r.image.address, r.image.data, r.image.path)
-            store.set_pending(serial, (pending or set()) - written)
+    return downloads, owners
+
+
+def _credit(results, owners, seconds):
+    for i, s in zip(owners, seconds):
+        results[i].seconds += s
+
+
+def deploy(images, backend, store, sector_size, workdir, force=False, reset="none", serial_hint=None,
+           on_progress=None, dry_run=False):
+    """Write what differs; returns FlashResult. Raises ProgrammerError/N6Error on failure, with no
+    record updated.
+
+    One programmer call in the common case: it reads back what the records of the expected probe
+    say is on the board (image header and rt_ctx, start of params, the whole multi-model header)
+    and writes the sectors that differ from those records, verified. When the read-back shows
+    other bytes (another tool flashed the board, another probe answered), a second call writes the
+    rest of those images; records are updated only once every write is verified."""
+    start = time.monotonic()
+    pending = store.pending(serial_hint) if serial_hint else set()
+    plans = _plan(images, store, serial_hint, force, pending)
+    results = []
+    for im, (record, why) in zip(images, plans):
+        every = sectors_of(im.address, len(im.data), sector_size)
+        diff = every if record is None else changed_sectors(im.address, im.data, record, sector_size, pending or ())
+        results.append(ImageResult(im, len(every), diff, full_reason=why if record is None else None))
+    ranges = [r for im, (record, _) in zip(images, plans) if record is not None for r in readback_ranges(im, record)]
+    downloads, owners = _downloads(results, workdir, sector_size)
+    first, before = {s for r in results for s in r.written}, pending or set()
+    if first and serial_hint and not dry_run:
+        store.set_pending(serial_hint, before | first)
+    serial, board_bytes, seconds = backend.exchange(ranges, downloads, verify=True, reset=reset,
+                                                    on_progress=on_progress)
+    _credit(results, owners, seconds)
+    serial = serial or serial_hint or "unknown"
+    if dry_run:
+        return FlashResult(serial, results, 0, time.monotonic() - start, list(backend.notes))
+    for im, (record, _), r in zip(images, plans, results):
+        if record is None:
+            continue
+        mismatch = [a for a, n in readback_ranges(im, record)
+                    if board_bytes.get(a) != record[a - im.address:a - im.address + n]]
+        if serial != serial_hint:
+            r.full_reason = "another probe answered than the records are for"
+        elif mismatch:
+            r.full_reason = f"board holds other bytes at 0x{mismatch[0]:08X} than this tool last wrote"
+        if r.full_reason:
+            r.written = sectors_of(im.address, len(im.data), sector_size)
+    rest, owners = _downloads(results, workdir, sector_size, skip=first)
+    if rest:
+        _credit(results, owners, backend.program(rest, verify=True, reset=reset, on_progress=on_progress))
+    for r in results:
+        store.save(serial, r.image.address, r.image.data, r.image.path)
+    written = {s for r in results for s in r.written}
+    if serial_hint:
+        store.set_pending(serial_hint, before - written if serial == serial_hint else before)
+    if serial != serial_hint and store.pending(serial):
+        store.set_pending(serial, store.pending(serial) - written)
     return FlashResult(serial, results, getattr(getattr(backend, "runner", None), "calls", 0),
                        time.monotonic() - start, list(backend.notes))

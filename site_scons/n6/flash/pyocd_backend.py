@@ -41,15 +41,8 @@ class PyOCD(Backend):
     def _session(self):
         return self.open_session(self.serial, self.target, self.frequency, "attach")
 
-    def read(self, ranges):
-        with self._session() as session:
-            serial = session.probe.unique_id
-            target = session.board.target
-            data = {a: bytes(target.read_memory_block8(a, n)) for a, n in ranges}
-        self.serial = serial
-        return serial, data
-
-    def program(self, downloads, verify=True, reset="none", on_progress=None):
+    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+        """Read back, then write and verify, in one pyOCD session."""
         blobs = []
         for d in downloads:
             with open(d.path, "rb") as f:
@@ -57,7 +50,9 @@ class PyOCD(Backend):
         total = sum(map(len, blobs))
         seconds = []
         with self._session() as session:
+            serial = session.probe.unique_id
             target = session.board.target
+            data = {a: bytes(target.read_memory_block8(a, n)) for a, n in ranges}
             done = 0
             for d, blob in zip(downloads, blobs):
                 start = time.monotonic()
@@ -72,4 +67,5 @@ class PyOCD(Backend):
                 seconds.append(time.monotonic() - start)
             if reset != "none":
                 target.reset(reset_type=target.ResetType.HW if reset == "hard" else target.ResetType.SW)
-        return seconds
+        self.serial = serial
+        return serial, data, seconds
