@@ -130,6 +130,22 @@ def test_interrupted_flash_keeps_the_record_and_the_pending_sectors_are_rewritte
     assert store.pending("004200000000000000000001") == set()
 
 
+def test_an_interrupted_second_call_leaves_its_sectors_pending(tmp_path):
+    """The read-back shows another tool's image, the call writing it whole is interrupted after
+    the header sector: the next flash finds the header as recorded, and rewrites the rest anyway."""
+    data = blob(4 * S)
+    flash(tmp_path, [params(data)])
+    BoardState(tmp_path / "board").erase_sector(0x71800000)
+    BoardState(tmp_path / "board").erase_sector(0x71830000)
+    with pytest.raises(ProgrammerError, match="probe lost during the flash"):
+        flash(tmp_path, [params(data)], fail="probe-lost")
+    assert RecordStore(tmp_path / "records").pending("004200000000000000000001") == \
+        {0x71800000 + k * S for k in range(4)}
+    r, state, calls = flash(tmp_path, [params(data)])
+    assert (len(r.images[0].written), r.images[0].full_reason, calls) == (4, None, 1)
+    assert state.read(0x71800000, len(data)) == data
+
+
 def test_saving_a_record_drops_records_it_overwrote(tmp_path):
     store = RecordStore(tmp_path)
     store.save("S", 0x71010000, b"a" * 10, "x")

@@ -203,15 +203,16 @@ def deploy(images, backend, store, sector_size, workdir, force=False, reset="non
             r.full_reason = f"board holds other bytes at 0x{mismatch[0]:08X} than this tool last wrote"
         if r.full_reason:
             r.written = sectors_of(im.address, len(im.data), sector_size)
+    written = {s for r in results for s in r.written}
+    mine = before if serial == serial_hint else store.pending(serial) or set()     # the board that answered
     rest, owners = _downloads(results, workdir, sector_size, skip=first)
     if rest:
+        store.set_pending(serial, mine | written)
         _credit(results, owners, backend.program(rest, verify=True, reset=reset, on_progress=on_progress))
     for r in results:
         store.save(serial, r.image.address, r.image.data, r.image.path)
-    written = {s for r in results for s in r.written}
-    if serial_hint:
-        store.set_pending(serial_hint, before - written if serial == serial_hint else before)
-    if serial != serial_hint and store.pending(serial):
-        store.set_pending(serial, store.pending(serial) - written)
+    store.set_pending(serial, mine - written)
+    if serial_hint and serial != serial_hint:
+        store.set_pending(serial_hint, before)                      # nothing was written to that board
     return FlashResult(serial, results, getattr(getattr(backend, "runner", None), "calls", 0),
                        time.monotonic() - start, list(backend.notes))
