@@ -275,11 +275,10 @@ def test_step_code_is_the_import_closure():
     code (generation) and for the steps' entry modules."""
     import glob
     from n6_scons import module_closure, n6_imports
-    from site_tools.n6_flash import FLASH_MODULES
     from site_tools.n6_run import RUN_MODULES
     sim = glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))
     entries = [{m for f in sim for m in n6_imports(f)}, ["n6.reloc.prepare"], ["n6.reloc.pipeline", "n6.board"],
-               FLASH_MODULES, RUN_MODULES + ["n6.run.validate", "n6.run.host_reference"]]
+               ["n6.flash.step"], RUN_MODULES]
     for modules in entries:
         base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
         want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))

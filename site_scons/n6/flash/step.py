@@ -1,0 +1,251 @@
+"""The flash step without SCons: which models go on the board, which programmer and probe, the
+gate (layout, the image checker, the firmware that will load each image), the deploy of the
+changed sectors, and the reports. `scons flash` declares it; `FlashOptions` is its signature."""
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from ..atomic import write_text
+from ..board import load_board
+from ..errors import N6Error
+from . import mrel
+from .deploy import ModelFiles, deploy, layout
+from .gate import check_external_pools, check_firmware, check_installs, check_layout, default_firmware, parse_image
+from .records import RecordStore
+
+ST_USB_VENDOR = 0x0483
+
+
+@dataclass(frozen=True)
+class FlashOptions:
+    board: str                # the board file
+    files: tuple              # ((model, network image, params image or None), ...) going on the board together
+    multi: bool               # a 3.x release: several models behind the multi-model header
+    release: str              # ST Edge AI Core release of the install
+    backend: str              # "stm32cubeprogrammer" | "pyocd"
+    cli: str                  # STM32_Programmer_CLI (None for pyOCD)
+    simulated: bool           # the simulated programmer
+    found_by: str             # how the programmer was found
+    probes: tuple             # serial numbers of the attached probes (USB), or PROBE=
+    probe: str                # PROBE= or None
+    force: bool
+    reset: str                # FLASH_RESET=
+    dry_run: bool
+    copy_mode: bool           # RELOC_COPY_MODE: the firmware installs in COPY mode
+    ext_ram: int              # the external RAM the firmware gives the model (None: no check)
+    build_dir: str
+    sim_board: str            # the simulated board's state folder
+    install_root: str
+
+    @property
+    def models(self):
+        return [m for m, _, _ in self.files]
+
+
+def find_programmer(choice, board, environ=os.environ):
+    """(backend name, CliInstall or None) for FLASH_BACKEND= / the board file's choice."""
+    from .cubeprogrammer import CLI_NAME, CliInstall, find_cli
+    from ..paths import SIM_PROGRAMMER_BIN
+    if choice == "pyocd":
+        return "pyocd", None
+    if choice == "simulated":
+        return "stm32cubeprogrammer", CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True,
+                                                 "FLASH_BACKEND=simulated")
+    install = find_cli(environ)
+    if choice == "stm32cubeprogrammer" and install.simulated:
+        raise N6Error(board.path, "programmer stm32cubeprogrammer requested but STM32_Programmer_CLI was not found",
+                      "install STM32CubeProgrammer and set STM32_PROGRAMMER_CLI or STM32_CUBE_IDE_DIR")
+    return "stm32cubeprogrammer", install
+
+
+def make_programmer(opts, board, log_path, verbose=False):
+    """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
+    from .cubeprogrammer import CliInstall, CubeProgrammer
+    from .pyocd_backend import PyOCD
+    from .runner import ToolRunner
+    if opts.backend == "pyocd":
+        return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
+    install = CliInstall(opts.cli, opts.simulated, opts.found_by)
+    environ = dict(os.environ)
+    if install.simulated:
+        environ["N6_SIM_BOARD"] = opts.sim_board
+    runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
+    return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
+                          board.programmer.access_port, opts.probe, log_path)
+
+
+def attached_probes(simulated, sim_dir):
+    """Serial numbers of the probes as the host sees them, without calling the programmer."""
+    if simulated:
+        from ..simulators import load
+        return [load("programmer_sim.board_state").BoardState(sim_dir).probe()["serial"]]
+    try:
+        from serial.tools import list_ports
+        return sorted(p.serial_number for p in list_ports.comports() if p.vid == ST_USB_VENDOR and p.serial_number)
+    except Exception:     # no USB enumeration here: the programmer tells the serial when it runs
+        return []
+
+
+def models_to_flash(chosen, requested, all_models, board, multi):
+    """The model set of one `scons flash` run (`chosen`: MODEL=, `requested`: the flash targets
+    of the command line), or a one-line error."""
+    chosen = chosen or list(board.images.models)
+    for m in chosen:
+        if m not in all_models:
+            raise N6Error(None, f"MODEL={m}: no such model", f"choose from {', '.join(sorted(all_models))}")
+    sets = set()
+    for t in requested:
+        if t == "flash":
+            if chosen:
+                sets.add(tuple(chosen))
+            elif len(all_models) == 1 or multi and len(all_models) <= 4:
+                sets.add(tuple(sorted(all_models)))
+            else:
+                raise N6Error(None, f"several models and no choice: {', '.join(sorted(all_models))}",
+                              f"scons flash MODEL=<name>, or models = [...] in {board.path}")
+        else:
+            sets.add((t[len("flash-"):],))
+    if len(sets) > 1:
+        raise N6Error(None, f"flash targets name different model sets {sorted(sets)}", "flash one set at a time")
+    models = sets.pop()
+    if not multi and len(models) > 1:
+        raise N6Error(None, f"{', '.join(models)}: a 2.x install holds one model on the board at a time",
+                      "choose one with MODEL=")
+    return models
+
+
+def firmware_files(board, release, copy_mode, install_root):
+    """The install's validation firmwares the gate may read (a changed one re-runs the gate)."""
+    from .validation_firmware import FIRMWARE_DIR, possible_variants
+    if board.firmware is not None:
+        return []
+    names = {v.name for v in possible_variants(release, board, copy_mode)}
+    return [p for p in (os.path.join(install_root, FIRMWARE_DIR, n) for n in sorted(names)) if os.path.isfile(p)]
+
+
+def firmware_for(opts, board, image, path):
+    """What loads the image: the board file's [firmware], else the install's validation firmware
+    variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
+    (base, bytes used) or None)."""
+    from .validation_firmware import EXT_EXEC_RAM, installed_firmware, variant_for
+    if board.firmware is not None:
+        return board.firmware, None
+    found = installed_firmware(opts.install_root, opts.release, image, board, opts.copy_mode, path)
+    if found is None:
+        return default_firmware(opts.release), None
+    ext = variant_for(opts.release, image, board, opts.copy_mode, path).ext
+    return found, (EXT_EXEC_RAM[0], image.copy_size if opts.copy_mode else image.xip_size) if ext else None
+
+
+def _sizes(n):
+    return f"{n // 1024} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+class ProgressBar:
+    """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
+
+    def __init__(self, tag="", stream=sys.stdout):
+        self.tag, self.stream, self.tty = tag, stream, stream.isatty()
+        self.start = None
+        self.shown = False
+
+    def __call__(self, done, total):
+        if not self.tty or not total:
+            return
+        now = time.monotonic()
+        self.start = self.start or (now, done)
+        elapsed = now - self.start[0]
+        rate = f"{(done - self.start[1]) / elapsed / 1024:.0f} KiB/s" if elapsed > 0.2 else ""
+        fill = 30 * done // total
+        self.stream.write(f"\r  FLASH    [{'=' * fill}{' ' * (30 - fill)}] {_sizes(done)} of {_sizes(total)} "
+                          f"{rate:<12}{self.tag}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\r" + " " * 90 + "\r")
+            self.stream.flush()
+
+
+def invalidate_other_stamps(build_dir, own, result):
+    """Another model's on_board.json whose bytes this flash overwrote no longer holds: remove it,
+    so its next flash runs (and finds, by the records, what to write back)."""
+    written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
+    for stamp in glob.glob(os.path.join(build_dir, "*", "flash", "on_board.json")):
+        if os.path.abspath(stamp) in own:
+            continue
+        try:
+            with open(stamp, encoding="utf-8") as f:
+                info = json.load(f)
+            spans = [(int(i["address"], 16), int(i["address"], 16) + i["size"]) for i in info["images"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            spans = [(0, 1 << 32)]
+        if any(a < d and c < b for a, b in written for c, d in spans):
+            os.unlink(stamp)
+
+
+def flash_step(opts, reports, say=print, verbose=False):
+    """Put the models on the board: the gate before any programmer call, then the changed sectors.
+    `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
+    board = load_board(opts.board)
+    models = [ModelFiles(m, network, params) for m, network, params in opts.files]
+    images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP)
+    check_layout([im.placed for im in images], board)       # the gate: before any programmer call
+    tag = "  SIMULATED" if opts.simulated else ""
+    for im in images:
+        if im.role == "network":
+            params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
+            try:
+                check_installs(im.path, im.data, params)
+            except N6Error:
+                os.unlink(im.path)      # changed outside the build: the next build makes it again
+                raise
+            img = parse_image(im.path, im.data)
+            firmware, ext_exec_ram = firmware_for(opts, board, img, im.path)
+            for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path):
+                say(f"  WARNING  {w}{tag}")
+            check_external_pools(im.path, img, board, ext_exec_ram)
+    log_path = os.path.join(os.path.relpath(os.path.dirname(reports[0][0])), "programmer.log")
+    if os.path.exists(log_path):
+        os.unlink(log_path)
+    backend = make_programmer(opts, board, log_path, verbose)
+    backend.check_options(opts.reset, opts.probe)
+    probes = list(opts.probes) or ([] if opts.probe or opts.dry_run else backend.probes())
+    if not opts.probe and len(probes) > 1:
+        raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
+    store = RecordStore(os.path.join(opts.build_dir, "deploy-records"))
+    bar = ProgressBar(tag)
+    with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
+        try:
+            result = deploy(images, backend, store, board.flash.sector_size, work, force=opts.force,
+                            reset=opts.reset, serial_hint=opts.probe or (probes[0] if probes else None),
+                            on_progress=bar, dry_run=opts.dry_run)
+        finally:
+            bar.close()
+    for note in result.notes:
+        say(f"  FLASH    {note}{tag}")
+    for r in result.images:
+        say(f"  FLASH    {r.image.path} \u2192 0x{r.image.address:08X}: {len(r.written)} of {r.sectors} sectors "
+            f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
+    if opts.dry_run:
+        return
+    report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": opts.simulated,
+              "backend": opts.backend, "programmer": opts.cli, "found_by": opts.found_by,
+              "models": opts.models, "force": opts.force, "programmer_calls": result.programmer_calls,
+              "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
+              "notes": result.notes, "images": [r.as_dict() for r in result.images]}
+    own = set()
+    for m, (on_board_path, flash_json) in zip(opts.models, reports):
+        on_board = {"board": board.key, "probe": result.serial, "simulated": opts.simulated, "model": m,
+                    "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
+                                "size": len(r.image.data), "sha256": r.image.sha256}
+                               for r in result.images if m in r.image.models]}
+        write_text(on_board_path, json.dumps(on_board, indent=1) + "\n")
+        write_text(flash_json, json.dumps(report, indent=1) + "\n")
+        own.add(os.path.abspath(on_board_path))
+    invalidate_other_stamps(opts.build_dir, own, result)
