@@ -476,3 +476,25 @@ def test_sim_board_variable_names_the_board_the_build_flashes(repo, tmp_path):
     tiny = image(repo, "network_rel.bin", "tiny_prebuilt", "build-link")
     assert st.read(0x71000000, len(tiny)) == tiny and report(repo, "tiny_prebuilt", "build-link")["probe"] == \
         "0042000000000000000000AB"
+
+
+def test_the_flash_step_without_scons(repo, tmp_path):
+    """`python -m n6.flash`: the same step outside SCons (gate, changed sectors only, records); a
+    damaged image is one line, exit 2, no programmer call."""
+    scons(repo, "big_mlp")
+    img = os.path.join(repo, "build", "big_mlp", "network_rel.bin")
+    sim = tmp_path / "board"
+    cli = [sys.executable, "-m", "n6.flash", img, "--sim-board", str(sim), "--out", str(tmp_path / "out")]
+    env = dict(os.environ, PYTHONPATH=os.path.join(repo, "site_scons"))
+    first = subprocess.run(cli, capture_output=True, text=True, cwd=repo, env=env)
+    assert first.returncode == 0 and "sectors" in first.stdout and "SIMULATED" in first.stdout, first.stderr
+    again = subprocess.run(cli, capture_output=True, text=True, cwd=repo, env=env)
+    assert again.returncode == 0 and ": 0 of " in again.stdout
+    events = len(BoardState(str(sim)).events("call"))
+    damaged = tmp_path / "damaged_rel.bin"
+    data = bytearray(open(img, "rb").read())
+    data[0x40] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    bad = subprocess.run(cli[:3] + [str(damaged)] + cli[4:], capture_output=True, text=True, cwd=repo, env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert len(BoardState(str(sim)).events("call")) == events
