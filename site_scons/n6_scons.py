@@ -63,6 +63,21 @@ def sim_board_dir(env):
     return os.path.abspath(named) if named else env.Dir("$BUILD_DIR/sim-board").abspath
 
 
+def sim_firmware(env):
+    """The simulated board's firmware as SIM_FIRMWARE= (default: N6_SIM_FIRMWARE) names it, for
+    the board's --firmware: empty for its own; ST's validation firmware on the DK twin: an ELF or
+    an ST Edge AI Core install (made absolute), or `st` (the install STEDGEAI_CORE_DIR names)."""
+    value = env.get("SIM_FIRMWARE", "")
+    return os.path.abspath(value) if value and value != "st" else value
+
+
+def sim_board_code(env):
+    """The simulated board's code (the twin's included): a run on it reruns when it changes."""
+    board = os.path.join(ROOT, "sim", "board", "n6board")
+    return code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True) +
+                                                         glob.glob(os.path.join(board, "*.c"))))
+
+
 def library_code(env):
     """The n6 library's own code (and this module's)."""
     site = os.path.join(ROOT, "site_scons")

@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
-from n6_scons import ROOT, code_version, progress, reports_errors, say, sim_board_dir
+from n6_scons import ROOT, code_version, progress, reports_errors, say, sim_board_dir, sim_firmware
 
 PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
@@ -27,7 +27,7 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 def _measure_code(env):
     files = [os.path.join(PROFILING, f) for f in MEASURE_CODE]
     files += glob.glob(os.path.join(ROOT, "site_scons", "n6", "aivalidation", "*.py"))
-    files += glob.glob(os.path.join(ROOT, "sim", "board", "n6board", "*.py"))   # what the simulated board counts
+    files += glob.glob(os.path.join(ROOT, "sim", "board", "n6board", "**", "*.py"), recursive=True)  # what it counts
     return code_version(env, "profile-measure", files)
 
 
@@ -45,7 +45,8 @@ def _client(opts, simulated):
     board = load_board(opts["board"])
     header, baudrate = board.validation.header, board.validation.baudrate
     if simulated:
-        with simulated_board(opts["board"], state=opts["state"], release=opts["release"]) as port:
+        with simulated_board(opts["board"], state=opts["state"], release=opts["release"],
+                             firmware=opts["sim_firmware"], mode="COPY" if opts["copy_mode"] else "XIP") as port:
             with connect(port, baudrate, header, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as (client, _):
                 yield client
     else:
@@ -113,7 +114,8 @@ def profile_targets(env, c_infos):
         out = os.path.join("$BUILD_DIR", name, "profile")
         opts = {"board": board_path(env["BOARD"]), "samples": int(env.get("PROFILE_SAMPLES", 1)),
                 "c_name": c_name, "port": env.get("PORT", ""), "state": sim_board_dir(env),
-                "release": env.StedgeaiInstall()[1].core}
+                "release": env.StedgeaiInstall()[1].core, "sim_firmware": sim_firmware(env),
+                "copy_mode": bool(env["RELOC_COPY_MODE"])}
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   [env.OnBoard(name), env.File(opts["board"]), _measure_code(env),
                                    env.Value(json.dumps(opts, sort_keys=True))],

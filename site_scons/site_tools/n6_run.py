@@ -6,7 +6,6 @@ options change; `run` and `validate` flash first.
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB); with the model
       folder's test_data.npz (x samples, y labels) also top-1 accuracy on the board and the reference"""
-import glob
 import json
 import os
 
@@ -14,10 +13,7 @@ import SCons.Action
 import SCons.Script
 
 from n6.errors import N6Error
-from n6_scons import code_version, library_code, progress, reports_errors, say, sim_board_dir
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SIM_BOARD_CODE = os.path.join(ROOT, "sim", "board", "n6board")
+from n6_scons import library_code, progress, reports_errors, say, sim_board_code, sim_board_dir, sim_firmware
 
 
 
@@ -42,7 +38,8 @@ def _session(opts, on_board_path):
             with connect(port, board.validation.baudrate, header) as (client, device):
                 yield client, device, False
         elif on_board.get("simulated"):
-            with simulated_board(opts["board_file"], state=opts["state"], release=opts["release"]) as sim_port:
+            with simulated_board(opts["board_file"], state=opts["state"], release=opts["release"],
+                                 firmware=opts["sim_firmware"], mode="COPY" if opts["copy_mode"] else "XIP") as sim_port:
                 with connect(sim_port, board.validation.baudrate, header) as (client, device):
                     yield client, device, True
         else:
@@ -164,13 +161,13 @@ def run_model(env, spec):
             "c_name": spec.c_name or "network", "board_file": os.path.abspath(board_path(env["BOARD"])),
             "state": sim_board_dir(env), "release": install.core,
             "install_root": os.path.abspath(install_root), "copy_mode": bool(env["RELOC_COPY_MODE"]),
-            "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend}
+            "backend": env.get("FLASH_BACKEND") or load_board(board_path(env["BOARD"])).programmer.backend,
+            "sim_firmware": sim_firmware(env)}
     deps = [on_board, env.File(opts["board_file"])]
     run = env.Command([os.path.join(out, "run.json")], deps + [env.Value(json.dumps(opts, sort_keys=True))],
                       _RUN_ACTION)
-    env.Depends(run, [library_code(env), code_version(env, "sim-board",
-                                                      lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")) +
-                                                       glob.glob(os.path.join(SIM_BOARD_CODE, "*.c")))])
+    env.Depends(run, [library_code(env), sim_board_code(env)] +
+                ([opts["sim_firmware"]] if os.path.isfile(opts["sim_firmware"]) else []))
     env.NoCache(run)
     onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""
     # No ONNX (a prebuilt folder, a .tflite source): the host build of the generated C is the reference

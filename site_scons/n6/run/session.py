@@ -14,12 +14,16 @@ SIM_BOARD = os.path.join(ROOT, "sim", "board")
 
 
 @contextlib.contextmanager
-def simulated_board(board_file, state=None, image=None, params=None, release="2.2", start_timeout=30.0):
-    """Start the simulated board process; yields its pty path; terminates it on exit."""
+def simulated_board(board_file, state=None, image=None, params=None, release="2.2", start_timeout=30.0,
+                    firmware="", mode=None):
+    """Start the simulated board process; yields its pty path; terminates it on exit. `firmware`:
+    empty for the board's own, else ST's validation firmware on the DK twin (n6board --firmware),
+    installing in `mode`."""
     with tempfile.TemporaryDirectory(prefix="n6board-") as tmp:
         port_file = os.path.join(tmp, "port")
         argv = [sys.executable, "-m", "n6board", "--board", board_file, "--release", release, "--port-file", port_file]
         argv += ["--image", image] + (["--params", params] if params else []) if image else ["--state", state]
+        argv += ["--firmware", firmware] + (["--mode", mode] if firmware and mode else [])
         env = dict(os.environ, PYTHONPATH=SIM_BOARD)
         log = open(os.path.join(tmp, "log"), "w+")
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)

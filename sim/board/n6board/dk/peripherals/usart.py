@@ -4,10 +4,11 @@ the host link (the simulated board's pty). Register facts (STM32 USART with FIFO
   RQR 0x18 (RXFRQ 3 drops received data), RDR 0x24 (pops a host byte), TDR 0x28 (sends one);
   ISR: RXNE 5 while host bytes wait, TC 6 and TXE 7 always (the wire never backs up), TXFE 23,
   TEACK 21 / REACK 22 follow TE / RE of an enabled USART.
-The interrupt (IRQ 159) is asserted while an enabled source holds. A firmware that polls RXNE in
-vain is waiting for the host: after IDLE_POLLS empty polls each poll waits up to IDLE_WAIT_S of
-host time for bytes (emulated time does not move meanwhile: the firmware's own timeouts count
-emulated cycles)."""
+The interrupt (IRQ 159) is asserted while an enabled source holds. A firmware that reads ISR
+IDLE_POLLS times with no byte sent or received is waiting for the host: the USART ends the
+current slice of emulation, and between slices (`poll_host`) the board waits up to IDLE_WAIT_S
+of host time for bytes. Emulated time does not move meanwhile (the firmware's own timeouts count
+emulated cycles, so they stretch while the host is silent)."""
 from .device import Device
 
 CR1, RQR, ISR, ICR, RDR, TDR = 0x00, 0x18, 0x1C, 0x20, 0x24, 0x28
@@ -24,19 +25,27 @@ class Usart(Device):
     name = "USART1"
     size = 0x400
 
-    def __init__(self, link, irq, base=0x4200_1000):
+    def __init__(self, link, irq, end_slice, base=0x4200_1000):
         super().__init__(base)
         self.link = link
         self.irq = irq                      # irq(asserted): the interrupt line
+        self.end_slice = end_slice          # ask the core to return to its loop soon
         self.rx = bytearray()
         self.tx = bytearray()
         self.sent = bytearray()             # everything the firmware sent (boot banner checks)
         self.empty_polls = 0
 
     # -- host side -------------------------------------------------------------------------------
+    @property
+    def waiting_for_host(self):
+        return not self.rx and self.empty_polls >= IDLE_POLLS
+
     def poll_host(self):
-        """Take what the host sent and flush what the firmware sent (between slices)."""
+        """Between slices: flush what the firmware sent, take what the host sent, waiting up to
+        IDLE_WAIT_S for it when the firmware is waiting for the host."""
         self.flush()
+        if self.waiting_for_host:
+            self.link.wait(IDLE_WAIT_S)
         data = self.link.receive()
         if data:
             self.rx += data
@@ -88,13 +97,11 @@ class Usart(Device):
         return value
 
     def _idle(self):
-        """An empty RX poll: after IDLE_POLLS of them, give the host time to answer."""
-        self.empty_polls += 1
-        if self.empty_polls < IDLE_POLLS:
-            return
+        """An ISR read with nothing received: after IDLE_POLLS of them, let the board wait."""
         self.flush()
-        if self.link.wait(IDLE_WAIT_S):
-            self.poll_host()
+        self.empty_polls += 1
+        if self.empty_polls >= IDLE_POLLS:
+            self.end_slice()
 
     def _update_irq(self):
         cr1, isr = self.stored(CR1), self._isr()
