@@ -15,6 +15,7 @@ typedef void (*due_fn)(void);
 typedef struct {
     slot_t *slots; uint64_t mask, used;
     insns_fn insns; due_fn due; uint64_t total, deadline;   /* clock mode */
+    uint64_t last;                                          /* key of the block that started last */
 } table_t;
 
 table_t *bc_new(void) {
@@ -55,6 +56,7 @@ void bc_hook(void *uc, uint64_t address, uint32_t size, table_t *t) {
         t->used++;
     }
     s->n++;
+    t->last = key;
     if (t->insns) {
         if (!s->insns) s->insns = t->insns(address, size);
         t->total += s->insns;
@@ -73,6 +75,9 @@ void bc_clock(table_t *t, insns_fn insns, due_fn due) {
 void bc_set_deadline(table_t *t, uint64_t deadline) { t->deadline = deadline; }
 
 uint64_t bc_total(table_t *t) { return t->total; }
+
+/* address << 16 | size of the block that started last */
+uint64_t bc_last(table_t *t) { return t->last; }
 
 uint64_t bc_used(table_t *t) { return t->used; }
 

@@ -52,6 +52,8 @@ def _library():
     lib.bc_set_deadline.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     lib.bc_total.restype = ctypes.c_uint64
     lib.bc_total.argtypes = [ctypes.c_void_p]
+    lib.bc_last.restype = ctypes.c_uint64
+    lib.bc_last.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -96,6 +98,11 @@ class BlockCounter:
     def total(self):
         """Instructions executed since clock mode began (counted when their block starts)."""
         return self.lib.bc_total(self.table)
+
+    def last_block(self):
+        """(address, size) of the translated block that started last."""
+        key = self.lib.bc_last(self.table)
+        return key >> 16, key & 0xFFFF
 
     def take(self):
         """{(address, size): executions} since the last take."""

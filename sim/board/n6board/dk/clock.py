@@ -16,8 +16,15 @@ class CycleClock:
         self.counter.clock(self._insns_of, self._due)
         self.slept = 0                   # cycles spent in WFI/WFE, not executing
         self.due_stop = False            # the emulation was stopped for a due event
+        self._soon = False               # stop at the next block (stop_soon)
         self._events = []                # heap of (cycle, sequence, callback)
         self._sequence = itertools.count()
+
+    def stop_soon(self):
+        """Stop the emulation at the start of the next translated block. (unicorn's emu_stop
+        from a memory callback would re-execute the access on resume; a block boundary is clean.)"""
+        self._soon = True
+        self._arm()
 
     @property
     def instructions(self):
@@ -61,12 +68,13 @@ class CycleClock:
                 break
             callback = heapq.heappop(self._events)[2]
             callback()
-        self.due_stop = False
+        self.due_stop = self._soon = False
         self._arm()
 
     def _arm(self):
         cycle = self.next_event()
-        self.counter.set_deadline(2 ** 64 - 1 if cycle is None else max(0, cycle - self.slept))
+        deadline = 2 ** 64 - 1 if cycle is None else max(0, cycle - self.slept)
+        self.counter.set_deadline(min(deadline, self.counter.total) if self._soon else deadline)
 
     def _insns_of(self, address, size):
         return thumb_instructions(bytes(self.uc.mem_read(address, size)))

@@ -38,15 +38,14 @@ class Stop(Exception):
 
 
 def is_helium(hw1, hw2):
-    """An MVE (Helium) instruction: the vector coprocessor encodings (cp 14/15 space of the
-    coprocessor/SIMD group, VPT/VPST) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
-    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 9 & 7 == 0b111:
+    """An MVE (Helium) instruction: the vector data-processing space (111x 1111 ..., Advanced SIMD
+    on A-profile, MVE on M-profile), the coprocessor 14/15 space (vector loads and stores, VPT,
+    VPST) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
+    if hw1 & 0xEF00 == 0xEF00:
         return True
-    if hw1 & 0xEF00 == 0xEE00 and hw2 & 0x0F01 == 0x0F01:      # VPT / VPST family
+    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 8 & 0xE == 0xE:
         return True
-    if hw1 & 0xFFC0 == 0xF000 and hw1 & 0x30 and hw2 & 0xC001 == 0xC001:   # *LSTP / LETP (size field set)
-        return True
-    return False
+    return hw1 & 0xFFC0 == 0xF000 and bool(hw1 & 0x30) and hw2 & 0xC001 == 0xC001
 
 
 class Core:
@@ -58,10 +57,11 @@ class Core:
         self.function_at = function_at
         self.clock = CycleClock(uc)
         self.exceptions = ExceptionUnit(uc, vtor)
+        self.exceptions.on_pending = self.request_stop
         self.event_register = False          # WFE's event flag (set by exception entry and return)
         self.sleeping = None                 # "WFI" / "WFE" while the core waits for an event
+        self.sleep_pc = 0                    # ... at this instruction
         self._stop = None                    # a Stop raised inside a hook
-        self._requested = False
         self.on_slice = lambda: None         # called between slices (the board polls its host link)
         uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
@@ -77,16 +77,13 @@ class Core:
         self.uc.reg_write(UC_ARM_REG_PC, pc | 1)
 
     def request_stop(self):
-        """Stop the current slice soon (a device made an interrupt pending, or wants the loop)."""
-        self._requested = True
-        self.uc.emu_stop()
+        """End the current slice at the next block (a device made an interrupt pending, or wants
+        the loop)."""
+        self.clock.stop_soon()
 
     def interrupt_line(self, number):
         """A device's interrupt line to exception `number`: line(asserted)."""
-        def line(asserted):
-            if self.exceptions.set_line(number, asserted):
-                self.request_stop()
-        return line
+        return lambda asserted: self.exceptions.set_line(number, asserted)
 
     def stop_with(self, what, pc=None):
         """Stop the run with a one-line reason (from a hook or a device model)."""
@@ -127,14 +124,12 @@ class Core:
             self.event_register, self.sleeping = False, None
             return
         if not self.clock.sleep_until_next_event():
-            pc = self.pc & ~1
             raise Stop(f"{self.sleeping} with no interrupt pending and no timed event: the core would sleep "
-                       "forever", pc, self.function_at(pc))
+                       "forever", self.sleep_pc, self.function_at(self.sleep_pc))
 
     def _run_slice(self, end):
         slice_end = self.clock.now() + SLICE_CYCLES
         handle = self.clock.at(slice_end if end is None else min(slice_end, end), lambda: None)
-        self._requested = False
         try:
             self.uc.emu_start(self.pc | 1, NEVER)
         except UcError as e:
@@ -145,10 +140,11 @@ class Core:
         if self._stop is not None:
             stop, self._stop = self._stop, None
             raise stop
-        if self.clock.due_stop or self._requested or self.sleeping:
+        if self.clock.due_stop or self.sleeping:
             return
-        if self._halted_by_wfi():
-            self.sleeping = "WFI"
+        wfi = self._halted_by_wfi()
+        if wfi:
+            self.sleeping, self.sleep_pc = "WFI", wfi
             return
         pc = self.pc & ~1
         raise Stop("emulation stopped for no known reason", pc, self.function_at(pc))
@@ -165,12 +161,13 @@ class Core:
             raise Stop("the firmware loops forever (an error handler's `b .`)", pc, self.function_at(pc))
 
     def _halted_by_wfi(self):
+        """The address of the WFI unicorn halted after, or None."""
         pc = self.pc & ~1
         try:
-            before = struct.unpack("<HHH", bytes(self.uc.mem_read(pc - 4, 6)))
+            before = struct.unpack("<HH", bytes(self.uc.mem_read(pc - 4, 4)))
         except UcError:
-            return False
-        return before[1] == WFI or before[:2] == WFI_W
+            return None
+        return pc - 2 if before[1] == WFI else pc - 4 if before == WFI_W else None
 
     # -- hooks -----------------------------------------------------------------------------------
     def _on_invalid(self, uc, _):
@@ -181,13 +178,12 @@ class Core:
             return False
         if execute_low_overhead_branch(uc, pc, hw1, hw2):
             return True
-        if hw1 == WFE or (hw1, hw2) == WFE_W:
-            self._advance_it()
-            uc.reg_write(UC_ARM_REG_PC, (pc + (2 if hw1 == WFE else 4)) | 1)
+        wfe = self._completed_wfe(pc)
+        if wfe is not None:
             if self.event_register:
                 self.event_register = False
             else:
-                self.sleeping = "WFE"
+                self.sleeping, self.sleep_pc = "WFE", wfe
                 uc.emu_stop()
             return True
         if vfp_double.execute(uc, hw1, hw2):
@@ -199,6 +195,16 @@ class Core:
         else:
             self.stop_with(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
         return True          # handled: the stop ends the run with its line
+
+    def _completed_wfe(self, pc):
+        """unicorn reports a WFE it executed (a yield) as an invalid instruction at the next one:
+        then the block that started last ends at `pc` with a WFE, whose address this returns.
+        (An undefined instruction is reported at its own address, at the start of its block.)"""
+        start, size = self.clock.counter.last_block()
+        if start + size != pc or start == pc:
+            return None
+        before = struct.unpack("<HH", bytes(self.uc.mem_read(pc - 4, 4)))
+        return pc - 2 if before[1] == WFE else pc - 4 if before == WFE_W else None
 
     def _advance_it(self):
         """Move the IT block state on by one instruction (ITAdvance), as an executed one would."""

@@ -28,8 +28,9 @@ def exception_name(number):
 
 
 def exc_return(thread, process_stack, extended_frame):
-    """EXC_RETURN for a secure exception taken from secure code (prefix 0xFF, S, DCRS, ES set)."""
-    value = 0xFFFFFF00 | SECURE_STACK | DEFAULT_STACKING | ES_SECURE
+    """EXC_RETURN for a secure exception taken from secure code (prefix 0xFF, bits 23:7 reserved
+    ones, S, DCRS and ES set)."""
+    value = 0xFFFFFF80 | SECURE_STACK | DEFAULT_STACKING | ES_SECURE
     value |= 0 if extended_frame else STANDARD_FRAME
     value |= THREAD_MODE_RETURN | (1 << 2 if process_stack else 0) if thread else 0
     return value
@@ -51,6 +52,7 @@ class ExceptionUnit:
         self.priority_bits = priority_bits
         self.pending, self.enabled, self.priority = set(), set(), {}
         self.asserted = set()                  # interrupt lines a device holds high (level-sensitive)
+        self.on_pending = lambda: None         # told when an exception becomes pending (the core stops soon)
         self.active = []
         self.prigroup = 0
         self.taken = {}                        # exception number → times taken (for reports)
@@ -58,6 +60,7 @@ class ExceptionUnit:
     # -- state the NVIC / SCB registers show --------------------------------------------------
     def pend(self, number):
         self.pending.add(number)
+        self.on_pending()
 
     def set_line(self, number, asserted):
         """A device's level-sensitive line: pending while asserted (again after its handler
@@ -68,7 +71,7 @@ class ExceptionUnit:
         self.asserted.add(number)
         if number in self.pending or any(a.number == number for a in self.active):
             return False
-        self.pending.add(number)
+        self.pend(number)
         return True
 
     def set_priority(self, number, value):

@@ -7,7 +7,10 @@ import struct
 from dataclasses import dataclass
 
 from n6.errors import N6Error
+from n6.reloc.elf import read_symbols
 from n6.run.firmware_start import elf_load
+
+STT_FUNC = 2
 
 
 @dataclass
@@ -21,16 +24,12 @@ class FirmwareElf:
 
     @classmethod
     def read(cls, path):
-        from elftools.elf.elffile import ELFFile
         entry, segments = elf_load(path)
-        with open(path, "rb") as f:
-            elf = ELFFile(f)
-            symtab = elf.get_section_by_name(".symtab")
-            functions = sorted((s["st_value"] & ~1, s.name) for s in symtab.iter_symbols()
-                               if s["st_info"]["type"] == "STT_FUNC" and s.name and not s.name.startswith("??")) if symtab else []
-            vectors = symtab.get_symbol_by_name("__vector_table") or symtab.get_symbol_by_name("__Vectors") \
-                if symtab else None
-        vector_table = vectors[0]["st_value"] if vectors else min(a for a, _ in segments)
+        symbols = read_symbols(path)
+        functions = sorted((s.value & ~1, s.name) for s in symbols
+                           if s.type == STT_FUNC and s.name and not s.name.startswith("??"))
+        vectors = next((s.value for s in symbols if s.name in ("__vector_table", "__Vectors")), None)
+        vector_table = vectors if vectors is not None else min(a for a, _ in segments)
         table = next((data[vector_table - a:vector_table - a + 8] for a, data in segments
                       if a <= vector_table < a + len(data)), None)
         if table is None or len(table) < 8:
