@@ -375,3 +375,21 @@ def test_an_error_handlers_endless_loop_stops_with_one_line(tmp_path):
     with pytest.raises(Stop, match=r"^the firmware loops forever \(an error handler's `b \.`\) at pc 0x10000042 "
                                    r"in snippet$"):
         s.core.run(max_cycles=10_000_000)
+
+
+def test_a_sleep_only_timers_wake_stops_with_what_it_waits_for(tmp_path):
+    body = """
+    ldr r4, =0xE000E010
+    ldr r5, =799999
+    str r5, [r4, #4]
+    movs r5, #7
+    str r5, [r4]                @ SysTick every millisecond at 800 MHz
+1:  wfe                         @ waits for a flag an interrupt handler would set: no device ever does
+    b 1b
+    """
+    s = Snippet(tmp_path, body)
+    s.core.awaited = lambda: "the interrupt it waits for is never raised"
+    with pytest.raises(Stop, match=r"^WFE woken only by timers for 1,600,000,000 cycles: the interrupt it waits for "
+                                   r"is never raised at pc 0x1000004A in snippet$"):
+        s.core.run()
+    assert s.core.exceptions.taken[15] == 2000

@@ -31,13 +31,23 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
             deadline = time.monotonic() + start_timeout
             while not os.path.exists(port_file):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    last = (log.read().strip().splitlines() or ["no output"])[-1]
-                    raise BoardError(board_file, f"the simulated board did not start: {last}",
+                    raise BoardError(board_file, f"the simulated board did not start: {_last_line(log)}",
                                      "check the image (./n6 check) and the board state")
                 time.sleep(0.02)
             with open(port_file) as f:
-                yield f.read().strip()
+                port = f.read().strip()
+            try:
+                yield port
+            except BoardError:
+                try:
+                    failed = proc.wait(2) != 0        # the board process stopped with an error of its own
+                except subprocess.TimeoutExpired:
+                    failed = False
+                if not failed:
+                    raise
+                raise BoardError(board_file, f"the simulated board stopped: {_last_line(log)}",
+                                 "see the simulated board's line: what the firmware waited for or where it "
+                                 "faulted") from None
         finally:
             proc.terminate()
             try:
@@ -46,6 +56,11 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
                 proc.kill()
                 proc.wait()
             log.close()
+
+
+def _last_line(log):
+    log.seek(0)
+    return (log.read().strip().splitlines() or ["no output"])[-1]
 
 
 @contextlib.contextmanager

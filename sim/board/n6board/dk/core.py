@@ -15,7 +15,7 @@ from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_
 from ..emulator import execute_low_overhead_branch
 from . import vfp_double
 from .clock import CycleClock
-from .exceptions import SVCALL, ExceptionUnit, exception_name
+from .exceptions import SVCALL, SYSTICK, ExceptionUnit, exception_name
 
 NEVER = 0xFFFF_FFFF                  # an end address unicorn never reaches (code addresses are even)
 WFI, WFE, WFI_W, WFE_W = 0xBF30, 0xBF20, (0xF3AF, 0x8003), (0xF3AF, 0x8002)
@@ -26,6 +26,7 @@ QEMU_EXCEPTIONS = {3: "prefetch abort", 4: "data abort", 17: "coprocessor access
                    22: "unaligned access", 23: "division by zero"}
 XPSR_IT = (0xFC << 8) | (3 << 25)
 SLICE_CYCLES = 2_000_000             # the longest stretch between two looks at the world (host input)
+HOPELESS_SLEEP_CYCLES = 1_600_000_000    # a WFE/WFI woken only by timers for this long (2 s at 800 MHz)
 
 
 class Stop(Exception):
@@ -63,6 +64,9 @@ class Core:
         self.sleep_pc = 0                    # ... at this instruction
         self._stop = None                    # a Stop raised inside a hook
         self.on_slice = lambda: None         # called between slices (the board polls its host link)
+        self.awaited = lambda: None          # what a sleep woken only by timers waits for: a reason to stop, or
+        #                                      None while something (the host) may still wake it
+        self._timer_sleep = None             # (pc, first cycle) of a sleep only timers have woken since
         uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
@@ -112,6 +116,8 @@ class Core:
     def _take_pending(self):
         number = self.exceptions.deliverable()
         if number is not None:
+            if number != SYSTICK:
+                self._timer_sleep = None
             self.sleeping = None
             self.event_register = True
             self.exceptions.enter(number)
@@ -126,6 +132,21 @@ class Core:
         if not self.clock.sleep_until_next_event():
             raise Stop(f"{self.sleeping} with no interrupt pending and no timed event: the core would sleep "
                        "forever", self.sleep_pc, self.function_at(self.sleep_pc))
+        self._check_sleep_is_not_hopeless()
+
+    def _check_sleep_is_not_hopeless(self):
+        """A WFE/WFI that timers alone keep waking, at the same place, for HOPELESS_SLEEP_CYCLES,
+        waits for an interrupt nothing will raise (say the NPU's, with no NPU model)."""
+        since = self._timer_sleep
+        if since is None or since[0] != self.sleep_pc:
+            self._timer_sleep = (self.sleep_pc, self.clock.now())
+            return
+        if self.clock.now() - since[1] < HOPELESS_SLEEP_CYCLES:
+            return
+        reason = self.awaited()
+        if reason:
+            raise Stop(f"{self.sleeping} woken only by timers for {HOPELESS_SLEEP_CYCLES:,} cycles: {reason}",
+                       self.sleep_pc, self.function_at(self.sleep_pc))
 
     def _run_slice(self, end):
         slice_end = self.clock.now() + SLICE_CYCLES

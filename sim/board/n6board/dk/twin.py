@@ -8,7 +8,7 @@ from n6.stedgeai_install import NPU_DEVICE_HEADER, VALIDATION_FIRMWARE_DIR
 
 from .bus import Bus
 from .core import Core, Stop
-from .exceptions import IRQ0
+from .exceptions import IRQ0, exception_name
 from .firmware_elf import FirmwareElf
 from .memory_map import MemoryMap, load_nor_flash
 from .aton_header import read_aton_header
@@ -22,6 +22,7 @@ from .peripherals.usb import dk_usb_controllers
 from .peripherals.xspi import dk_xspi_controllers
 
 
+NPU_IRQS = range(53, 57)          # NPU0..3 (the NPU's end-of-epoch and error interrupts)
 READY = b"Protocol version"       # the last line of the firmware's banner, before its protocol loop
 CPU_HZ = 800_000_000               # what the firmware sets up (for messages: the model counts cycles)
 BOOT_CYCLES = 10 * CPU_HZ
@@ -41,6 +42,7 @@ class DkTwin:
         self.bus.attach(Bsec())
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop))
         core.on_slice = self.usart.poll_host
+        core.awaited = self.awaited_interrupt
         self.bus.attach(NpuRegisters(read_aton_header(aton_header)))
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)
@@ -55,6 +57,16 @@ class DkTwin:
             raise Stop(f"no protocol loop after {max_cycles / CPU_HZ:.0f} s of emulated time", pc,
                        self.firmware.function_at(pc))
         self.usart.flush()
+
+    def awaited_interrupt(self):
+        """Why a sleep that only timers wake cannot end (None while the host may still wake it)."""
+        if self.usart.interrupt_enabled():
+            return None
+        enabled = self.core.exceptions.enabled
+        if enabled & {IRQ0 + n for n in NPU_IRQS}:
+            return "the firmware waits for the NPU's interrupt: a hardware epoch, and the twin has no NPU model"
+        names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
+        return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
 
     def ready(self):
         return READY in self.usart.sent

@@ -89,6 +89,11 @@ class Usart(Device):
         if offset == CR1:
             self._update_irq()
 
+    def interrupt_enabled(self):
+        """Host bytes would raise the interrupt (RXNEIE of an enabled USART)."""
+        cr1 = self.stored(CR1)
+        return bool(cr1 & UE and cr1 & RXNEIE)
+
     def _isr(self):
         cr1 = self.stored(CR1)
         value = TC | TXE | TXFE | (RXNE if self.rx else 0)
