@@ -326,13 +326,19 @@ def test_an_interrupted_fp_context_gets_the_extended_frame(tmp_path):
 
 
 # -- sleeping ------------------------------------------------------------------------------------
-def test_wfe_and_wfi_sleep_until_the_next_event(tmp_path):
-    body = """
+def systick_every(cycles):
+    """Code that starts SysTick with an interrupt every `cycles`."""
+    return f"""
     ldr r4, =0xE000E010
-    ldr r5, =99999
+    ldr r5, ={cycles - 1}
     str r5, [r4, #4]
     movs r5, #7
-    str r5, [r4]                @ a tick 100000 cycles from now
+    str r5, [r4]
+"""
+
+
+def test_wfe_and_wfi_sleep_until_the_next_event(tmp_path):
+    body = systick_every(100_000) + """
     wfe
     wfi
     """
@@ -378,12 +384,7 @@ def test_an_error_handlers_endless_loop_stops_with_one_line(tmp_path):
 
 
 def test_a_sleep_only_timers_wake_stops_with_what_it_waits_for(tmp_path):
-    body = """
-    ldr r4, =0xE000E010
-    ldr r5, =799999
-    str r5, [r4, #4]
-    movs r5, #7
-    str r5, [r4]                @ SysTick every millisecond at 800 MHz
+    body = systick_every(800_000) + """
 1:  wfe                         @ waits for a flag an interrupt handler would set: no device ever does
     b 1b
     """
