@@ -22,6 +22,8 @@ BOARD_FILE = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(FIRMWARES)),
                                 reason="no ST validation firmwares (set N6_REAL_STEDGEAI to a test bed folder)")
 
+SOFTWARE_EPOCH_MODELS = {"kws_mlp": "q_18", "big_mlp": "q_22", "tiny_prebuilt": "q_12",
+                         "digits_mlp": "output_float_q", "ds_cnn": "output_float_q"}   # model → output tensor
 UART_VARIANTS = ("copy", "xip", "copy-ext", "xip-ext", "copy-5529600", "xip-5529600")
 USB_VARIANTS = ("copy-usbc", "xip-usbc", "copy-ext-usbc", "xip-ext-usbc")
 
@@ -62,17 +64,26 @@ def test_usbc_variants_stop_with_one_line_saying_usb_is_not_emulated(repo, tmp_p
     assert not (tmp_path / "port").exists()
 
 
-def test_scons_run_and_validate_on_the_twin_equal_the_simulated_boards_own(repo):
+@pytest.mark.parametrize("model", SOFTWARE_EPOCH_MODELS)
+def test_scons_run_and_validate_on_the_twin_equal_the_simulated_boards_own(repo, model):
     outputs = {}
     for name, extra in (("own", []), ("twin", [f"SIM_FIRMWARE={INSTALL}"])):
-        proc = scons(repo, "validate", "MODEL=kws_mlp", "RUNS=3", "SEED=7", *extra)
+        proc = scons(repo, "validate", f"MODEL={model}", "RUNS=2", "SEED=7", *extra)
         assert "VALIDATE" in proc.stdout
-        run = os.path.join(repo, "build", "kws_mlp", "run")
-        outputs[name] = np.load(os.path.join(run, "output_q_18.npy"))
+        run = os.path.join(repo, "build", model, "run")
+        outputs[name] = np.load(os.path.join(run, f"output_{SOFTWARE_EPOCH_MODELS[model]}.npy"))
         with open(os.path.join(run, "validate.json")) as f:
             assert json.load(f)["simulated"]
-    assert outputs["own"].shape == (3, 12)
+    assert outputs["own"].shape[0] == 2
     assert np.array_equal(outputs["own"], outputs["twin"])
+
+
+def test_a_model_with_epoch_controller_blobs_ends_with_one_line_on_the_twin(repo):
+    proc = scons(repo, "run", "MODEL=cifar_cnn", f"SIM_FIRMWARE={INSTALL}", check=False, timeout=300)
+    errors = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode != 0 and len(errors) == 1, proc.stdout + proc.stderr
+    assert "the simulated board stopped" in errors[0] and "hardware epoch" in errors[0] and "npu_run" in errors[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 ST_INVOKE = """
