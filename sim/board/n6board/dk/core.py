@@ -64,9 +64,10 @@ class Core:
         self.sleep_pc = 0                    # ... at this instruction
         self._stop = None                    # a Stop raised inside a hook
         self.on_slice = lambda: None         # called between slices (the board polls its host link)
-        self.awaited = lambda: None          # what a sleep woken only by timers waits for: a reason to stop, or
-        #                                      None while something (the host) may still wake it
+        self.awaited = lambda: "no device could wake it"   # why a sleep only timers wake cannot end, or
+        #                                      None while something outside (the host) may still wake it
         self._timer_sleep = None             # (pc, first cycle) of a sleep only timers have woken since
+        self.wait_outside = lambda: None     # a sleep with no timed event ahead waits here for the world
         uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
@@ -129,10 +130,13 @@ class Core:
         if self.sleeping == "WFE" and self.event_register:
             self.event_register, self.sleeping = False, None
             return
-        if not self.clock.sleep_until_next_event():
+        if self.clock.sleep_until_next_event():
+            self._check_sleep_is_not_hopeless()
+        elif self.awaited() is None:
+            self.wait_outside()
+        else:
             raise Stop(f"{self.sleeping} with no interrupt pending and no timed event: the core would sleep "
                        "forever", self.sleep_pc, self.function_at(self.sleep_pc))
-        self._check_sleep_is_not_hopeless()
 
     def _check_sleep_is_not_hopeless(self):
         """A WFE/WFI that timers alone keep waking, at the same place, for HOPELESS_SLEEP_CYCLES,

@@ -43,6 +43,7 @@ class DkTwin:
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop))
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
+        core.wait_outside = self.usart.wait_for_host
         self.bus.attach(NpuRegisters(read_aton_header(aton_header)))
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)

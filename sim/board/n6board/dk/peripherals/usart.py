@@ -52,6 +52,12 @@ class Usart(Device):
             self.empty_polls = 0
             self._update_irq()
 
+    def wait_for_host(self):
+        """The core sleeps until host bytes arrive: wait up to IDLE_WAIT_S for them."""
+        self.flush()
+        self.link.wait(IDLE_WAIT_S)
+        self.poll_host()
+
     def flush(self):
         if self.tx:
             self.link.send(bytes(self.tx))
