@@ -15,7 +15,7 @@ from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_
 from ..emulator import execute_low_overhead_branch
 from . import vfp_double
 from .clock import CycleClock
-from .exceptions import SVCALL, SYSTICK, ExceptionUnit, exception_name
+from .exceptions import SVCALL, SYSTICK, ExceptionUnit
 
 NEVER = 0xFFFF_FFFF                  # an end address unicorn never reaches (code addresses are even)
 WFI, WFE, WFI_W, WFE_W = 0xBF30, 0xBF20, (0xF3AF, 0x8003), (0xF3AF, 0x8002)
@@ -260,7 +260,3 @@ class Core:
         self.stop_with(f"bus fault: {kind} unmapped address 0x{address:08X}")
         return False
 
-
-def describe_exceptions(unit):
-    """'SysTick x12, IRQ159 x3' for reports."""
-    return ", ".join(f"{exception_name(n)} x{k}" for n, k in sorted(unit.taken.items()))

@@ -6,15 +6,15 @@ import os
 from n6.errors import N6Error
 from n6.stedgeai_install import NPU_DEVICE_HEADER, VALIDATION_FIRMWARE_DIR
 
+from .aton_header import read_aton_header
 from .bus import Bus
 from .core import Core, Stop
 from .exceptions import IRQ0, exception_name
 from .firmware_elf import FirmwareElf
 from .memory_map import MemoryMap, load_nor_flash
-from .aton_header import read_aton_header
 from .peripherals.bsec import Bsec
-from .peripherals.npu import NpuRegisters
 from .peripherals.cycle_counters import DwtCycleCounter, PmuCycleCounter
+from .peripherals.npu import NpuRegisters
 from .peripherals.rcc import Rcc
 from .peripherals.system_control import SystemControlSpace
 from .peripherals.usart import USART1_IRQ, Usart
@@ -29,6 +29,9 @@ BOOT_CYCLES = 10 * CPU_HZ
 
 
 class DkTwin:
+    """One board: `link` is the host's end of USART1, `aton_header` the install's ATON.h,
+    `state_dir` the simulated board whose flash the NOR holds."""
+
     def __init__(self, firmware_path, link, aton_header, state_dir=None):
         self.firmware = FirmwareElf.read(firmware_path)
         self.core = core = Core(self.firmware.function_at)
