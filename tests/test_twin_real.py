@@ -105,6 +105,7 @@ def test_st_client_connects_and_invokes_on_the_twin_with_the_simulated_boards_ou
     from n6.run.session import simulated_board
     if not os.path.isfile(ST_CLIENT):
         pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
+    scons(repo, "flash", "MODEL=kws_mlp")             # (other tests flash other models)
     script = tmp_path / "invoke.py"
     script.write_text(ST_INVOKE)
     results = {}
