@@ -22,7 +22,7 @@ from tabulate import tabulate  # noqa: E402
 from n6.run.session import connect, simulated_board  # noqa: E402
 from n6.stedgeai_install import VALIDATION_FIRMWARE_DIR  # noqa: E402
 from n6board.dk.host_link import BufferLink  # noqa: E402
-from n6board.dk.twin import CPU_HZ, DkTwin, aton_header_of  # noqa: E402
+from n6board.dk.twin import DkTwin, aton_header_of  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")
@@ -42,12 +42,12 @@ def firmwares(args):
 
 
 def boot_in_process(elf):
-    """(set-up s, emulation s, emulated cycles) to the protocol loop."""
+    """(set-up s, emulation s, emulated cycles, the firmware's CPU clock) to the protocol loop."""
     started = time.perf_counter()
     twin = DkTwin(elf, BufferLink(), aton_header_of(elf), STATE)
     ready = time.perf_counter()
     twin.boot()
-    return ready - started, time.perf_counter() - ready, twin.core.clock.now()
+    return ready - started, time.perf_counter() - ready, twin.core.clock.now(), twin.cpu_hz()
 
 
 def board_and_invoke(elf):
@@ -72,10 +72,10 @@ def main(argv):
         sys.exit(__doc__)
     rows = []
     for elf in elfs:
-        setup, emulation, cycles = boot_in_process(elf)
+        setup, emulation, cycles, hz = boot_in_process(elf)
         published, invoke, firmware_ms = board_and_invoke(elf)
         rows.append([os.path.basename(elf), f"{setup:.2f}", f"{emulation:.2f}", f"{cycles / 1e6:.1f}",
-                     f"{cycles / CPU_HZ * 1e3:.0f}", f"{published:.2f}", f"{invoke * 1e3:.0f}",
+                     f"{cycles / hz * 1e3:.0f}", f"{published:.2f}", f"{invoke * 1e3:.0f}",
                      f"{firmware_ms:.3f}"])
     print(tabulate(rows, headers=["firmware", "set-up s", "boot s", "Mcycles", "emulated ms", "port after s",
                                   "invoke ms", "firmware ms/inference"]))

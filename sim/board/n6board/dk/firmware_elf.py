@@ -10,7 +10,7 @@ from n6.errors import N6Error
 from n6.reloc.elf import read_symbols
 from n6.run.firmware_start import elf_load
 
-STT_FUNC = 2
+STT_OBJECT, STT_FUNC = 1, 2
 
 
 @dataclass
@@ -21,6 +21,7 @@ class FirmwareElf:
     vector_table: int
     initial_sp: int
     functions: list                  # [(address, name)] sorted (IAR's ??local labels left out)
+    objects: dict                    # data symbol name → address
 
     @classmethod
     def read(cls, path):
@@ -28,6 +29,7 @@ class FirmwareElf:
         symbols = read_symbols(path)
         functions = sorted((s.value & ~1, s.name) for s in symbols
                            if s.type == STT_FUNC and s.name and not s.name.startswith("??"))
+        objects = {s.name: s.value for s in symbols if s.type == STT_OBJECT and s.name}
         vectors = next((s.value for s in symbols if s.name in ("__vector_table", "__Vectors")), None)
         vector_table = vectors if vectors is not None else min(a for a, _ in segments)
         table = next((data[vector_table - a:vector_table - a + 8] for a, data in segments
@@ -35,7 +37,7 @@ class FirmwareElf:
         if table is None or len(table) < 8:
             raise N6Error(path, "no vector table in the loaded segments", "use ST's validation firmware ELF")
         initial_sp, _ = struct.unpack("<II", table)
-        return cls(path, entry, segments, vector_table, initial_sp, functions)
+        return cls(path, entry, segments, vector_table, initial_sp, functions, objects)
 
     @property
     def name(self):

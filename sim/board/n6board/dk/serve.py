@@ -11,7 +11,7 @@ from n6.reloc.image import Image
 
 from .core import Stop
 from .host_link import PtyLink
-from .twin import CPU_HZ, DkTwin, aton_header_of
+from .twin import DkTwin, aton_header_of
 
 INSTALL_FROM_ENVIRONMENT = "st"
 
@@ -52,9 +52,9 @@ def serve(args, board, images, master, publish, say=_progress):
         started = time.monotonic()
         twin = DkTwin(elf, PtyLink(master), aton_header_of(elf), args.state or None)
         twin.boot()
-        cycles = twin.core.clock.now()
-        say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / CPU_HZ * 1e3:.1f} ms "
-            f"emulated) in {time.monotonic() - started:.2f} s")
+        cycles, hz = twin.core.clock.now(), twin.cpu_hz()
+        say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / hz * 1e3:.1f} ms "
+            f"emulated at {hz / 1e6:.0f} MHz) in {time.monotonic() - started:.2f} s")
         publish()
         twin.serve()
     except (N6Error, Stop) as e:

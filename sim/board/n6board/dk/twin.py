@@ -24,7 +24,7 @@ from .peripherals.xspi import dk_xspi_controllers
 
 NPU_IRQS = range(53, 57)          # NPU0..3 (the NPU's end-of-epoch and error interrupts)
 READY = b"Protocol version"       # the last line of the firmware's banner, before its protocol loop
-CPU_HZ = 800_000_000               # what the firmware sets up (for messages: the model counts cycles)
+CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does not say (SystemCoreClock)
 BOOT_CYCLES = 10 * CPU_HZ
 
 
@@ -71,6 +71,13 @@ class DkTwin:
             return "the firmware waits for the NPU's interrupt: a hardware epoch, and the twin has no NPU model"
         names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
         return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
+
+    def cpu_hz(self):
+        """The CPU clock the firmware has set up (its SystemCoreClock, computed from RCC), for
+        turning cycles into time in messages; the model itself counts cycles."""
+        at = self.firmware.objects.get("SystemCoreClock")
+        value = int.from_bytes(self.core.uc.mem_read(at, 4), "little") if at else 0
+        return value or CPU_HZ
 
     def ready(self):
         return READY in self.usart.sent
