@@ -112,7 +112,8 @@ def test_st_client_connects_and_invokes_on_the_twin_with_the_simulated_boards_ou
     for name, elf in (("own", ""), ("twin", firmware("copy"))):
         with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"), firmware=elf,
                              mode="COPY") as port:
-            proc = subprocess.run([ST_CLIENT, str(script), port], capture_output=True, text=True, timeout=300)
+            proc = subprocess.run([ST_CLIENT, str(script), port], capture_output=True, text=True, timeout=300,
+                                  cwd=tmp_path)            # (ST's client writes its log where it runs)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["twin"] == results["own"]
