@@ -53,10 +53,10 @@ class QDQModel:
         yq = np.clip(np.round(y / scale) + zp, -128, 127)
         return dq, ((yq - zp) * scale).astype(np.float32), q
 
-    def input(self, shape):
-        self.inputs.append(helper.make_tensor_value_info("input", TensorProto.FLOAT, shape))
+    def input(self, shape, name="input"):
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
         x = self.rng.standard_normal(shape).astype(np.float32)
-        dq, xv, _ = self._quantize("input", x)
+        dq, xv, _ = self._quantize(name, x)
         return dq, xv
 
     def _weights(self, shape, axis):
@@ -151,7 +151,15 @@ class QDQModel:
         self.nodes.append(helper.make_node("Flatten", [dq], [flat], name=flat, axis=1))
         return self._quantize(flat, yv.reshape(1, -1), relu=bool(np.all(yv >= 0)))[:2]
 
-    def softmax(self, x, xv):
+    def concat(self, parts):
+        """Concat of (dq name, value) pairs along the features, requantised."""
+        out = self._id("concat")
+        self.nodes.append(helper.make_node("Concat", [x for x, _ in parts], [out], name=out, axis=1))
+        y = np.concatenate([v for _, v in parts], axis=1)
+        dq, yv, _ = self._quantize(out, y, relu=bool(np.all(y >= 0)))
+        return dq, yv
+
+    def softmax(self, x, xv, name="output"):
         e = np.exp(xv - xv.max(axis=-1, keepdims=True))
         y = e / e.sum(axis=-1, keepdims=True)
         out = self._id("softmax")
@@ -160,12 +168,21 @@ class QDQModel:
         s = self._const(q + "_scale", np.float32(1 / 256))
         z = self._const(q + "_zp", np.int8(-128))
         self.nodes.append(helper.make_node("QuantizeLinear", [out, s, z], [q], name=q + "_Q"))
-        self.nodes.append(helper.make_node("DequantizeLinear", [q, s, z], ["output"], name=q + "_DQ"))
+        self.nodes.append(helper.make_node("DequantizeLinear", [q, s, z], [name], name=q + "_DQ"))
         return y
 
-    def save(self, path, out_shape):
+    def output(self, x, xv, name):
+        """A graph output holding `x` requantised (a regression head)."""
+        q = self._id("q")
+        s, z, _, _ = self._qparams(q, xv, relu=False)
+        self.nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [q], name=q + "_Q"))
+        self.nodes.append(helper.make_node("DequantizeLinear", [q, s, z], [name], name=q + "_DQ"))
+
+    def save(self, path, out_shape, outputs=None):
+        """outputs: [(name, shape)] of the graph; default one output named "output"."""
+        outputs = outputs or [("output", out_shape)]
         graph = helper.make_graph(self.nodes, self.name, self.inputs,
-                                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, out_shape)],
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n, shape in outputs],
                                   self.inits)
         model = helper.make_model(graph, producer_name="n6-models", opset_imports=[helper.make_opsetid("", 19)])
         model.ir_version = 9
@@ -210,6 +227,24 @@ def big_mlp(path, width=2048):
     x, xv = m.gemm(x, xv, 10, relu=False)
     m.softmax(x, xv)
     m.save(path, [1, 10])
+
+
+def fusion_mlp(path):
+    """Two sensors, two heads: an audio frame and a motion window through their own branches,
+    joined (Concat), then a class head (Softmax) and a position head (regression). The bundled
+    model with several inputs and outputs: multi-tensor framing, acks and .npz inputs."""
+    m = QDQModel("fusion_mlp", seed=5)
+    a, av = m.input([1, 40], "audio")
+    b, bv = m.input([1, 24], "motion")
+    a, av = m.gemm(a, av, 32, relu=True)
+    b, bv = m.gemm(b, bv, 16, relu=True)
+    x, xv = m.concat([(a, av), (b, bv)])
+    x, xv = m.gemm(x, xv, 32, relu=True)
+    c, cv = m.gemm(x, xv, 6, relu=False)
+    m.softmax(c, cv, "event")
+    p, pv = m.gemm(x, xv, 3, relu=False, style="matmul")
+    m.output(p, pv, "position")
+    m.save(path, None, [("event", [1, 6]), ("position", [1, 3])])
 
 
 def tiny_dense(path):
@@ -261,7 +296,7 @@ def digits_mlp(path):
 
 
 MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp, "mobilenet_v2": mobilenet_v2,
-          "ds_cnn": ds_cnn, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp}
+          "ds_cnn": ds_cnn, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp, "fusion_mlp": fusion_mlp}
 PREBUILT_FILES = ("network.c", "network.h", "network_c_info.json", "network_atonbuf.xSPI2.raw",
                   "network_generate_report.txt")
 

@@ -1,17 +1,18 @@
 """What every n6 SCons tool shares: Python actions that report bad input as one
 `scons: *** [target] <file>: <problem> (fix: ...)` line, short progress lines, and nodes
 standing for the code a step runs."""
+import functools
 import glob
 import hashlib
 import os
+import re
 import sys
 
 import SCons.Action
 import SCons.Errors
 
 from n6.errors import N6Error
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # relative names: same digest in any clone
+from n6.paths import ROOT, SIM_BOARD, SITE_SCONS
 
 
 def say(text):
@@ -56,11 +57,28 @@ def code_version(env, label, paths):
 _CODE_VERSIONS = {}
 
 
-def sim_board_dir(env):
-    """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
-    programmer and board read), else <build dir>/sim-board."""
-    named = os.environ.get("N6_SIM_BOARD")
-    return os.path.abspath(named) if named else env.Dir("$BUILD_DIR/sim-board").abspath
+def describe_targets(env, *entries):
+    """Record (target, what it does) pairs for `scons -h`: each tool declares its own targets, and
+    the help lists them in the order the tools were loaded."""
+    env.Append(N6_TARGETS=list(entries))
+
+
+def targets_help(env):
+    return "".join(f"  {name:<18} {text}\n" for name, text in env.get("N6_TARGETS", []))
+
+
+def session_options(env):
+    """How the deploy steps reach the board (n6.run.options.SessionOptions), from the variables."""
+    from n6.board import load_board
+    from n6.board_files import board_path
+    from n6.run.options import SessionOptions
+    install_root, install, _ = env.StedgeaiInstall()
+    board_file = os.path.abspath(board_path(env["BOARD"]))
+    return SessionOptions(board_file=board_file, port=env.get("PORT", ""), state=sim_board_dir(env),
+                          release=install.core, install_root=os.path.abspath(install_root),
+                          copy_mode=bool(env["RELOC_COPY_MODE"]),
+                          backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend,
+                          sim_firmware=sim_firmware(env))
 
 
 def sim_firmware(env):
@@ -71,15 +89,69 @@ def sim_firmware(env):
     return os.path.abspath(value) if value and value != "st" else value
 
 
-def sim_board_code(env):
-    """The simulated board's code (the twin's included): a run on it reruns when it changes."""
-    board = os.path.join(ROOT, "sim", "board", "n6board")
-    return code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True) +
-                                                         glob.glob(os.path.join(board, "*.c"))))
+def sim_board_code(env, session):
+    """The simulated board's code (the DK twin's included) and the firmware ELF it runs, if one
+    is named: a step on the simulated board reruns when they change."""
+    board = os.path.join(SIM_BOARD, "n6board")
+    code = code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True)
+                                                         + glob.glob(os.path.join(board, "*.c"))))
+    return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 
-def library_code(env):
-    """The n6 library's own code (and this module's)."""
-    site = os.path.join(ROOT, "site_scons")
-    return code_version(env, "n6-library", lambda: glob.glob(os.path.join(site, "n6", "**", "*.py"), recursive=True)
-                        + [os.path.join(site, "n6_scons.py")])
+def sim_board_dir(env):
+    """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
+    programmer and board read), else <build dir>/sim-board."""
+    named = os.environ.get("N6_SIM_BOARD")
+    return os.path.abspath(named) if named else env.Dir("$BUILD_DIR/sim-board").abspath
+
+
+def step_code(env, step, modules, tool=None):
+    """The code a step runs, as one node (code_version): the n6 modules its action imports
+    (`modules`), every n6 module they import in turn, this module and the step's tool file. A
+    step reruns when that code changes, not when any library module does."""
+    return code_version(env, f"step-{step}", lambda: sorted(module_closure(modules)) + [os.path.abspath(__file__)] +
+                        ([tool] if tool else []))
+
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)|import[ \t]+(n6[\w.]*))",
+                     re.M)
+
+
+def module_closure(modules):
+    """Files of the n6 modules `modules` ("n6.reloc.prepare", ...) and of every n6 module they
+    import, at any depth and from any function (read from their import lines, not imported)."""
+    todo, files = list(modules), set()
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if path and path not in files:
+            files.add(path)
+            todo += n6_imports(path) + [name.rpartition(".")[0]] * ("." in name)   # and its package
+    return files
+
+
+def _module_file(name):
+    base = os.path.join(SITE_SCONS, *name.split("."))
+    return next((p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p)), None)
+
+
+@functools.cache
+def n6_imports(path):
+    """n6 modules a Python file names in its import lines (relative ones resolved)."""
+    package = os.path.relpath(os.path.dirname(path), SITE_SCONS).split(os.sep)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    out = []
+    for dots, module, names, plain in _IMPORT.findall(text):
+        if plain:
+            out.append(plain)
+            continue
+        if dots:
+            base = package[:len(package) - len(dots) + 1]
+            module = ".".join(base + ([module] if module else []))
+        if module.split(".")[0] != "n6":
+            continue
+        out.append(module)
+        out += [f"{module}.{n.split()[0]}" for n in names.strip("()").replace("\n", " ").split(",") if n.strip()]
+    return out
+

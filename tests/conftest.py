@@ -99,6 +99,32 @@ def scons(cwd, *args, check=True, env=None, timeout=600):
     return proc
 
 
+def generate(model, out, profile_file):
+    """`stedgeai generate` run in this process through the simulated CLI's own entry point (no
+    interpreter start per model); the default release, install paths as outside an install."""
+    from stedgeai_sim.cli import run as stedgeai_cli
+    assert stedgeai_cli(["generate", "-m", str(model), "--target", "stm32n6", "--st-neural-art",
+                         f"default@{profile_file}", "-o", str(out), "-w", str(out) + "_ws"]) == 0
+    return str(out)
+
+
+def host_build(out, install, workdir):
+    """The product's host reference of the generated folder `out`: (executable, c_info)."""
+    import json
+    from n6.run import host_reference
+    with open(os.path.join(out, "network_c_info.json")) as f:
+        info = json.load(f)
+    return host_reference.build(str(out), install, str(workdir)), info
+
+
+def host_run(exe, workdir, feed):
+    """The host reference on the first input's samples `feed` (any number, in memory layout):
+    the first output's bytes, the samples' back to back."""
+    import numpy as np
+    from n6.run import host_reference
+    return host_reference.execute(str(exe), str(workdir), [np.ascontiguousarray(feed).tobytes()], 1)[0]
+
+
 def host_outputs(root, model, inputs):
     """The host build of the same generated C (n6.run.host_reference) on the same inputs."""
     from n6.run import host_reference

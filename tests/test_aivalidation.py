@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -166,3 +167,136 @@ def test_a_port_whose_other_side_vanished_is_a_lost_connection():
             raise termios.error(5, "Input/output error")
     with pytest.raises(BoardError, match=r"board: connection lost \(Input/output error\)"):
         Client(VanishedPort(), name="board").send(SYNC_REQ, "sync")
+
+
+# -- a run as ST's firmware serves it (aiValidation_ATON.c, protocol 3.1) ---------------------------
+# Facts of ST's firmware: an ack (S_WAITING) with the first input's size; per input, the data, then
+# the board's ack of the bytes it took (S_WAITING, S_PROCESSING after the last input), then the
+# host's ack; with CONF_CONST_VALUE each input is one element; the model operator (64-bit counters,
+# stack and heap -1); the outputs (S_PROCESSING, S_DONE with TENSOR_FLAG_LAST on the last one).
+
+class StRunScript(threading.Thread):
+    """The board side of one CMD_NETWORK_RUN, scripted from ST's firmware; records what it got."""
+
+    def __init__(self, fd, inputs, outputs, const_value):
+        super().__init__(daemon=True)
+        self.link = Link(_FdPort(fd))
+        self.inputs, self.outputs, self.const_value = inputs, outputs, const_value
+        self.got, self.error = [], None
+
+    def send(self, state, **payload):
+        r = pb.respMsg(reqid=1, state=state)
+        for k, v in payload.items():
+            getattr(r, k).CopyFrom(v)
+        self.link.board_send(r.SerializeToString())
+
+    def receive(self, cls):
+        m = cls()
+        m.ParseFromString(self.link.board_receive(5.0))
+        self.got.append(m)
+        return m
+
+    def run(self):
+        try:
+            self.receive(pb.reqMsg)
+            self.send(pb.S_WAITING, ack=pb.ackMsg(param=self.inputs[0].nbytes, error=pb.E_NONE))
+            for i, desc in enumerate(self.inputs):
+                data = self.receive(pb.aiDataMsg)
+                last = i == len(self.inputs) - 1
+                self.send(pb.S_PROCESSING if last else pb.S_WAITING,
+                          ack=pb.ackMsg(param=len(data.datas), error=pb.E_NONE))
+                self.receive(pb.ackMsg)
+            self.send(pb.S_PROCESSING, op=pb.aiOperatorMsg(name="net", type=0, id=0, duration=1.0, counter_type=0,
+                                                          counters=[0] * 10, stack_used=-1, heap_used=-1))
+            for j, (desc, data) in enumerate(self.outputs):
+                last = j == len(self.outputs) - 1
+                t = pb.aiTensorMsg()
+                desc.to_pb(t.desc)
+                t.desc.flags = 2 | (256 if last else 0)
+                t.data.CopyFrom(pb.aiDataMsg(type=0, size=len(data), addr=0, datas=data))
+                self.send(pb.S_DONE if last else pb.S_PROCESSING, tensor=t)
+        except Exception as e:        # reported by the test
+            self.error = e
+
+
+class _FdPort:
+    def __init__(self, fd):
+        self.fd, self.timeout = fd, None
+
+    def read(self, n):
+        import select
+        r, _, _ = select.select([self.fd], [], [], self.timeout)
+        return os.read(self.fd, n) if r else b""
+
+    def write(self, data):
+        os.write(self.fd, data)
+
+
+@pytest.mark.parametrize("const_value", [False, True])
+def test_two_input_run_follows_st_firmware_acks(const_value):
+    from n6.aivalidation import Client, IO_ONLY
+    from n6.aivalidation.client import Device
+    from n6.aivalidation.messages import CONF_CONST_VALUE, ModelInfo
+    ins = [TensorDesc("audio", "int8", (1, 40), 0.1, 0), TensorDesc("motion", "int16", (1, 24), 0.1, 0)]
+    outs = [(TensorDesc("event", "int8", (1, 6)), bytes(range(6))), (TensorDesc("position", "int8", (1, 3)), b"abc")]
+    master, slave = os.openpty()
+    import tty
+    tty.setraw(slave)
+    board = StRunScript(master, ins, outs, const_value)
+    board.start()
+    client = Client.open(os.ttyname(slave))
+    client.device = Device((3, 1), 1, 0, models=[ModelInfo("net", ins, [d for d, _ in outs], 0, 0, (1, 1, 1), "",
+                                                          (1, 1, 1), 0, 0)])
+    mode = IO_ONLY | (CONF_CONST_VALUE if const_value else 0)
+    result = client.run("net", [bytes(range(40)), bytes(range(48))], mode=mode)
+    board.join(5)
+    client.close()
+    assert board.error is None
+    kinds = [type(m).__name__ for m in board.got]
+    assert kinds == ["reqMsg", "aiDataMsg", "ackMsg", "aiDataMsg", "ackMsg"]      # the host acks each input
+    assert board.got[0].param == mode
+    sizes = [len(m.datas) for m in board.got if isinstance(m, pb.aiDataMsg)]
+    assert sizes == ([1, 2] if const_value else [40, 48])                         # one element per input
+    assert [data for _, data in result.outputs] == [d for _, d in outs]
+
+
+def test_schema_facts_of_st_messages():
+    """ST's stm32msg.proto 3.1, field by field: (number, type, required) of the fields a board and a
+    host exchange; a schema that differs is not ST's on the wire."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+    req, opt, rep = F.LABEL_REQUIRED, F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    u32, i32, u64, f32, s, b = F.TYPE_UINT32, F.TYPE_INT32, F.TYPE_UINT64, F.TYPE_FLOAT, F.TYPE_STRING, F.TYPE_BYTES
+    facts = {
+        "aiModelInfoMsg": {"name": (1, s, req), "rtid": (2, u32, req), "signature": (3, s, req),
+                           "compile_datetime": (4, s, req), "runtime_version": (5, u32, req),
+                           "tool_version": (6, u32, req), "n_macc": (7, u64, req), "n_nodes": (8, u32, req),
+                           "n_inputs": (10, u32, req), "inputs": (11, F.TYPE_MESSAGE, rep),
+                           "n_outputs": (12, u32, req), "outputs": (13, F.TYPE_MESSAGE, rep),
+                           "n_activations": (14, u32, req), "activations": (15, F.TYPE_MESSAGE, rep),
+                           "n_params": (16, u32, req), "params": (17, F.TYPE_MESSAGE, rep),
+                           "runtime_desc": (20, s, req)},
+        "aiOperatorMsg": {"name": (1, s, req), "type": (2, u32, req), "id": (3, u32, req), "duration": (4, f32, req),
+                          "counter_type": (5, u32, req), "counters": (6, u32, rep), "stack_used": (7, i32, req),
+                          "heap_used": (8, i32, req)},
+        "aiTensorDescMsg": {"name": (1, s, req), "format": (2, u32, req), "size": (3, u32, req),
+                            "n_dims": (4, u32, req), "dims": (5, u32, rep), "scale": (6, f32, req),
+                            "zeropoint": (7, i32, req), "addr": (8, u32, req), "flags": (9, u32, req)},
+        "aiDataMsg": {"type": (1, u32, req), "size": (2, u32, req), "addr": (3, u32, req), "datas": (4, b, req)},
+        "sysinfoMsg": {"devid": (1, u32, req), "sclock": (2, u32, req), "hclock": (3, u32, req),
+                       "cache": (4, u32, req), "com_param": (5, u32, req), "extra": (6, u32, rep)},
+        "reqMsg": {"reqid": (1, u32, req), "cmd": (2, F.TYPE_ENUM, req), "param": (3, u32, req),
+                   "name": (4, s, req), "opt": (5, u32, req)},
+    }
+    for msg, fields in facts.items():
+        d = pb.DESCRIPTOR.message_types_by_name[msg]
+        assert {f.name: (f.number, f.type, req if f.is_required else rep if f.is_repeated else opt)
+                for f in d.fields} == fields, msg
+    assert pb.aiTensorDescMsg.DESCRIPTOR.fields_by_name["n_dims"].default_value == 1
+    assert (pb.P_RUN_MODE_PERF, pb.P_RUN_CONF_CONST_VALUE, pb.TENSOR_FLAG_NO_DATA, pb.OPERATOR_FLAG_POS) == \
+        (8, 512, 512, 24)
+    # an operator message as ST's firmware encodes it: every required field, stack and heap -1
+    op = pb.aiOperatorMsg(name="", type=0x05000002, id=0x00010001, duration=0.5, counter_type=1 << 16,
+                          counters=[1, 0, 2], stack_used=-1, heap_used=-1)
+    assert op.SerializeToString().hex() == ("0a00" "1082808028" "18818004" "250000003f" "28808004"
+                                            "300130003002"       # proto2: a repeated scalar is not packed
+                                            "38ffffffffffffffffff01" "40ffffffffffffffffff01")

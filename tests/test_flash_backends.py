@@ -149,7 +149,7 @@ def test_discovery_order(tmp_path):
     del env["STM32_CUBE_IDE_DIR"]
     assert find_cli(env) == CliInstall(on_path, False, "PATH")
     sim = find_cli({"PATH": ""})
-    assert sim.simulated and sim.cli == os.path.join(cp.SIM_BIN, "STM32_Programmer_CLI") and os.access(sim.cli, os.X_OK)
+    assert sim.simulated and sim.cli == os.path.join(cp.SIM_PROGRAMMER_BIN, "STM32_Programmer_CLI") and os.access(sim.cli, os.X_OK)
     with pytest.raises(N6Error, match="STM32_PROGRAMMER_CLI does not name an executable"):
         find_cli({"STM32_PROGRAMMER_CLI": str(tmp_path / "nope")})
     environ = CliInstall(new, False, "t").environ({"LD_LIBRARY_PATH": "/usr/lib/x"})

@@ -227,7 +227,7 @@ def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, size
 
 @pytest.mark.parametrize("image, fw, message", [
     (_image(dbg=False), "2.2", "dbg-info off but the firmware's is on: INVALID_BIN (fix: build with RELOC_DBG_INFO=1"),
-    (_image(rt=(1, 1, 3)), "2.2", "runtime 1.1.3 but the firmware's LL_ATON is 1.1.1 (ST Edge AI 2.2): INVALID_BIN"),
+    (_image(rt=(1, 1, 3)), "2.2", "runtime 1.1.3 but the firmware's LL_ATON is 1.1.1: INVALID_BIN"),
     (_image(), "3.0", "ST Edge AI 2.x image (96-byte header) for a 3.0 firmware (104-byte header): ST's loader takes "
                       "rt_ctx from a code word and reads past the image (bus fault, no error)"),
     (_image(words=26, rt=(1, 1, 3)), "2.2", "3.x image (104-byte header) for a 2.2 firmware (96-byte header): the "
@@ -243,7 +243,7 @@ def test_firmware_gate_uses_the_loader_error_names(image, fw, message):
 
 
 def test_firmware_gate_secure_rules():
-    from n6.board import Firmware
+    from n6.reloc.firmware import Firmware
     nonsecure_fw = Firmware("2.2", False, True, True, 0xD22)
     with pytest.raises(N6Error, match="secure image \\(-mcmse\\) for a non-secure firmware: INVALID_BIN"):
         check_firmware("x", _image(), nonsecure_fw, None, "b")

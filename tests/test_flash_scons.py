@@ -388,15 +388,15 @@ def test_gate_reads_the_install_validation_firmware(repo, tmp_path):
         proc = flash(repo, "RELOC_SPLIT=1", check=False)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         line, = proc.stderr.strip().splitlines()
-        assert "build/big_mlp/network_rel.bin: dbg-info on but the firmware's (" in line and \
-            "/scripts/N6_reloc/test/stm32n6570-dk-validation-reloc-xip.elf) is off: INVALID_BIN" in line
+        assert "build/big_mlp/network_rel.bin: dbg-info on but the firmware's is off (" in line and \
+            "/scripts/N6_reloc/test/stm32n6570-dk-validation-reloc-xip.elf): INVALID_BIN" in line
         assert calls(repo) == before
         shutil.copy(build(tmp_path / "on", name), folder)
         bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
         flash(repo, "RELOC_SPLIT=1")
         shutil.copy(elf, folder)                                  # the firmware changes: the gate runs again
         bump(os.path.join(folder, "stm32n6570-dk-validation-reloc-xip.elf"))
-        assert "is off: INVALID_BIN" in flash(repo, "RELOC_SPLIT=1", check=False).stderr
+        assert "dbg-info on but the firmware's is off (" in flash(repo, "RELOC_SPLIT=1", check=False).stderr
         proc = flash(repo, "RELOC_SPLIT=1", "RELOC_COPY_MODE=1", check=False)      # the COPY variant is absent
         assert proc.returncode == 2 and "stm32n6570-dk-validation-reloc-copy.elf: The " \
             "'stm32n6570-dk-validation-reloc-copy.elf' is not available" in proc.stderr
@@ -435,7 +435,8 @@ def test_symlinked_simulated_programmer_flashes_a_model(repo, tmp_path, found_by
     """The simulated CLI reached through a symlink elsewhere (on PATH or named), here the one of
     another checkout, is still the simulated programmer: it finds its package, its external
     loader and the simulated board."""
-    from n6.flash.cubeprogrammer import CLI_NAME, SIM_BIN
+    from n6.flash.cubeprogrammer import CLI_NAME
+    from n6.paths import SIM_PROGRAMMER_BIN as SIM_BIN
     link = tmp_path / CLI_NAME
     link.symlink_to(os.path.join(SIM_BIN, CLI_NAME))
     env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"} if found_by == "PATH" else \

@@ -34,7 +34,7 @@ def sim_messages(epochs, final=(100, 0)):
     epochs: [(number, kind code, (pre, core, post), {pool: (reads, writes)})]."""
     out = []
     for num, kind, cycles, mem in epochs:
-        out += [f"s:node:evt_pre_start:{num - 1}:{num}:{num}:{num}:00000000:05000002:{messages.KINDS[kind]}",
+        out += [f"s:node:evt_pre_start:{num - 1}:{num}:{num}:{num}:00000000:05000002:{messages.EPOCH_KINDS[kind]}",
                 f"s:node:evt_post_end:{num - 1}:{num}:{num}:{num}:0", "s:node:mcu_cycles:%d:%d:%d" % cycles]
         out += [f"s:sim:instructions:{cycles[0]}:{cycles[2]}"]
         out += [f"s:sim:mem:{region}:{r // 4}:{r}:{w // 4}:{w}:{REGIONS[region][0]:08X}:{REGIONS[region][1]}"
@@ -303,8 +303,9 @@ def test_measure_runs_st_passes_through_the_host_client():
     from n6.profiling.measure import measure
     client = FakeClient(SIM_RUN, npu=True)
     m = measure(client, "network", samples=2)
-    assert client.requests == [("network", [10], 1 | 8, 0, True)] + [
-        ("network", [10], 2 | 8, opt, first) for opt in (0x31, 0x51, 0x08) for first in (True, False)]
+    # ST's profiler: a PERF_ONLY warm-up (IO_ONLY | PERF | CONST_VALUE), then PER_LAYER | PERF_ONLY passes
+    assert client.requests == [("network", [10], 1 | 8 | 512, 0, True)] + [
+        ("network", [10], 1 | 2 | 8 | 512, opt, first) for opt in (0x31, 0x51, 0x08) for first in (True, False)]
     assert m.options == [0x31, 0x51, 0x08] and m.epochs[0].samples == 6 and m.epochs[0].npu_cycles == Phases(1, 2, 3)
     # a board that sent no NPU counter when asked is not asked again (the simulated board): one pass less
     client = FakeClient(SIM_RUN)

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from test_real_install import REAL, SAMPLES, st_flow
+from conftest import scons
+from test_real_install import REAL, SAMPLES, _install, repo, st_flow  # noqa: F401  (repo: a fixture)
 
 pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
                                 reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
@@ -119,3 +120,15 @@ def test_board_reads_the_tables_network_c_declares(sample):
     # what the board reports to a host: the mem_shape with the batch first, ST's type and quantisation
     first = model.inputs[0]
     assert first.mem_shape == declared_buffers(text, "Input", codes)[0]["mem_shape"]
+
+
+@pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
+def test_scons_run_of_a_real_sample_stops_at_its_first_hardware_epoch(repo, sample):
+    """`scons run` of a real sample (built and flashed with the real install): the simulated board
+    takes the image whatever its size, runs its CPU epochs and names the first hardware epoch as not
+    executable, in one line, exit != 0."""
+    proc = scons(repo, "flash", "run", f"MODEL={sample}", "BUILD_DIR=build-run", "RELOC_ABSOLUTE_FLASH_POOLS=1",
+                 env={"STEDGEAI_CORE_DIR": _install()}, check=False, timeout=900)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(errors) == 1 and "hardware epochs are not executable on the simulated board" in errors[0], errors

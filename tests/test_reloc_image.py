@@ -241,7 +241,7 @@ def test_rejections_carry_the_loader_error_names(variant):
     bad = bytearray(data)
     struct.pack_into("<I", bad, 4, (img.header.flags & ~0xFFF) | 0xD21)       # CPUID of another core
     assert _reject(bad) == "INVALID_BIN"
-    assert _reject(data, fw=check.Firmware(cmse=False)) == "INVALID_BIN"     # secure image, non-secure firmware
+    assert _reject(data, fw=check.Firmware(secure=False)) == "INVALID_BIN"     # secure image, non-secure firmware
     assert _reject(data, fw=check.Firmware(ll_aton=(1, 1, 3))) == "INVALID_BIN"
     cfg = check.Config(exec_ram_size=16)
     with pytest.raises(check.LoaderError) as e:

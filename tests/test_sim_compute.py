@@ -1,21 +1,19 @@
 """The generated code computes the model: network.c + the simulated runtime, built with the host
 compiler, run on memory mapped at the pools' addresses, agree with ONNX's reference evaluator."""
 import os
-import subprocess
 
 import numpy as np
 import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from conftest import BUNDLED, MODELS
-from host_build import build as _build
+from conftest import BUNDLED, MODELS, host_build, host_run
 
 
 @pytest.mark.parametrize("model", BUNDLED)
 def test_generated_code_matches_the_onnx_reference(generated, sim_install, tmp_path, model):
     out = generated(model)
-    exe, info = _build(out, sim_install("2.2"), tmp_path)
+    exe, info = host_build(out, sim_install("2.2"), tmp_path)
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
     qin, qout = inp["data_format"], outp["data_format"]
     rng = np.random.default_rng(7)
@@ -26,9 +24,7 @@ def test_generated_code_matches_the_onnx_reference(generated, sim_install, tmp_p
             feed = xq.transpose(0, 2, 3, 1)
         else:
             feed = xq
-        (tmp_path / "in.bin").write_bytes(np.ascontiguousarray(feed).tobytes())
-        got = np.frombuffer(subprocess.run([str(exe), str(tmp_path / "in.bin")], capture_output=True,
-                                           check=True).stdout, np.int8)
+        got = np.frombuffer(host_run(exe, tmp_path, feed), np.int8)
         ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, model, "model.onnx")))
         y = ref.run(None, {"input": ((xq.astype(np.float32) - qin["zero"]) * qin["scale"]).astype(np.float32)})[0]
         want = np.clip(np.round(y / qout["scale"]) + qout["zero"], -128, 127).reshape(-1)
@@ -44,13 +40,11 @@ def test_float_input_and_uint8_output_conversions(stedgeai, sim_install, tmp_pat
     assert proc.returncode == 0, proc.stderr
     text = open(out / "network.c").read()
     assert "LL_SW_CONVERT_FLOAT_TO_INT8" in text and "LL_SW_CONVERT_INT8_TO_UINT8" in text
-    exe, info = _build(str(out), sim_install("2.2"), tmp_path)
+    exe, info = host_build(str(out), sim_install("2.2"), tmp_path)
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
     assert (inp["data_format"]["type"], outp["data_format"]["type"]) == ("float32", "uint8")
     x = np.random.default_rng(3).standard_normal(inp["shape"]).astype(np.float32)
-    (tmp_path / "in.bin").write_bytes(x.tobytes())
-    got = np.frombuffer(subprocess.run([str(exe), str(tmp_path / "in.bin")], capture_output=True,
-                                       check=True).stdout, np.uint8)
+    got = np.frombuffer(host_run(exe, tmp_path, x), np.uint8)
     ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, "kws_mlp", "model.onnx")))
     y = ref.run(None, {"input": x})[0]
     q = outp["data_format"]

@@ -248,22 +248,40 @@ def _n6_imports(path):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "n6"}
         elif isinstance(node, ast.ImportFrom) and node.level and package.startswith("n6"):
             base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-            found.add(f"{base}.{node.module}" if node.module else base)
+            target = f"{base}.{node.module}" if node.module else base
+            found |= {target} | {f"{target}.{a.name}" for a in node.names}    # a name may be a submodule
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "n6":
-            found.add(node.module)
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
     return found
 
 
-def test_the_library_modules_the_simulated_tool_runs_are_listed():
-    """Generation reruns when one of these changes (and only then): the list must be complete."""
-    import glob
-    from stedgeai_sim import LIBRARY_MODULES
-    todo = set().union(*(_n6_imports(f) for f in glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))))
-    seen = set()
+def _closure(modules):
+    seen, todo = set(), set(modules)
     while todo:
         module = todo.pop()
         if module not in seen:
             seen.add(module)
             path = os.path.join(ROOT, "site_scons", *module.split(".")) + ".py"
+            if not os.path.isfile(path):
+                path = os.path.join(ROOT, "site_scons", *module.split("."), "__init__.py")
             todo |= _n6_imports(path) if os.path.isfile(path) else set()
-    assert sorted(m[len("n6."):] for m in seen if m != "n6") == sorted(LIBRARY_MODULES)
+            todo |= {module.rpartition(".")[0]} if "." in module else set()
+    return seen
+
+
+def test_step_code_is_the_import_closure():
+    """A step reruns when a module its code imports changes (and only then): the closure the build
+    reads from import lines equals the one Python's own parser finds, for the simulated tool's
+    code (generation) and for the steps' entry modules."""
+    import glob
+    from n6_scons import module_closure, n6_imports
+    from site_tools.n6_flash import FLASH_MODULES
+    from site_tools.n6_run import RUN_MODULES
+    sim = glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))
+    entries = [{m for f in sim for m in n6_imports(f)}, ["n6.reloc.prepare"], ["n6.reloc.pipeline", "n6.board"],
+               FLASH_MODULES, RUN_MODULES + ["n6.run.validate", "n6.run.host_reference"]]
+    for modules in entries:
+        base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
+        want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))
+                if os.path.isfile(p)}
+        assert {os.path.realpath(p) for p in module_closure(modules)} == want

@@ -9,8 +9,7 @@ import pytest
 from onnx import helper
 
 import qdq
-from conftest import MODELS
-from host_build import build, generate, run
+from conftest import MODELS, generate, host_build, host_run
 
 N = helper.make_node
 RNG = np.random.default_rng(11)
@@ -139,7 +138,7 @@ def check_within(model, exe, info, tmp_path, samples, lsb, fused=False):
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
     qi, qo = inp["data_format"], outp["data_format"]
     feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples])
-    got = np.frombuffer(run(exe, tmp_path, feed), np.int8).reshape(len(samples), -1)
+    got = np.frombuffer(host_run(exe, tmp_path, feed), np.int8).reshape(len(samples), -1)
     worst, agree, equal = 0, 0, 0
     for x, g in zip(samples, got):
         want = qdq.on_grid(qdq.reference(model, x, fused), qo["scale"], qo["zero"])
@@ -152,7 +151,7 @@ def check_within(model, exe, info, tmp_path, samples, lsb, fused=False):
 
 
 def _generate_and_build(sim_install, model, out, profile="no_ec"):
-    return build(generate(model, out, PROFILES[profile]), sim_install("2.2"), out.parent)
+    return host_build(generate(model, out, PROFILES[profile]), sim_install("2.2"), out.parent)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -172,7 +171,7 @@ def test_operator_matches_onnxruntime(sim_install, tmp_path, case):
     assert tfl_info["environment"]["tools"][0]["input_model"]["type"] == "tflite"
     qi = info["graphs"][0]["original_inputs"][0]["data_format"]
     feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples[:3]])
-    assert run(tfl_exe, tmp_path, feed) == run(exe, tmp_path, feed)
+    assert host_run(tfl_exe, tmp_path, feed) == host_run(exe, tmp_path, feed)
 
 
 @pytest.mark.parametrize("case", ["conv_depthwise_dilated_asym_pads", "maxpool_padded", "global_average_pool",

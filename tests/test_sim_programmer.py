@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from n6.flash.cubeprogrammer import SIM_BIN
+from n6.paths import SIM_PROGRAMMER_BIN as SIM_BIN
 from programmer_sim.board_state import BoardState
 
 CLI = os.path.join(SIM_BIN, "STM32_Programmer_CLI")

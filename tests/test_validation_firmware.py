@@ -126,11 +126,11 @@ def test_unusable_firmware_is_one_line(tmp_path, kwargs, message):
 
 
 @pytest.mark.parametrize("kwargs, image, message", [
-    ({"dbg": False}, {}, "dbg-info on but the firmware's ({fw}) is off: INVALID_BIN"),
+    ({"dbg": False}, {}, "dbg-info on but the firmware's is off ({fw}): INVALID_BIN"),
     ({"secure": False}, {}, "secure image (-mcmse) for a non-secure firmware ({fw}): INVALID_BIN"),
-    ({"hard": False}, {}, "built for an FPU the firmware ({fw}) does not enable (CPACR): INVALID_BIN"),
+    ({"hard": False}, {}, "built for an FPU the firmware does not enable (CPACR) ({fw}): INVALID_BIN"),
     ({"version": "atonn-v1.1.0-31-gabc"}, {}, None),   # no 2.1 release: the reader refuses it
-    ({}, {"rt": (1, 1, 3)}, "runtime 1.1.3 but the firmware's LL_ATON is 1.1.1 (ST Edge AI 2.2) ({fw}): INVALID_BIN"),
+    ({}, {"rt": (1, 1, 3)}, "runtime 1.1.3 but the firmware's LL_ATON is 1.1.1 ({fw}): INVALID_BIN"),
 ])
 def test_gate_judges_an_image_by_the_firmware_read_from_its_elf(tmp_path, kwargs, image, message):
     path = build(tmp_path, **kwargs)

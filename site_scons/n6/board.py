@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .board_files import available_boards
 from .errors import N6Error
 from .jsonfile import read_text
+from .reloc.firmware import Firmware
 from .tomlfile import parse_toml
 
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
@@ -72,20 +73,6 @@ class Validation:
     port: str
     baudrate: int
     header: str
-
-
-@dataclass(frozen=True)
-class Firmware:
-    """The firmware that will load the images (absent: ST's validation firmware of the install).
-    None for a fact that is not known: the gate does not check it."""
-    release: str             # ST Edge AI Core release it was built with ("2.2", "3.0")
-    secure: bool | None
-    dbg_info: bool | None
-    fpu: bool
-    cpu_part: int            # CPUID[15:4]
-    ll_aton: tuple | None = None       # (major, minor, micro) of its runtime; None: the release's
-    struct_sizes: int | None = None    # sizeof(LL_Buffer_InfoTypeDef) | sizeof(EpochBlock_ItemTypeDef) << 8
-    source: str = ""                   # where the facts come from (a firmware ELF); "": the board file
 
 
 @dataclass(frozen=True)

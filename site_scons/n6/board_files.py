@@ -2,8 +2,7 @@
 .toml file) → its file. Kept apart from the parser so that naming a board costs no import."""
 import os
 
-BOARDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                          "firmware", "boards")
+from .paths import BOARDS as BOARDS_DIR
 DEFAULT_BOARD = "stm32n6570-dk"
 
 

@@ -230,7 +230,7 @@ def read_buffer_infos(read, c_string, address, limit=1 << 16):
     address of a buffer is addr_base + offset_start (user-allocated buffers hold a pointer at
     addr_base instead, which is what the caller sees in `addr_base`)."""
     out = []
-    for _ in range(limit):
+    for _ in range(limit if address else 0):      # a NULL table (no internal buffers): none
         v = BUFFER_INFO.unpack(read(address, BUFFER_INFO.size))
         if not v["name"]:
             return out
@@ -245,4 +245,6 @@ def read_buffer_infos(read, c_string, address, limit=1 << 16):
                               mem_shape, ChPos(v["chpos"]), DataType(v["type"]), v["Qm"], v["Qn"], v["Qunsigned"],
                               v["nbits"], v["per_channel"], shape, scale, offset))
         address += BUFFER_INFO.size
+    if not address:
+        return out
     raise ValueError(f"the buffer table has no end within {limit} entries")

@@ -17,11 +17,13 @@ import SCons.Script
 
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
-from n6_scons import library_code, reports_errors, say, sim_board_dir
+from n6_scons import describe_targets, reports_errors, say, sim_board_dir, step_code
 
-SIM_PROGRAMMER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                              "sim", "programmer")
 ST_USB_VENDOR = 0x0483
+# what the flash action runs: the gate, the multi-model header, the deploy, the programmers
+FLASH_MODULES = ["n6.atomic", "n6.board", "n6.flash.mrel", "n6.flash.deploy", "n6.flash.gate", "n6.flash.records",
+                 "n6.flash.cubeprogrammer", "n6.flash.pyocd_backend", "n6.flash.runner", "n6.flash.validation_firmware",
+                 "n6.releases", "n6.sizes"]
 
 
 def _backend_choice(env, board):
@@ -40,8 +42,10 @@ def _find_backend(choice, board):
     if choice == "pyocd":
         return "pyocd", None
     if choice == "simulated":
-        from n6.flash.cubeprogrammer import CLI_NAME, SIM_BIN, CliInstall
-        return "stm32cubeprogrammer", CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "FLASH_BACKEND=simulated")
+        from n6.flash.cubeprogrammer import CLI_NAME, CliInstall
+        from n6.paths import SIM_PROGRAMMER_BIN
+        return "stm32cubeprogrammer", CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True,
+                                                 "FLASH_BACKEND=simulated")
     install = find_cli(os.environ)
     if choice == "stm32cubeprogrammer" and install.simulated:
         raise N6Error(board.path, "programmer stm32cubeprogrammer requested but STM32_Programmer_CLI was not found",
@@ -52,10 +56,8 @@ def _find_backend(choice, board):
 def attached_probes(simulated, sim_dir):
     """Serial numbers of the probes as the host sees them, without calling the programmer."""
     if simulated:
-        if SIM_PROGRAMMER not in sys.path:
-            sys.path.insert(0, SIM_PROGRAMMER)
-        from programmer_sim.board_state import BoardState
-        return [BoardState(sim_dir).probe()["serial"]]
+        from n6.simulators import load
+        return [load("programmer_sim.board_state").BoardState(sim_dir).probe()["serial"]]
     try:
         from serial.tools import list_ports
         return sorted(p.serial_number for p in list_ports.comports() if p.vid == ST_USB_VENDOR and p.serial_number)
@@ -168,7 +170,7 @@ def _flash_step(env, models):
         targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
     nodes = env.Command(targets, sources + [env.File(bpath), env.Value(json.dumps(cfg, sort_keys=True))],
                         _FLASH_ACTION)
-    env.Depends(nodes, library_code(env))   # the checks and the multi-model header are library code
+    env.Depends(nodes, step_code(env, "flash", FLASH_MODULES, __file__))
     env.NoCache(nodes)
     if cfg["force"] or cfg["dry_run"]:
         env.AlwaysBuild(nodes)
@@ -351,6 +353,8 @@ _FLASH_ACTION = SCons.Action.Action(_flash_action, None)   # made once: making o
 
 
 def generate(env):
+    describe_targets(env, ("flash", "put the chosen model(s) on the board (BOARD=, MODEL=), writing changed sectors "
+                                    "only"), ("flash-<model>", "put that model on the board"))
     env.SetDefault(BOARD=DEFAULT_BOARD, MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")

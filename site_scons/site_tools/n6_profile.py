@@ -7,9 +7,7 @@ merged with its c_info.json, as reports in build/<model>/profile/.
   REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
            c_info.json, PROFILE_BASELINE, the report code. No board involved.
   (alias)  prints profile.txt: the stored report when nothing changed."""
-import contextlib
 import glob
-import json
 import os
 
 import SCons.Action
@@ -17,17 +15,19 @@ import SCons.Script
 
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
-from n6_scons import ROOT, code_version, progress, reports_errors, say, sim_board_dir, sim_firmware
+from n6.paths import SIM_BOARD, SITE_SCONS
+from n6.run.options import ProfileOptions
+from n6_scons import code_version, describe_targets, progress, reports_errors, say, session_options, sim_board_code
 
-PROFILING = os.path.join(ROOT, "site_scons", "n6", "profiling")
+PROFILING = os.path.join(SITE_SCONS, "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
 SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
 
 
 def _measure_code(env):
     files = [os.path.join(PROFILING, f) for f in MEASURE_CODE]
-    files += glob.glob(os.path.join(ROOT, "site_scons", "n6", "aivalidation", "*.py"))
-    files += glob.glob(os.path.join(ROOT, "sim", "board", "n6board", "**", "*.py"), recursive=True)  # what it counts
+    files += glob.glob(os.path.join(SITE_SCONS, "n6", "aivalidation", "*.py"))
+    files += glob.glob(os.path.join(SIM_BOARD, "n6board", "**", "*.py"), recursive=True)   # what it counts
     return code_version(env, "profile-measure", files)
 
 
@@ -35,35 +35,18 @@ def _report_code(env):
     return code_version(env, "profile-report", glob.glob(os.path.join(PROFILING, "*.py")))
 
 
-@contextlib.contextmanager
-def _client(opts, simulated):
-    """A connected aiValidation client: the simulated board started on the simulated flash, or
-    the real board's port (PORT=, else the board file's [validation] port)."""
-    from n6.aivalidation import Timeouts
-    from n6.board import load_board
-    from n6.run.session import connect, simulated_board
-    board = load_board(opts["board"])
-    header, baudrate = board.validation.header, board.validation.baudrate
-    if simulated:
-        with simulated_board(opts["board"], state=opts["state"], release=opts["release"],
-                             firmware=opts["sim_firmware"], mode="COPY" if opts["copy_mode"] else "XIP") as port:
-            with connect(port, baudrate, header, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as (client, _):
-                yield client
-    else:
-        with connect(opts["port"] or board.validation.port, baudrate, header) as (client, _):
-            yield client
-
-
 @reports_errors
 def _measure_action(target, source, env):
+    from n6.aivalidation import Timeouts
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure
     from n6.profiling.steps import save_measurement
-    opts = json.loads(source[-1].read())
-    on_board = read_json(source[0].abspath, "on_board.json")
-    simulated = bool(on_board.get("simulated"))
-    with _client(opts, simulated) as client:
-        m = measure(client, opts["c_name"], samples=opts["samples"], simulated=simulated,
+    from n6.run.session import board_session
+    opts = env["N6_PROFILE_OPTIONS"]
+    on_board = read_json(source[0].path, "on_board.json")
+    with board_session(opts.session, source[0].path, say, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as \
+            (client, _, simulated):
+        m = measure(client, opts.c_name, samples=opts.samples, simulated=simulated,
                     board=f"{on_board.get('board', '')} {on_board.get('probe', '')}".strip())
     save_measurement(m, target[0].abspath)
 
@@ -73,6 +56,9 @@ def _report_action(target, source, env):
     from n6.profiling.steps import report_step
     report_step(source[0].abspath, source[1].path, os.path.dirname(target[0].abspath),
                 env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
+
+
+_MEASURE_ACTION = SCons.Action.Action(_measure_action, progress("PROFILE"), varlist=["N6_PROFILE_OPTIONS"])
 
 
 def _show(target, source, env):
@@ -103,7 +89,6 @@ def _requested_models(env, c_infos):
 def profile_targets(env, c_infos):
     """`profile` / `profile-<model>` for what the command line asks (an ordinary build defines no
     profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
-    from n6.board_files import board_path
     baseline = env.get("PROFILE_BASELINE")
     models = _requested_models(env, c_infos)
     if models and baseline and not os.path.isfile(baseline):
@@ -112,14 +97,11 @@ def profile_targets(env, c_infos):
     for name in models:
         c_info, c_name = c_infos[name]
         out = os.path.join("$BUILD_DIR", name, "profile")
-        opts = {"board": board_path(env["BOARD"]), "samples": int(env.get("PROFILE_SAMPLES", 1)),
-                "c_name": c_name, "port": env.get("PORT", ""), "state": sim_board_dir(env),
-                "release": env.StedgeaiInstall()[1].core, "sim_firmware": sim_firmware(env),
-                "copy_mode": bool(env["RELOC_COPY_MODE"])}
+        opts = ProfileOptions(session_options(env), c_name, int(env.get("PROFILE_SAMPLES", 1)))
         measurement = env.Command(os.path.join(out, "measurement.json"),
-                                  [env.OnBoard(name), env.File(opts["board"]), _measure_code(env),
-                                   env.Value(json.dumps(opts, sort_keys=True))],
-                                  SCons.Action.Action(_measure_action, progress("PROFILE")))
+                                  [env.OnBoard(name), env.File(opts.session.board_file), _measure_code(env)] +
+                                  sim_board_code(env, opts.session)[1:],
+                                  _MEASURE_ACTION, N6_PROFILE_OPTIONS=opts)
         env.NoCache(measurement)
         env.Precious(measurement)
         if env.get("FORCE"):
@@ -138,6 +120,8 @@ def profile_targets(env, c_infos):
 
 
 def generate(env):
+    describe_targets(env, ("profile", "flash, then the per-epoch profile: table, JSON, picture, trace, HTML, diff"),
+                     ("profile-<model>", "the same for that model"))
     env.AddMethod(profile_targets, "ProfileTargets")
 
 

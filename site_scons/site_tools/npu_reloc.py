@@ -10,7 +10,6 @@
 
 A weight change reaches pack only: the compiled sources never contain the weights, their size
 or their CRC (pack writes those into rt_ctx), and prepare reads the .raw names, not the bytes."""
-import json
 import os
 
 import SCons.Action
@@ -21,12 +20,13 @@ from n6 import gcc_flags
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
 from n6.models import c_identifier
-from n6.sizes import parse_size
+from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
+from n6.reloc.options import ImageOptions, PackOptions, PrepareOptions
+from n6.sizes import parse_size
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
-from n6_scons import library_code, progress, reports_errors, say
+from n6_scons import describe_targets, progress, reports_errors, say, step_code
 
-FIRMWARE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "firmware")
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
 EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
 NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
@@ -35,31 +35,25 @@ NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 # -- prepare ---------------------------------------------------------------------------------------
 
 def _prepare_emitter(target, source, env):
-    opts = json.loads(source[-1].read())
-    outdir = target[0]
-    return [outdir.File(n) for n in prepare_outputs(opts["name"], opts["epoch_controller"])], source
+    opts = env["N6_PREPARE_OPTIONS"]
+    return [target[0].File(n) for n in prepare_outputs(opts.name, opts.epoch_controller)], source
 
 
 @reports_errors
 def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
-    opts = json.loads(source[-1].read())
-    prepare(source[0].path, os.path.dirname(target[0].path), opts["name"], opts["ecblob_in_params"],
-            opts["install_version"], opts["absolute_flash_pools"], opts["simulated_install"])
+    opts = env["N6_PREPARE_OPTIONS"]
+    prepare(source[0].path, os.path.dirname(target[0].path), opts.name, opts.ecblob_in_params,
+            list(opts.install_version), opts.absolute_flash_pools, opts.simulated_install)
 
 
 # -- model ------------------------------------------------------------------------------------------
 
 def reloc_options(env, spec):
     """Per-model options: model.json "reloc" overrides the command-line variables."""
-    opts = {"secure": env["RELOC_SECURE"], "split": env["RELOC_SPLIT"], "dbg_info": env["RELOC_DBG_INFO"],
-            "ecblob_in_params": env["RELOC_ECBLOB_IN_PARAMS"], "name": env.get("RELOC_NAME") or None}
-    unknown = set(spec.reloc) - set(opts)
-    if unknown:
-        raise N6Error(os.path.join(spec.path, "model.json"), f"unknown reloc option '{sorted(unknown)[0]}'",
-                      f"use {', '.join(sorted(opts))}")
-    opts.update(spec.reloc)
-    return opts
+    return ImageOptions.of({"secure": env["RELOC_SECURE"], "split": env["RELOC_SPLIT"], "dbg_info": env["RELOC_DBG_INFO"],
+                            "ecblob_in_params": env["RELOC_ECBLOB_IN_PARAMS"], "name": env.get("RELOC_NAME") or None},
+                           spec.reloc, os.path.join(spec.path, "model.json"))
 
 
 def check_variables(env):
@@ -75,7 +69,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     only their names, so new weights never rerun it)."""
     opts = reloc_options(env, spec)
     stem = os.path.splitext(os.path.basename(str(network_c)))[0]
-    name = opts["name"] or stem
+    name = opts.name or stem
     install_root, install_rel, simulated = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, SW_LIB_INC)
@@ -83,16 +77,15 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     runtime_lib = env.StedgeaiRuntimeLib()
     build = os.path.join(outdir, "reloc")
     raws = [n for n in inputs if str(n).endswith(".raw")]
-    prep_opts = {"name": name, "ecblob_in_params": opts["ecblob_in_params"], "epoch_controller": epoch_controller,
-                 "absolute_flash_pools": env["RELOC_ABSOLUTE_FLASH_POOLS"], "simulated_install": simulated,
-                 "install_version": list(install_rel.atonn), "raws": sorted(str(r) for r in raws)}   # paths: the params description names them
-    prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws] +
-                                [env.Value(json.dumps(prep_opts, sort_keys=True))])
+    prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, bool(env["RELOC_ABSOLUTE_FLASH_POOLS"]),
+                               simulated, tuple(install_rel.atonn), tuple(sorted(str(r) for r in raws)))
+    prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
+                                N6_PREPARE_OPTIONS=prep_opts)
     reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
 
     defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
-               for d in gcc_flags.defines(name, opts["dbg_info"], opts["ecblob_in_params"])]
-    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts["secure"]), "CPPDEFINES": defines,   # no copy
+               for d in gcc_flags.defines(name, opts.dbg_info, opts.ecblob_in_params)]
+    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts.secure), "CPPDEFINES": defines,   # no copy
                          "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)]})
 
     flag_envs = {}   # one environment per flag set, shared by its objects
@@ -116,11 +109,12 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
     board = _budget_board(env)
-    pack_opts = {"split": opts["split"], "name": name, "budgets": budgets(env), "board": board,
-                 "copy_mode": env["RELOC_COPY_MODE"]}
-    image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"),
-                          code + [params_desc] + raws + [env.Value(json.dumps(pack_opts, sort_keys=True))])
-    env.Depends(prepared + code + image, library_code(env))
+    pack_opts = PackOptions(name, opts.split, tuple(budgets(env).items()), board, bool(env["RELOC_COPY_MODE"]))
+    image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"), code + [params_desc] + raws,
+                          N6_PACK_OPTIONS=pack_opts)
+    env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
+    env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
+    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.report", "n6.board"], __file__))
     if board:
         env.Depends(image, board)
     return image
@@ -167,9 +161,9 @@ def _link_emitter(target, source, env):
 
 def _pack_emitter(target, source, env):
     """<name>_rel.bin [, <name>_rel_params.bin], <name>_reloc_results.json (always last)."""
-    opts = json.loads(source[-1].read())
-    extra = [params_path(target[0].path)] if opts["split"] else []
-    return target + extra + [os.path.join(target[0].dir.path, f"{opts['name']}_reloc_results.json")], source
+    opts = env["N6_PACK_OPTIONS"]
+    extra = [params_path(target[0].path)] if opts.split else []
+    return target + extra + [os.path.join(target[0].dir.path, f"{opts.name}_reloc_results.json")], source
 
 
 def _code_emitter(target, source, env):
@@ -186,14 +180,14 @@ def _code_action(target, source, env):
 def _pack_action(target, source, env):
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     from n6.reloc.report import Budgets
-    opts = json.loads(source[-1].read())
-    limits = opts["budgets"]
-    if opts["board"]:
+    opts = env["N6_PACK_OPTIONS"]
+    limits = dict(opts.budgets)
+    if opts.board:
         from n6.board import load_board
-        board = load_board(opts["board"]).budgets
+        board = load_board(opts.board).budgets
         limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts["name"],
-              Budgets(**limits, copy_mode=opts["copy_mode"]), split=opts["split"], log=say)
+    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
+              Budgets(**limits, copy_mode=opts.copy_mode), split=opts.split, log=say)
 
 
 @reports_errors
@@ -217,13 +211,17 @@ def check_alias(env, images):
 
 
 def generate(env):
+    describe_targets(env, ("build", "every model: generate, relocatable image, size report (default)"),
+                     ("<model>", "that model's images"),
+                     ("check", "run the image checker (XIP and COPY install) on every image"))
     env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
                    RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
                    RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
     env["BUILDERS"]["RelocCompile"] = SCons.Builder.Builder(   # one C file, the cc tool's command line
         action=SCons.Action.Action("$CCCOM", "$CCCOMSTR"), source_scanner=SCons.Scanner.C.CScanner())
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_prepare_action, progress("PREPARE")), emitter=_prepare_emitter,
+        action=SCons.Action.Action(_prepare_action, progress("PREPARE"), varlist=["N6_PREPARE_OPTIONS"]),
+        emitter=_prepare_emitter,
         target_factory=env.Dir)
     env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(
         action=SCons.Action.Action(
@@ -233,7 +231,8 @@ def generate(env):
     env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_pack_action, progress("PACK")), emitter=_pack_emitter)
+        action=SCons.Action.Action(_pack_action, progress("PACK"), varlist=["N6_PACK_OPTIONS"]),
+        emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
     env.AddMethod(check_alias, "RelocCheckAlias")
     env.AddMethod(check_variables, "RelocCheckVariables")

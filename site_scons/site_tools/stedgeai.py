@@ -19,9 +19,10 @@ from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
-from n6_scons import code_version, progress, reports_errors, say
+from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
 
-SIM_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sim", "stedgeai")
+from n6.paths import SIM_STEDGEAI
+from n6.simulators import load as load_simulator
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -45,36 +46,33 @@ def _install(env):
 @functools.cache
 def sim_python_sources():
     """The simulated tool's own code and the n6 modules it runs: a change regenerates every model."""
-    from stedgeai_sim import LIBRARY_MODULES
-    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return sorted(glob.glob(os.path.join(SIM_DIR, "stedgeai_sim", "*.py")) +
-                  [os.path.join(site, "n6", f"{m}.py") for m in LIBRARY_MODULES])
+    own = glob.glob(os.path.join(SIM_STEDGEAI, "stedgeai_sim", "*.py"))
+    return sorted(own) + sorted(module_closure({m for f in own for m in n6_imports(f)}))
 
 
 def build_sim_install(env, arm_env):
     """Lay out the simulated install, then build its PIC runtime archive with the real GCC. The
     tree is laid out at once (when what it is made from changed), not as build steps: like a real
     install it is in place before the build reads it, and the build takes it by the same path."""
-    from stedgeai_sim.install import runtime_lib_path, runtime_lib_sources, sync
+    sim = load_simulator("stedgeai_sim.install")
     root, rel, _ = _install(env)
     if not (SCons.Script.GetOption("help") or SCons.Script.GetOption("clean")):
-        if sync(root, rel.core, sys.executable, env.N6ContentSignature):
+        if sim.sync(root, rel.core, sys.executable, env.N6ContentSignature):
             say(f"  INSTALL  {os.path.relpath(root)} (simulated ST Edge AI Core {rel.core_full})")
     objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
                            CPPPATH=[os.path.join(root, SW_LIB_INC)],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
-            for src in runtime_lib_sources()]
-    lib = arm_env.StaticLibrary(os.path.join(root, runtime_lib_path(rel.core)), objs)
+            for src in sim.runtime_lib_sources()]
+    lib = arm_env.StaticLibrary(os.path.join(root, sim.runtime_lib_path(rel.core)), objs)
     env.Clean(lib, env.Dir(root))
     return lib
 
 
 def runtime_lib(env):
     """The PIC runtime archive: the simulated one this build makes, or the first in a real install."""
-    from stedgeai_sim.install import runtime_lib_path
     root, rel, simulated = _install(env)
     if simulated:
-        return env.File(os.path.join(root, runtime_lib_path(rel.core)))
+        return env.File(os.path.join(root, load_simulator("stedgeai_sim.install").runtime_lib_path(rel.core)))
     found = sorted(glob.glob(os.path.join(root, RUNTIME_LIB_GLOB)))
     if not found:
         raise N6Error(root, f"no {RUNTIME_LIB_GLOB} in the install",
@@ -162,8 +160,6 @@ def generate(env):
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
     env.AddMethod(runtime_lib, "StedgeaiRuntimeLib")
-    if SIM_DIR not in sys.path:
-        sys.path.insert(0, SIM_DIR)
 
 
 def exists(env):

@@ -19,7 +19,7 @@ from n6.board_files import board_path  # noqa: E402
 from n6.flash import mrel  # noqa: E402
 from n6.releases import release  # noqa: E402
 from n6.reloc.check import LoaderError  # noqa: E402
-from n6.reloc.image import Image, off  # noqa: E402
+from n6.reloc.image import Header, Image, off  # noqa: E402
 
 from unicorn import UcError  # noqa: E402
 
@@ -43,18 +43,18 @@ def read_flash(state, board, release):
 
 
 def _read_image(flash, at, params_at):
-    head = flash.read(at, 0x10000)
+    """The image at `at` as much as its header describes, whatever its size (then its params)."""
+    head = flash.read(at, 4 * 32)
     if head[:4] != b"NBIN":
         return head[:4], None
-    img = Image.parse(head + flash.read(at + 0x10000, max(0, _end(Image.parse(head)) - 0x10000)))
+    img = Image.parse(flash.read(at, _end(Header.parse(head))))
     h = img.header
     if h.params_offset:
         return flash.read(at, h.params_offset + _params_len(img)), None
     return flash.read(at, (off(h.rel_end) + 7) & ~7), flash.read(params_at, _params_len(img))
 
 
-def _end(img):
-    h = img.header
+def _end(h):
     return max(off(h.rel_end), off(h.data_data) + off(h.bss_start), 0x60)
 
 

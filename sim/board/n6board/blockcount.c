@@ -89,3 +89,13 @@ void bc_take(table_t *t, uint64_t *keys, uint64_t *counts) {
     memset(t->slots, 0, (t->mask + 1) * sizeof *t->slots);
     t->used = 0;
 }
+
+/* Accesses to one memory region, counted by a native memory hook (uc_cb_hookmem_t): the
+ * per-region reads and writes of a profile cost an increment per access, not a Python call. */
+typedef struct { uint64_t reads, read_bytes, writes, write_bytes; } access_t;
+
+void mc_hook(void *uc, int type, uint64_t address, int size, int64_t value, access_t *a) {
+    (void)uc; (void)address; (void)value;
+    if (type == 17) { a->writes++; a->write_bytes += (uint64_t)size; }   /* UC_MEM_WRITE */
+    else { a->reads++; a->read_bytes += (uint64_t)size; }                 /* UC_MEM_READ */
+}

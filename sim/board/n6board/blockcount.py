@@ -1,6 +1,7 @@
-"""Exact instruction counts at native speed: `blockcount.c`, built once with the host C compiler
-into `__pycache__` (keyed by the source's hash), hooked into unicorn as a block hook. A Python
-block hook costs 4-27x the emulation itself; this one costs a hash-table increment per block."""
+"""Exact counts at native speed: `blockcount.c`, built once with the host C compiler into
+`__pycache__` (keyed by the source's hash), hooked into unicorn: instructions through a block hook
+(a Python block hook costs 4-27x the emulation itself; this one a hash-table increment per block),
+memory accesses per region through a memory hook (an increment per access, not a Python call)."""
 import ctypes
 import hashlib
 import os
@@ -8,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from unicorn import UC_HOOK_BLOCK, UcError
+from unicorn import UC_HOOK_BLOCK, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UcError
 from unicorn.unicorn_py3.unicorn import uclib, uc_hook_h
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,22 +63,49 @@ INSNS_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32)
 DUE_FN = ctypes.CFUNCTYPE(None)
 
 
+def _lib():
+    global _LIB
+    _LIB = _LIB or _library()
+    return _LIB
+
+
+def _add_hook(uc, kind, fn, data, begin, end):
+    handle = uc_hook_h()
+    status = uclib.uc_hook_add(uc._uch, ctypes.byref(handle), kind, ctypes.cast(fn, ctypes.c_void_p),
+                               ctypes.c_void_p(data), ctypes.c_uint64(begin), ctypes.c_uint64(end))
+    if status:
+        raise UcError(status)
+    return handle
+
+
+class AccessCounter:
+    """Counts reads and writes (accesses and bytes) to [begin, end] of `uc` while attached."""
+
+    def __init__(self, uc, begin, end):
+        self.values = (ctypes.c_uint64 * 4)()
+        self.uc = uc
+        self.handle = _add_hook(uc, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, _lib().mc_hook,
+                                ctypes.addressof(self.values), begin, end)
+
+    def take(self):
+        """(reads, read bytes, writes, write bytes) since the last take."""
+        out = tuple(self.values)
+        ctypes.memset(self.values, 0, ctypes.sizeof(self.values))
+        return out
+
+    def detach(self):
+        uclib.uc_hook_del(self.uc._uch, self.handle)
+
+
 class BlockCounter:
     """Counts executions of each (block address, block size) of `uc` from the moment it is made."""
 
     def __init__(self, uc):
-        global _LIB
-        _LIB = _LIB or _library()
-        self.lib, self.table = _LIB, _LIB.bc_new()
+        self.lib = _lib()
+        self.table = self.lib.bc_new()
         if not self.table:
             raise MemoryError("block counter")
-        handle = uc_hook_h()
-        status = uclib.uc_hook_add(uc._uch, ctypes.byref(handle), UC_HOOK_BLOCK,
-                                   ctypes.cast(self.lib.bc_hook, ctypes.c_void_p), ctypes.c_void_p(self.table),
-                                   ctypes.c_uint64(1), ctypes.c_uint64(0))
-        if status:
-            raise UcError(status)
-        self.uc, self.handle = uc, handle
+        self.uc, self.handle = uc, _add_hook(uc, UC_HOOK_BLOCK, self.lib.bc_hook, self.table, 1, 0)
 
     def detach(self):
         """Stop counting (the bench's uncounted baseline)."""

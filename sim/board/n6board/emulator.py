@@ -11,19 +11,18 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
   are counted on every call, exactly: a native block hook (blockcount) counts executions per
   translated block, times the block's instruction count (Thumb-2 16/32-bit decoding of its bytes,
   once per block).
-* Memory counting is optional (one Python hook call per access): reads and writes per memory
-  region in accesses and bytes.
+* Memory counting is optional (a native hook per region, see blockcount): reads and writes per
+  memory region in accesses and bytes.
 * Any access to the NPU's register block means the code programs the NPU: not executable here."""
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_READ,
-                     UC_HOOK_MEM_INVALID, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UC_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_UNMAPPED,
-                     UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
+from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_INVALID, UC_MEM_FETCH_UNMAPPED,
+                     UC_MEM_WRITE_UNMAPPED, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
                                UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
 
-from .blockcount import BlockCounter
+from .blockcount import AccessCounter, BlockCounter
 
 PAGE = 0x1000
 NPU_REGS = ((0x480C0000, 0x10000), (0x580C0000, 0x10000))   # the NPU register block, both aliases
@@ -118,19 +117,16 @@ class Cpu:
         self.set_counting(count)
 
     def set_counting(self, instructions, memory=False):
-        """Count memory accesses (one Python call per access: ~50x slower) or not. Instructions are
-        always counted (natively: `instructions` is kept for callers that ask for them)."""
+        """Count memory accesses per region (a native hook per region: ~3x slower) or not.
+        Instructions are always counted (natively: `instructions` is kept for callers)."""
         if (instructions, memory) == self._counting_mode:
             return
         self._counting_mode = (instructions, memory)
-        self._slowdown = 50 if memory else 10 if instructions else 1    # scales the hang limit of call()
-        for h in self._counting:
-            self.uc.hook_del(h)
-        self._counting = []
-        if memory:
-            for r in self.regions:
-                self._counting.append(self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access,
-                                                       user_data=r.name, begin=r.base, end=r.base + r.size - 1))
+        self._slowdown = 5 if memory else 2 if instructions else 1    # scales the hang limit of call()
+        for _, counter in self._counting:
+            counter.detach()
+        self._counting = [(r.name, AccessCounter(self.uc, r.base, r.base + r.size - 1)) for r in self.regions] \
+            if memory else []
         self.uc.ctl_flush_tb()      # hooks are compiled into translated blocks: retranslate
 
     # -- memory ---------------------------------------------------------------------------------
@@ -165,6 +161,8 @@ class Cpu:
         uc.reg_write(UC_ARM_REG_LR, self.ret | 1)
         self._bad_access = self._stop_reason = None
         self._blocks.take()
+        for _, counter in self._counting:
+            counter.take()
         try:
             uc.emu_start(fn | 1, self.ret, timeout=int(timeout_s * 1e6))
         except UcError as e:
@@ -179,6 +177,7 @@ class Cpu:
             raise Fault(f"{e}", pc) from None
         finally:
             self._count_blocks()
+            self._count_accesses()
         if self._stop_reason:
             raise self._stop_reason
         pc = uc.reg_read(UC_ARM_REG_PC)
@@ -196,11 +195,14 @@ class Cpu:
             total += n * runs
         self.counters.instructions += total
 
-    def _on_access(self, uc, access, address, size, value, region):
-        table = self.counters.writes if access == UC_MEM_WRITE else self.counters.reads
-        entry = table.setdefault(region, [0, 0])
-        entry[0] += 1
-        entry[1] += size
+    def _count_accesses(self):
+        for region, counter in self._counting:
+            reads, rbytes, writes, wbytes = counter.take()
+            for table, n, size in ((self.counters.reads, reads, rbytes), (self.counters.writes, writes, wbytes)):
+                if n:
+                    entry = table.setdefault(region, [0, 0])
+                    entry[0] += n
+                    entry[1] += size
 
     def _on_bad_access(self, uc, access, address, size, value, _):
         kinds = {UC_MEM_WRITE_UNMAPPED: "write to unmapped memory", UC_MEM_FETCH_UNMAPPED: "fetch from unmapped memory"}

@@ -51,6 +51,8 @@ class Buffer:
     mem_shape: tuple
     scale: float
     zero_point: int
+    epoch: int = 0
+    itemsize: int = 1     # bytes of one element (nbits / 8)
 
 
 @dataclass
@@ -97,10 +99,8 @@ class InstalledModel:
         layout = layout or DEFAULT_LAYOUT
         rel = release(core)
         self.img = Image.parse(data, params=params)
-        fw = Firmware(ll_aton=rel.atonn[:3])           # ST's prebuilt firmware: secure, dbg info, async
-        if board_firmware:                               # the board file's [firmware] says otherwise
-            fw = Firmware(cpu_part=board_firmware.cpu_part, fpu_enabled=board_firmware.fpu,
-                          cmse=board_firmware.secure, dbg_info=board_firmware.dbg_info, ll_aton=rel.atonn[:3])
+        # ST's prebuilt firmware of the release (secure, dbg info, async), or the board file's [firmware]
+        fw = board_firmware or Firmware(rel.core)
         exec_ram, ext_ram = layout["exec_ram"], layout["external_ram"]
         split = self.img.header.params_offset == 0
         cfg = Config(exec_ram[0], exec_ram[1], ext_ram[0], ext_ram[1], layout["params"] if split else 0,
@@ -129,6 +129,7 @@ class InstalledModel:
         self.cpu.call(self.entry("ec_network_init"), r9=self.r9)
         self.inputs = self._buffers("get_input_buffers_info")
         self.outputs = self._buffers("get_output_buffers_info")
+        self.internals = self._buffers("get_internal_buffers_info")
         self.epochs = self._epochs()
 
     def _service(self, name):
@@ -157,7 +158,7 @@ class InstalledModel:
                 else info.addr_base
             out.append(Buffer(info.name, base + info.offset_start, info.nbytes, info.dtype or "uint8", info.shape,
                               info.mem_shape, info.scale[0] if info.scale else 0.0,
-                              info.offset[0] if info.offset else 0))
+                              info.offset[0] if info.offset else 0, info.epoch, max(info.nbits // 8, 1)))
         return out
 
     def _epochs(self):

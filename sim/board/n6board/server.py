@@ -11,15 +11,17 @@ import time
 
 from n6.aivalidation import n6_aivalidation_pb2 as pb
 from n6.aivalidation.framing import Framing, Link, LinkError, LinkTimeout
-from n6.aivalidation.messages import (API_RELOC, CAP_OBSERVER, DEVID_N6, EPOCH_KINDS, OP_INTERNAL,
-                                      OP_WITHOUT_TENSOR, PER_LAYER, RT_ATONN, TENSOR_IN_MEMPOOL, TENSOR_LAST,
-                                      TENSOR_OUTPUT, TOOLS_GCC, TensorDesc)
+from n6.aivalidation.messages import (API_RELOC, CAP_OBSERVER, CONF_CONST_VALUE, COUNTER_32B, DEVID_N6,
+                                      EPOCH_KINDS, OP_INTERNAL, OP_WITHOUT_TENSOR, PER_LAYER, PER_LAYER_WITH_DATA,
+                                      PERF, RT_ATONN, TENSOR_IN_MEMPOOL, TENSOR_INPUT, TENSOR_INTERNAL, TENSOR_LAST,
+                                      TENSOR_MEMPOOL, TENSOR_NO_DATA, TENSOR_OUTPUT, TOOLS_GCC, TensorDesc)
+from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE,
+                                   STRG_O_ACTIVE)
 from google.protobuf.message import DecodeError
 
 from .emulator import Fault, NpuAccess
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ, NPU_HZ
 
-BUSIF_RW_DATA = 0x08                                    # counter option: bus read/write data
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
 
 
@@ -103,8 +105,8 @@ class Board:
         self.link.board_send(resp.SerializeToString())
 
     def log_and_wait(self, text, level=1):
-        self.send(pb.S_WAITING if text.startswith("s:config") else pb.S_PROCESSING,
-                  log=pb.logMsg(level=level, str=text))
+        """A log line, then the host's ack; ST's firmware sends every log in S_WAITING."""
+        self.send(pb.S_WAITING, log=pb.logMsg(level=level, str=text))
         ack = pb.ackMsg()
         ack.ParseFromString(self.link.board_receive(5.0))
 
@@ -138,16 +140,16 @@ class Board:
                      f"npu_freq:{NPU_HZ}", f"nic_freq:{NIC_HZ}", "npu_cache:0"):
             self.log_and_wait("s:config:" + text)
         m = self.models[idx]
-        info = pb.aiModelInfoMsg(name=m.name, rtid=0x06010004 | API_RELOC << 8, signature=0, compile_datetime="",
+        info = pb.aiModelInfoMsg(name=m.name, rtid=0x06010004 | API_RELOC << 8, signature="", compile_datetime="",
                                  runtime_version=m.rt_ctx.rt_version, tool_version=m.rt_ctx.rt_version,
                                  n_macc=0, n_nodes=len(m.epochs), n_inputs=len(m.inputs), n_outputs=len(m.outputs),
                                  n_activations=1, n_params=1, runtime_desc=m.runtime_desc[:64])
         for b in m.inputs:
-            self.describe(b, 1025).to_pb(info.inputs.add())
+            self.describe(b, TENSOR_INPUT | TENSOR_IN_MEMPOOL).to_pb(info.inputs.add())
         for b in m.outputs:
-            self.describe(b, 1026).to_pb(info.outputs.add())
+            self.describe(b, TENSOR_OUTPUT | TENSOR_IN_MEMPOOL).to_pb(info.outputs.add())
         for size, what in ((m.rt_ctx.acts_sz, info.activations), (m.rt_ctx.params_sz, info.params)):
-            TensorDesc("", "uint8", (size,), flags=8).to_pb(what.add())
+            TensorDesc("", "uint8", (size,), flags=TENSOR_MEMPOOL).to_pb(what.add())
         self.send(pb.S_IDLE, minfo=info)
 
     @staticmethod
@@ -155,26 +157,32 @@ class Board:
         return TensorDesc(buf.name, buf.dtype, tuple(buf.mem_shape), buf.scale, buf.zero_point, buf.addr, flags)
 
     def run(self, req):
+        """CMD_NETWORK_RUN as ST's aiValidation firmware serves it: an ack for the first input's
+        size; per input, its data (one element with CONF_CONST_VALUE, broadcast over the buffer),
+        an ack of the bytes received (S_WAITING, S_PROCESSING after the last) and the host's ack;
+        the inference (per epoch with PER_LAYER: logs, an operator, the epoch's buffers); the
+        model operator; the outputs (no data with PERF)."""
         model = next((m for m in self.models if m.name == req.name), None)
         if model is None:
             return self.error(pb.E_INVALID_PARAM, 4, f"no model named '{req.name}' is installed")
+        const_value = bool(req.param & CONF_CONST_VALUE)
         data = []
         self.send(pb.S_WAITING, ack=pb.ackMsg(param=model.inputs[0].nbytes, error=pb.E_NONE))
         for i, buf in enumerate(model.inputs):
             msg = pb.aiDataMsg()
             msg.ParseFromString(self.link.board_receive(5.0))
-            if len(msg.datas) != buf.nbytes:
+            if len(msg.datas) != (buf.itemsize if const_value else buf.nbytes):
                 return self.error(pb.E_INVALID_SIZE, len(msg.datas))
-            data.append(msg.datas)
+            data.append(msg.datas * (buf.nbytes // buf.itemsize) if const_value else msg.datas)
             last = i == len(model.inputs) - 1
-            self.send(pb.S_PROCESSING if last else pb.S_WAITING,
-                      ack=pb.ackMsg(param=buf.nbytes if last else model.inputs[i + 1].nbytes, error=pb.E_NONE))
-        pb.ackMsg().ParseFromString(self.link.board_receive(5.0))
+            self.send(pb.S_PROCESSING if last else pb.S_WAITING, ack=pb.ackMsg(param=len(msg.datas), error=pb.E_NONE))
+            pb.ackMsg().ParseFromString(self.link.board_receive(5.0))
         if self.fault == "disconnect" and self.runs + 1 >= max(self.fault_arg, 1):
             os.close(self.link.port.fd)
             raise Disconnect()
-        per_layer = bool(req.param & PER_LAYER)
-        model.cpu.set_counting(per_layer, per_layer and bool(req.opt >> 8 & BUSIF_RW_DATA))
+        observed = bool(req.param & (PER_LAYER | PER_LAYER_WITH_DATA))
+        with_data = bool(req.param & PER_LAYER_WITH_DATA) and not req.param & PERF
+        model.cpu.set_counting(observed, observed and bool(req.opt >> 8 & BUSIF_RW_DATA))
         try:
             result = model.infer(data)
         except NpuAccess as e:
@@ -186,35 +194,76 @@ class Board:
         self.runs += 1
         totals = [0, 0, 0]
         for run in result.epochs:
-            ep = run.epoch
-            if per_layer:
-                self.log_and_wait(f"s:node:evt_pre_start:0:{ep.first}:{ep.first}:{ep.last}:{ep.flags:08X}:"
-                                  f"{ep.kind:08X}:{EPOCH_KINDS[ep.kind]}")
-                self.log_and_wait(f"s:node:evt_post_end:0:{ep.first}:{ep.first}:{ep.last}:0")
-                counts = [run.start.cycles, 0, run.end.cycles]
-                self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
-                self.log_and_wait(f"s:sim:instructions:{run.start.instructions}:{run.end.instructions}")
-                for region, (reads, rbytes, writes, wbytes) in sorted(_memory(run).items()):
-                    r = next(r for r in model.cpu.regions if r.name == region)   # where: the profile's pool
-                    self.log_and_wait(f"s:sim:mem:{region}:{reads}:{rbytes}:{writes}:{wbytes}:{r.base:08X}:{r.size}")
-                totals = [t + c for t, c in zip(totals, counts)]
-                op = pb.aiOperatorMsg(name=f"EpochBlock_{ep.first}", type=(OP_INTERNAL | OP_WITHOUT_TENSOR) << 24 |
-                                      ep.kind, id=ep.last << 16 | ep.first, duration=sum(counts) / MCU_HZ * 1000,
-                                      counter_type=1 << 16, counters=counts[:2] if self.fault == "counters" else counts)
-                self.send(pb.S_PROCESSING, op=op)
+            if observed:
+                totals = [t + c for t, c in zip(totals, self.report_epoch(model, run, with_data, req.opt >> 8))]
         cpu_all = result.cycles       # counted on every run: IO-only replies carry [0, 0, 0, total, 0]
         words = []
         for v in totals + [cpu_all, 0]:
             words += [v & 0xFFFFFFFF, v >> 32]
         self.send(pb.S_PROCESSING, op=pb.aiOperatorMsg(name=model.name, type=0, id=0,
                                                        duration=cpu_all / MCU_HZ * 1000, counter_type=0,
-                                                       counters=words))
+                                                       counters=words, stack_used=-1, heap_used=-1))
+        no_data = TENSOR_NO_DATA if req.param & PERF else 0
         for j, (buf, out) in enumerate(zip(model.outputs, result.outputs)):
             last = j == len(model.outputs) - 1
-            t = pb.aiTensorMsg()
-            self.describe(buf, TENSOR_OUTPUT | TENSOR_IN_MEMPOOL | (TENSOR_LAST if last else 0)).to_pb(t.desc)
-            t.data.CopyFrom(pb.aiDataMsg(type=0, size=len(out), addr=buf.addr, datas=out))
-            self.send(pb.S_DONE if last else pb.S_PROCESSING, tensor=t)
+            self.send_tensor(buf, TENSOR_OUTPUT | no_data | (TENSOR_LAST if last else 0), out,
+                             pb.S_DONE if last else pb.S_PROCESSING)
+
+    def report_epoch(self, model, run, with_data, option):
+        """What the firmware's epoch callback sends for one epoch; returns its MCU cycle counters."""
+        ep = run.epoch
+        buffers = [b for b in model.internals + model.outputs if b.epoch == ep.first]
+        self.log_and_wait(f"s:node:evt_pre_start:0:{ep.first}:{ep.first}:{ep.last}:{int(ep.flags):08X}:"
+                          f"{(OP_INTERNAL | OP_WITHOUT_TENSOR) << 24 | ep.kind:08X}:{EPOCH_KINDS[ep.kind]}")
+        self.log_and_wait(f"s:node:evt_post_end:0:{ep.first}:{ep.first}:{ep.last}:{len(buffers)}")
+        counts = [run.start.cycles, 0, run.end.cycles]
+        self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
+        for text in npu_counter_logs(option, counts):
+            self.log_and_wait(text)
+        self.log_and_wait(f"s:sim:instructions:{run.start.instructions}:{run.end.instructions}")
+        for region, (reads, rbytes, writes, wbytes) in sorted(_memory(run).items()):
+            r = next(r for r in model.cpu.regions if r.name == region)   # where: the profile's pool
+            self.log_and_wait(f"s:sim:mem:{region}:{reads}:{rbytes}:{writes}:{wbytes}:{r.base:08X}:{r.size}")
+        flags = OP_INTERNAL | (0 if buffers else OP_WITHOUT_TENSOR)
+        self.send(pb.S_PROCESSING, op=pb.aiOperatorMsg(
+            name="", type=flags << 24 | ep.kind, id=ep.last << 16 | ep.first, duration=sum(counts) / MCU_HZ * 1000,
+            counter_type=COUNTER_32B << 16, counters=counts[:2] if self.fault == "counters" else counts,
+            stack_used=-1, heap_used=-1))
+        for k, buf in enumerate(buffers):
+            flags = TENSOR_INTERNAL | (0 if with_data else TENSOR_NO_DATA) | (TENSOR_LAST if k == len(buffers) - 1
+                                                                             else 0)
+            self.send_tensor(buf, flags, model.cpu.read(buf.addr, buf.nbytes), pb.S_PROCESSING)
+        return counts
+
+    def send_tensor(self, buf, flags, data, state):
+        t = pb.aiTensorMsg()
+        self.describe(buf, flags).to_pb(t.desc)
+        data = b"" if flags & TENSOR_NO_DATA else data
+        t.data.CopyFrom(pb.aiDataMsg(type=0, size=len(data), addr=buf.addr, datas=data))
+        self.send(state, tensor=t)
+
+
+def npu_counter_logs(option, mcu_counts):
+    """The NPU counter logs ST's firmware sends for an epoch with counter option `option`, for an
+    NPU that stays idle (every epoch of the simulated board runs on the CPU): its free-running
+    clock counts the epoch's time in NPU cycles, stream engines, bus interfaces and the NPU cache
+    count nothing. The firmware's rules: EPOCH_LEN with any stream-engine option, or alone
+    unless BUSIF_RW_DATA is asked; the bus-interface counters only without a stream-engine option."""
+    strg = option & (STRG_I_ACTIVE | STRG_O_ACTIVE | STRG_ACTIVE | STRG_HENV)
+    out = []
+    if strg or option & EPOCH_LEN and not option & BUSIF_RW_DATA:
+        npu = [round(c * NPU_HZ / MCU_HZ) for c in mcu_counts]
+        out.append("s:node:npu_cycles:{}:{}:{}".format(*npu))
+    if strg & (STRG_I_ACTIVE | STRG_O_ACTIVE):
+        out.append(f"s:node:streng_active:max:{'i' if strg & STRG_I_ACTIVE else 'o'}:-1:0")
+    elif strg & STRG_ACTIVE:
+        out.append("s:node:streng_active:max:i:-1:0")
+    elif not strg and option & BUSIF_RW_DATA:
+        out += [f"s:node:{port}:burst:{rw}:0:0:0:0" for port in ("port0", "port1") for rw in "wr"]
+        out.append("s:node:portx:burst:rw:0:0:0:0")
+    if option & NPU_CACHE:
+        out += ["s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]
+    return out
 
 
 def _memory(run):

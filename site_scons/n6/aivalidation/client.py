@@ -9,8 +9,8 @@ from google.protobuf.message import DecodeError
 from ..errors import N6Error
 from . import n6_aivalidation_pb2 as pb
 from .framing import Framing, Link, LinkError, LinkTimeout
-from .messages import (ERROR_NAMES, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES, TENSOR_LAST,
-                       TENSOR_NO_DATA, IO_ONLY, ModelInfo, Operator, TensorDesc)
+from .messages import (CONF_CONST_VALUE, ERROR_NAMES, IO_ONLY, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES,
+                       TENSOR_LAST, TENSOR_NO_DATA, ModelInfo, Operator, TensorDesc)
 
 FIX_FIRMWARE = "reset the board; check that the validation firmware runs and that the board file's " \
                "[validation] header matches it"
@@ -220,19 +220,32 @@ class Client:
 
     # -- run ------------------------------------------------------------------------------------
     def run(self, name, inputs, mode=IO_ONLY, counter_option=0, first=True):
-        """One inference of model `name` with `inputs` (raw bytes per input, in order)."""
+        """One inference of model `name` with `inputs` (raw bytes per input, in order), as ST's
+        host runs it: with CONF_CONST_VALUE in `mode` only each input's first element is sent
+        (the board fills the buffer with it); every input is acknowledged by the board (the bytes
+        it took), then by the host. Epoch tensors of a PER_LAYER run come with their operator."""
         t0 = time.monotonic()
-        self.request(pb.CMD_NETWORK_RUN, param=mode, name=name, opt=counter_option << 8 | int(first))
-        ack = self.expect(self.receive(self.timeouts.run_ack, "NETWORK_RUN"), "ack", (pb.S_WAITING,), "NETWORK_RUN")
-        for i, data in enumerate(inputs):
-            if ack.param != len(data):
+        model = self.model(name)
+        if len(inputs) != len(model.inputs):
+            raise BoardError(self.name, f"{len(inputs)} inputs for '{name}', which has {len(model.inputs)}",
+                             "give one array per model input")
+        sent = []
+        for i, (data, desc) in enumerate(zip(inputs, model.inputs)):
+            if len(data) != desc.nbytes:
                 raise BoardError(self.name, f"input {i} of '{name}' is {len(data)} bytes, the board expects "
-                                 f"{ack.param}", "give inputs of the model's shape and type")
-            self.send(pb.aiDataMsg(type=0, size=len(data), addr=0, datas=bytes(data)), f"input {i}")
-            last = i == len(inputs) - 1
+                                 f"{desc.nbytes}", "give inputs of the model's shape and type")
+            sent.append(bytes(data[:desc.itemsize]) if mode & CONF_CONST_VALUE else bytes(data))
+        self.request(pb.CMD_NETWORK_RUN, param=mode, name=name, opt=counter_option << 8 | int(first))
+        self.expect(self.receive(self.timeouts.run_ack, "NETWORK_RUN"), "ack", (pb.S_WAITING,), "NETWORK_RUN")
+        for i, data in enumerate(sent):
+            self.send(pb.aiDataMsg(type=0, size=len(data), addr=0, datas=data), f"input {i}")
+            last = i == len(sent) - 1
             ack = self.expect(self.receive(self.timeouts.run_ack, f"input {i}"), "ack",
                               (pb.S_PROCESSING,) if last else (pb.S_WAITING,), f"input {i}")
-        self.send(pb.ackMsg(param=0, error=pb.E_NONE), "start of the run")
+            if ack.param != len(data):
+                raise BoardError(self.name, f"the board took {ack.param} bytes of input {i} ({len(data)} sent)",
+                                 FIX_FIRMWARE)
+            self.send(pb.ackMsg(param=0, error=pb.E_NONE), f"ack of input {i}")
         logs, pending, epochs = [], [], []
         while True:
             resp = self.receive(self.timeouts.operator, "the inference", pending)
@@ -243,12 +256,13 @@ class Client:
             if not op.is_epoch:
                 break
             epochs.append(op)
-            if not op.type >> 24 & OP_WITHOUT_TENSOR:
-                while True:
-                    t = self.expect(self.receive(self.timeouts.tensor, "an epoch tensor"), "tensor",
-                                    (pb.S_PROCESSING,), "an epoch tensor")
-                    if t.desc.flags & TENSOR_LAST:
-                        break
+            while not op.type >> 24 & OP_WITHOUT_TENSOR:
+                t = self.expect(self.receive(self.timeouts.tensor, "an epoch tensor"), "tensor",
+                                (pb.S_PROCESSING,), "an epoch tensor")
+                op.tensors.append((TensorDesc.from_pb(t.desc),
+                                   None if t.desc.flags & TENSOR_NO_DATA else bytes(t.data.datas)))
+                if t.desc.flags & TENSOR_LAST:
+                    break
         outputs = []
         while True:
             resp = self.receive(self.timeouts.run_ack, "an output tensor")
@@ -258,4 +272,3 @@ class Client:
             if resp.state == pb.S_DONE:
                 break
         return RunResult(outputs, epochs, op, logs, time.monotonic() - t0)
-

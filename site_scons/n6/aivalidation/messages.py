@@ -6,30 +6,35 @@ import numpy as np
 
 from . import n6_aivalidation_pb2 as pb
 
-PROTOCOL_VERSION = (3, 1)
+PROTOCOL_VERSION = (pb.P_VERSION_MAJOR, pb.P_VERSION_MINOR)
 
-# EnumRunParam
-IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF = 1, 2, 4, 8
-CONF_DEBUG, CONF_CONST_VALUE, CONF_DIRECT_WRITE, CONF_DIRECT_READ = 256, 512, 1024, 2048
-# EnumCapability
-CAP_OBSERVER, CAP_RELOC, CAP_READ_WRITE, CAP_RANDOM, CAP_FILTERING, CAP_SELF_TEST = 1, 2, 8, 16, 32, 128
-# EnumTensorFlag
-TENSOR_INPUT, TENSOR_OUTPUT, TENSOR_INTERNAL, TENSOR_MEMPOOL = 1, 2, 4, 8
-TENSOR_LAST, TENSOR_NO_DATA, TENSOR_IN_MEMPOOL = 256, 512, 1024
-# EnumOperatorFlag (<< 24)
-OP_INTERNAL, OP_LAST, OP_WITHOUT_TENSOR = 1, 2, 4
+# The schema's enums under the names the host code uses (one definition: the .proto).
+IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF = (pb.P_RUN_MODE_IO_ONLY, pb.P_RUN_MODE_PER_LAYER,
+                                                 pb.P_RUN_MODE_PER_LAYER_WITH_DATA, pb.P_RUN_MODE_PERF)
+CONF_DEBUG, CONF_CONST_VALUE, CONF_DIRECT_WRITE, CONF_DIRECT_READ = (pb.P_RUN_CONF_DEBUG, pb.P_RUN_CONF_CONST_VALUE,
+                                                                     pb.P_RUN_CONF_DIRECT_WRITE,
+                                                                     pb.P_RUN_CONF_DIRECT_READ)
+# ST's host "perf only" run: timing only, the inputs filled from one value, no output data back
+PERF_ONLY = IO_ONLY | PERF | CONF_CONST_VALUE
+CAP_OBSERVER, CAP_RELOC, CAP_READ_WRITE, CAP_RANDOM, CAP_FILTERING, CAP_SELF_TEST = (
+    pb.CAP_OBSERVER, pb.CAP_RELOC, pb.CAP_READ_WRITE, pb.CAP_RANDOM, pb.CAP_FILTERING, pb.CAP_SELF_TEST)
+TENSOR_INPUT, TENSOR_OUTPUT, TENSOR_INTERNAL, TENSOR_MEMPOOL = (pb.TENSOR_FLAG_INPUT, pb.TENSOR_FLAG_OUTPUT,
+                                                                pb.TENSOR_FLAG_INTERNAL, pb.TENSOR_FLAG_MEMPOOL)
+TENSOR_LAST, TENSOR_NO_DATA, TENSOR_IN_MEMPOOL = pb.TENSOR_FLAG_LAST, pb.TENSOR_FLAG_NO_DATA, pb.TENSOR_FLAG_IN_MEMPOOL
+# operator flags, from bit OPERATOR_FLAG_POS of aiOperatorMsg.type
+OP_INTERNAL, OP_LAST, OP_WITHOUT_TENSOR = (pb.OPERATOR_FLAG_INTERNAL, pb.OPERATOR_FLAG_LAST,
+                                           pb.OPERATOR_FLAG_WITHOUT_TENSOR)
 # epoch kinds in the low bits of an epoch operator's type
 EPOCH_KINDS = {0: "HW", 1: "EXTRA", 2: "SW", 3: "HYBRID", 4: "EC"}
-# EnumAiRuntime / EnumAiApiRuntime / EnumTools
-RT_ATONN, API_RELOC, TOOLS_GCC = 4, 4, 1
+RT_ATONN, API_RELOC, TOOLS_GCC = pb.AI_RT_ATONN, pb.AI_RT_API_RELOC, pb.AI_GCC
 DEVID_N6 = 0x486
-COUNTER_32B, COUNTER_64B = 1, 0
+COUNTER_32B, COUNTER_64B = pb.COUNTER_FMT_32B, pb.COUNTER_FMT_64B
 
 STATE_NAMES = {v: k for k, v in pb.EnumState.items()}
 ERROR_NAMES = {v: k for k, v in pb.EnumError.items()}
 
 # tensor `format`: float<<24 | sign<<23 | type<<17 | bits<<7 | ((fbits + 64) & 0x7F)
-_FMT_TYPE_FLOAT, _FMT_TYPE_INT, _FMT_TYPE_BOOL = 1, 2, 3
+_FMT_TYPE_FLOAT, _FMT_TYPE_INT, _FMT_TYPE_BOOL = pb.DATA_FMT_TYPE_FLOAT, pb.DATA_FMT_TYPE_INTEGER, pb.DATA_FMT_TYPE_BOOL
 DTYPES = {"int8": (True, _FMT_TYPE_INT, 8), "uint8": (False, _FMT_TYPE_INT, 8), "int16": (True, _FMT_TYPE_INT, 16),
           "uint16": (False, _FMT_TYPE_INT, 16), "int32": (True, _FMT_TYPE_INT, 32),
           "uint32": (False, _FMT_TYPE_INT, 32), "float32": (True, _FMT_TYPE_FLOAT, 32),
@@ -69,8 +74,12 @@ class TensorDesc:
         return n
 
     @property
+    def itemsize(self):
+        return np.dtype(self.dtype).itemsize
+
+    @property
     def nbytes(self):
-        return self.size * np.dtype(self.dtype).itemsize
+        return self.size * self.itemsize
 
     @classmethod
     def from_pb(cls, m):
@@ -93,19 +102,23 @@ class TensorDesc:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "scale": self.scale,
                 "zero_point": self.zero_point, "addr": f"0x{self.addr:08X}"}
 
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"], int(d.get("addr", "0"), 16))
+
 
 @dataclass
 class ModelInfo:
     name: str
     inputs: list
     outputs: list
-    activations_size: int
-    params_size: int
-    runtime_version: tuple
-    runtime_desc: str
-    tool_version: tuple
-    rtid: int
-    n_nodes: int
+    activations_size: int = 0
+    params_size: int = 0
+    runtime_version: tuple = ()
+    runtime_desc: str = ""
+    tool_version: tuple = ()
+    rtid: int = 0
+    n_nodes: int = 0
     compile_datetime: str = ""
 
     @classmethod
@@ -128,10 +141,17 @@ class Operator:
     counter_type: int
     counters: list
     logs: list = field(default_factory=list)
+    tensors: list = field(default_factory=list)   # an epoch's buffers: (TensorDesc, bytes or None: no data)
 
     @classmethod
     def from_pb(cls, m, logs=()):
-        return cls(m.name, m.type, m.id, m.duration, m.counter_type, list(m.counters), list(logs))
+        """An epoch operator comes without a name (ST's firmware sends ""): it is named as ST's host
+        names it from its id, EpochBlock_<epoch>[ -> <last epoch>]."""
+        name = m.name
+        if not name and m.type >> 24 & OP_INTERNAL:
+            first, last = m.id & 0xFFFF, m.id >> 16
+            name = f"EpochBlock_{first}" + (f" -> {last}" if last not in (first, 0) and not last & 0x8000 else "")
+        return cls(name, m.type, m.id, m.duration, m.counter_type, list(m.counters), list(logs))
 
     @property
     def is_epoch(self):

@@ -13,11 +13,10 @@ import tempfile
 from dataclasses import dataclass
 
 from ..errors import N6Error
+from ..paths import SIM_PROGRAMMER_BIN
 from .backend import Backend, Capabilities, ProgrammerError, RESET_MODES
 
 CLI_NAME = "STM32_Programmer_CLI"
-SIM_BIN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-                       "sim", "programmer", "bin")
 PLUGIN_GLOB = "com.st.stm32cube.ide.mcu.externaltools.cubeprogrammer*"
 RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
 CALL_TIMEOUT = 120          # s for a call, plus the bytes at the slowest plausible rate
@@ -83,7 +82,7 @@ def find_cli(environ=os.environ):
     on_path = shutil.which(CLI_NAME, path=environ.get("PATH", ""))
     if on_path:
         return CliInstall(on_path, is_simulated(on_path), "PATH")
-    return CliInstall(os.path.join(SIM_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
+    return CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
 
 
 # -- argv ------------------------------------------------------------------------------------------

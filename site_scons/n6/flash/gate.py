@@ -3,10 +3,11 @@ whether the firmware that will load them accepts them (runtime version, secure, 
 external RAM), with the loader's error names. Refusals are N6Errors carrying the numbers."""
 from dataclasses import dataclass
 
-from ..board import Firmware
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from ..releases import release
+from ..reloc.check import LoaderError, check_flags, check_runtime
+from ..reloc.firmware import Firmware
 from ..reloc.image import MAGIC, Image, align8
 from ..reloc.pools import TYPE_COPY, TYPE_RESET
 
@@ -57,11 +58,7 @@ def check_layout(placed, board):
 
 def default_firmware(install_release):
     """ST's validation firmware of the install: secure, dbg-info on, Cortex-M55 with FPU."""
-    return Firmware(install_release, True, True, True, 0xD22)
-
-
-def _version(word):
-    return f"{word >> 24}.{(word >> 16) & 0xFF}.{(word >> 8) & 0xFF}"
+    return Firmware(install_release)
 
 
 def parse_image(path, data):
@@ -87,33 +84,17 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
                        if words < fw_rel.header_words else "the loader refuses it (INVALID_BIN)")
         raise N6Error(path, f"ST Edge AI {img_rel} image ({4 * words}-byte header) for a {fw_rel.core} firmware"
                       f"{named} ({fw_rel.header_size}-byte header): {consequence}", fix)
-    flags, rt = img.flags, img.rt_ctx
+    rt = img.rt_ctx
     if rt is None:
         raise N6Error(path, "no runtime context in the image (INVALID_BIN)", "rebuild the image")
-    fw_version = firmware.ll_aton or fw_rel.atonn[:3]
-    if rt.rt_version & 0xFFFFFF00 != fw_version[0] << 24 | fw_version[1] << 16 | fw_version[2] << 8:
-        raise N6Error(path, f"runtime {_version(rt.rt_version)} but the firmware's LL_ATON is "
-                      "{}.{}.{}".format(*fw_version) + f" (ST Edge AI {fw_rel.core}){named}: INVALID_BIN", fix)
-    if flags.cpuid != firmware.cpu_part:
-        raise N6Error(path, f"built for CPU part 0x{flags.cpuid:03X}, the firmware runs on 0x{firmware.cpu_part:03X}: "
-                      "INVALID_BIN", fix)
-    if flags.fpu and not firmware.fpu:
-        raise N6Error(path, f"built for an FPU the firmware{named} does not enable (CPACR): INVALID_BIN", fix)
-    warnings = []
-    if flags.secure and firmware.secure is False:
-        raise N6Error(path, f"secure image (-mcmse) for a non-secure firmware{named}: INVALID_BIN",
-                      "build with RELOC_SECURE=0, or " + fix)
-    if firmware.secure and not flags.secure:
-        warnings.append(f"{path}: non-secure image on a secure firmware (the loader warns, installs)")
-    if firmware.dbg_info is not None and flags.dbg_info != firmware.dbg_info:
-        raise N6Error(path, f"dbg-info {'on' if flags.dbg_info else 'off'} but the firmware's{named} is "
-                      f"{'on' if firmware.dbg_info else 'off'}: INVALID_BIN",
-                      f"build with RELOC_DBG_INFO={int(firmware.dbg_info)}, or " + fix)
-    sizes = rt.rt_c_struct_sizes & 0xFFFF
-    if firmware.struct_sizes is not None and sizes != firmware.struct_sizes:
-        raise N6Error(path, f"sizeof(LL_Buffer_InfoTypeDef) / sizeof(EpochBlock_ItemTypeDef) are {sizes & 0xFF} / "
-                      f"{sizes >> 8} in the image, {firmware.struct_sizes & 0xFF} / {firmware.struct_sizes >> 8} in "
-                      f"the firmware{named}: INVALID_BIN", fix)
+    try:       # the loader's own checks of the image against the firmware (n6.reloc.check)
+        notes = check_flags(img.header.flags, firmware)
+        check_runtime(rt.rt_version, rt.rt_c_struct_sizes, firmware)
+    except LoaderError as e:
+        how = {"secure": "build with RELOC_SECURE=0, or ",
+               "dbg_info": f"build with RELOC_DBG_INFO={int(bool(firmware.dbg_info))}, or "}.get(e.fact, "")
+        raise N6Error(path, f"{e.detail}{named}: {e.name}", how + fix) from None
+    warnings = [f"{path}: {note} (the loader warns, installs)" for note in notes]
     need = (rt.ext_ram_sz + 7) & ~7
     if ext_ram_budget is not None and need > ext_ram_budget:
         raise N6Error(path, f"Model requires more external RAM than available {need} > {ext_ram_budget}",

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..board import Firmware
+from ..reloc.firmware import Firmware
 from ..errors import N6Error
 from ..releases import RELEASES
 from ..stedgeai_install import VALIDATION_FIRMWARE_DIR as FIRMWARE_DIR
@@ -100,7 +100,7 @@ def board_cpu_part(board):
 
 
 def read_firmware(path, cpu_part=0xD22):
-    """The loader-relevant facts of a firmware ELF as an n6.board.Firmware (`source` = path);
+    """The loader-relevant facts of a firmware ELF as an n6.reloc.firmware.Firmware (`source` = path);
     a fact the ELF does not carry (no symbols, no DWARF) is None: the gate does not check it."""
     from elftools.common.exceptions import DWARFError, ELFError
     from elftools.elf.elffile import ELFFile

@@ -2,8 +2,9 @@
 per counter option set and sample) through the host protocol client."""
 import random
 
-from .messages import (EPOCH_LEN, IO_ONLY, NPU_CACHE, PER_LAYER, PERF, ST_PASSES, STRG_ACTIVE, STRG_HENV,
-                       STRG_I_ACTIVE, STRG_O_ACTIVE, parse_config, parse_run, run_opt)
+from ..aivalidation.messages import PER_LAYER, PERF_ONLY
+from .messages import (EPOCH_LEN, NPU_CACHE, ST_PASSES, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE, STRG_O_ACTIVE,
+                       parse_config, parse_run, run_opt)
 
 NPU_OPTIONS = EPOCH_LEN | STRG_ACTIVE | STRG_HENV | NPU_CACHE | STRG_I_ACTIVE | STRG_O_ACTIVE
 NPU_LOGS = ("s:node:npu_cycles:", "s:node:streng_", "s:node:npu_cache:")
@@ -24,13 +25,13 @@ def measure(client, model, samples=1, passes=ST_PASSES, seed=0, simulated=False,
     info = client.model(model)
     rng = random.Random(seed)
     inputs = [rng.randbytes(t.nbytes) for t in info.inputs]
-    client.run(info.name, inputs, mode=IO_ONLY | PERF)          # warm-up, as ST's profiler does
+    client.run(info.name, inputs, mode=PERF_ONLY)          # warm-up, as ST's profiler does
     runs, npu_counts = [], None
     for n, counters in enumerate(passes):
         if npu_counts is False and not counters & ~NPU_OPTIONS:
             continue            # the board sent no NPU counter when asked: do not ask again (simulated board)
         for sample in range(samples):
-            result = client.run(info.name, inputs, mode=PER_LAYER | PERF, counter_option=counters,
+            result = client.run(info.name, inputs, mode=PER_LAYER | PERF_ONLY, counter_option=counters,
                                 first=sample == 0)
             msgs = list(board_messages(result))
             runs.append((run_opt(counters, sample), msgs))

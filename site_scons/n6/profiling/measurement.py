@@ -4,10 +4,6 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import N6Error
 
-# Epoch kind as the firmware names it in `evt_pre_start` (low bits of the epoch op's `type`).
-KINDS = {0: "HW", 1: "EXTRA", 2: "SW", 3: "HYBRID", 4: "EC"}
-
-
 @dataclass(frozen=True)
 class Phases:
     """Cycles of one epoch block split like the firmware's counters: PRE_START → POST_START (pre),

@@ -16,18 +16,16 @@ c_info.json pool it holds. A counter the board does not send is absent, never ze
 """
 import math
 
+from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, EPOCH_KINDS
+from ..aivalidation.messages import OP_INTERNAL as OPERATOR_INTERNAL
 from ..errors import N6Error
-from .measurement import KINDS, EpochMeasurement, Measurement, Phases, PoolTraffic
+from .measurement import EpochMeasurement, Measurement, Phases, PoolTraffic
 
 # Counter options (bits of `reqMsg.opt >> 8`).
 EPOCH_LEN, STRG_ACTIVE, STRG_HENV, BUSIF_RW_DATA, NPU_CACHE, STRG_I_ACTIVE, STRG_O_ACTIVE = \
     0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
 # The passes of ST's profiler after its warm-up run (HENV pass disabled there too).
 ST_PASSES = (STRG_I_ACTIVE | EPOCH_LEN | NPU_CACHE, STRG_O_ACTIVE | EPOCH_LEN | NPU_CACHE, BUSIF_RW_DATA)
-# Run request `param` bits (EnumRunParam).
-IO_ONLY, PER_LAYER, PERF, CONST_VALUE = 1, 2, 8, 512
-OPERATOR_INTERNAL = 1                       # EnumOperatorFlag, bits 31-24 of the op's `type`
-COUNTER_64B, COUNTER_32B = 0, 1             # EnumCounterFormat, bits 31-16 of `counter_type`
 CONFIG_KEYS = ("mcu_freq", "noc_freq", "npu_freq", "nic_freq")
 _FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles": 4,
            "npu_cache": 6, "streng_active": 5, "port0": 7, "port1": 7}
@@ -101,7 +99,7 @@ class _Epoch:
     def __init__(self, index, last, kind):
         self.index, self.last, self.kind = index, last, kind
         self.mcu, self.npu, self.cache, self.busif = [], [], [], []
-        self.memory, self.streng = {}, {}
+        self.memory, self.streng = {}, None     # streng: None until the board reports stream engines
 
     def measurement(self):
         mcu = Phases(*(_ceil_mean([p[i] for p in self.mcu]) for i in range(3)))
@@ -117,7 +115,8 @@ class _Epoch:
             npu_cycles=npu, memory=memory,
             busif=self.busif[0] if self.busif else None,                       # ST keeps the first record
             npu_cache=cache,
-            streng_active={i: _ceil_mean(c) for i, c in sorted(self.streng.items())} if self.streng else None)
+            streng_active={i: _ceil_mean(c) for i, c in sorted(self.streng.items())} if self.streng is not None
+            else None)
 
 
 class _Parser:
@@ -166,9 +165,11 @@ class _Parser:
             rec[cat] = self._ints(text, f, 1)
         elif cat == "npu_cache":
             rec.setdefault("cache", {})[f[1]] = self._ints(text, f, 2)
-        elif cat == "streng_active" and f[1] != "max":
-            i, cycles = self._ints(text, f, 2)[:2]
-            rec.setdefault("streng", {})[i] = cycles
+        elif cat == "streng_active":        # the "max" line alone: reported, no engine was active
+            engines = rec.setdefault("streng", {})
+            if f[1] != "max":
+                i, cycles = self._ints(text, f, 2)[:2]
+                engines[i] = cycles
         elif cat in ("port0", "port1"):
             b1, b2, b4, b8 = self._ints(text, f, 3)
             rec.setdefault("busif", {}).setdefault(cat, {})[f[2]] = (b1 + 2 * b2 + 4 * b4 + 8 * b8) * 8
@@ -208,8 +209,10 @@ class _Parser:
                 e.busif.append({p: PoolTraffic(v.get("r", 0), v.get("w", 0)) for p, v in rec["busif"].items()})
             for pool, rw in rec.get("mem", {}).items():
                 e.memory.setdefault(pool, []).append(rw)
-            for i, cycles in rec.get("streng", {}).items():
-                e.streng.setdefault(i, []).append(cycles)
+            if "streng" in rec:
+                e.streng = e.streng if e.streng is not None else {}
+                for i, cycles in rec["streng"].items():
+                    e.streng.setdefault(i, []).append(cycles)
         self.run_cycles.append(final[3])
 
     def run(self, messages):
@@ -228,7 +231,7 @@ class _Parser:
             op_type, op_id = int(_get(payload, "type", 0)), int(_get(payload, "id", 0))
             if (op_type >> 24) & OPERATOR_INTERNAL:
                 index, last = op_id & 0xFFFF, op_id >> 16
-                kind_name = logs["pre_start"][1] if "pre_start" in logs else KINDS.get(op_type & 0xF, "HW")
+                kind_name = logs["pre_start"][1] if "pre_start" in logs else EPOCH_KINDS.get(op_type & 0xF, "HW")
                 what = f"epoch {index}"
                 cycles = self.counters(payload, 3, what)
                 if "pre_start" in logs and logs["pre_start"][0] != index:

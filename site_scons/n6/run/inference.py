@@ -2,14 +2,17 @@
 outputs saved as .npy, a summary and a timing table, JSON next to them."""
 import json
 import os
+import shutil
+from dataclasses import dataclass
 
 import numpy as np
 from tabulate import tabulate
 
+from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY, ModelInfo,
+                                     TensorDesc)
 from ..atomic import atomic_open, write_text
 from ..errors import N6Error
-from ..aivalidation import IO_ONLY, PER_LAYER
-from ..aivalidation.messages import DTYPES
+from ..jsonfile import read_json
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
@@ -51,10 +54,19 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
     return out
 
 
-def run_model(client, name, inputs, per_layer=False, counter_option=0):
+def run_param(per_layer="no", perf=False):
+    """The run request's mode bits: RUN_PER_LAYER= yes/data, RUN_MODE=perf (ST's perf-only run)."""
+    mode = PERF_ONLY if perf else IO_ONLY
+    if per_layer in ("yes", "data"):
+        mode |= PER_LAYER
+    if per_layer == "data" and not perf:
+        mode |= PER_LAYER_WITH_DATA
+    return mode
+
+
+def run_model(client, name, inputs, mode=IO_ONLY, counter_option=0):
     model = client.model(name)
-    results = [client.run(name, bufs, PER_LAYER if per_layer else IO_ONLY, counter_option, first=i == 0)
-               for i, bufs in enumerate(inputs)]
+    results = [client.run(name, bufs, mode, counter_option, first=i == 0) for i, bufs in enumerate(inputs)]
     return model, results
 
 
@@ -129,11 +141,53 @@ def report(model, device, results, simulated):
     return "\n".join(lines), summary
 
 
+@dataclass
+class RunRecord:
+    """What a run's run.json says, as the validate step reads it back (report() wrote it)."""
+    model: ModelInfo          # name, inputs and outputs as the board described them
+    inputs: list              # per run, the raw buffer of each input
+    mode: str                 # "io" or "perf"
+    simulated: bool
+
+    @classmethod
+    def load(cls, path):
+        summary = read_json(path, "run report")
+        model = ModelInfo(summary["model"], [TensorDesc.from_dict(d) for d in summary["inputs"]],
+                          [TensorDesc.from_dict(d) for d in summary["outputs"]])
+        return cls(model, [[bytes.fromhex(h) for h in bufs] for bufs in summary["inputs_data"]],
+                   summary.get("mode", "io"), summary["simulated"])
+
+
 def save(out_dir, model, results, summary):
+    """run.json, the outputs as output_<name>.npy (none from a perf-only run: the board sent no data)
+    and the epoch tensors a per-layer-with-data run brought back as epochs/<epoch>_<name>.npy (the
+    runs on the first axis). What an earlier run left there is removed first."""
     os.makedirs(out_dir, exist_ok=True)
-    for desc, arr in zip(model.outputs, outputs_arrays(model, results)):
-        with atomic_open(output_path(out_dir, desc.name)) as f:
-            np.save(f, arr)
+    for old in os.listdir(out_dir):
+        if old.startswith("output_") and old.endswith(".npy"):
+            os.unlink(os.path.join(out_dir, old))
+    epochs_dir = os.path.join(out_dir, "epochs")
+    if os.path.isdir(epochs_dir):
+        shutil.rmtree(epochs_dir)
+    if summary.get("mode") != "perf":
+        for desc, arr in zip(model.outputs, outputs_arrays(model, results)):
+            with atomic_open(output_path(out_dir, desc.name)) as f:
+                np.save(f, arr)
+    saved = []
+    for k, op in enumerate(results[0].epochs):
+        for t, (desc, data) in enumerate(op.tensors):
+            if data is None or desc.dtype not in DTYPES:
+                continue
+            arr = np.concatenate([np.frombuffer(r.epochs[k].tensors[t][1], desc.dtype).reshape(desc.shape)
+                                  for r in results])
+            path = output_path(epochs_dir, f"{op.name}_{desc.name}").replace("output_", "", 1)
+            os.makedirs(epochs_dir, exist_ok=True)
+            with atomic_open(path) as f:
+                np.save(f, arr)
+            saved.append({"epoch": op.name, "tensor": desc.name, "file": os.path.relpath(path, out_dir),
+                          "shape": list(arr.shape), "dtype": desc.dtype})
+    if saved:
+        summary["epoch_tensors"] = saved
     write_text(os.path.join(out_dir, "run.json"), json.dumps(summary, indent=1) + "\n")
 
 

@@ -1,5 +1,6 @@
-"""A connection to the board for `scons run` / `validate`: a real board's port, or the simulated
-board started on a pty (and stopped afterwards) when no port is given."""
+"""A connection to the board for `scons run` / `validate`: a real board's port (its validation
+firmware started first), or the simulated board started on a pty (and stopped afterwards) when
+no port is given."""
 import contextlib
 import os
 import subprocess
@@ -8,9 +9,9 @@ import tempfile
 import time
 
 from ..aivalidation import BoardError, Client, Timeouts
+from ..errors import N6Error
+from ..paths import SIM_BOARD
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SIM_BOARD = os.path.join(ROOT, "sim", "board")
 
 
 @contextlib.contextmanager
@@ -71,3 +72,49 @@ def connect(port, baudrate=921600, header="2byte", timeouts=None):
         yield client, client.connect()
     finally:
         client.close()
+
+
+@contextlib.contextmanager
+def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
+    """(client, device, simulated) for the board a flash step put the model on (its
+    `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
+    started first), else the simulated board booting from the simulated flash."""
+    from ..board import load_board
+    from ..jsonfile import read_json
+    on_board = read_json(on_board_path, "deploy stamp")
+    board = load_board(opts.board_file)
+    port = opts.port or board.validation.port
+    if port and not on_board.get("simulated"):
+        start_validation_firmware(opts, on_board, board, say)
+    if port:
+        with connect(port, board.validation.baudrate, board.validation.header) as (client, device):
+            yield client, device, False
+    elif on_board.get("simulated"):
+        with simulated_board(opts.board_file, state=opts.state, release=opts.release, firmware=opts.sim_firmware,
+                             mode="COPY" if opts.copy_mode else "XIP") as sim_port:
+            with connect(sim_port, board.validation.baudrate, board.validation.header,
+                         simulated_timeouts) as (client, device):
+                yield client, device, True
+    else:
+        raise N6Error(on_board_path, "the model is on a real board but no serial port is known",
+                      "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
+
+
+def start_validation_firmware(opts, on_board, board, say=print):
+    """Load ST's validation firmware (the variant that loads the flashed image, as the flash gate
+    checked it) into the board's SRAM and start it: through the programmer's tools or pyOCD."""
+    from ..flash import validation_firmware
+    from ..flash.cubeprogrammer import find_cli
+    from ..reloc.image import Image
+    from . import firmware_start
+    network = next(i for i in on_board["images"] if i["role"] == "network")
+    img = Image.load(network["path"])
+    variant = validation_firmware.variant_for(opts.release, img, board, opts.copy_mode, network["path"])
+    elf = validation_firmware.firmware_path(opts.install_root, variant)
+    say(f"  START    {os.path.basename(elf)}")
+    if opts.backend == "pyocd":
+        firmware_start.start_pyocd(elf, board.programmer.pyocd_target, board.programmer.frequency,
+                                   on_board.get("probe"))
+    else:
+        firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
+                             on_board.get("probe"))

@@ -1,0 +1,13 @@
+"""Where the project's own folders are: the repository root, its board files and firmware
+scripts, and the simulators of ST's tools. The one place that knows the layout of the tree; the
+product reaches a simulator only through the paths here (its install folder, its executable)."""
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SITE_SCONS = os.path.join(ROOT, "site_scons")
+FIRMWARE = os.path.join(ROOT, "firmware")
+BOARDS = os.path.join(FIRMWARE, "boards")
+SIM = os.path.join(ROOT, "sim")
+SIM_STEDGEAI = os.path.join(SIM, "stedgeai")          # the simulated ST Edge AI Core (package stedgeai_sim)
+SIM_PROGRAMMER_BIN = os.path.join(SIM, "programmer", "bin")   # the simulated STM32_Programmer_CLI
+SIM_BOARD = os.path.join(SIM, "board")                # the simulated board (package n6board)

@@ -1,0 +1,45 @@
+"""The options of a model's image steps as typed values, built once per model from the build's
+variables and its model.json: their repr makes each step's signature (the varlist idiom) and the
+steps receive them as they are."""
+from dataclasses import dataclass, fields
+
+from ..errors import N6Error
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How a model's image is built: RELOC_* variables, each overridable in model.json "reloc"."""
+    secure: bool = True             # -mcmse: for a secure firmware
+    split: bool = False             # params in <name>_rel_params.bin
+    dbg_info: bool = True           # LL_ATON_EB_DBG_INFO
+    ecblob_in_params: bool = False  # constant epoch-controller blobs in the params area
+    name: str = None                # image base name (None: the network file stem)
+
+    @classmethod
+    def of(cls, defaults, overrides, where):
+        """`defaults` (the variables) updated with a model.json "reloc" object read from `where`."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise N6Error(where, f"unknown reloc option '{sorted(unknown)[0]}'", f"use {', '.join(sorted(known))}")
+        return cls(**{**defaults, **overrides})
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    name: str
+    ecblob_in_params: bool
+    epoch_controller: bool          # the network has an _ecblobs.h
+    absolute_flash_pools: bool      # RELOC_ABSOLUTE_FLASH_POOLS
+    simulated_install: bool
+    install_version: tuple          # the install's LL_ATON version
+    raws: tuple                     # the .raw files the params description names (paths)
+
+
+@dataclass(frozen=True)
+class PackOptions:
+    name: str
+    split: bool
+    budgets: tuple                  # ((budget, bytes, None: no check, or "board": the board file's), ...)
+    board: str                      # the board file a "board" budget reads, or None
+    copy_mode: bool

@@ -1,0 +1,44 @@
+"""The options of the run, validate and profile steps as typed values: built once from the
+build's variables, they make each step's signature (their repr is what SCons signs, the varlist
+idiom) and are what the step's code receives."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How a step reaches the board: its port, or the simulated board booting from `state`."""
+    board_file: str          # the board file (absolute)
+    port: str                # PORT= or "" (the board file's, else the simulated board)
+    state: str               # the simulated board's state folder
+    release: str             # ST Edge AI Core release of the install ("2.2")
+    install_root: str        # the install (ST's validation firmware of a real board is there)
+    copy_mode: bool          # RELOC_COPY_MODE: which firmware variant loads the image
+    backend: str             # the flash step's programmer backend (starts a real board's firmware)
+    sim_firmware: str = ""   # SIM_FIRMWARE=: "" the simulated board's own firmware, else ST's on the DK twin
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    session: SessionOptions
+    c_name: str              # the model's c-name on the board
+    runs: int
+    seed: int
+    inputs: str              # INPUTS= (absolute) or "": random data from `seed`
+    per_layer: str           # "no", "yes" (counters), "data" (and the epochs' tensors)
+    perf: bool               # RUN_MODE=perf: ST's perf-only run
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    session: SessionOptions
+    c_name: str
+    samples: int             # PROFILE_SAMPLES=: runs per counter set
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    session: SessionOptions  # to run the model's test set on the board
+    tolerance: float         # LSB
+    onnx: str                # the source model (absolute), or "": the host build of `model_dir`
+    model_dir: str           # the generated C of the model
+    test_data: str           # the model folder's test_data.npz, or ""

@@ -1,0 +1,67 @@
+"""The run and validate steps, without SCons: what `scons run` / `validate` do once SCons has
+decided that they must run. `opts` are n6.run.options values; `say` prints a report."""
+import json
+import os
+
+import numpy as np
+
+from ..atomic import write_text
+from ..errors import N6Error
+from . import inference, validate
+from .session import board_session
+
+
+def run_step(opts, on_board_path, out_dir, say=print):
+    """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report."""
+    with board_session(opts.session, on_board_path, say) as (client, device, simulated):
+        model = client.model(opts.c_name)
+        inputs = inference.make_inputs(model, opts.inputs or None, opts.seed, opts.runs)
+        model, results = inference.run_model(client, model.name, inputs,
+                                             inference.run_param(opts.per_layer, opts.perf))
+    text, summary = inference.report(model, device, results, simulated)
+    summary["mode"] = "perf" if opts.perf else "io"
+    summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
+    inference.save(out_dir, model, results, summary)
+    say(text)
+
+
+def validate_step(opts, run_json, on_board_path, target, say=print):
+    """The run's outputs against the reference: validate.json, or validate-failed.json and an
+    error (no validate.json a later look could take for this run's verdict)."""
+    record = inference.RunRecord.load(run_json)
+    if record.mode == "perf":
+        raise N6Error(run_json, "a perf-only run (RUN_MODE=perf) brings no outputs back to validate",
+                      "validate with RUN_MODE=io")
+    model, out_dir = record.model, os.path.dirname(run_json)
+    got = [np.load(inference.output_path(out_dir, d.name)) for d in model.outputs]
+
+    def reference_of(inputs):
+        if opts.onnx:
+            return validate.onnx_reference(opts.onnx, model, inputs), f"onnxruntime on {opts.onnx}"
+        from . import host_reference          # prebuilt folder: the host build of its generated C
+        raw = host_reference.run(opts.model_dir, opts.session.install_root, inputs, len(model.outputs))
+        return ([np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)],
+                f"host build of {opts.model_dir}/network.c")
+
+    ref, reference = reference_of(record.inputs)
+    text, report, passed = validate.validate(model, got, ref, opts.tolerance, reference)
+    report["simulated"] = record.simulated
+    if opts.test_data:      # the model's bundled test set, on the board and on the reference
+        samples, labels = validate.test_set(opts.test_data, model)
+        with board_session(opts.session, on_board_path, say) as (client, _, _):
+            board_model, results = inference.run_model(client, model.name, samples)
+        board = inference.outputs_arrays(board_model, results)[0]
+        table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples)[0][0], labels,
+                                                             opts.test_data, reference.split(" on ")[0])
+        text += "\n" + table
+    say(text)
+    failed = os.path.join(out_dir, "validate-failed.json")
+    if not passed:
+        if os.path.exists(target):
+            os.unlink(target)
+        write_text(failed, json.dumps(report, indent=1) + "\n")
+        raise N6Error(target, f"outputs differ from the reference beyond {opts.tolerance} LSB "
+                      "(see validate-failed.json)", "check the model and VALIDATE_TOLERANCE=")
+    if os.path.exists(failed):
+        os.unlink(failed)
+    write_text(target, json.dumps(report, indent=1) + "\n")

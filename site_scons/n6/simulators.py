@@ -1,0 +1,28 @@
+"""The seam between the product and the simulators of ST's tools: the one place that brings a
+simulator's Python package into the build's process, by its path in the tree (n6.paths), without
+touching sys.path. The product otherwise finds a simulated tool exactly as it finds the real one:
+the simulated install by its folder, the simulated programmer by its executable, the simulated
+board by its port. What it takes from here is what a real tool has no counterpart for: laying out
+the simulated install, the simulated probe's serial number."""
+import importlib
+import importlib.util
+import os
+import sys
+
+from .paths import SIM
+
+PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
+            "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim")}
+
+
+def load(module):
+    """The simulator module `module` ("stedgeai_sim.install", ...)."""
+    package = module.split(".")[0]
+    if package not in sys.modules:
+        folder = PACKAGES[package]
+        spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[package] = loaded
+        spec.loader.exec_module(loaded)
+    return importlib.import_module(module)
