@@ -2,6 +2,7 @@
 `scons: *** [target] <file>: <problem> (fix: ...)` line, short progress lines, and nodes
 standing for the code a step runs."""
 import functools
+import glob
 import hashlib
 import os
 import re
@@ -11,7 +12,7 @@ import SCons.Action
 import SCons.Errors
 
 from n6.errors import N6Error
-from n6.paths import ROOT, SITE_SCONS
+from n6.paths import ROOT, SIM_BOARD, SITE_SCONS
 
 
 def say(text):
@@ -76,7 +77,25 @@ def session_options(env):
     return SessionOptions(board_file=board_file, port=env.get("PORT", ""), state=sim_board_dir(env),
                           release=install.core, install_root=os.path.abspath(install_root),
                           copy_mode=bool(env["RELOC_COPY_MODE"]),
-                          backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend)
+                          backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend,
+                          sim_firmware=sim_firmware(env))
+
+
+def sim_firmware(env):
+    """The simulated board's firmware as SIM_FIRMWARE= (default: N6_SIM_FIRMWARE) names it, for
+    the board's --firmware: empty for its own; ST's validation firmware on the DK twin: an ELF or
+    an ST Edge AI Core install (made absolute), or `st` (the install STEDGEAI_CORE_DIR names)."""
+    value = env.get("SIM_FIRMWARE", "")
+    return os.path.abspath(value) if value and value != "st" else value
+
+
+def sim_board_code(env, session):
+    """The simulated board's code (the DK twin's included) and the firmware ELF it runs, if one
+    is named: a step on the simulated board reruns when they change."""
+    board = os.path.join(SIM_BOARD, "n6board")
+    code = code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True)
+                                                         + glob.glob(os.path.join(board, "*.c"))))
+    return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 
 def sim_board_dir(env):

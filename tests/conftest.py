@@ -20,6 +20,7 @@ for p in (SITE, SIM, SIM_PROGRAMMER, SIM_BOARD, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 os.environ.pop("N6_SIM_BOARD", None)     # the tests' builds flash <build dir>/sim-board, not the shell's board
+os.environ.pop("N6_SIM_FIRMWARE", None)  # and the simulated board runs its own firmware unless a test says otherwise
 
 
 @pytest.fixture(scope="session")

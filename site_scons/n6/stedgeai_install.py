@@ -25,6 +25,7 @@ LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)
 # Read when present: ST's prebuilt validation firmwares (the flash gate reads what they check). The
 # simulated install ships none: the simulated board plays the firmware.
 VALIDATION_FIRMWARE_DIR = os.path.join("scripts", "N6_reloc", "test")
+NPU_DEVICE_HEADER = os.path.join("Middlewares", "ST", "AI", "Npu", "Devices", "STM32N6XX", "ATON.h")
 OPTIONAL_READ_PATHS = (VALIDATION_FIRMWARE_DIR,)
 READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
     tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES)

@@ -17,7 +17,7 @@ from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
 from n6.paths import SIM_BOARD, SITE_SCONS
 from n6.run.options import ProfileOptions
-from n6_scons import code_version, describe_targets, progress, reports_errors, say, session_options
+from n6_scons import code_version, describe_targets, progress, reports_errors, say, session_options, sim_board_code
 
 PROFILING = os.path.join(SITE_SCONS, "n6", "profiling")
 MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
@@ -27,7 +27,7 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 def _measure_code(env):
     files = [os.path.join(PROFILING, f) for f in MEASURE_CODE]
     files += glob.glob(os.path.join(SITE_SCONS, "n6", "aivalidation", "*.py"))
-    files += glob.glob(os.path.join(SIM_BOARD, "n6board", "*.py"))   # what the simulated board counts
+    files += glob.glob(os.path.join(SIM_BOARD, "n6board", "**", "*.py"), recursive=True)   # what it counts
     return code_version(env, "profile-measure", files)
 
 
@@ -103,7 +103,8 @@ def profile_targets(env, c_infos):
         out = os.path.join("$BUILD_DIR", name, "profile")
         opts = ProfileOptions(session_options(env), c_name, int(env.get("PROFILE_SAMPLES", 1)))
         measurement = env.Command(os.path.join(out, "measurement.json"),
-                                  [env.OnBoard(name), env.File(opts.session.board_file), _measure_code(env)],
+                                  [env.OnBoard(name), env.File(opts.session.board_file), _measure_code(env)] +
+                                  sim_board_code(env, opts.session)[1:],
                                   _MEASURE_ACTION, N6_PROFILE_OPTIONS=opts)
         env.NoCache(measurement)
         env.Precious(measurement)

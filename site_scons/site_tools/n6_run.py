@@ -6,17 +6,14 @@ options change; `run` and `validate` flash first.
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB); with the model
       folder's test_data.npz (x samples, y labels) also top-1 accuracy on the board and the reference"""
-import glob
 import os
 
 import SCons.Action
 import SCons.Script
 
-from n6.paths import SIM_BOARD
 from n6.run.options import RunOptions, ValidateOptions
-from n6_scons import code_version, describe_targets, progress, reports_errors, say, session_options, step_code
+from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code
 
-SIM_BOARD_CODE = os.path.join(SIM_BOARD, "n6board")
 RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and all it imports)
 
 
@@ -64,9 +61,7 @@ def run_model(env, spec):
                       env["RUN_MODE"] == "perf")
     run = env.Command([os.path.join(out, "run.json")], [on_board, env.File(session.board_file)] +
                       ([env.File(opts.inputs)] if opts.inputs else []), _RUN_ACTION, N6_RUN_OPTIONS=opts)
-    env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__), code_version(env, "sim-board",
-                                                      lambda: glob.glob(os.path.join(SIM_BOARD_CODE, "*.py")) +
-                                                       glob.glob(os.path.join(SIM_BOARD_CODE, "*.c")))])
+    env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__)] + sim_board_code(env, session))
     env.NoCache(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
     onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""

@@ -1,6 +1,8 @@
 """`python -m n6board --image network_rel.bin [--params P] [--port-file F]`: the simulated
 STM32N6570-DK running ST's aiValidation reloc firmware, on a pseudo-terminal. Prints (or writes
-to --port-file) the pty's path, then serves the host until the link drops or it is terminated."""
+to --port-file) the pty's path, then serves the host until the link drops or it is terminated.
+The firmware is the board's own (Python, the default) or, with `--firmware` / N6_SIM_FIRMWARE,
+ST's validation firmware ELF itself on the DK twin (`dk/`)."""
 import argparse
 import os
 import sys
@@ -113,18 +115,32 @@ def main(argv=None):
     ap.add_argument("--mode", choices=("COPY", "XIP"), help="install mode (default: COPY, or the MREL header's)")
     ap.add_argument("--header", choices=("2byte", "1byte"), help="default: the board file's [validation] header")
     ap.add_argument("--port-file")
+    ap.add_argument("--firmware", default=os.environ.get("N6_SIM_FIRMWARE", ""),
+                    help="run ST's validation firmware on the DK twin: its ELF, an ST Edge AI Core install (the "
+                         "variant that loads the flashed image), or 'st' (the install STEDGEAI_CORE_DIR names); "
+                         "default: the simulated board's own firmware")
     args = ap.parse_args(argv)
     master, slave = os.openpty()
     tty.setraw(slave)
     tty.setraw(master)
     path = os.ttyname(slave)
+    if args.firmware:
+        from .dk import serve
+        board = load_board(args.board)
+        images = read_flash(args.state, board, release(args.release)) if args.state else []
+        sys.exit(serve.serve(args, board, images, master, lambda: _publish(args, path)))
     models, error, banner = boot(args)
     os.write(master, ("\r\n".join(banner) + "\r\n").encode())
+    _publish(args, path)
+    Board(FdPort(master), args.header or load_board(args.board).validation.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
+
+
+def _publish(args, path):
+    """Tell the host where the board is: the port file, else stdout."""
     if args.port_file:
         write_text(args.port_file, path + "\n")
     else:
         print(path, flush=True)
-    Board(FdPort(master), args.header or load_board(args.board).validation.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
 
 
 if __name__ == "__main__":

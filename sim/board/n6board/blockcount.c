@@ -1,12 +1,22 @@
 /* Executions per translated block, counted by a native block hook: the simulated board's exact
  * instruction count costs one hash-table increment per block instead of a Python call. The
- * Python side multiplies each (address, size) count by the block's Thumb-2 instruction count. */
+ * Python side multiplies each (address, size) count by the block's Thumb-2 instruction count.
+ *
+ * Clock mode (bc_clock): the hook also keeps the running total of instructions, asking Python
+ * once per new block how many instructions it holds, and calls `due` once when the total reaches
+ * the deadline, so that a board can stop the emulation for its next timed event at native speed. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { uint64_t key, n; } slot_t;
-typedef struct { slot_t *slots; uint64_t mask, used; } table_t;
+typedef struct { uint64_t key, n, insns; } slot_t;
+typedef uint64_t (*insns_fn)(uint64_t address, uint32_t size);
+typedef void (*due_fn)(void);
+typedef struct {
+    slot_t *slots; uint64_t mask, used;
+    insns_fn insns; due_fn due; uint64_t total, deadline;   /* clock mode */
+    uint64_t last;                                          /* key of the block that started last */
+} table_t;
 
 table_t *bc_new(void) {
     table_t *t = calloc(1, sizeof *t);
@@ -46,7 +56,28 @@ void bc_hook(void *uc, uint64_t address, uint32_t size, table_t *t) {
         t->used++;
     }
     s->n++;
+    t->last = key;
+    if (t->insns) {
+        if (!s->insns) s->insns = t->insns(address, size);
+        t->total += s->insns;
+        if (t->total >= t->deadline) { t->deadline = UINT64_MAX; t->due(); }
+    }
 }
+
+/* Clock mode: `insns(address, size)` gives a new block's instruction count, `due()` is called
+ * when the total reaches the deadline (then the deadline is cleared). */
+void bc_clock(table_t *t, insns_fn insns, due_fn due) {
+    t->insns = insns;
+    t->due = due;
+    t->deadline = UINT64_MAX;
+}
+
+void bc_set_deadline(table_t *t, uint64_t deadline) { t->deadline = deadline; }
+
+uint64_t bc_total(table_t *t) { return t->total; }
+
+/* address << 16 | size of the block that started last */
+uint64_t bc_last(table_t *t) { return t->last; }
 
 uint64_t bc_used(table_t *t) { return t->used; }
 

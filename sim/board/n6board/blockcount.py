@@ -49,10 +49,18 @@ def _library():
     lib.bc_used.restype = ctypes.c_uint64
     lib.bc_used.argtypes = [ctypes.c_void_p]
     lib.bc_take.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.bc_clock.argtypes = [ctypes.c_void_p, INSNS_FN, DUE_FN]
+    lib.bc_set_deadline.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.bc_total.restype = ctypes.c_uint64
+    lib.bc_total.argtypes = [ctypes.c_void_p]
+    lib.bc_last.restype = ctypes.c_uint64
+    lib.bc_last.argtypes = [ctypes.c_void_p]
     return lib
 
 
 _LIB = None
+INSNS_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32)
+DUE_FN = ctypes.CFUNCTYPE(None)
 
 
 def _lib():
@@ -103,6 +111,26 @@ class BlockCounter:
         """Stop counting (the bench's uncounted baseline)."""
         uclib.uc_hook_del(self.uc._uch, self.handle)
         self.uc.ctl_flush_tb()
+
+    def clock(self, insns_of, due):
+        """Clock mode: also keep the running total of executed instructions (`insns_of(address,
+        size)` counts a block's, asked once per block) and call `due()` once when the total
+        reaches the deadline of `set_deadline`."""
+        self._callbacks = INSNS_FN(insns_of), DUE_FN(due)      # kept alive as long as the hook
+        self.lib.bc_clock(self.table, *self._callbacks)
+
+    def set_deadline(self, total):
+        self.lib.bc_set_deadline(self.table, min(total, 2 ** 64 - 1))
+
+    @property
+    def total(self):
+        """Instructions executed since clock mode began (counted when their block starts)."""
+        return self.lib.bc_total(self.table)
+
+    def last_block(self):
+        """(address, size) of the translated block that started last."""
+        key = self.lib.bc_last(self.table)
+        return key >> 16, key & 0xFFFF
 
     def take(self):
         """{(address, size): executions} since the last take."""

@@ -231,33 +231,41 @@ class Cpu:
             hw1, hw2 = struct.unpack("<HH", uc.mem_read(pc, 4))
         except UcError:
             return False
-        lob = low_overhead_branch(hw1, hw2)
-        if lob is None:
+        if not execute_low_overhead_branch(uc, pc, hw1, hw2):
             self._stop_reason = Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
             return False
-        kind, rn, imm = lob
-        lr = uc.reg_read(UC_ARM_REG_LR)
-        nxt = pc + 4
-        if kind == "DLS":
-            uc.reg_write(UC_ARM_REG_LR, uc.reg_read(_reg(rn)))
-        elif kind == "WLS":
-            count = uc.reg_read(_reg(rn))
-            if count == 0:
-                nxt = pc + 4 + imm
-            else:
-                uc.reg_write(UC_ARM_REG_LR, count)
-        elif kind == "LE":
-            if lr > 1:
-                uc.reg_write(UC_ARM_REG_LR, lr - 1)
-                nxt = pc + 4 - imm
-        else:   # "LE" without LR: branch back unconditionally
-            nxt = pc + 4 - imm
-        uc.reg_write(UC_ARM_REG_PC, nxt | 1)     # (the block hook already counted this instruction)
-        return True
+        return True      # (the block hook already counted this instruction)
 
 
 def _reg(n):
     return {13: UC_ARM_REG_SP, 14: UC_ARM_REG_LR, 15: UC_ARM_REG_PC}.get(n, UC_ARM_REG_R0 + n)
+
+
+def execute_low_overhead_branch(uc, pc, hw1, hw2):
+    """Execute the DLS / WLS / LE at `pc` (halfwords hw1, hw2) on `uc`: True, or False when the
+    instruction is not one of them."""
+    lob = low_overhead_branch(hw1, hw2)
+    if lob is None:
+        return False
+    kind, rn, imm = lob
+    lr = uc.reg_read(UC_ARM_REG_LR)
+    nxt = pc + 4
+    if kind == "DLS":
+        uc.reg_write(UC_ARM_REG_LR, uc.reg_read(_reg(rn)))
+    elif kind == "WLS":
+        count = uc.reg_read(_reg(rn))
+        if count == 0:
+            nxt = pc + 4 + imm
+        else:
+            uc.reg_write(UC_ARM_REG_LR, count)
+    elif kind == "LE":
+        if lr > 1:
+            uc.reg_write(UC_ARM_REG_LR, lr - 1)
+            nxt = pc + 4 - imm
+    else:   # "LE" without LR: branch back unconditionally
+        nxt = pc + 4 - imm
+    uc.reg_write(UC_ARM_REG_PC, nxt | 1)
+    return True
 
 
 def low_overhead_branch(hw1, hw2):

@@ -64,6 +64,15 @@ class _Elf:
         self.f.close()
 
 
+def read_symbols(path):
+    """Every symbol of an ELF file, read in one pass over its table (fast on large firmwares)."""
+    e = _Elf(path)
+    try:
+        return e.symtab
+    finally:
+        e.close()
+
+
 def _fail(path, problem, fix="check the linker script and the compile flags of the relocatable build"):
     raise N6Error(path, problem, fix)
 

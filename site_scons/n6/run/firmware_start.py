@@ -152,16 +152,16 @@ def elf_load(elf):
     loadable segments' file bytes at their physical addresses) and where `set $pc` points."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
+
+    from ..reloc.elf import read_symbols
     try:
         with open(elf, "rb") as f:
-            e = ELFFile(f)
-            symtab = e.get_section_by_name(".symtab")
-            found = symtab and symtab.get_symbol_by_name("Reset_Handler")
-            if not found:
-                raise N6Error(elf, "no Reset_Handler symbol", "use ST's validation firmware ELF (with symbols)")
-            chunks = [(seg["p_paddr"], seg.data()) for seg in e.iter_segments()
+            chunks = [(seg["p_paddr"], seg.data()) for seg in ELFFile(f).iter_segments()
                       if seg["p_type"] == "PT_LOAD" and seg["p_filesz"]]
-            return found[0]["st_value"] & ~1, chunks
+        found = next((s for s in read_symbols(elf) if s.name == "Reset_Handler"), None)
+        if found is None:
+            raise N6Error(elf, "no Reset_Handler symbol", "use ST's validation firmware ELF (with symbols)")
+        return found.value & ~1, chunks
     except (OSError, ELFError) as err:
         raise N6Error(elf, f"cannot read the validation firmware: {err}", "reinstall ST Edge AI Core") from None
 

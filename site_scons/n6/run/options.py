@@ -14,6 +14,7 @@ class SessionOptions:
     install_root: str        # the install (ST's validation firmware of a real board is there)
     copy_mode: bool          # RELOC_COPY_MODE: which firmware variant loads the image
     backend: str             # the flash step's programmer backend (starts a real board's firmware)
+    sim_firmware: str = ""   # SIM_FIRMWARE=: "" the simulated board's own firmware, else ST's on the DK twin
 
 
 @dataclass(frozen=True)

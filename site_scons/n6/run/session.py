@@ -15,12 +15,16 @@ from ..paths import SIM_BOARD
 
 
 @contextlib.contextmanager
-def simulated_board(board_file, state=None, image=None, params=None, release="2.2", start_timeout=30.0):
-    """Start the simulated board process; yields its pty path; terminates it on exit."""
+def simulated_board(board_file, state=None, image=None, params=None, release="2.2", start_timeout=30.0,
+                    firmware="", mode=None):
+    """Start the simulated board process; yields its pty path; terminates it on exit. `firmware`:
+    empty for the board's own, else ST's validation firmware on the DK twin (n6board --firmware),
+    installing in `mode`."""
     with tempfile.TemporaryDirectory(prefix="n6board-") as tmp:
         port_file = os.path.join(tmp, "port")
         argv = [sys.executable, "-m", "n6board", "--board", board_file, "--release", release, "--port-file", port_file]
         argv += ["--image", image] + (["--params", params] if params else []) if image else ["--state", state]
+        argv += ["--firmware", firmware] + (["--mode", mode] if firmware and mode else [])
         env = dict(os.environ, PYTHONPATH=SIM_BOARD)
         log = open(os.path.join(tmp, "log"), "w+")
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
@@ -28,13 +32,23 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
             deadline = time.monotonic() + start_timeout
             while not os.path.exists(port_file):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    last = (log.read().strip().splitlines() or ["no output"])[-1]
-                    raise BoardError(board_file, f"the simulated board did not start: {last}",
+                    raise BoardError(board_file, f"the simulated board did not start: {_last_line(log)}",
                                      "check the image (./n6 check) and the board state")
                 time.sleep(0.02)
             with open(port_file) as f:
-                yield f.read().strip()
+                port = f.read().strip()
+            try:
+                yield port
+            except BoardError:
+                try:
+                    failed = proc.wait(2) != 0        # the board process stopped with an error of its own
+                except subprocess.TimeoutExpired:
+                    failed = False
+                if not failed:
+                    raise
+                raise BoardError(board_file, f"the simulated board stopped: {_last_line(log)}",
+                                 "see the simulated board's line: what the firmware waited for or where it "
+                                 "faulted") from None
         finally:
             proc.terminate()
             try:
@@ -43,6 +57,11 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
                 proc.kill()
                 proc.wait()
             log.close()
+
+
+def _last_line(log):
+    log.seek(0)
+    return (log.read().strip().splitlines() or ["no output"])[-1]
 
 
 @contextlib.contextmanager
@@ -72,7 +91,8 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
         with connect(port, board.validation.baudrate, board.validation.header) as (client, device):
             yield client, device, False
     elif on_board.get("simulated"):
-        with simulated_board(opts.board_file, state=opts.state, release=opts.release) as sim_port:
+        with simulated_board(opts.board_file, state=opts.state, release=opts.release, firmware=opts.sim_firmware,
+                             mode="COPY" if opts.copy_mode else "XIP") as sim_port:
             with connect(sim_port, board.validation.baudrate, board.validation.header,
                          simulated_timeouts) as (client, device):
                 yield client, device, True

@@ -1,0 +1,108 @@
+"""The STM32N6570-DK twin put together: the core, the memories (NOR flash from the simulated
+board's state), the bus with its device models, and ST's validation firmware loaded as gdb loads
+it (segments, then PC = Reset_Handler; SP from the vector table as a reset would set it)."""
+import os
+
+from n6.errors import N6Error
+from n6.stedgeai_install import NPU_DEVICE_HEADER, VALIDATION_FIRMWARE_DIR
+
+from .aton_header import read_aton_header
+from .bus import Bus
+from .core import Core, Stop
+from .exceptions import IRQ0, exception_name
+from .firmware_elf import FirmwareElf
+from .memory_map import MemoryMap, load_nor_flash
+from .peripherals.bsec import Bsec
+from .peripherals.cycle_counters import DwtCycleCounter, PmuCycleCounter
+from .peripherals.npu import NpuRegisters
+from .peripherals.rcc import Rcc
+from .peripherals.system_control import SystemControlSpace
+from .peripherals.usart import USART1_IRQ, Usart
+from .peripherals.usb import dk_usb_controllers
+from .peripherals.xspi import dk_xspi_controllers
+
+
+NPU_IRQS = range(53, 57)          # NPU0..3 (the NPU's end-of-epoch and error interrupts)
+READY = b"Protocol version"       # the last line of the firmware's banner, before its protocol loop
+CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does not say (SystemCoreClock)
+BOOT_CYCLES = 10 * CPU_HZ
+
+
+class DkTwin:
+    """One board: `link` is the host's end of USART1, `aton_header` the install's ATON.h,
+    `state_dir` the simulated board whose flash the NOR holds."""
+
+    def __init__(self, firmware_path, link, aton_header, state_dir=None):
+        self.firmware = FirmwareElf.read(firmware_path)
+        self.core = core = Core(self.firmware.function_at)
+        self.memory = MemoryMap(core.uc)
+        self.flash_sectors = load_nor_flash(self.memory, state_dir) if state_dir else 0
+        self.bus = Bus(core.uc)
+        self.scs = self.bus.attach(SystemControlSpace(core.clock, core.exceptions, self.firmware.vector_table))
+        self.bus.attach(PmuCycleCounter(core.clock))
+        self.bus.attach(DwtCycleCounter(core.clock))
+        self.rcc = self.bus.attach(Rcc())
+        self.bus.attach(Bsec())
+        self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop))
+        core.on_slice = self.usart.poll_host
+        core.awaited = self.awaited_interrupt
+        core.wait_outside = self.usart.wait_for_host
+        self.bus.attach(NpuRegisters(read_aton_header(aton_header)))
+        for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
+            self.bus.attach(controller)
+        for addr, data in self.firmware.segments:
+            self.memory.load(addr, data)
+        core.reset(self.firmware.initial_sp, self.firmware.entry)
+
+    def boot(self, max_cycles=BOOT_CYCLES):
+        """Run until the firmware announces its protocol loop; Stop when it stops or takes longer."""
+        if not self.core.run(until=self.ready, max_cycles=max_cycles):
+            pc = self.core.pc & ~1
+            raise Stop(f"no protocol loop after {max_cycles / CPU_HZ:.0f} s of emulated time", pc,
+                       self.firmware.function_at(pc))
+        self.usart.flush()
+
+    def awaited_interrupt(self):
+        """Why a sleep that only timers wake cannot end (None while the host may still wake it)."""
+        if self.usart.interrupt_enabled():
+            return None
+        enabled = self.core.exceptions.enabled
+        if enabled & {IRQ0 + n for n in NPU_IRQS}:
+            return "the firmware waits for the NPU's interrupt: a hardware epoch, and the twin has no NPU model"
+        names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
+        return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
+
+    def cpu_hz(self):
+        """The CPU clock the firmware has set up (its SystemCoreClock, computed from RCC), for
+        turning cycles into time in messages; the model itself counts cycles."""
+        at = self.firmware.objects.get("SystemCoreClock")
+        value = int.from_bytes(self.core.uc.mem_read(at, 4), "little") if at else 0
+        return value or CPU_HZ
+
+    def ready(self):
+        return READY in self.usart.sent
+
+    def serve(self):
+        """Run the firmware for the host until it stops (Stop) or the process ends."""
+        self.core.run()
+
+
+def install_of(firmware_path):
+    """The ST Edge AI Core install a validation firmware ELF belongs to (it sits in the install's
+    validation firmware folder), else STEDGEAI_CORE_DIR; None when neither."""
+    folder = os.path.dirname(os.path.abspath(firmware_path))
+    root = os.path.normpath(os.path.join(folder, *[os.pardir] * len(VALIDATION_FIRMWARE_DIR.split(os.sep))))
+    if os.path.abspath(folder) == os.path.join(root, VALIDATION_FIRMWARE_DIR):
+        return root
+    return os.environ.get("STEDGEAI_CORE_DIR") or None
+
+
+def aton_header_of(firmware_path):
+    """The install's ATON.h (the NPU's reset values), or a one-line error."""
+    root = install_of(firmware_path)
+    header = os.path.join(root, NPU_DEVICE_HEADER) if root else None
+    if not header or not os.path.isfile(header):
+        raise N6Error(firmware_path, f"no {NPU_DEVICE_HEADER} beside this firmware: the twin takes the NPU's "
+                      "register reset values from the install", "use the firmware from its ST Edge AI Core "
+                      "install, or set STEDGEAI_CORE_DIR to that install")
+    return header

@@ -1,0 +1,396 @@
+"""The DK twin's Cortex-M55 where unicorn's Cortex-M33 stops, checked against the architecture's
+rules on instruction sequences assembled with arm-none-eabi-as: low-overhead loops, double-precision
+VFP (arithmetic, fused and chained multiply-accumulate, compares, conversions with their rounding,
+saturation and exception flags), exception entry and return (frame, alignment, EXC_RETURN, FP
+context), WFE/WFI sleeping to the next event or stopping with one line, and a Helium instruction
+stopping with one line."""
+import math
+import struct
+
+import pytest
+from unicorn import arm_const
+from unicorn.arm_const import UC_ARM_REG_R1, UC_ARM_REG_R2
+
+from n6board.dk.bus import Bus
+from n6board.dk.core import Core, Stop
+from n6board.dk.peripherals.system_control import SystemControlSpace
+from thumb import assemble
+
+CODE, RAM, STACK_TOP = 0x1000_0000, 0x2000_0000, 0x2000_8000
+START = CODE + 0x40                          # after the vector table
+DATA = RAM + 0x1000
+IOC, DZC, OFC, UFC, IXC = 1, 2, 4, 8, 16
+RN, RP, RM, RZ = 0, 1 << 22, 2 << 22, 3 << 22
+DN = 1 << 25
+DEFAULT_NAN = 0x7FF8_0000_0000_0000
+
+
+class Snippet:
+    """One assembled snippet on a twin core: code (vector table first) at CODE, RAM at RAM, the
+    System Control Space on the bus; `run` executes from `start` to the snippet's `bkpt #0`."""
+
+    def __init__(self, tmp_path, body, handlers=""):
+        source = f"""
+vectors:
+    .word {STACK_TOP:#x}
+    .word start + 1
+    .org 14 * 4
+    .word pendsv + 1
+    .word systick + 1
+start:
+{body}
+    bkpt #0
+pendsv:
+systick:
+{handlers or "    bx lr"}
+    .ltorg
+"""
+        self.code = assemble(tmp_path, source, CODE)
+        self.core = Core(function_at=lambda pc: "snippet", vtor=lambda: CODE)
+        uc = self.core.uc
+        uc.mem_map(CODE, 0x1_0000)
+        uc.mem_map(RAM, 0x1_0000)
+        uc.mem_write(CODE, self.code)
+        self.scs = Bus(uc).attach(SystemControlSpace(self.core.clock, self.core.exceptions, CODE))
+        self.core.reset(STACK_TOP, START)
+
+    def run(self, max_cycles=1_000_000):
+        with pytest.raises(Stop, match="breakpoint"):
+            self.core.run(max_cycles=max_cycles)
+        return self
+
+    def reg(self, name):
+        return self.core.uc.reg_read(getattr(arm_const, f"UC_ARM_REG_{name.upper()}"))
+
+    def word(self, addr):
+        return struct.unpack("<I", bytes(self.core.uc.mem_read(addr, 4)))[0]
+
+    def words(self, addr, n):
+        return struct.unpack(f"<{n}I", bytes(self.core.uc.mem_read(addr, 4 * n)))
+
+    def put(self, addr, data):
+        self.core.uc.mem_write(addr, data)
+
+
+def bits(x):
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def value(b):
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+def single_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+# -- low-overhead loops -------------------------------------------------------------------------
+LOOPS = """
+    movs r0, #0
+    dls lr, r1              @ r1 iterations
+1:  adds r0, r0, #3
+    le lr, 1b
+    mov r3, lr              @ LR as the loop left it
+    wls lr, r2, 3f          @ r2 iterations; none: straight past the loop
+2:  adds r0, r0, #100
+    le lr, 2b
+3:  nop
+"""
+
+
+@pytest.mark.parametrize("n, m", [(1, 0), (5, 0), (7, 3), (300, 1)])
+def test_low_overhead_loops_run_their_bodies_count_times(tmp_path, n, m):
+    s = Snippet(tmp_path, LOOPS)
+    s.core.uc.reg_write(UC_ARM_REG_R1, n)
+    s.core.uc.reg_write(UC_ARM_REG_R2, m)
+    s.run()
+    assert s.reg("r0") == 3 * n + 100 * m
+    assert s.reg("r3") == 1           # LE leaves the loop when LR is 1, without decrementing it
+
+
+# -- double-precision VFP -----------------------------------------------------------------------
+VFP = """
+    ldr r4, ={data:#x}
+    ldr r0, [r4, #0x40]
+    vmsr fpscr, r0
+    ldr r0, [r4, #0x48]     @ APSR flags for conditional cases
+    msr apsr_nzcvq, r0
+    vldr d0, [r4]
+    vldr d1, [r4, #8]
+    vldr d2, [r4, #16]
+    vldr d3, [r4, #24]
+    {insn}
+    vstr d0, [r4, #0x20]
+    vmrs r0, fpscr
+    str r0, [r4, #0x44]
+    str r5, [r4, #0x4c]
+"""
+
+
+def vfp(tmp_path, insn, d0=0.0, d1=0.0, d2=0.0, s6=0, fpscr=0, apsr=0, raw=None):
+    """Execute `insn` with d0..d2 (floats or bit patterns in `raw`) and s6 set; (d0 bits, FPSCR)."""
+    s = Snippet(tmp_path, VFP.format(data=DATA, insn=insn))
+    d = raw or [bits(x) for x in (d0, d1, d2)]
+    s.put(DATA, struct.pack("<QQQII", *d, s6, 0) + bytes(0x20) + struct.pack("<IIII", fpscr, 0, apsr, 0))
+    s.run()
+    lo, hi = s.words(DATA + 0x20, 2)
+    return lo | hi << 32, s.word(DATA + 0x44), s
+
+
+@pytest.mark.parametrize("insn, a, b, expect, flags", [
+    ("vadd.f64 d0, d1, d2", 1.5, 2.25, 3.75, 0),
+    ("vadd.f64 d0, d1, d2", 0.1, 0.2, 0.1 + 0.2, IXC),
+    ("vadd.f64 d0, d1, d2", 1e308, 1e308, math.inf, OFC | IXC),
+    ("vsub.f64 d0, d1, d2", -0.0, 0.0, -0.0, 0),
+    ("vmul.f64 d0, d1, d2", 3.0, -0.5, -1.5, 0),
+    ("vmul.f64 d0, d1, d2", 1e-200, 1e-200, 0.0, UFC | IXC),
+    ("vdiv.f64 d0, d1, d2", 1.0, 3.0, 1.0 / 3.0, IXC),
+    ("vdiv.f64 d0, d1, d2", -1.0, 0.0, -math.inf, DZC),
+    ("vnmul.f64 d0, d1, d2", 3.0, 0.5, -1.5, 0),
+    ("vsqrt.f64 d0, d1", 2.0, 0, math.sqrt(2.0), IXC),
+    ("vsqrt.f64 d0, d1", -0.0, 0, -0.0, 0),
+    ("vneg.f64 d0, d1", 2.5, 0, -2.5, 0),
+    ("vabs.f64 d0, d1", -2.5, 0, 2.5, 0),
+    ("vmov.f64 d0, d1", 7.25, 0, 7.25, 0),
+    ("vmov.f64 d0, #-1.5", 0, 0, -1.5, 0),
+])
+def test_double_precision_arithmetic_rounds_to_nearest_and_raises_the_ieee_flags(tmp_path, insn, a, b, expect,
+                                                                                   flags):
+    result, fpscr, _ = vfp(tmp_path, insn, d1=a, d2=b)
+    assert result == bits(expect)
+    assert fpscr & 0x9F == flags
+
+
+@pytest.mark.parametrize("insn, a, b", [("vadd.f64 d0, d1, d2", math.inf, -math.inf),
+                                        ("vmul.f64 d0, d1, d2", math.inf, 0.0),
+                                        ("vdiv.f64 d0, d1, d2", 0.0, 0.0),
+                                        ("vsqrt.f64 d0, d1", -1.0, 0.0)])
+def test_invalid_operations_give_the_default_nan_and_ioc(tmp_path, insn, a, b):
+    result, fpscr, _ = vfp(tmp_path, insn, d1=a, d2=b)
+    assert result == DEFAULT_NAN
+    assert fpscr & IOC
+
+
+def test_nans_propagate_quietened_signalling_first_unless_default_nan_mode(tmp_path):
+    snan, qnan = 0x7FF0_0000_0000_0001, 0xFFF8_0000_0000_0002
+    result, fpscr, _ = vfp(tmp_path, "vadd.f64 d0, d1, d2", raw=[0, qnan, snan])
+    assert (result, fpscr & IOC) == (snan | 1 << 51, IOC)          # the signalling NaN wins, quietened
+    result, fpscr, _ = vfp(tmp_path, "vadd.f64 d0, d1, d2", raw=[0, qnan, bits(1.0)])
+    assert (result, fpscr & IOC) == (qnan, 0)
+    result, _, _ = vfp(tmp_path, "vadd.f64 d0, d1, d2", raw=[0, qnan, bits(1.0)], fpscr=DN)
+    assert result == DEFAULT_NAN
+
+
+@pytest.mark.parametrize("mode, expect", [(RN, 1.0 / 3.0), (RZ, 1.0 / 3.0), (RM, 1.0 / 3.0),
+                                          (RP, math.nextafter(1.0 / 3.0, 1.0))])
+def test_the_fpscr_rounding_mode_rounds_the_exact_result(tmp_path, mode, expect):
+    result, fpscr, _ = vfp(tmp_path, "vdiv.f64 d0, d1, d2", d1=1.0, d2=3.0, fpscr=mode)
+    assert result == bits(expect)
+    assert fpscr & 0x9F == IXC
+
+
+def test_exact_zero_sums_are_minus_zero_only_rounding_down(tmp_path):
+    assert vfp(tmp_path, "vsub.f64 d0, d1, d2", d1=1.0, d2=1.0)[0] == bits(0.0)
+    assert vfp(tmp_path, "vsub.f64 d0, d1, d2", d1=1.0, d2=1.0, fpscr=RM)[0] == bits(-0.0)
+
+
+def test_fused_multiply_add_rounds_once_and_the_chained_one_twice(tmp_path):
+    a, b = 1 + 2 ** -27, 1 - 2 ** -27               # a * b = 1 - 2^-54, a tie that rounds to 1.0
+    assert vfp(tmp_path, "vfma.f64 d0, d1, d2", d0=-1.0, d1=a, d2=b)[0] == bits(-2.0 ** -54)
+    assert vfp(tmp_path, "vmla.f64 d0, d1, d2", d0=-1.0, d1=a, d2=b)[0] == bits(0.0)
+    assert vfp(tmp_path, "vfms.f64 d0, d1, d2", d0=1.0, d1=a, d2=b)[0] == bits(2.0 ** -54)
+    assert vfp(tmp_path, "vmls.f64 d0, d1, d2", d0=10.0, d1=2.0, d2=3.0)[0] == bits(4.0)
+    assert vfp(tmp_path, "vnmla.f64 d0, d1, d2", d0=10.0, d1=2.0, d2=3.0)[0] == bits(-16.0)
+    assert vfp(tmp_path, "vnmls.f64 d0, d1, d2", d0=10.0, d1=2.0, d2=3.0)[0] == bits(-4.0)
+    assert vfp(tmp_path, "vfnma.f64 d0, d1, d2", d0=10.0, d1=2.0, d2=3.0)[0] == bits(-16.0)
+    assert vfp(tmp_path, "vfnms.f64 d0, d1, d2", d0=10.0, d1=2.0, d2=3.0)[0] == bits(-4.0)
+
+
+@pytest.mark.parametrize("insn, a, b, nzcv, flags", [
+    ("vcmp.f64 d1, d2", 1.0, 2.0, 0b1000, 0),
+    ("vcmp.f64 d1, d2", 2.0, 2.0, 0b0110, 0),
+    ("vcmp.f64 d1, d2", 3.0, 2.0, 0b0010, 0),
+    ("vcmp.f64 d1, d2", math.nan, 2.0, 0b0011, 0),        # a quiet NaN: unordered, no exception
+    ("vcmpe.f64 d1, d2", math.nan, 2.0, 0b0011, IOC),     # ... except for VCMPE
+    ("vcmp.f64 d1, #0", -0.0, 0.0, 0b0110, 0),
+])
+def test_compares_set_fpscr_nzcv(tmp_path, insn, a, b, nzcv, flags):
+    _, fpscr, _ = vfp(tmp_path, insn, d1=a, d2=b)
+    assert (fpscr >> 28, fpscr & 0x9F) == (nzcv, flags)
+
+
+@pytest.mark.parametrize("insn, a, fpscr_in, expect, flags", [
+    ("vcvt.s32.f64 s0, d1", 3.7, RN, 3, IXC),                     # VCVT: toward zero whatever RMode
+    ("vcvt.s32.f64 s0, d1", -3.7, RN, -3, IXC),
+    ("vcvt.s32.f64 s0, d1", 1e20, RN, 0x7FFF_FFFF, IOC),          # saturated
+    ("vcvt.s32.f64 s0, d1", math.nan, RN, 0, IOC),
+    ("vcvt.u32.f64 s0, d1", -1.0, RN, 0, IOC),
+    ("vcvt.u32.f64 s0, d1", 4294967295.0, RN, 0xFFFF_FFFF, 0),
+    ("vcvtr.s32.f64 s0, d1", 2.5, RN, 2, IXC),                    # VCVTR: FPSCR's mode, ties to even
+    ("vcvtr.s32.f64 s0, d1", 3.5, RN, 4, IXC),
+    ("vcvtr.s32.f64 s0, d1", -2.5, RM, -3, IXC),
+    ("vcvta.s32.f64 s0, d1", 2.5, RN, 3, IXC),                    # VCVTA: ties away from zero
+    ("vcvtm.s32.f64 s0, d1", -0.5, RN, -1, IXC),
+])
+def test_conversions_to_integers_round_saturate_and_flag(tmp_path, insn, a, fpscr_in, expect, flags):
+    result, fpscr, _ = vfp(tmp_path, insn, d1=a, fpscr=fpscr_in)
+    assert result & 0xFFFF_FFFF == expect & 0xFFFF_FFFF
+    assert fpscr & 0x9F == flags
+
+
+def test_conversions_between_formats_and_from_integers(tmp_path):
+    result, fpscr, _ = vfp(tmp_path, "vcvt.f64.f32 d0, s6", s6=single_bits(0.1))
+    assert (result, fpscr & 0x9F) == (bits(float(struct.unpack("<f", struct.pack("<f", 0.1))[0])), 0)
+    result, fpscr, _ = vfp(tmp_path, "vcvt.f32.f64 s0, d1", d1=0.1)
+    assert (result & 0xFFFF_FFFF, fpscr & 0x9F) == (single_bits(0.1), IXC)
+    result, fpscr, _ = vfp(tmp_path, "vcvt.f32.f64 s0, d1", d1=1e300)
+    assert (result & 0xFFFF_FFFF, fpscr & 0x9F) == (single_bits(math.inf), OFC | IXC)
+    result, fpscr, _ = vfp(tmp_path, "vcvt.f64.f32 d0, s6", s6=0x7F80_0001)     # a signalling NaN
+    assert (result, fpscr & IOC) == (0x7FF8_0000_2000_0000, IOC)
+    assert vfp(tmp_path, "vcvt.f64.s32 d0, s6", s6=(-5) & 0xFFFF_FFFF)[0] == bits(-5.0)
+    assert vfp(tmp_path, "vcvt.f64.u32 d0, s6", s6=0xFFFF_FFFF)[0] == bits(4294967295.0)
+    result, _, _ = vfp(tmp_path, "vcvt.s32.f64 d0, d0, #16", d0=-1.25)           # to fixed point, 16 fraction bits
+    assert result == (-(5 << 14)) & (1 << 64) - 1
+    assert vfp(tmp_path, "vrinta.f64 d0, d1", d1=-2.5)[0] == bits(-3.0)
+    assert vfp(tmp_path, "vmaxnm.f64 d0, d1, d2", d1=math.nan, d2=1.0)[0] == bits(1.0)
+
+
+@pytest.mark.parametrize("apsr, taken", [(1 << 31, True), (0, False)])
+def test_a_conditional_double_instruction_obeys_its_it_block(tmp_path, apsr, taken):
+    insn = "mov r5, #0\n    itt mi\n    vsubmi.f64 d0, d1, d2\n    addmi r5, r5, #1"
+    result, _, s = vfp(tmp_path, insn, d0=9.0, d1=5.0, d2=2.0, apsr=apsr)
+    assert value(result) == (3.0 if taken else 9.0)
+    assert s.word(DATA + 0x4C) == (1 if taken else 0)     # the IT state moved on past the emulated one
+
+
+# -- exceptions ----------------------------------------------------------------------------------
+EXCEPTIONS = f"""
+    ldr r0, =0x11111111
+    ldr r1, =0x22222222
+    ldr r2, =0x33333333
+    ldr r3, =0x44444444
+    ldr r12, =0x55555555
+    ldr r7, ={STACK_TOP - 4:#x}  @ a 4-aligned, not 8-aligned stack: the frame is realigned
+    mov sp, r7
+    {{fp}}
+    ldr r4, =0xE000E010
+    ldr r5, =999
+    str r5, [r4, #4]            @ SysTick: reload 999 (a tick every 1000 cycles)
+    movs r5, #0
+    str r5, [r4, #8]
+    movs r5, #7
+    str r5, [r4]                @ enable, interrupt, processor clock
+    ldr r6, ={DATA:#x}
+1:  ldr r5, [r6]
+    cmp r5, #3
+    blt 1b
+    movs r5, #0
+    str r5, [r4]                @ SysTick off
+"""
+HANDLER = f"""
+    ldr r0, ={DATA:#x}
+    ldr r1, [r0]
+    adds r1, r1, #1
+    str r1, [r0]
+    str lr, [r0, #4]            @ EXC_RETURN
+    mov r2, sp
+    str r2, [r0, #8]            @ where the frame is
+    movs r3, #0                 @ clobber what the frame restores
+    mov r12, r3
+    {{fp}}
+    bx lr
+"""
+
+
+def test_exception_entry_pushes_the_frame_and_return_restores_it(tmp_path):
+    s = Snippet(tmp_path, EXCEPTIONS.format(fp=""), HANDLER.format(fp="")).run()
+    assert s.word(DATA) == 3
+    assert s.word(DATA + 4) == 0xFFFF_FFF9                  # thread mode, main stack, basic frame
+    frame = s.word(DATA + 8)
+    assert frame == STACK_TOP - 4 - 8 * 4 - 4                 # realigned to 8 bytes
+    r0, r1, r2, r3, r12, lr, pc, xpsr = s.words(frame, 8)
+    assert (r0, r1, r2, r3, r12) == (0x11111111, 0x22222222, 0x33333333, 0x44444444, 0x55555555)
+    assert CODE <= pc < CODE + len(s.code) and xpsr & 1 << 24 and xpsr & 1 << 9
+    assert [s.reg(r) for r in ("r0", "r1", "r2", "r3", "r12")] == [0x11111111, 0x22222222, 0x33333333,
+                                                                   0x44444444, 0x55555555]
+    assert s.reg("sp") == STACK_TOP - 4
+    assert 3000 <= s.core.clock.now() < 3100                 # the third tick, counted in cycles
+
+
+def test_an_interrupted_fp_context_gets_the_extended_frame(tmp_path):
+    s = Snippet(tmp_path, EXCEPTIONS.format(fp="vmov.f32 s0, #1.0\n    vmov.f32 s15, #3.0"),
+                HANDLER.format(fp="vmov.f32 s0, #2.0\n    vmov.f32 s15, #2.0")).run()
+    assert s.word(DATA + 4) == 0xFFFF_FFE9                  # FType 0: S0-S15 and FPSCR stacked
+    assert (s.reg("s0"), s.reg("s15")) == (single_bits(1.0), single_bits(3.0))
+    assert s.reg("control") & 1 << 2                        # FPCA as the thread had it
+
+
+# -- sleeping ------------------------------------------------------------------------------------
+def systick_every(cycles):
+    """Code that starts SysTick with an interrupt every `cycles`."""
+    return f"""
+    ldr r4, =0xE000E010
+    ldr r5, ={cycles - 1}
+    str r5, [r4, #4]
+    movs r5, #7
+    str r5, [r4]
+"""
+
+
+def test_wfe_and_wfi_sleep_until_the_next_event(tmp_path):
+    body = systick_every(100_000) + """
+    wfe
+    wfi
+    """
+    handler = f"    ldr r0, ={DATA:#x}\n    ldr r1, [r0]\n    adds r1, r1, #1\n    str r1, [r0]\n    bx lr"
+    s = Snippet(tmp_path, body, handler).run()
+    assert s.word(DATA) == 2                                  # one tick woke each
+    assert s.core.clock.now() >= 200_000 and s.core.clock.instructions < 100
+
+
+def test_wfe_falls_through_when_an_event_is_latched_and_a_hopeless_sleep_stops_with_one_line(tmp_path):
+    body = """
+    ldr r4, =0xE000ED04
+    ldr r5, =0x10000000
+    str r5, [r4]                @ PendSV: its entry and return latch an event
+    isb
+    wfe                         @ consumes it
+    nop
+    wfe                         @ nothing will ever wake this one
+    """
+    s = Snippet(tmp_path, body)
+    with pytest.raises(Stop) as e:
+        s.core.run(max_cycles=100_000)
+    second = s.code.rfind(b"\x20\xbf")
+    assert str(e.value) == ("WFE with no interrupt pending and no timed event: the core would sleep forever at pc "
+                            f"0x{CODE + second:08X} in snippet")
+    assert s.core.clock.slept == 0
+
+
+def test_a_helium_instruction_stops_with_one_line(tmp_path):
+    s = Snippet(tmp_path, "    nop\n    vadd.i32 q0, q1, q2")
+    with pytest.raises(Stop) as e:
+        s.core.run(max_cycles=1000)
+    assert str(e.value) == f"Helium (MVE) instruction ef22 0844: not emulated by the twin at pc 0x{START + 2:08X} " \
+                           "in snippet"
+    assert "\n" not in str(e.value)
+
+
+def test_an_error_handlers_endless_loop_stops_with_one_line(tmp_path):
+    s = Snippet(tmp_path, "    nop\n1:  b 1b")
+    with pytest.raises(Stop, match=r"^the firmware loops forever \(an error handler's `b \.`\) at pc 0x10000042 "
+                                   r"in snippet$"):
+        s.core.run(max_cycles=10_000_000)
+
+
+def test_a_sleep_only_timers_wake_stops_with_what_it_waits_for(tmp_path):
+    body = systick_every(800_000) + """
+1:  wfe                         @ waits for a flag an interrupt handler would set: no device ever does
+    b 1b
+    """
+    s = Snippet(tmp_path, body)
+    s.core.awaited = lambda: "the interrupt it waits for is never raised"
+    with pytest.raises(Stop, match=r"^WFE woken only by timers for 1,600,000,000 cycles: the interrupt it waits for "
+                                   r"is never raised at pc 0x1000004A in snippet$"):
+        s.core.run()
+    assert s.core.exceptions.taken[15] == 2000

@@ -1,0 +1,120 @@
+"""ST's own validation firmware, unmodified, on the DK twin (opt-in: needs the test bed that
+N6_REAL_STEDGEAI names, with ST Edge AI Core 2.2's N6_reloc firmwares): every UART variant boots to
+its protocol loop with a bundled image installed from the simulated flash; the USB-C variants stop
+with one line; `scons run`/`validate` on the twin give the simulated board's own outputs; ST's
+client connects and invokes on the twin and gets the simulated board's outputs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SIM_BOARD, copy_repo, scons
+from n6.stedgeai_install import VALIDATION_FIRMWARE_DIR
+
+REAL = os.environ.get("N6_REAL_STEDGEAI", "")
+INSTALL = os.path.join(REAL, "2.2")
+FIRMWARES = os.path.join(INSTALL, VALIDATION_FIRMWARE_DIR)
+ST_CLIENT = os.path.join(REAL, "st_ai_runner.sh")
+BOARD_FILE = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
+pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(FIRMWARES)),
+                                reason="no ST validation firmwares (set N6_REAL_STEDGEAI to a test bed folder)")
+
+SOFTWARE_EPOCH_MODELS = {"kws_mlp": "q_18", "big_mlp": "q_22", "tiny_prebuilt": "q_12",
+                         "digits_mlp": "output_float_q", "ds_cnn": "output_float_q"}   # model → output tensor
+UART_VARIANTS = ("copy", "xip", "copy-ext", "xip-ext", "copy-5529600", "xip-5529600")
+USB_VARIANTS = ("copy-usbc", "xip-usbc", "copy-ext-usbc", "xip-ext-usbc")
+
+
+def firmware(variant):
+    return os.path.join(FIRMWARES, f"stm32n6570-dk-validation-reloc-{variant}.elf")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """A clone with kws_mlp built and flashed to its simulated board."""
+    root = copy_repo(tmp_path_factory.mktemp("repo"))
+    scons(root, "flash", "MODEL=kws_mlp")
+    return root
+
+
+@pytest.mark.parametrize("variant", UART_VARIANTS)
+def test_every_uart_variant_boots_to_its_protocol_loop_with_the_bundled_image_installed(repo, variant):
+    from n6board.dk.host_link import BufferLink
+    from n6board.dk.twin import DkTwin, aton_header_of
+    twin = DkTwin(firmware(variant), BufferLink(), aton_header_of(firmware(variant)),
+                  os.path.join(repo, "build", "sim-board"))
+    twin.boot()
+    banner = twin.usart.sent.decode("latin-1")
+    assert "Protocol version = 3.1" in banner
+    assert "Model installation" in banner and '"network"' in banner      # ST's loader installed the image
+    assert 100e6 < twin.core.clock.now() < 1e9                             # HAL delays at 800 MHz, no more
+
+
+@pytest.mark.parametrize("variant", USB_VARIANTS)
+def test_usbc_variants_stop_with_one_line_saying_usb_is_not_emulated(repo, tmp_path, variant):
+    proc = subprocess.run([sys.executable, "-m", "n6board", "--state", os.path.join(repo, "build", "sim-board"),
+                           "--firmware", firmware(variant), "--port-file", str(tmp_path / "port")],
+                          env=dict(os.environ, PYTHONPATH=SIM_BOARD), capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "USB is not emulated" in lines[0] and " at pc 0x" in lines[0]
+    assert not (tmp_path / "port").exists()
+
+
+@pytest.mark.parametrize("model", SOFTWARE_EPOCH_MODELS)
+def test_scons_run_and_validate_on_the_twin_equal_the_simulated_boards_own(repo, model):
+    outputs = {}
+    for name, extra in (("own", []), ("twin", [f"SIM_FIRMWARE={INSTALL}"])):
+        proc = scons(repo, "validate", f"MODEL={model}", "RUNS=2", "SEED=7", *extra)
+        assert "VALIDATE" in proc.stdout
+        run = os.path.join(repo, "build", model, "run")
+        outputs[name] = np.load(os.path.join(run, f"output_{SOFTWARE_EPOCH_MODELS[model]}.npy"))
+        with open(os.path.join(run, "validate.json")) as f:
+            assert json.load(f)["simulated"]
+    assert outputs["own"].shape[0] == 2
+    assert np.array_equal(outputs["own"], outputs["twin"])
+
+
+def test_a_model_with_epoch_controller_blobs_ends_with_one_line_on_the_twin(repo):
+    proc = scons(repo, "run", "MODEL=cifar_cnn", f"SIM_FIRMWARE={INSTALL}", check=False, timeout=300)
+    errors = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode != 0 and len(errors) == 1, proc.stdout + proc.stderr
+    assert "the simulated board stopped" in errors[0] and "hardware epoch" in errors[0] and "npu_run" in errors[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+ST_INVOKE = """
+import json, sys
+import numpy as np
+from stm_ai_runner import AiRunner
+runner = AiRunner()
+assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
+shape = runner.get_info()["inputs"][0]["shape"]
+x = np.random.default_rng(5).integers(-128, 128, size=(2,) + tuple(shape[1:]), dtype=np.int8)
+outputs, profile = runner.invoke(x)
+_, layers = runner.invoke(x[:1], mode=AiRunner.Mode.PER_LAYER)
+runner.disconnect()
+print(json.dumps({"outputs": outputs[0].tolist(), "layers": len(layers["c_nodes"])}))
+"""
+
+
+def test_st_client_connects_and_invokes_on_the_twin_with_the_simulated_boards_outputs(repo, tmp_path):
+    from n6.run.session import simulated_board
+    if not os.path.isfile(ST_CLIENT):
+        pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
+    scons(repo, "flash", "MODEL=kws_mlp")             # (other tests flash other models)
+    script = tmp_path / "invoke.py"
+    script.write_text(ST_INVOKE)
+    results = {}
+    for name, elf in (("own", ""), ("twin", firmware("copy"))):
+        with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"), firmware=elf,
+                             mode="COPY") as port:
+            proc = subprocess.run([ST_CLIENT, str(script), port], capture_output=True, text=True, timeout=300,
+                                  cwd=tmp_path)            # (ST's client writes its log where it runs)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results["twin"] == results["own"]
+    assert results["twin"]["layers"] >= 1
