@@ -123,12 +123,15 @@ def test_board_reads_the_tables_network_c_declares(sample):
 
 
 @pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
-def test_scons_run_of_a_real_sample_stops_at_its_first_hardware_epoch(repo, sample):
+def test_scons_run_of_a_real_sample_ends_in_one_line(repo, sample):
     """`scons run` of a real sample (built and flashed with the real install): the simulated board
-    takes the image whatever its size, runs its CPU epochs and names the first hardware epoch as not
-    executable, in one line, exit != 0."""
+    takes the image whatever its size, runs its CPU epochs as far as it can emulate them (ST's
+    runtime library's kernels use Helium, which it does not emulate) or to the first hardware epoch,
+    and names the epoch and the reason in one line, exit != 0."""
     proc = scons(repo, "flash", "run", f"MODEL={sample}", "BUILD_DIR=build-run", "RELOC_ABSOLUTE_FLASH_POOLS=1",
                  env={"STEDGEAI_CORE_DIR": _install()}, check=False, timeout=900)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert len(errors) == 1 and "hardware epochs are not executable on the simulated board" in errors[0], errors
+    assert len(errors) == 1 and re.search(r"epoch \d+ (uses a Helium \(MVE\) instruction .*: not emulated by the "
+                                          r"simulated board|programs the NPU .*: hardware epochs are not executable)",
+                                          errors[0]), errors

@@ -111,7 +111,7 @@ NPU_WRITE = """
 .syntax unified
 .thumb
 .global f
-f:  ldr r1, =0x580C0010     @ an NPU register (secure alias): what a hardware epoch does
+f:  ldr r1, =0x580E0010     @ an NPU register (secure alias): what a hardware epoch does
     str r0, [r1]
     bx lr
 """
@@ -126,7 +126,7 @@ def test_npu_register_access_is_not_executable_and_other_faults_name_the_address
     cpu.write(0x1000_0000, (tmp_path / "n.bin").read_bytes())
     with pytest.raises(NpuAccess) as e:
         cpu.call(0x1000_0000, 1)
-    assert e.value.addr == 0x580C0010
+    assert e.value.addr == 0x580E0010
     with pytest.raises(Fault, match=r"fetch from unmapped memory\) at pc 0x20000040 accessing 0x20000040"):
         cpu.call(0x2000_0040)          # a link-time address nobody relocated
 

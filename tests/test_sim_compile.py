@@ -55,6 +55,7 @@ def test_secure_build_uses_the_secure_npu_alias(sim_install, tmp_path):
         dump = subprocess.run(["arm-none-eabi-objdump", "-s", "-j", ".text.LL_ATON_Version_Get",
                                str(tmp_path / "ll_aton.c.o")], capture_output=True, text=True).stdout
         words[secure] = dump
-    # the literal pool holds ATON_BASE, little-endian: 0x580C0000 secure, 0x480C00000 non-secure
-    assert "00000c58" in words[True].replace(" ", "") and "00000c48" not in words[True].replace(" ", "")
-    assert "00000c48" in words[False].replace(" ", "") and "00000c58" not in words[False].replace(" ", "")
+    # the literal pool holds ATON_BASE, little-endian: 0x580E0000 secure, 0x480E0000 non-secure (ST's
+    # platform header: NPU_BASE = AHB5PERIPH_BASE + 0x0C0000, AHB5PERIPH_BASE = PERIPH_BASE + 0x08020000)
+    assert "00000e58" in words[True].replace(" ", "") and "00000e48" not in words[True].replace(" ", "")
+    assert "00000e48" in words[False].replace(" ", "") and "00000e58" not in words[False].replace(" ", "")

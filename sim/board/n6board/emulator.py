@@ -5,6 +5,9 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
   does not know, are executed from the invalid-instruction hook with the architecture's
   semantics: DLS LR = Rn; WLS: Rn == 0 → branch past the loop, else LR = Rn; LE: LR > 1 →
   LR -= 1 and branch back, else fall through. Tail-predicated forms (MVE) are a fault.
+* Double-precision VFP (the Cortex-M55's FPv5; unicorn's M33 has single precision only), which
+  ST's runtime library uses in software epochs, is carried out there too (dk.vfp_double, shared
+  with the DK twin).
 * The firmware's callback table lives in the firmware's RAM: each entry points at a `bx lr` stub
   whose execution is served in Python (the firmware side of the image's calls).
 * Cycle model (stated, not measured): one cycle per executed instruction (CPI 1). Instructions
@@ -23,9 +26,10 @@ from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_A
                                UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
 
 from .blockcount import AccessCounter, BlockCounter
+from .dk import vfp_double
 
 PAGE = 0x1000
-NPU_REGS = ((0x480C0000, 0x10000), (0x580C0000, 0x10000))   # the NPU register block, both aliases
+NPU_REGS = ((0x480E0000, 0x10000), (0x580E0000, 0x10000))   # the NPU register block (ATON_BASE), both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
 
@@ -41,6 +45,10 @@ class Fault(Exception):
 
 class NpuAccess(Fault):
     """The code touched the NPU registers (a hardware epoch)."""
+
+
+class NotEmulated(Fault):
+    """The code is right but the emulated CPU lacks what it uses (Helium: ST's runtime library's kernels)."""
 
 
 @dataclass
@@ -231,8 +239,9 @@ class Cpu:
             hw1, hw2 = struct.unpack("<HH", uc.mem_read(pc, 4))
         except UcError:
             return False
-        if not execute_low_overhead_branch(uc, pc, hw1, hw2):
-            self._stop_reason = Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
+        if not (execute_low_overhead_branch(uc, pc, hw1, hw2) or vfp_double.step(uc, pc, hw1, hw2)):
+            self._stop_reason = NotEmulated(f"Helium (MVE) instruction {hw1:04x} {hw2:04x}", pc) \
+                if is_helium(hw1, hw2) else Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
             return False
         return True      # (the block hook already counted this instruction)
 
@@ -266,6 +275,20 @@ def execute_low_overhead_branch(uc, pc, hw1, hw2):
         nxt = pc + 4 - imm
     uc.reg_write(UC_ARM_REG_PC, nxt | 1)
     return True
+
+
+def is_helium(hw1, hw2):
+    """An MVE (Helium) instruction: the vector data-processing space (111x 1111 ..., Advanced SIMD
+    on A-profile, MVE on M-profile), the coprocessor 14/15 space (vector loads and stores, VPT,
+    VPST), the vector moves and duplications of the coprocessor-11 space (VDUP from a core
+    register) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
+    if hw1 & 0xEF00 == 0xEF00:
+        return True
+    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 8 & 0xE == 0xE:
+        return True
+    if hw1 & 0xFF90 == 0xEE80 and hw2 & 0x0F5F == 0x0B10:    # VDUP Qd, Rt
+        return True
+    return hw1 & 0xFFC0 == 0xF000 and bool(hw1 & 0x30) and hw2 & 0xC001 == 0xC001
 
 
 def low_overhead_branch(hw1, hw2):

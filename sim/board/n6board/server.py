@@ -19,7 +19,7 @@ from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACT
                                    STRG_O_ACTIVE)
 from google.protobuf.message import DecodeError
 
-from .emulator import Fault, NpuAccess
+from .emulator import Fault, NotEmulated, NpuAccess
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ, NPU_HZ
 
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
@@ -189,6 +189,10 @@ class Board:
             ep = model.current_epoch
             return self.error(pb.E_GENERIC, 0, f"epoch {ep.first if ep else '?'} programs the NPU ({e}): hardware "
                               "epochs are not executable on the simulated board")
+        except NotEmulated as e:
+            ep = model.current_epoch
+            return self.error(pb.E_GENERIC, 0, f"epoch {ep.first if ep else '?'} uses a {e}: not emulated by the "
+                              "simulated board (ST's runtime library's Helium kernels need a board)")
         except Fault as e:
             return self.error(pb.E_GENERIC, 0, f"HardFault: {e}")
         self.runs += 1

@@ -10,9 +10,9 @@ import struct
 
 from unicorn import (UC_ARCH_ARM, UC_HOOK_INSN_INVALID, UC_HOOK_INTR, UC_HOOK_MEM_INVALID, UC_MEM_FETCH_UNMAPPED,
                      UC_MEM_WRITE_UNMAPPED, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
-from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP, UC_ARM_REG_XPSR, UC_CPU_ARM_CORTEX_M33
+from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33
 
-from ..emulator import execute_low_overhead_branch
+from ..emulator import execute_low_overhead_branch, is_helium
 from . import vfp_double
 from .clock import CycleClock
 from .exceptions import SVCALL, SYSTICK, ExceptionUnit
@@ -24,7 +24,6 @@ EXCP_SWI, EXCP_BKPT, EXCP_EXCEPTION_EXIT = 2, 7, 8                 # unicorn's (
 QEMU_EXCEPTIONS = {3: "prefetch abort", 4: "data abort", 17: "coprocessor access (NOCP)",
                    18: "invalid state (INVSTATE)", 19: "stack overflow (STKOF)", 21: "lazy FP state error",
                    22: "unaligned access", 23: "division by zero"}
-XPSR_IT = (0xFC << 8) | (3 << 25)
 SLICE_CYCLES = 2_000_000             # the longest stretch between two looks at the world (host input)
 HOPELESS_SLEEP_CYCLES = 1_600_000_000    # a WFE/WFI woken only by timers for this long (2 s at 800 MHz)
 
@@ -36,17 +35,6 @@ class Stop(Exception):
         self.what, self.pc, self.function = what, pc, function
         where = f" in {function}" if function else ""
         super().__init__(f"{what} at pc 0x{pc:08X}{where}")
-
-
-def is_helium(hw1, hw2):
-    """An MVE (Helium) instruction: the vector data-processing space (111x 1111 ..., Advanced SIMD
-    on A-profile, MVE on M-profile), the coprocessor 14/15 space (vector loads and stores, VPT,
-    VPST) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
-    if hw1 & 0xEF00 == 0xEF00:
-        return True
-    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 8 & 0xE == 0xE:
-        return True
-    return hw1 & 0xFFC0 == 0xF000 and bool(hw1 & 0x30) and hw2 & 0xC001 == 0xC001
 
 
 class Core:
@@ -211,9 +199,7 @@ class Core:
                 self.sleeping, self.sleep_pc = "WFE", wfe
                 uc.emu_stop()
             return True
-        if vfp_double.execute(uc, hw1, hw2):
-            self._advance_it()
-            uc.reg_write(UC_ARM_REG_PC, (pc + 4) | 1)
+        if vfp_double.step(uc, pc, hw1, hw2):
             return True
         if is_helium(hw1, hw2):
             self.stop_with(f"Helium (MVE) instruction {hw1:04x} {hw2:04x}: not emulated by the twin", pc)
@@ -230,15 +216,6 @@ class Core:
             return None
         before = struct.unpack("<HH", bytes(self.uc.mem_read(pc - 4, 4)))
         return pc - 2 if before[1] == WFE else pc - 4 if before == WFE_W else None
-
-    def _advance_it(self):
-        """Move the IT block state on by one instruction (ITAdvance), as an executed one would."""
-        xpsr = self.uc.reg_read(UC_ARM_REG_XPSR)
-        it = (xpsr >> 8 & 0xFC) | (xpsr >> 25 & 3)
-        if not it:
-            return
-        it = 0 if it & 7 == 0 else (it & 0xE0) | (it << 1 & 0x1F)
-        self.uc.reg_write(UC_ARM_REG_XPSR, xpsr & ~XPSR_IT | (it & 0xFC) << 8 | (it & 3) << 25)
 
     def _on_interrupt(self, uc, number, _):
         pc = uc.reg_read(UC_ARM_REG_PC) & ~1

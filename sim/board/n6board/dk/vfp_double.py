@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from unicorn.arm_const import UC_ARM_REG_APSR, UC_ARM_REG_D0, UC_ARM_REG_FPSCR, UC_ARM_REG_S0
+from unicorn.arm_const import (UC_ARM_REG_APSR, UC_ARM_REG_D0, UC_ARM_REG_FPSCR, UC_ARM_REG_PC, UC_ARM_REG_S0,
+                               UC_ARM_REG_XPSR)
 
 IOC, DZC, OFC, UFC, IXC, IDC = 1, 2, 4, 8, 16, 128
 RN, RP, RM, RZ, TIES_AWAY = 0, 1, 2, 3, 4          # FPSCR.RMode values, and VCVTA/VRINTA's rounding
@@ -411,6 +412,29 @@ class Registers:
 
     def set_s(self, n, value):
         self.uc.reg_write(UC_ARM_REG_S0 + n, value & 0xFFFFFFFF)
+
+
+XPSR_IT = (0xFC << 8) | (3 << 25)
+
+
+def step(uc, pc, hw1, hw2):
+    """Carry out the instruction hw1:hw2 at `pc` when it is one of execute()'s and end it as an
+    executed instruction ends: the IT state advanced, the PC past it. True when it was one."""
+    if not execute(uc, hw1, hw2):
+        return False
+    advance_it(uc)
+    uc.reg_write(UC_ARM_REG_PC, (pc + 4) | 1)
+    return True
+
+
+def advance_it(uc):
+    """Move the IT block state on by one instruction (ITAdvance), as an executed one would."""
+    xpsr = uc.reg_read(UC_ARM_REG_XPSR)
+    it = (xpsr >> 8 & 0xFC) | (xpsr >> 25 & 3)
+    if not it:
+        return
+    it = 0 if it & 7 == 0 else (it & 0xE0) | (it << 1 & 0x1F)
+    uc.reg_write(UC_ARM_REG_XPSR, xpsr & ~XPSR_IT | (it & 0xFC) << 8 | (it & 3) << 25)
 
 
 def execute(uc, hw1, hw2):

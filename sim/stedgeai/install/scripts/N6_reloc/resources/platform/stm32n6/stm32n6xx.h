@@ -4,9 +4,9 @@
 #define STM32N6XX_H
 
 #if defined(__ARM_FEATURE_CMSE) && (__ARM_FEATURE_CMSE == 3)
-#define ATON_BASE 0x580C0000UL
+#define ATON_BASE 0x580E0000UL
 #else
-#define ATON_BASE 0x480C0000UL
+#define ATON_BASE 0x480E0000UL
 #endif
 
 #endif
