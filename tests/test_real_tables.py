@@ -135,3 +135,13 @@ def test_scons_run_of_a_real_sample_ends_in_one_line(repo, sample):
     assert len(errors) == 1 and re.search(r"epoch \d+ (uses a Helium \(MVE\) instruction .*: not emulated by the "
                                           r"simulated board|programs the NPU .*: hardware epochs are not executable)",
                                           errors[0]), errors
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_a_real_image_has_no_simulated_blob(sample):
+    """ST's images, blobs or not (facereco has epoch-controller blobs), are never taken for the
+    simulated tool's."""
+    from n6.stedgeai_install import has_simulated_ec_blobs
+    build, _ = st_flow(sample, "secure")
+    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
+        assert not has_simulated_ec_blobs(f.read())

@@ -8,6 +8,19 @@ from .releases import release_for_atonn
 
 # The author line of the simulated tool's C files; a real stedgeai output never has it.
 SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
+# Word 0 of an epoch-controller blob the simulated tool writes ("ECB1", then the command count): a
+# format of its own that the image's own code runs, never a real epoch controller's.
+SIMULATED_EC_MAGIC = 0x31424345
+
+
+def has_simulated_ec_blobs(data):
+    """Whether an image (or its params) holds an epoch-controller blob of the simulated tool."""
+    magic, at = SIMULATED_EC_MAGIC.to_bytes(4, "little"), data.find(SIMULATED_EC_MAGIC.to_bytes(4, "little"))
+    while at >= 0:
+        if at % 8 == 0:
+            return True
+        at = data.find(magic, at + 1)
+    return False
 # Every path the build reads from an install (real or simulated: both have this layout). The CLI
 # is the host's: Utilities/<windows|linux|mac|macarm>/stedgeai[.exe], as ST's scripts find it.
 CLI = stedgeai_cli(HOST)

@@ -85,6 +85,7 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
     if port and not on_board.get("simulated"):
+        refuse_simulated_blobs(on_board)
         start_validation_firmware(opts, on_board, board, say,
                                   os.path.join(os.path.dirname(on_board_path), "firmware_start.log"))
     if port:
@@ -99,6 +100,18 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
     else:
         raise N6Error(on_board_path, "the model is on a real board but no serial port is known",
                       "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
+
+
+def refuse_simulated_blobs(on_board):
+    """Epoch-controller blobs of the simulated tool are a format of its own: on a real board the
+    runtime would hand them to the NPU's epoch controller. Refused before anything starts."""
+    from ..stedgeai_install import has_simulated_ec_blobs
+    for image in on_board["images"]:
+        with open(image["path"], "rb") as f:
+            if has_simulated_ec_blobs(f.read()):
+                raise N6Error(image["path"], "its epoch-controller blobs come from the simulated ST Edge AI Core: "
+                              "a real board's NPU cannot run them",
+                              "build the model without --enable-epoch-controller, or run it on the simulated board")
 
 
 def start_validation_firmware(opts, on_board, board, say=print, log_path=None):
