@@ -5,6 +5,7 @@ with one line; `scons run`/`validate` on the twin give the simulated board's own
 client connects and invokes on the twin and gets the simulated board's outputs."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -118,3 +119,40 @@ def test_st_client_connects_and_invokes_on_the_twin_with_the_simulated_boards_ou
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["twin"] == results["own"]
     assert results["twin"]["layers"] >= 1
+
+
+def test_st_scripts_run_to_their_end_on_the_twin(repo, tmp_path):
+    """ST's checker.py (IO and perf-only) and npu_profiler.py on ST's firmware: the host side and
+    the firmware side both ST's, the board ours."""
+    from n6.run.session import simulated_board
+    if not os.path.isfile(ST_CLIENT):
+        pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
+    scons(repo, "flash", "MODEL=kws_mlp")
+    examples = os.path.join(REAL, "st-validation", "client", "examples")
+    with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"), firmware=firmware("copy"),
+                         mode="COPY") as port:
+        for script, *extra in (("checker.py",), ("checker.py", "--perf-only"), ("npu_profiler.py",)):
+            proc = subprocess.run([ST_CLIENT, os.path.join(examples, script), "-d", f"serial:{port}:921600", *extra],
+                                  capture_output=True, text=True, timeout=600, cwd=tmp_path)
+            assert proc.returncode == 0, (script, extra, proc.stdout[-2000:] + proc.stderr[-2000:])
+    assert "inf/s" in proc.stdout
+
+
+@pytest.mark.parametrize("model", ["cifar_cnn", "mobilenet_v2", "tiny_yolo"])
+def test_epoch_controller_models_built_without_the_controller_run_on_the_twin(repo, model):
+    """The three epoch-controller models, built without --enable-epoch-controller (software epochs
+    only): ST's firmware on the twin gives the simulated board's own outputs."""
+    folder = os.path.join(repo, "models", f"{model}_noec")
+    if not os.path.isdir(folder):
+        shutil.copytree(os.path.join(repo, "models", model), folder)
+        profile = os.path.join(folder, "neural_art.json")
+        with open(profile) as f:
+            text = f.read().replace(" --enable-epoch-controller", "")
+        with open(profile, "w") as f:
+            f.write(text)
+    outputs = {}
+    for name, extra in (("own", []), ("twin", [f"SIM_FIRMWARE={INSTALL}"])):
+        scons(repo, "run", f"MODEL={model}_noec", "RUNS=1", "SEED=3", *extra, timeout=900)
+        run = os.path.join(repo, "build", f"{model}_noec", "run")
+        outputs[name] = [np.load(os.path.join(run, f)) for f in sorted(os.listdir(run)) if f.startswith("output_")]
+    assert outputs["own"] and all(np.array_equal(a, b) for a, b in zip(outputs["own"], outputs["twin"]))
