@@ -19,12 +19,10 @@ import SCons.Scanner.C
 
 from n6 import gcc_flags
 from n6.board_files import DEFAULT_BOARD, board_path
-from n6.errors import N6Error
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.reloc.options import ImageOptions, PackOptions, PrepareOptions
-from n6.sizes import parse_size
+from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, size_budgets
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
 from n6_scons import describe_targets, progress, reports_errors, say, step_code
 
@@ -136,13 +134,8 @@ def _longest_first(prepared, runtime):
 
 
 def budgets(env):
-    """The size gate's budgets (bytes; None: gate off) as the RELOC_*_SIZE variables give them;
-    "board" where the board file's (BOARD=) applies: the pack step reads the file, an input of it."""
-    out = {}
-    for k in ("flash", "params_flash", "exec_ram", "ext_ram"):
-        value = env.get(f"RELOC_{k.upper()}_SIZE", "")
-        out[k] = "board" if value in ("", None) else parse_size(value, f"RELOC_{k.upper()}_SIZE", allow_none=True)
-    return out
+    """The size gate's budgets as the RELOC_*_SIZE variables give them (n6.reloc.options)."""
+    return size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
 
 
 def _budget_board(env):
@@ -193,25 +186,8 @@ def _pack_action(target, source, env):
 
 @reports_errors
 def _check_action(target, source, env):
-    """`scons check`: the image checker on every built image, XIP and COPY; every rejected image
-    is reported (one line each), then the step fails. An image the build made always passes (pack
-    checks it): a rejected one was changed outside the build. It is removed, so the next build
-    makes it again."""
-    from n6.reloc.check import LoaderError, check_file
-    rejected = []
-    for node in source:
-        try:
-            _, modes = check_file(node.path, params_path(node.path))
-        except LoaderError as e:
-            os.unlink(node.path)
-            rejected.append(N6Error(node.path, f"rejected: {e}", "build it again: `scons`"))
-            continue
-        say(f"  CHECK    {node.path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
-            "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
-    for error in rejected[:-1]:
-        sys.stderr.write(f"scons: *** [check] {error}\n")
-    if rejected:
-        raise rejected[-1]
+    from n6.reloc.pipeline import check_step
+    check_step([node.path for node in source], say, lambda error: sys.stderr.write(f"scons: *** [check] {error}\n"))
 
 
 def check_alias(env, images):

@@ -4,6 +4,9 @@ steps receive them as they are."""
 from dataclasses import dataclass, fields
 
 from ..errors import N6Error
+from ..sizes import parse_size
+
+BUDGETS = ("flash", "params_flash", "exec_ram", "ext_ram")
 
 
 @dataclass(frozen=True)
@@ -43,3 +46,10 @@ class PackOptions:
     budgets: tuple                  # ((budget, bytes, None: no check, or "board": the board file's), ...)
     board: str                      # the board file a "board" budget reads, or None
     copy_mode: bool
+
+
+def size_budgets(values):
+    """The size gate's budgets from the RELOC_<BUDGET>_SIZE values (bytes; None: gate off; "board"
+    where the value is empty: the board file's applies, which the pack step reads, an input of it)."""
+    return {k: "board" if values.get(k) in ("", None) else
+            parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}

@@ -40,3 +40,24 @@ def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, spl
                 os.unlink(path)
         raise
     return res
+
+
+def check_step(images, say=print, report=print):
+    """`scons check`: the image checker on every image, XIP and COPY; every rejected image is
+    reported (`report`, one line each; the last one raised). An image the build made always passes
+    (pack checks it): a rejected one was changed outside the build. It is removed, so the next
+    build makes it again."""
+    rejected = []
+    for path in images:
+        try:
+            _, modes = check_file(path, params_path(path))
+        except LoaderError as e:
+            os.unlink(path)
+            rejected.append(N6Error(path, f"rejected: {e}", "build it again: `scons`"))
+            continue
+        say(f"  CHECK    {path}: installs in " + " and ".join(m.mode for m in modes) + " mode" +
+            "".join(f"; warning: {w}" for w in dict.fromkeys(w for m in modes for w in m.warnings)))
+    for error in rejected[:-1]:
+        report(error)
+    if rejected:
+        raise rejected[-1]
