@@ -158,6 +158,17 @@ def test_bad_board_counters_are_one_line_errors(change, problem):
     assert str(e.value).startswith("/dev/pts/9: ") and problem in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("dev_id, problem", [("0x450", "device 0x450 is not supported, expected 0x486 (STM32N6xx)"),
+                                             (None, "dev_id None, expected a hex device id")])
+def test_a_board_that_is_not_an_stm32n6_is_refused(dev_id, problem):
+    """As ST's profiler checks: the device id of the s:config logs must be the STM32N6's."""
+    clocks = ["s:config:version:1.0", "s:config:mcu_freq:8", "s:config:noc_freq:4", "s:config:npu_freq:1",
+              "s:config:nic_freq:9"]
+    with pytest.raises(N6Error, match=re.escape(problem)):
+        messages.parse_config(clocks + ([f"s:config:dev_id:{dev_id}"] if dev_id else []), "port")
+    assert messages.parse_config(clocks + ["s:config:dev_id:0x486"], "port")["mcu_freq"] == 8
+
+
 def test_missing_clock_config_is_an_error():
     with pytest.raises(N6Error, match="did not report npu_freq"):
         messages.parse_config(["s:config:version:1.0", "s:config:mcu_freq:8", "s:config:noc_freq:4",

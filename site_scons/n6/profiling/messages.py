@@ -16,7 +16,7 @@ c_info.json pool it holds. A counter the board does not send is absent, never ze
 """
 import math
 
-from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, EPOCH_KINDS
+from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, DEVID_N6, EPOCH_KINDS
 from ..aivalidation.messages import OP_INTERNAL as OPERATOR_INTERNAL
 from ..errors import N6Error
 from .measurement import EpochMeasurement, Measurement, Phases, PoolTraffic
@@ -56,6 +56,14 @@ def parse_config(config, source):
         raise N6Error(source, f"malformed s:config clock value ({e})") from None
     if not all(clocks.values()):
         raise N6Error(source, "board reports a clock of 0 Hz", "check the firmware's clock configuration")
+    try:
+        dev_id = int(values.get("dev_id", ""), 16)
+    except ValueError:
+        raise N6Error(source, f"board reports s:config dev_id {values.get('dev_id')!r}, expected a hex device id",
+                      "use the aiValidation firmware of ST Edge AI 2.2 or newer") from None
+    if dev_id != DEVID_N6:       # as ST's profiler checks: the counters are the STM32N6's NPU's
+        raise N6Error(source, f"device 0x{dev_id:x} is not supported, expected 0x{DEVID_N6:x} (STM32N6xx)",
+                      "profile on an STM32N6 board (PORT= names its port)")
     return clocks
 
 
