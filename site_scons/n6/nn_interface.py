@@ -125,6 +125,9 @@ BUFFER_INFO = Layout("LL_Buffer_InfoTypeDef", (
     ("mem_ndims", "u16"), ("chpos", "enum"), ("type", "enum"), ("Qm", "i8"), ("Qn", "i8"), ("Qunsigned", "u8"),
     ("ndims", "u8"), ("nbits", "u8"), ("per_channel", "u8"), ("shape", "ptr"), ("scale", "ptr"),
     ("offset", "ptr")))
+# NN_Instance_TypeDef: the network, then its execution state (only the head a debugger reads)
+NN_INSTANCE = Layout("NN_Instance_TypeDef", (("network", "ptr"), ("current_epoch_block", "ptr"),
+                                            ("first_epoch_block", "ptr"), ("next_epoch_block", "ptr")))
 # NN_Interface_TypeDef: the network name, then one function pointer per entry, in this order
 NN_INTERFACE_ENTRIES = ("ec_network_init", "ec_inference_init", "input_setter", "input_getter", "output_setter",
                         "output_getter", "epoch_block_items", "output_buffers_info", "input_buffers_info",

@@ -3,7 +3,11 @@ board's state), the bus with its device models, and ST's validation firmware loa
 it (segments, then PC = Reset_Handler; SP from the vector table as a reset would set it)."""
 import os
 
+from unicorn import UC_HOOK_CODE, UcError
+from unicorn.arm_const import UC_ARM_REG_R0
+
 from n6.errors import N6Error
+from n6.nn_interface import EPOCH_BLOCK, NN_INSTANCE
 from n6.stedgeai_install import NPU_DEVICE_HEADER, VALIDATION_FIRMWARE_DIR
 
 from .aton_header import read_aton_header
@@ -52,6 +56,10 @@ class DkTwin:
             self.bus.attach(controller)
         for addr, data in self.firmware.segments:
             self.memory.load(addr, data)
+        self.nn_instance = None
+        run_epoch_block = self.firmware.address_of("LL_ATON_RT_RunEpochBlock")
+        if run_epoch_block is not None:
+            core.uc.hook_add(UC_HOOK_CODE, self._on_run_epoch_block, begin=run_epoch_block, end=run_epoch_block)
         core.reset(self.firmware.initial_sp, self.firmware.entry)
 
     def boot(self, max_cycles=BOOT_CYCLES):
@@ -68,9 +76,26 @@ class DkTwin:
             return None
         enabled = self.core.exceptions.enabled
         if enabled & {IRQ0 + n for n in NPU_IRQS}:
-            return "the firmware waits for the NPU's interrupt: a hardware epoch, and the twin has no NPU model"
+            return f"the firmware waits for the NPU's interrupt: {self.current_epoch()}, and the twin has no NPU model"
         names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
         return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
+
+    def _on_run_epoch_block(self, uc, *_):
+        self.nn_instance = uc.reg_read(UC_ARM_REG_R0)
+
+    def current_epoch(self):
+        """The epoch the runtime is in, from its NN instance (the argument of its last
+        LL_ATON_RT_RunEpochBlock call): ST's validation firmware reads epoch_num, so it is built
+        with the epoch blocks' debug fields."""
+        if self.nn_instance is None:
+            return "a hardware epoch"
+        read = lambda at, n: bytes(self.core.uc.mem_read(at, n))
+        try:
+            block = NN_INSTANCE.unpack(read(self.nn_instance, NN_INSTANCE.size))["current_epoch_block"]
+            epoch = EPOCH_BLOCK[True].unpack(read(block, EPOCH_BLOCK[True].size))["epoch_num"]
+        except UcError:       # the pointers do not lead to mapped memory
+            return "a hardware epoch"
+        return f"epoch {epoch} is a hardware epoch"
 
     def cpu_hz(self):
         """The CPU clock the firmware has set up (its SystemCoreClock, computed from RCC), for
