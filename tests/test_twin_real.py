@@ -52,6 +52,7 @@ def test_every_uart_variant_boots_to_its_protocol_loop_with_the_bundled_image_in
     assert "Protocol version = 3.1" in banner
     assert "Model installation" in banner and '"network"' in banner      # ST's loader installed the image
     assert 100e6 < twin.core.clock.now() < 1e9                             # HAL delays at 800 MHz, no more
+    assert twin.core.clock.instructions < 10e6                             # ... passed asleep, not busy-waiting
 
 
 @pytest.mark.parametrize("variant", USB_VARIANTS)

@@ -60,6 +60,11 @@ class CycleClock:
         self.slept += max(0, cycle - self.now())
         return True
 
+    def sleep(self, cycles):
+        """Let `cycles` pass without executing (a modelled wait)."""
+        self.slept += cycles
+        self._arm()
+
     def run_due(self):
         """Call the callbacks of every event due by now, in time order."""
         while True:

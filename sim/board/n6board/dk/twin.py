@@ -4,7 +4,7 @@ it (segments, then PC = Reset_Handler; SP from the vector table as a reset would
 import os
 
 from unicorn import UC_HOOK_CODE, UcError
-from unicorn.arm_const import UC_ARM_REG_R0
+from unicorn.arm_const import UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0
 
 from n6.errors import N6Error
 from n6.nn_interface import EPOCH_BLOCK, NN_INSTANCE
@@ -60,6 +60,7 @@ class DkTwin:
         run_epoch_block = self.firmware.address_of("LL_ATON_RT_RunEpochBlock")
         if run_epoch_block is not None:
             core.uc.hook_add(UC_HOOK_CODE, self._on_run_epoch_block, begin=run_epoch_block, end=run_epoch_block)
+        self._model_hal_delay()
         core.reset(self.firmware.initial_sp, self.firmware.entry)
 
     def boot(self, max_cycles=BOOT_CYCLES):
@@ -79,6 +80,25 @@ class DkTwin:
             return f"the firmware waits for the NPU's interrupt: {self.current_epoch()}, and the twin has no NPU model"
         names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
         return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
+
+    def _model_hal_delay(self):
+        """ST's HAL_Delay(ms) polls uwTick until ms + uwTickFreq ticks have passed: about 190 M
+        busy-wait instructions of the firmware's 199 M to boot. The twin lets that time pass as a
+        sleep instead (the clock advances, uwTick with it) and returns to the caller."""
+        at, tick, freq = (self.firmware.address_of("HAL_Delay"), self.firmware.objects.get("uwTick"),
+                          self.firmware.objects.get("uwTickFreq"))
+        if None in (at, tick, freq):
+            return
+        uc = self.core.uc
+
+        def delay(*_):
+            ms = uc.reg_read(UC_ARM_REG_R0)
+            wait = ms + uc.mem_read(freq, 1)[0] if ms < 0xFFFFFFFF else ms
+            now = int.from_bytes(uc.mem_read(tick, 4), "little")
+            uc.mem_write(tick, ((now + wait) & 0xFFFFFFFF).to_bytes(4, "little"))
+            self.core.clock.sleep(wait * self.cpu_hz() // 1000)
+            uc.reg_write(UC_ARM_REG_PC, uc.reg_read(UC_ARM_REG_LR) | 1)
+        uc.hook_add(UC_HOOK_CODE, delay, begin=at, end=at)
 
     def _on_run_epoch_block(self, uc, *_):
         self.nn_instance = uc.reg_read(UC_ARM_REG_R0)
