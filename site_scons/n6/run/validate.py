@@ -37,8 +37,10 @@ def io_quantization(model_file):
 def quantize_as_deployed(x, scale, zero_point):
     """Float values to int8 the way the generated input conversion does (the runtime's
     nr_quantize_f32): x / scale in single precision, nearest integer with ties to even, plus the
-    zero point, saturated to [-128, 127]."""
-    q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.int64) + zero_point
+    zero point, saturated to [-128, 127] (a quotient beyond the int32 range saturates first)."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(x, np.float32) / np.float32(scale)
+    q = np.rint(np.clip(v, -2.0 ** 31, 2.0 ** 31 - 128)).astype(np.int64) + zero_point
     return np.clip(q, -128, 127).astype(np.int8)
 
 
