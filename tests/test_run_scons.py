@@ -27,9 +27,10 @@ def _bundled():
 # QLinear operators), measured on seeds 5-7: kws_mlp, cifar_cnn, big_mlp 0 and digits_mlp 1 (1
 # allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The prebuilt
 # folder and the .tflite source (ds_cnn) against the host build of the same generated C: exact.
-# The board equals the host build exactly in every case.
+# The board equals the host build exactly in every case. kws_mlp_f32 is kws_mlp built with float
+# inputs and outputs: the same tolerance as its int8 form, in LSB of the int8 grid behind its outputs.
 TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
-                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0}
+                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0, "kws_mlp_f32": 1}
 # Runs per seed: 3, or 1 where the emulator is slow for the model.
 RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1}
 
@@ -84,6 +85,44 @@ def test_flash_run_validate(repo, model):
     assert strict.returncode != 0 and "beyond 0.0 LSB" in strict.stderr
     assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))
     assert not os.path.exists(os.path.join(run_dir, "validate.json"))
+
+
+def test_float_io_model_validates_like_its_int8_form(repo, tmp_path):
+    """kws_mlp_f32 (kws_mlp with "input_data_type"/"output_data_type" float32): the board quantises
+    the float inputs and dequantises the int8 outputs, so its outputs are kws_mlp's on the
+    quantised inputs, dequantised; validate passes within kws_mlp's tolerance, on inputs with
+    rounding ties and out-of-range values too, and counts errors in LSB of the output's int8 grid."""
+    from n6.run.validate import dequantize_as_deployed, io_quantization, quantize_as_deployed
+    assert TOLERANCE_LSB["kws_mlp_f32"] == TOLERANCE_LSB["kws_mlp"]
+    (grid_in,), (grid_out,) = io_quantization(os.path.join(repo, "models", "kws_mlp_f32", "model.onnx"))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 490)).astype(np.float32)
+    x[0, :40] = (np.arange(-20, 20) + 0.5) * np.float32(grid_in[0])      # halfway between two steps
+    x[1, :4] = [1e3, -1e3, 127.5 * grid_in[0], -200 * grid_in[0]]       # beyond the int8 range
+    np.save(tmp_path / "x.npy", x)
+    tol = f"VALIDATE_TOLERANCE={TOLERANCE_LSB['kws_mlp']}"
+    proc = scons(repo, "flash", "run", "validate", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}", tol)
+    assert "input  input_float32: float32 [1, 490]" in proc.stdout
+    run_dir = os.path.join(repo, "build", "kws_mlp_f32", "run")
+    board = np.load(os.path.join(run_dir, "output_q_18_float32.npy"))
+    val = json.load(open(os.path.join(run_dir, "validate.json")))
+    assert val["passed"] and val["outputs"][0]["max_abs_lsb"] <= TOLERANCE_LSB["kws_mlp"]
+
+    q = quantize_as_deployed(x, *grid_in)            # the int8 model on the quantised inputs
+    np.save(tmp_path / "q.npy", q)
+    scons(repo, "flash", "run", "validate", "MODEL=kws_mlp", "RUNS=3", f"INPUTS={tmp_path / 'q.npy'}", tol)
+    int8 = np.load(os.path.join(repo, "build", "kws_mlp", "run", "output_q_18.npy"))
+    assert board.dtype == np.float32 and int8.dtype == np.int8
+    assert np.array_equal(board, dequantize_as_deployed(int8, *grid_out))
+
+    scons(repo, "flash", "run", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}")
+    board[1, 5] += 2 * np.float32(grid_out[0])     # two LSB of the output's grid: beyond the tolerance
+    np.save(os.path.join(run_dir, "output_q_18_float32.npy"), board)
+    failed = scons(repo, "validate", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}",
+                   "VALIDATE_TOLERANCE=1.5", check=False)
+    assert failed.returncode != 0 and "beyond 1.5 LSB" in failed.stderr
+    report = json.load(open(os.path.join(run_dir, "validate-failed.json")))
+    assert report["outputs"][0]["max_abs_lsb"] == pytest.approx(2.0)
 
 
 def test_board_fault_is_one_line_and_leaves_no_run_json(repo):

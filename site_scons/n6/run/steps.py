@@ -49,7 +49,8 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                 f"host build of {opts.model_dir}/network.c")
 
     ref, reference = reference_of(record.inputs)
-    text, report, passed = validate.validate(model, got, ref, opts.tolerance, reference)
+    lsb = validate.output_lsb(opts.onnx, model) if opts.onnx else None
+    text, report, passed = validate.validate(model, got, ref, opts.tolerance, reference, lsb)
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference
         samples, labels = validate.test_set(opts.test_data, model)

@@ -7,20 +7,77 @@ from tabulate import tabulate
 from ..errors import N6Error
 
 
+def io_quantization(model_file):
+    """(inputs, outputs) of a QDQ ONNX model: per graph input the (scale, zero point) of the
+    QuantizeLinear that takes it, per graph output those of the DequantizeLinear that gives it;
+    None where there is none or it is per-axis. A model built with float inputs/outputs
+    (`input_data_type`/`output_data_type` float32) computes on these int8 grids: its generated
+    code quantises the float inputs and dequantises the int8 outputs with them."""
+    import onnx
+    from onnx import numpy_helper
+    graph = onnx.load(model_file).graph
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+
+    def grid(node):
+        scale = consts.get(node.input[1])
+        zp = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else np.int8(0)
+        if scale is None or np.size(scale) != 1 or zp is None or np.size(zp) != 1:
+            return None
+        return float(np.float32(scale.reshape(-1)[0])), int(zp.reshape(-1)[0])
+
+    first = {n.input[0]: n for n in graph.node if n.op_type == "QuantizeLinear"}
+    last = {n.output[0]: n for n in graph.node if n.op_type == "DequantizeLinear"}
+    return ([grid(first[i.name]) if i.name in first else None for i in graph.input if i.name not in consts],
+            [grid(last[o.name]) if o.name in last else None for o in graph.output])
+
+
+def quantize_as_deployed(x, scale, zero_point):
+    """Float values to int8 the way the generated input conversion does (the runtime's
+    nr_quantize_f32): x / scale in single precision, nearest integer with ties to even, plus the
+    zero point, saturated to [-128, 127] (a quotient beyond the int32 range saturates first)."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(x, np.float32) / np.float32(scale)
+    q = np.rint(np.clip(v, -2.0 ** 31, 2.0 ** 31 - 128)).astype(np.int64) + zero_point
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+def dequantize_as_deployed(q, scale, zero_point):
+    """int8 values to float the way the generated output conversion does (nr_dequantize_s8):
+    (float)(q - zero_point) * scale in single precision."""
+    return (np.asarray(q, np.int32) - zero_point).astype(np.float32) * np.float32(scale)
+
+
+def output_lsb(model_file, model):
+    """Per output, the size of one LSB in the board's output values: 1 for an integer output,
+    the scale of the int8 grid behind a float output (1 when the model does not give one)."""
+    grids = io_quantization(model_file)[1] if model_file else []
+    return [grids[j][0] if np.dtype(d.dtype).kind == "f" and j < len(grids) and grids[j] else 1.0
+            for j, d in enumerate(model.outputs)]
+
+
 def onnx_reference(model_file, model, inputs):
-    """Evaluate the ONNX model with onnxruntime on the board's (quantised) inputs; returns the
-    outputs quantised like the board's outputs, one array (runs, n) per output."""
+    """Evaluate the ONNX model with onnxruntime on the board's inputs; returns the outputs
+    quantised like the board's outputs, one array (runs, n) per output. A float input or output
+    goes through the model's int8 grid as the deployed model's conversions do: the input is
+    quantised (then given to onnxruntime dequantised), the output quantised then dequantised."""
     try:
         import onnxruntime as ort
     except ImportError:
         raise N6Error(model_file, "onnxruntime is not installed", "install requirements.txt (./n6 setup)") from None
     sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
     feeds = sess.get_inputs()
+    grids_in, grids_out = io_quantization(model_file)
     outs = [[] for _ in model.outputs]
     for bufs in inputs:
         feed = {}
-        for meta, desc, raw in zip(feeds, model.inputs, bufs):
+        for k, (meta, desc, raw) in enumerate(zip(feeds, model.inputs, bufs)):
             x = np.frombuffer(raw, desc.dtype).reshape(desc.shape)
+            grid = grids_in[k] if k < len(grids_in) else None
+            if np.dtype(desc.dtype).kind == "f" and grid:
+                x = dequantize_as_deployed(quantize_as_deployed(x, *grid), *grid)
             x = (x.astype(np.float32) - desc.zero_point) * desc.scale if desc.scale else x.astype(np.float32)
             shape = [d if isinstance(d, int) else 1 for d in meta.shape]
             if len(shape) == 4 and x.size == np.prod(shape) and tuple(x.shape[-3:]) == (shape[2], shape[3], shape[1]):
@@ -30,6 +87,9 @@ def onnx_reference(model_file, model, inputs):
             y = np.asarray(y)
             if y.ndim == 4 and tuple(desc.shape[-3:]) == (y.shape[2], y.shape[3], y.shape[1]) != y.shape[1:]:
                 y = y.transpose(0, 2, 3, 1)        # the board's buffer is channel-last, like its inputs
+            grid = grids_out[j] if j < len(grids_out) else None
+            if np.dtype(desc.dtype).kind == "f" and grid:
+                y = dequantize_as_deployed(quantize_as_deployed(y, *grid), *grid)
             outs[j].append(quantize(y.reshape(-1), desc))
     return [np.stack(o) for o in outs]
 
@@ -74,11 +134,12 @@ def accuracy_report(board, reference, labels, path, reference_name):
                    "reference": {"correct": nr, "accuracy": ar}}
 
 
-def metrics(got, want):
-    """Per-output figures over all runs; `got` and `want` are (runs, ...) arrays."""
+def metrics(got, want, lsb=1.0):
+    """Per-output figures over all runs; `got` and `want` are (runs, ...) arrays, `lsb` the size
+    of one LSB in their values (a float output: the scale of its int8 grid)."""
     g = got.reshape(len(got), -1).astype(np.float64)
     w = want.reshape(len(want), -1).astype(np.float64)
-    diff = np.abs(g - w)
+    diff = np.abs(g - w) / lsb
     norm = np.linalg.norm(w)
     cos = float(np.sum(g * w) / (np.linalg.norm(g) * norm)) if norm and np.linalg.norm(g) else 1.0 * (norm == 0)
     return {"l2r": float(np.linalg.norm(g - w) / norm) if norm else float(np.linalg.norm(g - w)),
@@ -86,12 +147,12 @@ def metrics(got, want):
             "top1": float(np.mean(np.argmax(g, axis=1) == np.argmax(w, axis=1)))}
 
 
-def validate(model, got_outputs, ref_outputs, tolerance, reference):
-    """(text, JSON-able dict, passed)."""
+def validate(model, got_outputs, ref_outputs, tolerance, reference, lsb=None):
+    """(text, JSON-able dict, passed). `lsb`: per output, the size of one LSB (output_lsb)."""
     rows, per = [], []
     passed = True
-    for desc, got, want in zip(model.outputs, got_outputs, ref_outputs):
-        m = metrics(got, want.reshape(got.shape))
+    for desc, got, want, unit in zip(model.outputs, got_outputs, ref_outputs, lsb or [1.0] * len(model.outputs)):
+        m = metrics(got, want.reshape(got.shape), unit)
         ok = m["max_abs_lsb"] <= tolerance and m["top1"] == 1.0
         passed &= ok
         per.append({"name": desc.name, **m, "passed": ok})
