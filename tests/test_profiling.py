@@ -166,6 +166,27 @@ def test_profile_without_a_matching_c_info_reports_the_measured_figures(tmp_path
     assert text[-1] == why and why in open(os.path.join(folder, "profile.html")).read()
 
 
+def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_diffs(tmp_path):
+    """Nothing counted the traffic: MB/s is absent (null, an empty cell), never 0, and such a
+    profile is a valid baseline."""
+    folder, missing = str(tmp_path / "profile"), str(tmp_path / "network_c_info.json")
+    os.makedirs(folder)
+    path = os.path.join(folder, "measurement.json")
+    steps.save_measurement(recorded(), path)
+    logged = []
+    steps.report_step(path, missing, folder, log=logged.append)
+    saved = str(tmp_path / "saved.json")
+    shutil.copy(os.path.join(folder, "profile.json"), saved)
+    steps.report_step(path, missing, folder, baseline=saved, log=logged.append)
+    data = json.load(open(os.path.join(folder, "profile.json")))
+    assert all(e["bandwidth"] is None and e["compiler_memory"] is None for e in data["epochs"])
+    assert data["totals"]["pools"] == {}
+    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801"]
+    d = json.load(open(os.path.join(folder, steps.DIFF)))
+    assert d["epochs"][0]["mb_per_s"] == {"before": None, "after": None}
+    assert "no c_info.json at " + missing + ": compiler columns absent" in logged[1].splitlines()
+
+
 @pytest.mark.parametrize("change, problem", [
     (lambda msgs: setattr(msgs[-2], "counters", [1, 2]), "counter block of 2 values for epoch 1, expected 3"),
     (lambda msgs: setattr(msgs[-1], "counters", [0] * 8), "counter block of 4 values for the model's final"),
