@@ -9,13 +9,13 @@ HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "ops"
 COMPILER_COLUMNS = ("ops", "ops/cycle")
 
 
-def headers(profile):
-    """The columns: those from c_info.json only when the profile has its figures."""
-    return [h for h in HEADERS if profile.c_info or h not in COMPILER_COLUMNS]
-
-
 def _keep(profile, row):
+    """The cells of `row` (one per HEADERS) without those of c_info.json when the profile has none."""
     return [v for h, v in zip(HEADERS, row) if profile.c_info or h not in COMPILER_COLUMNS]
+
+
+def headers(profile):
+    return _keep(profile, HEADERS)
 
 
 def rows(profile):
