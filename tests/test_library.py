@@ -111,6 +111,10 @@ def test_stedgeai_output_folder_with_side_files_is_prebuilt(tmp_path):
     assert sorted(map(os.path.basename, spec.inputs)) == ["network_atonbuf.xSPI2.raw", "network_c_info.json"]
     spec = read_model(stedgeai_output_folder(tmp_path / "named", "face"))
     assert os.path.basename(spec.network_c) == "face.c"
+    (tmp_path / "gen" / "network_c_info.json").unlink()      # ST's relocatable flow needs none
+    spec = read_model(tmp_path / "gen")
+    assert spec.kind == "prebuilt" and os.path.basename(spec.network_c) == "network.c"
+    assert list(map(os.path.basename, spec.inputs)) == ["network_atonbuf.xSPI2.raw"]
 
 
 def test_model_next_to_generated_network_says_which_to_remove(tmp_path):

@@ -134,13 +134,33 @@ def one_line_error(proc):
     return lines[0]
 
 
+def test_prebuilt_folder_without_c_info_profiles_the_measured_figures(repo):
+    folder = os.path.join(repo, "models", "no_c_info")
+    shutil.copytree(os.path.join(repo, "models", "tiny_prebuilt"), folder)
+    os.unlink(os.path.join(folder, "network_c_info.json"))
+    try:
+        proc = run(repo, "profile-no_c_info")
+        line = one_line_error(run(repo, "validate-no_c_info", check=False))   # its reference needs the pools
+    finally:
+        shutil.rmtree(folder)
+    assert "models/no_c_info/network_c_info.json: not found: the host reference of a prebuilt network needs " \
+        "its memory pools" in line
+    why = "no c_info.json at models/no_c_info/network_c_info.json: compiler columns absent"
+    assert why in proc.stdout.splitlines() and "ops/cycle" not in proc.stdout
+    with open(os.path.join(repo, "build", "no_c_info", "profile", "profile.json")) as f:
+        profile = json.load(f)
+    assert profile["compiler_absent"] == why and profile["c_info"] is None
+    assert [e["name"] for e in profile["epochs"]] == ["epoch_1", "epoch_2", "epoch_3"]
+    assert all(e["max_cycles"] is None and e["measured_memory"] and e["time_ms"] > 0 for e in profile["epochs"])
+
+
 def test_board_sending_a_short_counter_block_is_one_line(repo):
     line = one_line_error(run(repo, "profile-tiny_prebuilt", "FORCE=1", env={"N6_SIM_BOARD_FAULT": "counters"},
                               check=False))
     assert "board sent a counter block of 2 values for epoch 1, expected 3" in line
 
 
-def test_c_info_of_another_image_is_one_line(repo):
+def test_c_info_of_another_image_gives_the_measured_figures_and_one_line_why(repo):
     run(repo, "profile-tiny_prebuilt")
     path = os.path.join(repo, "models", "tiny_prebuilt", "network_c_info.json")
     with open(path) as f:
@@ -151,7 +171,14 @@ def test_c_info_of_another_image_is_one_line(repo):
     with open(path, "w") as f:
         json.dump(data, f)
     bump(path)
-    line = one_line_error(run(repo, "profile-tiny_prebuilt", check=False))
-    assert "network_c_info.json: c_info.json describes 2 epochs but the image on the board ran 3" in line
+    proc = run(repo, "profile-tiny_prebuilt")
+    why = "models/tiny_prebuilt/network_c_info.json describes 2 epochs but the image on the board ran 3: " \
+          "compiler columns absent"
+    assert why in proc.stdout.splitlines() and "REPORT" in steps(proc)
+    with open(os.path.join(repo, "build", "tiny_prebuilt", "profile", "profile.json")) as f:
+        profile = json.load(f)
+    assert profile["compiler_absent"] == why and [e["name"] for e in profile["epochs"]] == \
+        ["epoch_1", "epoch_2", "epoch_3"]
+    assert all(e["ops"] is None and e["measured_memory"] and e["time_ms"] > 0 for e in profile["epochs"])
     missing = one_line_error(run(repo, "profile-tiny_prebuilt", "PROFILE_BASELINE=nope.json", check=False))
     assert "nope.json: PROFILE_BASELINE file not found" in missing

@@ -132,13 +132,59 @@ def _epochs_c_info(tmp_path, n):
     return str(path)
 
 
-def test_c_info_of_another_image_is_a_one_line_error(tmp_path):
-    m = messages.parse_run([(0x3101, sim_messages(SIM_RUN))], "network", CLOCKS, "sim")
-    path = _epochs_c_info(tmp_path, 2)
-    with pytest.raises(N6Error) as e:
-        merge(m, read_c_info(path))
-    assert str(e.value).startswith(f"{path}: c_info.json describes 2 epochs but the image on the board ran 3")
-    assert "\n" not in str(e.value)
+NO_COMPILER = ["ops", "compute_cycles", "max_cycles", "ops_per_cycle", "gops", "compiler_inf_per_s",
+               "compiler_ideal_inf_per_s"]
+
+
+@pytest.mark.parametrize("c_info, why", [
+    ("missing", "no c_info.json at {path}: compiler columns absent"),
+    ("other", "{path} describes 2 epochs but the image on the board ran 3: compiler columns absent")])
+def test_profile_without_a_matching_c_info_reports_the_measured_figures(tmp_path, c_info, why):
+    """As ST's profiler goes on without compiler information: the measured part, one line why."""
+    path = str(tmp_path / "network_c_info.json") if c_info == "missing" else _epochs_c_info(tmp_path, 2)
+    why = why.format(path=path)
+    folder = str(tmp_path / "profile")
+    logged = []
+    steps.report_step(_write_measurement(folder, SIM_RUN), path, folder, log=logged.append)
+    for f in steps.FILES:
+        assert os.path.getsize(os.path.join(folder, f)) > 0, f
+    data = json.load(open(os.path.join(folder, "profile.json")))
+    assert data["c_info"] is None and data["compiler_absent"] == why
+    assert [e["name"] for e in data["epochs"]] == ["epoch_1", "epoch_2", "epoch_3"]
+    e1 = data["epochs"][0]
+    assert e1["mcu_cycles"] == {"pre": 100, "core": 1000, "post": 50} and e1["time_ms"] == pytest.approx(1150 / 800e3)
+    assert e1["measured_memory"]["npuRAM5"] == {"reads": 64, "writes": 32}
+    assert all(e[k] is None for e in data["epochs"] for k in ("ops", "compute_cycles", "max_cycles", "mapping",
+                                                              "ops_per_cycle", "compiler_ops_per_cycle", "gops",
+                                                              "compiler_memory"))
+    assert all(data["totals"][k] is None for k in NO_COMPILER)
+    assert data["totals"]["pools"]["npuRAM5"]["reads"] == 106 and data["totals"]["inf_per_s"] == pytest.approx(
+        800e6 / 1850)
+    text = logged[0].splitlines()
+    assert text[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "MB/s"]
+    assert text[2].split()[:8] == ["epoch_1", "CPU", "SW", "0.0014", "62.2", "100", "1000", "50"]
+    assert text[-1] == why and why in open(os.path.join(folder, "profile.html")).read()
+
+
+def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_diffs(tmp_path):
+    """Nothing counted the traffic: MB/s is absent (null, an empty cell), never 0, and such a
+    profile is a valid baseline."""
+    folder, missing = str(tmp_path / "profile"), str(tmp_path / "network_c_info.json")
+    os.makedirs(folder)
+    path = os.path.join(folder, "measurement.json")
+    steps.save_measurement(recorded(), path)
+    logged = []
+    steps.report_step(path, missing, folder, log=logged.append)
+    saved = str(tmp_path / "saved.json")
+    shutil.copy(os.path.join(folder, "profile.json"), saved)
+    steps.report_step(path, missing, folder, baseline=saved, log=logged.append)
+    data = json.load(open(os.path.join(folder, "profile.json")))
+    assert all(e["bandwidth"] is None and e["compiler_memory"] is None for e in data["epochs"])
+    assert data["totals"]["pools"] == {}
+    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801"]
+    d = json.load(open(os.path.join(folder, steps.DIFF)))
+    assert d["epochs"][0]["mb_per_s"] == {"before": None, "after": None}
+    assert "no c_info.json at " + missing + ": compiler columns absent" in logged[1].splitlines()
 
 
 @pytest.mark.parametrize("change, problem", [

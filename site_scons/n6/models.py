@@ -1,6 +1,6 @@
 """Discovery of `models/<name>/`: a source model (ONNX/TFLite + profile + mpool, optional
 `model.json` of per-model options) or a prebuilt stedgeai output folder (the generated network
-C file + its `c_info.json`, whatever else stedgeai wrote next to them)."""
+C file, its `c_info.json` when there is one, whatever else stedgeai wrote next to them)."""
 import glob
 import os
 import re
@@ -58,11 +58,15 @@ def c_identifier(value, where, what, fix):
 
 
 def _generated_network(path):
-    """(network C file, c_info.json) of a stedgeai output folder, or None. The C file is
-    `<N>.c` for `<N>_c_info.json`."""
+    """(network C file, c_info.json or None) of a stedgeai output folder, or None. The C file is
+    `<N>.c` for `<N>_c_info.json`; without one (ST's relocatable flow needs none), `<N>.c` beside
+    `<N>.h` and `<N>_*.raw`."""
     infos = sorted(glob.glob(os.path.join(glob.escape(path), "*_c_info.json")))
     found = [(info[:-len("_c_info.json")] + ".c", info) for info in infos
              if os.path.isfile(info[:-len("_c_info.json")] + ".c")]
+    if not infos:
+        found = [(c, None) for c in sorted(glob.glob(os.path.join(glob.escape(path), "*.c")))
+                 if os.path.isfile(c[:-2] + ".h") and glob.glob(glob.escape(c[:-2]) + "_*.raw")]
     if len(found) > 1:
         raise N6Error(path, "several generated networks (" + ", ".join(os.path.basename(c) for c, _ in found) + ")",
                       "keep one stedgeai output per model folder")
@@ -141,16 +145,16 @@ def read_model(path, reserved=()):
         raise N6Error(path, f"holds both a model ({os.path.basename(models[0])}) and a generated network "
                             f"({os.path.basename(generated[0])})",
                       f"remove {os.path.basename(models[0])} to build the generated network as it is, or remove "
-                      f"{os.path.basename(generated[0])} and {os.path.basename(generated[1])} to generate from "
-                      "the model")
+                      + " and ".join(os.path.basename(f) for f in generated if f) + " to generate from the model")
     if generated:
         network_c, info = generated
         stem = network_c[:-2]
-        inputs = sorted(glob.glob(glob.escape(stem) + "_*.raw")) + [info] + \
-            [f for f in [stem + "_ecblobs.h"] if os.path.exists(f)]
+        inputs = sorted(glob.glob(glob.escape(stem) + "_*.raw")) + \
+            [f for f in [info, stem + "_ecblobs.h"] if f and os.path.exists(f)]
         return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}))
     if not models:
-        raise N6Error(path, "no model file (.onnx/.tflite) and no generated network C + <name>_c_info.json",
+        raise N6Error(path, "no model file (.onnx/.tflite) and no generated network C (<N>.c with <N>_c_info.json, or "
+                            "with <N>.h and <N>_*.raw)",
                       "add a model with its neural_art.json, or a stedgeai output folder")
     if len(models) > 1:
         raise N6Error(path, f"several model files ({', '.join(map(os.path.basename, models))})",

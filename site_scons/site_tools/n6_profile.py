@@ -5,7 +5,7 @@ merged with its c_info.json, as reports in build/<model>/profile/.
            first), the board file, a Value with the profile options, the measuring code.
            FORCE=1 measures again. The profile it replaces becomes the diff's baseline.
   REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
-           c_info.json, PROFILE_BASELINE, the report code. No board involved.
+           c_info.json (if any), PROFILE_BASELINE, the report code. No board involved.
   (alias)  prints profile.txt: the stored report when nothing changed."""
 import glob
 import os
@@ -54,7 +54,7 @@ def _measure_action(target, source, env):
 @reports_errors
 def _report_action(target, source, env):
     from n6.profiling.steps import report_step
-    report_step(source[0].abspath, source[1].path, os.path.dirname(target[0].abspath),
+    report_step(source[0].abspath, env["N6_C_INFO"], os.path.dirname(target[0].abspath),
                 env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
 
 
@@ -88,7 +88,8 @@ def _requested_models(env, c_infos):
 
 def profile_targets(env, c_infos):
     """`profile` / `profile-<model>` for what the command line asks (an ordinary build defines no
-    profile step); call after FlashTargets. c_infos: model → (its c_info.json node, its c-name)."""
+    profile step); call after FlashTargets. c_infos: model → (its c_info.json node, else the path
+    one would have, its c-name)."""
     baseline = env.get("PROFILE_BASELINE")
     models = _requested_models(env, c_infos)
     if models and baseline:     # a bad one: one line now, before any profile is measured or replaced
@@ -110,9 +111,11 @@ def profile_targets(env, c_infos):
         env.Precious(measurement)
         if env.get("FORCE"):
             env.AlwaysBuild(measurement)
-        sources = [measurement, c_info, _report_code(env)] + ([env.File(baseline)] if baseline else [])
+        sources = [measurement, _report_code(env)] + ([] if isinstance(c_info, str) else [c_info]) + \
+            ([env.File(baseline)] if baseline else [])
         reports = env.Command([os.path.join(out, f) for f in FILES], sources,
-                              SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path)))
+                              SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path),
+                                                  varlist=["N6_C_INFO"]), N6_C_INFO=str(c_info))
         env.SideEffect(os.path.join(out, DIFF), reports)
         env.NoCache(reports)
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))

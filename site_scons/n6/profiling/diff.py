@@ -9,7 +9,7 @@ def read_profile(path):
     data = read_json(path, "profile.json", lenient=False)
     try:
         for e in data["epochs"]:
-            float(e["time_ms"]), e["name"], sum(e["bandwidth"].values())
+            float(e["time_ms"]), e["name"], _mb_per_s(e)
         float(data["totals"]["time_ms"])
     except (KeyError, TypeError, ValueError):
         raise N6Error(path, "not a profile.json written by `scons profile`",
@@ -18,7 +18,8 @@ def read_profile(path):
 
 
 def _mb_per_s(epoch):
-    return sum(epoch["bandwidth"].values())
+    """None when nothing counted the epoch's traffic (no memory counters, no c_info.json)."""
+    return None if epoch["bandwidth"] is None else sum(epoch["bandwidth"].values())
 
 
 def _delta(before, after):
@@ -39,7 +40,7 @@ def diff(before, after, baseline_path):
         t = _delta(b["time_ms"] if b else None, a["time_ms"] if a else None)
         t["delta"] = t.get("delta", (a["time_ms"] if a else 0.0) - (b["time_ms"] if b else 0.0))
         entries.append({"name": name, "status": "added" if b is None else "removed" if a is None else "both",
-                        "time_ms": t, "mb_per_s": _delta(_mb_per_s(b) if b else None, _mb_per_s(a) if a else None)})
+                        "time_ms": t, "mb_per_s": _delta(b and _mb_per_s(b), a and _mb_per_s(a))})
     entries.sort(key=lambda e: -abs(e["time_ms"]["delta"]))
     return {"model": after["model"], "baseline": str(baseline_path), "epochs": entries,
             "total": {"time_ms": _delta(before["totals"]["time_ms"], after["totals"]["time_ms"]),

@@ -24,12 +24,12 @@ def page(profile, svg, diff_data=None, files=()):
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{html.escape(profile.model)} profile"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(profile.model)}: per-epoch profile</h1><p>Measured on the {where}; "
-             f"MCU {profile.clocks['mcu_freq'] / 1e6:.0f} MHz, NPU {profile.clocks['npu_freq'] / 1e6:.0f} MHz; "
-             f"compiler figures from {html.escape(profile.c_info)}.</p>",
+             f"MCU {profile.clocks['mcu_freq'] / 1e6:.0f} MHz, NPU {profile.clocks['npu_freq'] / 1e6:.0f} MHz"
+             + (f"; compiler figures from {html.escape(profile.c_info)}" if profile.c_info else "") + ".</p>",
              "<h2>Totals</h2><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in report.summary_lines(profile))
              + "</ul>",
              f"<div class=figure>{svg}</div>",
-             "<h2>Epochs</h2>" + _table(report.HEADERS, report.rows(profile), 3)]
+             "<h2>Epochs</h2>" + _table(report.headers(profile), report.rows(profile), 3)]
     if diff_data:
         rows = [[e["name"] + ("" if e["status"] == "both" else f" ({e['status']})"),
                  *(("-" if v is None else f"{v:+.4f}" if k == "delta" else f"{v:.4f}")

@@ -1,10 +1,10 @@
 """Measurement + c_info.json → per-epoch figures, computed the way ST's profiler does:
 duration = mean MCU cycles / MCU clock, % of the summed epoch time, ops per NPU-clock cycle,
 bandwidth = bytes / epoch time, inf/s = MCU clock / summed epoch cycles, compiler inf/s =
-NPU clock / summed max_cycles."""
+NPU clock / summed max_cycles. Without a c_info.json of the image measured, the compiler's figures
+are None (absent), as ST's profiler goes on without them."""
 from dataclasses import asdict, dataclass
 
-from ..errors import N6Error
 from .measurement import Phases, PoolTraffic
 
 
@@ -16,7 +16,7 @@ class EpochProfile:
     epochs: list                 # every c_info.json epoch name the block covers
     kind: str                    # HW | SW | EC | HYBRID | EXTRA
     unit: str                    # CPU | NPU
-    mapping: str                 # the compiler's NODE_* mapping
+    mapping: str                 # the compiler's NODE_* mapping (the compiler's figures: None without c_info.json)
     time_ms: float
     percent: float
     mcu_cycles: Phases
@@ -30,12 +30,12 @@ class EpochProfile:
     gops: float
     compiler_memory: dict        # c_info.json pool → PoolTraffic (the compiler's memory accesses)
     measured_memory: dict        # pool (or board region) → PoolTraffic, None when the board did not count
-    bandwidth: dict              # pool → MB/s of `traffic` over the epoch's time
+    bandwidth: dict              # pool → MB/s of `traffic` over the epoch's time, None when nothing counted it
     absent: list                 # counters the board did not report
 
     @property
     def traffic(self):
-        """Bytes moved per pool: measured when the board counted them, else the compiler's."""
+        """Bytes moved per pool: measured when the board counted them, else the compiler's (None: neither)."""
         return self.compiler_memory if self.measured_memory is None else self.measured_memory
 
 
@@ -43,13 +43,14 @@ class EpochProfile:
 class Profile:
     model: str                   # the project's name for the model (its folder), else the c-name
     c_name: str                  # the name the board knows the model by
-    c_info: str
+    c_info: str                  # None: the compiler's figures are absent, `compiler_absent` says why
     simulated: bool
     board: str
     clocks: dict
     options: list
     epochs: list                 # EpochProfile
     totals: dict
+    compiler_absent: str = None
 
     def to_dict(self):
         return asdict(self)
@@ -77,46 +78,53 @@ def _pool_at(info, base, size):
     return inside[0] if len(inside) == 1 else None
 
 
-def merge(measurement, info, name=None):
-    """Join each measured block with the c_info.json epochs it covers; the two must describe the
-    same epochs (else the c_info.json is not the image's)."""
+def _sum(values):
+    return None if None in values else sum(values)
+
+
+def merge(measurement, info, name=None, why=None):
+    """Join each measured block with the c_info.json epochs it covers. `info` None (`why` says
+    why) or describing other epochs (not the image's c_info.json): the measured figures alone."""
     ran = [n for e in measurement.epochs for n in e.numbers]
-    if sorted(ran) != sorted(info.epochs):
-        raise N6Error(info.path, f"c_info.json describes {len(info.epochs)} epochs but the image on the board ran "
-                      f"{len(ran)}" + ("" if len(ran) != len(info.epochs) else " with other numbers"),
-                      "build and flash the image from this c_info.json's model, then profile again")
+    if info is not None and sorted(ran) != sorted(info.epochs):
+        why = f"{info.path} describes {len(info.epochs)} epochs but the image on the board ran {len(ran)}" + \
+            ("" if len(ran) != len(info.epochs) else " with other numbers")
+        info = None
     clk = measurement.clocks
     mcu_hz, npu_hz = clk["mcu_freq"], clk["npu_freq"]
     total_ms = sum(e.mcu_total for e in measurement.epochs) * 1e3 / mcu_hz
-    pool_of = {region: _pool_at(info, *where) for region, where in measurement.regions.items()}
+    pool_of = {region: _pool_at(info, *where) for region, where in measurement.regions.items()} if info else {}
     rows = []
     for m in measurement.epochs:
-        covered = [info.epochs[n] for n in m.numbers]
+        covered = [info.epochs[n] for n in m.numbers] if info else []
+        names = [c.name for c in covered] or [f"epoch_{n}" for n in m.numbers]
         ms = m.mcu_total * 1e3 / mcu_hz
         npu_cycles = m.npu_cycles.total if m.npu_cycles else round(m.mcu_total * npu_hz / mcu_hz)
-        ops = sum(c.ops for c in covered)
-        compiler = _sum_traffic((pool, t) for c in covered for pool, t in c.memory.items())
+        ops, max_cycles = (sum(c.ops for c in covered), sum(c.max_cycles for c in covered)) if info else (None, None)
+        compiler = _sum_traffic((pool, t) for c in covered for pool, t in c.memory.items()) if info else None
         measured = None if m.memory is None else _sum_traffic((pool_of.get(r) or r, t) for r, t in m.memory.items())
         traffic = compiler if measured is None else measured
         rows.append(EpochProfile(
-            covered[0].name, m.index, m.last, [c.name for c in covered], m.kind, m.unit,
-            "+".join(dict.fromkeys(c.mapping for c in covered)), ms, _ratio(ms * 100, total_ms),
-            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, sum(c.compute_cycles for c in covered),
-            sum(c.max_cycles for c in covered), _ratio(ops, npu_cycles),
-            _ratio(ops, sum(c.max_cycles for c in covered)), _ratio(npu_hz * ops, npu_cycles * 1e9),
-            compiler, measured, {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
-    return Profile(name or measurement.model, measurement.model, info.path, measurement.simulated, measurement.board,
-                   dict(clk), list(measurement.options), rows, _totals(measurement, rows, total_ms))
+            names[0], m.index, m.last, names, m.kind, m.unit,
+            "+".join(dict.fromkeys(c.mapping for c in covered)) if info else None, ms, _ratio(ms * 100, total_ms),
+            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, sum(c.compute_cycles for c in covered) if info else None,
+            max_cycles, info and _ratio(ops, npu_cycles), info and _ratio(ops, max_cycles),
+            info and _ratio(npu_hz * ops, npu_cycles * 1e9), compiler, measured,
+            None if traffic is None else {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
+    return Profile(name or measurement.model, measurement.model, info and info.path, measurement.simulated,
+                   measurement.board, dict(clk), list(measurement.options), rows, _totals(measurement, rows, total_ms),
+                   why and f"{why}: compiler columns absent")
 
 
 def _totals(measurement, rows, total_ms):
     clk = measurement.clocks
     mcu = Phases(*(sum(getattr(r.mcu_cycles, k) for r in rows) for k in ("pre", "core", "post")))
-    ops = sum(r.ops for r in rows)
-    max_cycles, compute_cycles = sum(r.max_cycles for r in rows), sum(r.compute_cycles for r in rows)
+    ops = _sum([r.ops for r in rows])
+    max_cycles, compute_cycles = _sum([r.max_cycles for r in rows]), _sum([r.compute_cycles for r in rows])
+    compiler = ops is not None         # False: no c_info.json figures
     npu_measured = all(r.npu_cycles for r in rows)
     npu_cycles = sum(r.npu_clock_cycles for r in rows)
-    pools = _sum_traffic(item for r in rows for item in r.traffic.items())
+    pools = _sum_traffic(item for r in rows for item in (r.traffic or {}).items())
     return {
         "epochs": len(rows),
         "time_ms": total_ms,
@@ -131,10 +139,10 @@ def _totals(measurement, rows, total_ms):
         "ops": ops,
         "compute_cycles": compute_cycles,
         "max_cycles": max_cycles,
-        "ops_per_cycle": _ratio(ops, npu_cycles),
-        "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9),
-        "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles),
-        "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles),
+        "ops_per_cycle": _ratio(ops, npu_cycles) if compiler else None,
+        "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9) if compiler else None,
+        "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles) if compiler else None,
+        "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles) if compiler else None,
         "pools": {p: {"reads": t.reads, "writes": t.writes,
                       "mb_per_s": _ratio(t.total * clk["mcu_freq"], mcu.total) / 1e6} for p, t in pools.items()},
     }

@@ -18,7 +18,7 @@ def draw(profile, svg_path, png_path):
     plt.rcParams["svg.hashsalt"] = "n6-profile"          # stable element ids: same profile, same bytes
     names = [e.name for e in profile.epochs]
     x = range(len(names))
-    pools = list(dict.fromkeys(p for e in profile.epochs for p in e.traffic))
+    pools = list(dict.fromkeys(p for e in profile.epochs for p in e.traffic or {}))
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(7.5, 0.55 * len(names) + 2), 6.5),
                                       gridspec_kw={"height_ratios": [3, 2]})
     hz = profile.clocks["mcu_freq"]
@@ -40,7 +40,7 @@ def draw(profile, svg_path, png_path):
     colors = plt.get_cmap("Set2")
     for j, pool in enumerate(pools):
         for part, hatch in (("reads", None), ("writes", "//")):
-            kb = [getattr(e.traffic[pool], part) / 1e3 if pool in e.traffic else 0.0 for e in profile.epochs]
+            kb = [getattr(e.traffic[pool], part) / 1e3 if pool in (e.traffic or {}) else 0.0 for e in profile.epochs]
             bottom.bar(x, kb, bottom=base, color=colors(j % 8), hatch=hatch, edgecolor="white", linewidth=0.5,
                        label=f"{pool} {part}")
             base = [b + v for b, v in zip(base, kb)]

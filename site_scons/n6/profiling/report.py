@@ -6,6 +6,16 @@ from tabulate import tabulate
 from ..atomic import write_text
 
 HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "ops", "ops/cycle", "MB/s"]
+COMPILER_COLUMNS = ("ops", "ops/cycle")
+
+
+def _keep(profile, row):
+    """The cells of `row` (one per HEADERS) without those of c_info.json when the profile has none."""
+    return [v for h, v in zip(HEADERS, row) if profile.c_info or h not in COMPILER_COLUMNS]
+
+
+def headers(profile):
+    return _keep(profile, HEADERS)
 
 
 def rows(profile):
@@ -13,8 +23,9 @@ def rows(profile):
     out = []
     for e in profile.epochs:
         name = e.name if e.index == e.last else f"{e.name}..{e.epochs[-1]}"
-        out.append([name, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}", *e.mcu_cycles.as_list(),
-                    e.ops, f"{e.ops_per_cycle:.2f}", f"{sum(e.bandwidth.values()):.1f}"])
+        out.append(_keep(profile, [name, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
+                                   *e.mcu_cycles.as_list(), e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
+                                   "" if e.bandwidth is None else f"{sum(e.bandwidth.values()):.1f}"]))
     return out
 
 
@@ -31,14 +42,18 @@ def summary_lines(profile):
     absent = sorted({k for e in profile.epochs for k in e.absent})
     if absent:
         lines.append("not reported by the board: " + ", ".join(absent))
+    if profile.compiler_absent:
+        lines.append(profile.compiler_absent)
     return lines
 
 
 def table(profile):
-    total = ["total", "", "", f"{profile.totals['time_ms']:.4f}", "100.0", *profile.totals["mcu_cycles"],
-             profile.totals["ops"], f"{profile.totals['ops_per_cycle']:.2f}", ""]
-    text = tabulate(rows(profile) + [total], headers=HEADERS, disable_numparse=True,
-                    colalign=("left", "left", "left") + ("right",) * (len(HEADERS) - 3))
+    t = profile.totals
+    total = _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"], t["ops"],
+                            profile.c_info and f"{t['ops_per_cycle']:.2f}", ""])
+    columns = headers(profile)
+    text = tabulate(rows(profile) + [total], headers=columns, disable_numparse=True,
+                    colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
     return text + "\n" + "\n".join(summary_lines(profile))
 
 

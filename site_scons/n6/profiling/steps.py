@@ -27,7 +27,11 @@ def load_measurement(path):
 
 def report_step(measurement_path, c_info_path, folder, baseline=None, name=None, log=print):
     """Write the reports; `baseline` (a profile.json) defaults to the profile this one replaced."""
-    profile = merge(load_measurement(measurement_path), read_c_info(c_info_path), name)
+    measurement = load_measurement(measurement_path)
+    if os.path.exists(c_info_path):
+        profile = merge(measurement, read_c_info(c_info_path), name)
+    else:                               # ST's profiler goes on without one too
+        profile = merge(measurement, None, name, f"no c_info.json at {c_info_path}")
     paths = {f: os.path.join(folder, f) for f in FILES}
     outputs = list(paths.values()) + [os.path.join(folder, DIFF)]
     baseline = baseline or (os.path.join(folder, PREVIOUS) if os.path.exists(os.path.join(folder, PREVIOUS)) else None)

@@ -32,7 +32,7 @@ def trace_events(profile):
             npu.append({"ph": "X", "name": e.name, "cat": "NPU", "pid": 1, "tid": 2, "ts": ts[1],
                         "dur": round(ts[2] - ts[1], 3), "args": {"kind": e.kind}})
         counters.append({"ph": "C", "name": "memory traffic (bytes)", "pid": 1, "ts": ts[0],
-                         "args": {p: t.total for p, t in e.traffic.items()} or {"none": 0}})
+                         "args": {p: t.total for p, t in (e.traffic or {}).items()} or {"none": 0}})
         cycle = bounds[3]
     end = _us(cycle, hz)
     counters.append({"ph": "C", "name": "memory traffic (bytes)", "pid": 1, "ts": end,

@@ -106,6 +106,9 @@ int main(int argc, char **argv)
 def build(folder, install_root, workdir, stem="network"):
     """Compile the host reference of the generated C in `folder`; returns the executable."""
     info_path = os.path.join(folder, f"{stem}_c_info.json")
+    if not os.path.exists(info_path):
+        raise N6Error(info_path, "not found: the host reference of a prebuilt network needs its memory pools",
+                      "copy the c_info.json stedgeai wrote next to network.c")
     with open(info_path) as f:
         info = json.load(f)
     with open(os.path.join(folder, f"{stem}.c")) as f:
