@@ -27,7 +27,7 @@ def kernels(tmp_path_factory):
 def _values(scale):
     rng = np.random.default_rng(2)
     ties = (np.arange(-140, 140) + 0.5) * np.float32(scale)          # halfway between two steps
-    wide = np.float32([0.0, -0.0, 1e3, -1e3, 1e6, -1e6, 127.5 * scale, -128.5 * scale, -129 * scale])
+    wide = np.float32([0.0, -0.0, 1e3, -1e3, 1e6, -1e6, 3e38, -3e38, 127.5 * scale, -128.5 * scale, -129 * scale])
     return np.concatenate([ties, wide, rng.standard_normal(2000) * 3]).astype(np.float32)
 
 

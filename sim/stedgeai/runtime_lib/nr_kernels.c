@@ -1,7 +1,7 @@
 /* int8 kernels of the simulated NetworkRuntime library. */
 #include "nr_kernels.h"
 
-static inline int clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static inline int clamp(int64_t v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 static inline float fabs_f(float x) { return x < 0.0f ? -x : x; }
 
@@ -120,7 +120,7 @@ void nr_softmax_s8(const int8_t *in, int8_t *out, float in_scale, float out_scal
 
 void nr_quantize_f32(const float *in, int8_t *out, int count, float scale, int zp)
 {
-  for (int i = 0; i < count; i++) out[i] = (int8_t)clamp(nr_round(in[i] / scale) + zp, -128, 127);
+  for (int i = 0; i < count; i++) out[i] = (int8_t)clamp((int64_t)nr_round(in[i] / scale) + zp, -128, 127);
 }
 
 void nr_dequantize_s8(const int8_t *in, float *out, int count, float scale, int zp)

@@ -1,5 +1,6 @@
 /* int8 kernels of the simulated NetworkRuntime library (NetworkRuntime<ver>_CM55_GCC_PIC.a).
- * Activations are channel-last; requantisation rounds half away from zero. */
+ * Activations are channel-last; requantisation rounds to nearest, ties to even
+ * (as QuantizeLinear does). */
 #ifndef NR_KERNELS_H
 #define NR_KERNELS_H
 
