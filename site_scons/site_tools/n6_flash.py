@@ -27,7 +27,12 @@ class _Flashing:
     release: object
     steps: dict = field(default_factory=dict)
     flashed: list = None
-    probes: dict = field(default_factory=dict)
+    known: dict = field(default_factory=dict)     # board files, programmers, probes: looked up once
+
+    def once(self, key, make):
+        if key not in self.known:
+            self.known[key] = make()
+        return self.known[key]
 
 
 def flash_targets(env, model_images, install_release):
@@ -70,15 +75,15 @@ def _flash_step(env, models):
     from n6.flash.step import FlashOptions, attached_probes, find_programmer, firmware_files
     state = env["N6_FLASHING"]
     bpath = board_path(env["BOARD"])
-    board = load_board(bpath)
+    board = state.once(("board", bpath), lambda: load_board(bpath))
     choice = env.get("FLASH_BACKEND") or board.programmer.backend
-    backend, install = find_programmer(choice, board)
+    backend, install = state.once(("programmer", bpath, choice), lambda: find_programmer(choice, board))
     simulated = install is not None and install.simulated
     if env.get("PROBE"):
         probes = (env["PROBE"],)
     else:
-        key = (simulated, sim_board_dir(env))
-        probes = state.probes.setdefault(key, tuple(attached_probes(*key)))
+        key = ("probes", simulated, sim_board_dir(env))
+        probes = state.once(key, lambda: tuple(attached_probes(*key[1:])))
     images, files = [], []
     for m in models:
         imgs = [n for n in state.model_images[m] if n.name.endswith(("_rel.bin", "_rel_params.bin"))]
