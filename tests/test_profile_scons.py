@@ -182,3 +182,15 @@ def test_c_info_of_another_image_gives_the_measured_figures_and_one_line_why(rep
     assert all(e["ops"] is None and e["measured_memory"] and e["time_ms"] > 0 for e in profile["epochs"])
     missing = one_line_error(run(repo, "profile-tiny_prebuilt", "PROFILE_BASELINE=nope.json", check=False))
     assert "nope.json: PROFILE_BASELINE file not found" in missing
+
+
+@pytest.mark.parametrize("module, step", [("site_scons/n6/run/session.py", "PROFILE"),
+                                          ("site_scons/n6/profiling/report.py", "REPORT")])
+def test_a_change_of_the_code_a_profile_step_runs_reruns_that_step(repo, module, step):
+    """The measure step runs the board session and the report step the report writers: editing
+    either reruns its step (and the measuring step not for a report change)."""
+    run(repo, "profile-kws_mlp")
+    with open(os.path.join(repo, module), "a") as f:
+        f.write("\n# a change of the step's code\n")
+    verbs = [v for v in steps(run(repo, "profile-kws_mlp")) if v in ("PROFILE", "REPORT")]
+    assert step in verbs and (step == "PROFILE" or verbs == ["REPORT"])

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from n6.errors import N6Error
-from n6.profiling import messages, steps
+from n6.profiling import measure, messages, steps
 from n6.profiling.cinfo import read_c_info
 from n6.profiling.measurement import Measurement, Phases, PoolTraffic
 from n6.profiling.merge import merge
@@ -172,7 +172,7 @@ def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_
     folder, missing = str(tmp_path / "profile"), str(tmp_path / "network_c_info.json")
     os.makedirs(folder)
     path = os.path.join(folder, "measurement.json")
-    steps.save_measurement(recorded(), path)
+    measure.save_measurement(recorded(), path)
     logged = []
     steps.report_step(path, missing, folder, log=logged.append)
     saved = str(tmp_path / "saved.json")
@@ -224,7 +224,7 @@ def test_missing_clock_config_is_an_error():
 def _write_measurement(folder, runs):
     m = messages.parse_run([(0x3101, sim_messages(runs))], "network", CLOCKS, "sim", simulated=True)
     os.makedirs(folder, exist_ok=True)
-    steps.save_measurement(m, os.path.join(folder, "measurement.json"))
+    measure.save_measurement(m, os.path.join(folder, "measurement.json"))
     return os.path.join(folder, "measurement.json")
 
 

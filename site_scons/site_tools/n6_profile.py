@@ -7,7 +7,6 @@ merged with its c_info.json, as reports in build/<model>/profile/.
   REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
            c_info.json (if any), PROFILE_BASELINE, the report code. No board involved.
   (alias)  prints profile.txt: the stored report when nothing changed."""
-import glob
 import os
 
 import SCons.Action
@@ -15,32 +14,19 @@ import SCons.Script
 
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
-from n6.paths import SIM_BOARD, SITE_SCONS
 from n6.run.options import ProfileOptions
-from n6_scons import code_version, describe_targets, progress, reports_errors, say, session_options, sim_board_code
+from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code
 
-PROFILING = os.path.join(SITE_SCONS, "n6", "profiling")
-MEASURE_CODE = ("measure.py", "messages.py", "measurement.py")
+MEASURE_MODULES = ["n6.aivalidation", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
+REPORT_MODULES = ["n6.profiling.steps"]
 SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
-
-
-def _measure_code(env):
-    files = [os.path.join(PROFILING, f) for f in MEASURE_CODE]
-    files += glob.glob(os.path.join(SITE_SCONS, "n6", "aivalidation", "*.py"))
-    files += glob.glob(os.path.join(SIM_BOARD, "n6board", "**", "*.py"), recursive=True)   # what it counts
-    return code_version(env, "profile-measure", files)
-
-
-def _report_code(env):
-    return code_version(env, "profile-report", glob.glob(os.path.join(PROFILING, "*.py")))
 
 
 @reports_errors
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
     from n6.jsonfile import read_json
-    from n6.profiling.measure import measure
-    from n6.profiling.steps import save_measurement
+    from n6.profiling.measure import measure, save_measurement
     from n6.run.session import board_session
     opts = env["N6_PROFILE_OPTIONS"]
     on_board = read_json(source[0].path, "on_board.json")
@@ -104,14 +90,15 @@ def profile_targets(env, c_infos):
         out = os.path.join("$BUILD_DIR", name, "profile")
         opts = ProfileOptions(session_options(env), c_name, int(env.get("PROFILE_SAMPLES", 1)))
         measurement = env.Command(os.path.join(out, "measurement.json"),
-                                  [env.OnBoard(name), env.File(opts.session.board_file), _measure_code(env)] +
-                                  sim_board_code(env, opts.session)[1:],
+                                  [env.OnBoard(name), env.File(opts.session.board_file),
+                                   step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +
+                                  sim_board_code(env, opts.session),
                                   _MEASURE_ACTION, N6_PROFILE_OPTIONS=opts)
         env.NoCache(measurement)
         env.Precious(measurement)
         if env.get("FORCE"):
             env.AlwaysBuild(measurement)
-        sources = [measurement, _report_code(env)] + ([] if isinstance(c_info, str) else [c_info]) + \
+        sources = [measurement, step_code(env, "profile-report", REPORT_MODULES, __file__)] + ([] if isinstance(c_info, str) else [c_info]) + \
             ([env.File(baseline)] if baseline else [])
         reports = env.Command([os.path.join(out, f) for f in FILES], sources,
                               SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path),

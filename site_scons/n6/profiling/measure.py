@@ -1,8 +1,12 @@
 """The measurement on a board: ST's profiler's passes (a warm-up run, then one PER_LAYER run
 per counter option set and sample) through the host protocol client."""
+import json
+import os
 import random
 
 from ..aivalidation.messages import PER_LAYER, PERF_ONLY
+from ..atomic import write_text
+from . import PREVIOUS
 from .messages import (EPOCH_LEN, NPU_CACHE, ST_PASSES, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE, STRG_O_ACTIVE,
                        parse_config, parse_run, run_opt)
 
@@ -40,3 +44,12 @@ def measure(client, model, samples=1, passes=ST_PASSES, seed=0, simulated=False,
             if progress:
                 progress(n * samples + sample + 1, len(passes) * samples)
     return parse_run(runs, info.name, clocks, client.name, simulated=simulated, board=board)
+
+
+def save_measurement(measurement, path):
+    """Store a new measurement; the profile it replaces becomes the baseline of the next diff."""
+    folder = os.path.dirname(path)
+    current = os.path.join(folder, "profile.json")
+    if os.path.exists(current):
+        os.replace(current, os.path.join(folder, PREVIOUS))
+    write_text(path, json.dumps(measurement.to_dict(), indent=1) + "\n")

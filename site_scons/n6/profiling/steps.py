@@ -12,15 +12,6 @@ from .measurement import Measurement
 from .merge import merge
 
 
-def save_measurement(measurement, path):
-    """Store a new measurement; the profile it replaces becomes the baseline of the next diff."""
-    folder = os.path.dirname(path)
-    current = os.path.join(folder, "profile.json")
-    if os.path.exists(current):
-        os.replace(current, os.path.join(folder, PREVIOUS))
-    report.write_json(path, measurement.to_dict())
-
-
 def load_measurement(path):
     return Measurement.from_dict(read_json(path, "measurement", lenient=False), path)
 
