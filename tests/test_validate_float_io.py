@@ -53,16 +53,17 @@ def test_int8_grids_of_the_qdq_model():
     assert grid_out == (1 / 256, -128) and grid_in[0] > 0 and isinstance(grid_in[1], int)
     model = type("Model", (), {})()
     model.outputs = [TensorDesc("q_18_float32", "float32", (1, 12))]
-    assert validate.output_lsb(onnx_file, model) == [1 / 256]
+    assert validate.output_lsb(validate.io_quantization(onnx_file)[1], model) == [1 / 256]
     model.outputs = [TensorDesc("q_18", "int8", (1, 12), 1 / 256, -128)]
-    assert validate.output_lsb(onnx_file, model) == [1.0]
+    assert validate.output_lsb(validate.io_quantization(onnx_file)[1], model) == [1.0]
 
 
 def test_float_reference_is_the_int8_reference_dequantised():
     """The float-I/O reference equals the int8 model's reference on the inputs quantised as the
     board does, dequantised as the board does."""
     onnx_file = os.path.join(MODELS, "kws_mlp_f32", "model.onnx")
-    (grid_in,), (grid_out,) = validate.io_quantization(onnx_file)
+    grids = validate.io_quantization(onnx_file)
+    (grid_in,), (grid_out,) = grids
     x = _values(grid_in[0])[:490 * 4].reshape(4, 490)
     f32 = type("Model", (), {})()
     f32.inputs, f32.outputs = [TensorDesc("in", "float32", (1, 490))], [TensorDesc("out", "float32", (1, 12))]
@@ -70,8 +71,8 @@ def test_float_reference_is_the_int8_reference_dequantised():
     i8.inputs = [TensorDesc("in", "int8", (1, 490), *grid_in)]
     i8.outputs = [TensorDesc("out", "int8", (1, 12), *grid_out)]
     q = validate.quantize_as_deployed(x, *grid_in)
-    (ref_f32,) = validate.onnx_reference(onnx_file, f32, [[row.tobytes()] for row in x])
-    (ref_i8,) = validate.onnx_reference(onnx_file, i8, [[row.tobytes()] for row in q])
+    (ref_f32,) = validate.onnx_reference(onnx_file, f32, [[row.tobytes()] for row in x], grids)
+    (ref_i8,) = validate.onnx_reference(onnx_file, i8, [[row.tobytes()] for row in q], grids)
     assert ref_f32.dtype == np.float32 and np.array_equal(ref_f32, validate.dequantize_as_deployed(ref_i8, *grid_out))
     got = ref_f32.copy()
     got[2, 3] += 3 * np.float32(grid_out[0])

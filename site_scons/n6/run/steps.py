@@ -39,17 +39,18 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                       "validate with RUN_MODE=io")
     model, out_dir = record.model, os.path.dirname(run_json)
     got = [np.load(inference.output_path(out_dir, d.name)) for d in model.outputs]
+    grids = validate.io_quantization(opts.onnx) if opts.onnx else ([], [])
 
     def reference_of(inputs):
         if opts.onnx:
-            return validate.onnx_reference(opts.onnx, model, inputs), f"onnxruntime on {opts.onnx}"
+            return validate.onnx_reference(opts.onnx, model, inputs, grids), f"onnxruntime on {opts.onnx}"
         from . import host_reference          # prebuilt folder: the host build of its generated C
         raw = host_reference.run(opts.model_dir, opts.session.install_root, inputs, len(model.outputs))
         return ([np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)],
                 f"host build of {opts.model_dir}/network.c")
 
     ref, reference = reference_of(record.inputs)
-    lsb = validate.output_lsb(opts.onnx, model) if opts.onnx else None
+    lsb = validate.output_lsb(grids[1], model)
     text, report, passed = validate.validate(model, got, ref, opts.tolerance, reference, lsb)
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference

@@ -50,18 +50,22 @@ def dequantize_as_deployed(q, scale, zero_point):
     return (np.asarray(q, np.int32) - zero_point).astype(np.float32) * np.float32(scale)
 
 
-def output_lsb(model_file, model):
+def float_grid(desc, grids, k):
+    """The int8 grid behind tensor `k` when it is a float tensor of the board (None otherwise)."""
+    return grids[k] if np.dtype(desc.dtype).kind == "f" and k < len(grids) else None
+
+
+def output_lsb(grids, model):
     """Per output, the size of one LSB in the board's output values: 1 for an integer output,
-    the scale of the int8 grid behind a float output (1 when the model does not give one)."""
-    grids = io_quantization(model_file)[1] if model_file else []
-    return [grids[j][0] if np.dtype(d.dtype).kind == "f" and j < len(grids) and grids[j] else 1.0
-            for j, d in enumerate(model.outputs)]
+    the scale of the int8 grid behind a float output (`grids`: io_quantization's outputs; 1
+    when the model gives none)."""
+    return [(float_grid(d, grids, j) or (1.0,))[0] for j, d in enumerate(model.outputs)]
 
 
-def onnx_reference(model_file, model, inputs):
+def onnx_reference(model_file, model, inputs, grids):
     """Evaluate the ONNX model with onnxruntime on the board's inputs; returns the outputs
     quantised like the board's outputs, one array (runs, n) per output. A float input or output
-    goes through the model's int8 grid as the deployed model's conversions do: the input is
+    goes through the model's int8 grid (`grids`: io_quantization's) as the deployed model's conversions do: the input is
     quantised (then given to onnxruntime dequantised), the output quantised then dequantised."""
     try:
         import onnxruntime as ort
@@ -69,14 +73,14 @@ def onnx_reference(model_file, model, inputs):
         raise N6Error(model_file, "onnxruntime is not installed", "install requirements.txt (./n6 setup)") from None
     sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
     feeds = sess.get_inputs()
-    grids_in, grids_out = io_quantization(model_file)
+    grids_in, grids_out = grids
     outs = [[] for _ in model.outputs]
     for bufs in inputs:
         feed = {}
         for k, (meta, desc, raw) in enumerate(zip(feeds, model.inputs, bufs)):
             x = np.frombuffer(raw, desc.dtype).reshape(desc.shape)
-            grid = grids_in[k] if k < len(grids_in) else None
-            if np.dtype(desc.dtype).kind == "f" and grid:
+            grid = float_grid(desc, grids_in, k)
+            if grid:
                 x = dequantize_as_deployed(quantize_as_deployed(x, *grid), *grid)
             x = (x.astype(np.float32) - desc.zero_point) * desc.scale if desc.scale else x.astype(np.float32)
             shape = [d if isinstance(d, int) else 1 for d in meta.shape]
@@ -87,8 +91,8 @@ def onnx_reference(model_file, model, inputs):
             y = np.asarray(y)
             if y.ndim == 4 and tuple(desc.shape[-3:]) == (y.shape[2], y.shape[3], y.shape[1]) != y.shape[1:]:
                 y = y.transpose(0, 2, 3, 1)        # the board's buffer is channel-last, like its inputs
-            grid = grids_out[j] if j < len(grids_out) else None
-            if np.dtype(desc.dtype).kind == "f" and grid:
+            grid = float_grid(desc, grids_out, j)
+            if grid:
                 y = dequantize_as_deployed(quantize_as_deployed(y, *grid), *grid)
             outs[j].append(quantize(y.reshape(-1), desc))
     return [np.stack(o) for o in outs]
