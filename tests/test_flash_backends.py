@@ -105,12 +105,12 @@ def test_hotplug_refused_is_retried_once_under_reset():
     refused = "Error: Unable to get core ID\nError: Cannot connect to access port 1!\n"
     runner = ScriptedRunner([(1, refused), (0, "ST-LINK SN  : S1\n")])
     b = _backend(runner)
-    assert b.read([])[0] == "S1"
+    assert b.exchange([], [])[0] == "S1"
     assert [a[3] for a in runner.argvs] == ["mode=hotplug", "mode=UR"]
     assert b.notes == ["hot-plug connect refused: retried with connect under reset (mode=UR)"]
     runner2 = ScriptedRunner([(1, refused), (1, refused)])
     with pytest.raises(ProgrammerError) as e:
-        _backend(runner2).read([])
+        _backend(runner2).exchange([], [])
     assert str(e.value) == ("build/m/flash/programmer.log: cannot connect to the core (hot-plug and "
                             "connect-under-reset both refused) (fix: set development boot, power-cycle the board "
                             "and flash again)")
@@ -231,7 +231,7 @@ def test_pyocd_backend_with_fake_session(tmp_path):
     seen = []
     assert b.program([Download(str(f), 0x71000000)], reset="hard", on_progress=lambda d, t: seen.append(d)) != []
     assert log == [("commit", 0x71000000, 3)] and target.resets == ["hw"] and seen == [3]
-    assert b.read([(0x71000000, 4)]) == ("0670FF", {0x71000000: b"\x01\x02\x03\xff"})
+    assert b.exchange([(0x71000000, 4)], [])[:2] == ("0670FF", {0x71000000: b"\x01\x02\x03\xff"})
     assert opened[0] == (None, "stm32n657x0hxq", 2000, "attach") and b.serial == "0670FF"
     f.write_bytes(b"\x09")                                # read back and write in one session
     serial, data, seconds = b.exchange([(0x71000000, 2)], [Download(str(f), 0x71000001)])

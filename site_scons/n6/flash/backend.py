@@ -50,11 +50,6 @@ class Backend:
         `on_progress(done_bytes, total_bytes)` is fed from the programmer's own progress output."""
         raise NotImplementedError
 
-    def read(self, ranges):
-        """[(address, size)] → (probe serial, {address: bytes})."""
-        serial, data, _ = self.exchange(ranges, [])
-        return serial, data
-
     def program(self, downloads, verify=True, reset="none", on_progress=None):
         """Write each download; returns seconds per download, in order."""
         return self.exchange([], downloads, verify, reset, on_progress)[2]
