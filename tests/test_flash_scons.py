@@ -498,3 +498,7 @@ def test_the_flash_step_without_scons(repo, tmp_path):
     bad = subprocess.run(cli[:3] + [str(damaged)] + cli[4:], capture_output=True, text=True, cwd=repo, env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
     assert len(BoardState(str(sim)).events("call")) == events
+    # without --sim-board: N6_SIM_BOARD names the board, as for the simulated programmer and board
+    named = subprocess.run(cli[:4] + cli[6:], capture_output=True, text=True, cwd=repo,
+                           env=dict(env, N6_SIM_BOARD=str(sim)))
+    assert named.returncode == 0 and ": 0 of " in named.stdout, named.stdout + named.stderr

@@ -23,7 +23,8 @@ def main(argv=None):
     p.add_argument("--backend", choices=("auto", "stm32cubeprogrammer", "pyocd", "simulated"))
     p.add_argument("--force", action="store_true", help="write every sector")
     p.add_argument("--dry-run", action="store_true", help="print the programmer commands instead")
-    p.add_argument("--sim-board", default=os.path.join("build", "sim-board"), help="the simulated board's folder")
+    p.add_argument("--sim-board", default=os.environ.get("N6_SIM_BOARD") or os.path.join("build", "sim-board"),
+                   help="the simulated board's folder (default: N6_SIM_BOARD, else build/sim-board)")
     p.add_argument("--install", default="", help="the ST Edge AI Core install (its validation firmware's facts)")
     p.add_argument("--out", help="where the reports go (default: <image folder>/flash)")
     args = p.parse_args(argv)
