@@ -3,6 +3,7 @@ the host build of the same generated C, validation against onnxruntime, reruns o
 board's content or the options change, board faults as one-line errors leaving no run.json."""
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -173,3 +174,66 @@ def test_two_inputs_two_outputs(repo, tmp_path):
     assert json.load(open(os.path.join(run_dir, "run.json")))["mode"] == "perf"
     refused = scons(repo, "validate", "MODEL=fusion_mlp", "RUNS=2", "RUN_MODE=perf", check=False)
     assert refused.returncode != 0 and "RUN_MODE=io" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def _deploy_lines(stdout):
+    """(verb, model) of the RUN / FLASH / VALIDATE progress lines, in order."""
+    out = []
+    for line in stdout.splitlines():
+        parts = line.split()
+        if line.startswith("  ") and parts and parts[0] in ("RUN", "FLASH", "VALIDATE"):
+            out.append((parts[0], parts[1].split("/")[1]))
+    return out
+
+
+def test_whole_project_validate_one_model_at_a_time(repo):
+    """`scons validate` without MODEL= on a one-model (2.x) board: each model put on the board
+    right before its run (and nothing else in between), one summary (table + JSON); nothing run or
+    flashed again when nothing changed. A model whose board output differs from its reference
+    (the simulated board's `wrong-output` fault) fails the command; with -k every other model is
+    still validated and the summary reports all of them."""
+    bad = os.path.join(repo, "models", "kws_bad")
+    shutil.copytree(os.path.join(repo, "models", "kws_mlp"), bad)
+    with open(os.path.join(bad, "model.json"), "w") as f:
+        json.dump({"name": "kws_bad"}, f)
+    models = sorted(_bundled() + ["kws_bad"])
+    summary_json = os.path.join(repo, "build", "validate-summary.json")
+    try:
+        proc = scons(repo, "validate", "SEED=11")
+        lines = _deploy_lines(proc.stdout)
+        runs = [m for verb, m in lines if verb == "RUN"]
+        assert sorted(runs) == models
+        for i, (verb, m) in enumerate(lines):       # a flash only right after its model's RUN line
+            assert verb != "FLASH" or lines[i - 1] == ("RUN", m)
+        summary = json.load(open(summary_json))
+        assert [r["model"] for r in summary["models"]] == models and summary["failed"] == 0
+        assert all(r["result"] == "passed" and r["max_lsb"] <= 2 and r["inf_per_s"] > 0 for r in summary["models"])
+        assert f"validate summary: {len(models)} of {len(models)} models passed" in proc.stdout
+        table = proc.stdout[proc.stdout.index("validate summary"):].splitlines()
+        assert table[1].split() == ["model", "result", "max", "err", "LSB", "top-1", "inf/s", "ms", "(simulated)"]
+        again = scons(repo, "validate", "SEED=11")
+        assert not _deploy_lines(again.stdout) and "is up to date" in again.stdout
+        assert f"{len(models)} of {len(models)} models passed" in again.stdout
+
+        fault = {"N6_SIM_BOARD_FAULT": "wrong-output:kws_bad"}
+        stopped = scons(repo, "validate", "SEED=12", env=fault, check=False)
+        assert stopped.returncode == 2 and "Traceback" not in stopped.stderr
+        assert [line for line in stopped.stderr.splitlines() if line.startswith("scons: ***")] == \
+            ["scons: *** [build/kws_bad/run/validate.json] build/kws_bad/run/validate.json: outputs differ from the "
+             "reference beyond 2.0 LSB (see validate-failed.json) (fix: check the model and VALIDATE_TOLERANCE=)"]
+        rows = {r["model"]: r for r in json.load(open(summary_json))["models"]}
+        assert rows["kws_bad"]["result"] == "failed" and rows["kws_bad"]["max_lsb"] > 2
+        kept = scons(repo, "-k", "validate", "SEED=13", env=fault, check=False)
+        assert kept.returncode == 2 and sorted(m for v, m in _deploy_lines(kept.stdout) if v == "VALIDATE") == models
+        summary = json.load(open(summary_json))
+        assert (summary["passed"], summary["failed"]) == (len(models) - 1, 1)
+        rows = {r["model"]: r for r in summary["models"]}
+        assert rows["kws_bad"]["result"] == "failed" and "beyond 2.0 LSB" in rows["kws_bad"]["error"]
+        assert all(r["result"] == "passed" for m, r in rows.items() if m != "kws_bad")
+        assert f"validate summary: {len(models) - 1} of {len(models)} models passed" in kept.stdout
+        for m in models:
+            run = json.load(open(os.path.join(repo, "build", m, "run", "run.json")))
+            assert run["inputs_data"] != [] and os.path.exists(os.path.join(
+                repo, "build", m, "run", "validate-failed.json" if m == "kws_bad" else "validate.json"))
+    finally:
+        shutil.rmtree(bad)

@@ -16,18 +16,25 @@ import SCons.Script
 
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
+from n6.flash.step import DEPLOY_VERBS
 from n6_scons import describe_targets, reports_errors, say, sim_board_dir, step_code
 
 
 @dataclass
 class _Flashing:
     """What this run knows about the board, kept on the environment: the models' images, the
-    install's release, the flash steps declared (model set → nodes), the set flashed so far."""
+    install's release, the model sets planned (set → (FlashOptions, what they sign)), the flash
+    steps declared (set → nodes), the set flashed so far, what the command line deploys."""
     model_images: dict
     release: object
+    plans: dict = field(default_factory=dict)
     steps: dict = field(default_factory=dict)
     flashed: list = None
     known: dict = field(default_factory=dict)     # board files, programmers, probes: looked up once
+    requests: dict = field(default_factory=dict)  # verb (run, validate, profile) → models the command line asks
+    project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
+    users: list = field(default_factory=list)     # nodes that talk to the board
+    results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
 
     def once(self, key, make):
         if key not in self.known:
@@ -36,44 +43,121 @@ class _Flashing:
 
 
 def flash_targets(env, model_images, install_release):
-    """Define `flash` / `flash-<model>` for what the command line asks. Remembers the models so
-    that env.OnBoard(model) can give other steps (run, validate, profile) the flash step of a model
-    (declaring it reads the board file and lists the attached probes)."""
+    """Define `flash` / `flash-<model>` for what the command line asks, and plan the model sets
+    that the run, validate and profile steps it asks for put on the board: each model alone on a
+    2.x board, sets of up to four on a 3.x one (the set the board holds first). Remembers the
+    models so that env.OnBoard / env.BoardSet can give those steps their model's set (planning
+    one reads the board file and lists the attached probes)."""
     from n6.board import load_board
-    from n6.flash.step import models_to_flash
-    env["N6_FLASHING"] = _Flashing(model_images, install_release)
-    requested = [t for t in SCons.Script.COMMAND_LINE_TARGETS
-                 if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
-    if not requested:
+    from n6.flash.step import board_sets, chosen_models, deploy_requests, held_set, models_to_flash
+    state = env["N6_FLASHING"] = _Flashing(model_images, install_release)
+    targets = SCons.Script.COMMAND_LINE_TARGETS
+    requested = [t for t in targets if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
+    if not requested and not any(t.partition("-")[0] in DEPLOY_VERBS for t in targets):
         return []
-    board = load_board(board_path(env["BOARD"]))
-    chosen = [m for m in env.get("MODEL", "").split(",") if m]
-    models = models_to_flash(chosen, requested, model_images, board, install_release.header_words > 24)
-    nodes = _flash_step(env, models)
-    for t in requested:
-        env.Alias(t, nodes)
+    bpath = board_path(env["BOARD"])
+    board = state.once(("board", bpath), lambda: load_board(bpath))
+    chosen = chosen_models(env.get("MODEL", ""), board, model_images)
+    multi = install_release.header_words > 24
+    nodes = []
+    if requested:
+        nodes = _flash_step(env, models_to_flash(chosen, requested, model_images, board, multi))
+        for t in requested:
+            env.Alias(t, nodes)
+    state.requests = deploy_requests(targets, chosen, sorted(model_images))
+    state.project = chosen or sorted(model_images)
+    planned = {m for models in state.plans for m in models}
+    todo = sorted({m for models in state.requests.values() for m in models} - planned)
+    held = () if planned else held_set(env.Dir("$BUILD_DIR").abspath, todo, model_images)
+    for models in board_sets(todo, multi, held):
+        _plan(env, models)
     return nodes
+
+
+def deploy_models(env, *verbs):
+    """The models the command line asks `verbs` for (sorted), and those of their bare target."""
+    state = env["N6_FLASHING"]
+    return sorted({m for v in verbs for m in state.requests.get(v, ())}), state.project
+
+
+def board_set(env, model):
+    """What a step that runs `model` on the board needs of the set it goes there with: the set's
+    FlashOptions (the step puts the set on the board first unless it is there: n6.flash.step.
+    ensure_on_board; FORCE= stays the flash step's), the nodes that make it (images, board file,
+    firmwares: a step depends on them) and the set's flash step when the command line declares
+    one (a step comes after it). Call after FlashTargets."""
+    from dataclasses import replace
+    state = env.get("N6_FLASHING")
+    if state is None or model not in state.model_images:
+        raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
+    models = next((s for s in state.plans if model in s), None) or (model,)
+    opts, sources = _plan(env, models)
+    return replace(opts, force=False, dry_run=False), sources, state.steps.get(models)
+
+
+def uses_board(env, nodes):
+    """Declare steps that talk to the board: no two run at once."""
+    env["N6_FLASHING"].users.extend(nodes)
+
+
+def deploy_result(env, verb, model, nodes):
+    """Declare the nodes whose reports give `model`'s row in the summary of `verb`."""
+    env["N6_FLASHING"].results.setdefault(verb, {})[model] = list(nodes)
 
 
 def on_board(env, model):
     """`build/<model>/flash/on_board.json`: the node that puts `model` on the board (its flash
-    step, alone or in the set the command line flashes). Depend on it to run on the board; call
-    it after FlashTargets. Defining steps costs no programmer call; building two different sets in
-    one run is refused (the board holds one set)."""
-    state = env.get("N6_FLASHING")
-    if state is None or model not in state.model_images:
-        raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
-    for models, nodes in state.steps.items():
-        if model in models:
-            return nodes[2 * models.index(model)]
-    return _flash_step(env, (model,))[0]
+    step, alone or in the set planned for it). Depend on it to run on the board; call it after
+    FlashTargets. Defining steps costs no programmer call; building two different sets in one run
+    is refused (the board holds one set)."""
+    board_set(env, model)
+    models = next(s for s in env["N6_FLASHING"].plans if model in s)
+    return _flash_step(env, models)[2 * models.index(model)]
 
 
-def _flash_step(env, models):
-    """One flash step for `models` (together on the board): targets on_board.json + flash.json per model."""
+def deploy_order(env):
+    """After every deploy step is declared: no two steps talk to the board at once, and a summary
+    per verb the command line asks for several models, printed when the build ends whatever
+    failed (`build/<verb>-summary.json`)."""
+    state = env["N6_FLASHING"]
+    board_users = [n for nodes in state.steps.values() for n in nodes] + state.users
+    if board_users:
+        env.SideEffect(env.File("$BUILD_DIR/.board-in-use"), board_users)
+    asked = {t.partition("-")[0] for t in SCons.Script.COMMAND_LINE_TARGETS}
+    summaries = {verb: results for verb, results in sorted(state.results.items()) if verb in asked and len(results) > 1}
+    if summaries and not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
+        import atexit
+        atexit.register(_summaries, summaries, env.Dir("$BUILD_DIR"))
+
+
+def _summaries(summaries, build_dir):
+    """The project summaries, at the end of the build: a model whose step failed shows its error,
+    one whose steps did not run (the build stopped first) shows `not run`."""
+    from SCons.Node import executed, up_to_date
+    from n6.run.summary import model_result, not_run, summary
+    failures = {}
+    for failure in SCons.Script.GetBuildFailures():
+        path = os.path.relpath(failure.node.abspath, build_dir.abspath).split(os.sep)
+        if len(path) > 2:
+            failures.setdefault(path[0], {}).setdefault(path[1] if path[1] != "run" else
+                                                         os.path.splitext(path[2])[0], failure.errstr)
+    for verb, results in summaries.items():
+        rows = []
+        for model, nodes in sorted(results.items()):
+            done = all(n.get_state() in (executed, up_to_date) for n in nodes)
+            rows.append(model_result(verb, build_dir.Dir(model).abspath, model, failures.get(model))
+                        if done or model in failures else not_run(model))
+        text, _ = summary(verb, rows, build_dir.File(f"{verb}-summary.json").abspath)
+        say(text.rstrip("\n"))
+
+
+def _plan(env, models):
+    """(FlashOptions, source nodes) of the model set `models`, planned once per run."""
     from n6.board import load_board
     from n6.flash.step import FlashOptions, attached_probes, find_programmer, firmware_files
     state = env["N6_FLASHING"]
+    if models in state.plans:
+        return state.plans[models]
     bpath = board_path(env["BOARD"])
     board = state.once(("board", bpath), lambda: load_board(bpath))
     choice = env.get("FLASH_BACKEND") or board.programmer.backend
@@ -99,16 +183,24 @@ def _flash_step(env, models):
                         build_dir=env.Dir("$BUILD_DIR").path, sim_board=sim_board_dir(env),
                         install_root=env.StedgeaiInstall()[0])
     firmwares = [env.File(p) for p in firmware_files(board, opts.release, opts.copy_mode, opts.install_root)]
-    targets = []
-    for m in models:
-        out = os.path.join("$BUILD_DIR", m, "flash")
-        targets += [os.path.join(out, "on_board.json"), os.path.join(out, "flash.json")]
-    nodes = env.Command(targets, firmwares + images + [env.File(bpath)], _FLASH_ACTION, N6_FLASH_OPTIONS=opts)
-    env.Depends(nodes, step_code(env, "flash", ["n6.flash.step"], __file__))
+    sources = firmwares + images + [env.File(bpath), step_code(env, "flash", ["n6.flash.step"], __file__)]
+    state.plans[models] = opts, sources
+    return opts, sources
+
+
+def _flash_step(env, models):
+    """The flash step of the model set `models`: targets on_board.json + flash.json per model."""
+    from n6.flash.step import stamp_paths
+    state = env["N6_FLASHING"]
+    if models in state.steps:
+        return state.steps[models]
+    opts, sources = _plan(env, models)
+    nodes = env.Command([p for pair in stamp_paths(opts) for p in pair], sources, _FLASH_ACTION,
+                        N6_FLASH_OPTIONS=opts)
     env.NoCache(nodes)
     if opts.force or opts.dry_run:
         env.AlwaysBuild(nodes)
-    state.steps[tuple(models)] = nodes
+    state.steps[models] = nodes
     return nodes
 
 
@@ -125,10 +217,11 @@ def _ext_ram_budget(env, board):
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     opts, state = env["N6_FLASH_OPTIONS"], env["N6_FLASHING"]
-    state.flashed = state.flashed or opts.models
-    if state.flashed != opts.models:      # the board holds one set: a second one would overwrite the first
-        raise N6Error(None, f"one run would put {', '.join(state.flashed)} and then {', '.join(opts.models)} on "
+    before = state.flashed
+    if before and before != opts.models:      # the board holds one set: a second would overwrite the first
+        raise N6Error(None, f"one run would put {', '.join(before)} and then {', '.join(opts.models)} on "
                       "the board", "flash (or run) one model set at a time")
+    state.flashed = opts.models
     flash_step(opts, [(target[2 * i].abspath, target[2 * i + 1].abspath) for i in range(len(opts.models))], say,
                verbose=bool(env.get("VERBOSE")))
 
@@ -144,6 +237,11 @@ def generate(env):
                    DRY_RUN=False)
     env.AddMethod(flash_targets, "FlashTargets")
     env.AddMethod(on_board, "OnBoard")
+    env.AddMethod(deploy_models, "DeployModels")
+    env.AddMethod(board_set, "BoardSet")
+    env.AddMethod(uses_board, "UsesBoard")
+    env.AddMethod(deploy_result, "DeployResult")
+    env.AddMethod(deploy_order, "DeployOrder")
 
 
 def exists(env):

@@ -17,7 +17,7 @@ from n6.profiling import DIFF, FILES
 from n6.run.options import ProfileOptions
 from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code
 
-MEASURE_MODULES = ["n6.aivalidation", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
+MEASURE_MODULES = ["n6.aivalidation", "n6.flash.step", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
 REPORT_MODULES = ["n6.profiling.steps"]
 SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
 
@@ -25,12 +25,15 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 @reports_errors
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
+    from n6.flash.step import ensure_on_board, on_board_path
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure, save_measurement
     from n6.run.session import board_session
     opts = env["N6_PROFILE_OPTIONS"]
-    on_board = read_json(source[0].path, "on_board.json")
-    with board_session(opts.session, source[0].path, say, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as \
+    stamp = on_board_path(opts.flash, target[0].dir.dir.name)
+    ensure_on_board(opts.flash, say)
+    on_board = read_json(stamp, "on_board.json")
+    with board_session(opts.session, stamp, say, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as \
             (client, _, simulated):
         m = measure(client, opts.c_name, samples=opts.samples, simulated=simulated,
                     board=f"{on_board.get('board', '')} {on_board.get('probe', '')}".strip())
@@ -50,26 +53,10 @@ _MEASURE_ACTION = SCons.Action.Action(_measure_action, progress("PROFILE"), varl
 def _show(target, source, env):
     """The alias's action: print the stored report (fresh or not)."""
     for node in source:
-        if node.name == "profile.txt":
+        if node.name == "profile.txt" and os.path.exists(node.abspath):   # none: its step failed (-k)
             with open(node.abspath, encoding="utf-8") as f:
                 print(f.read(), end="")
             say(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
-
-
-def _requested_models(env, c_infos):
-    """The models the command line asks to profile: `profile-<model>`, and for `profile` the
-    models `scons flash` puts on the board (MODEL=, else the board file's, else every model)."""
-    names = set()
-    for t in SCons.Script.COMMAND_LINE_TARGETS:
-        if t.startswith("profile-") and t[len("profile-"):] in c_infos:
-            names.add(t[len("profile-"):])
-        elif t == "profile":
-            from n6.board import load_board
-            from n6.board_files import board_path
-            chosen = [m for m in env.get("MODEL", "").split(",") if m] or \
-                list(load_board(board_path(env["BOARD"])).images.models)
-            names |= set(chosen or c_infos)
-    return sorted(names)
 
 
 def profile_targets(env, c_infos):
@@ -77,7 +64,7 @@ def profile_targets(env, c_infos):
     profile step); call after FlashTargets. c_infos: model → (its c_info.json node, else the path
     one would have, its c-name)."""
     baseline = env.get("PROFILE_BASELINE")
-    models = _requested_models(env, c_infos)
+    models, project = env.DeployModels("profile")
     if models and baseline:     # a bad one: one line now, before any profile is measured or replaced
         if not os.path.isfile(baseline):
             raise N6Error(baseline, "PROFILE_BASELINE file not found",
@@ -88,28 +75,33 @@ def profile_targets(env, c_infos):
     for name in models:
         c_info, c_name = c_infos[name]
         out = os.path.join("$BUILD_DIR", name, "profile")
-        opts = ProfileOptions(session_options(env), c_name, int(env.get("PROFILE_SAMPLES", 1)))
+        flash, made_of, flash_step = env.BoardSet(name)
+        opts = ProfileOptions(session_options(env), flash, c_name, int(env.get("PROFILE_SAMPLES", 1)))
         measurement = env.Command(os.path.join(out, "measurement.json"),
-                                  [env.OnBoard(name), env.File(opts.session.board_file),
-                                   step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +
+                                  made_of + [env.File(opts.session.board_file),
+                                             step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +
                                   sim_board_code(env, opts.session),
                                   _MEASURE_ACTION, N6_PROFILE_OPTIONS=opts)
+        if flash_step:
+            env.Requires(measurement, flash_step)
         env.NoCache(measurement)
         env.Precious(measurement)
         if env.get("FORCE"):
             env.AlwaysBuild(measurement)
-        sources = [measurement, step_code(env, "profile-report", REPORT_MODULES, __file__)] + ([] if isinstance(c_info, str) else [c_info]) + \
-            ([env.File(baseline)] if baseline else [])
+        sources = [measurement, step_code(env, "profile-report", REPORT_MODULES, __file__)] + \
+            ([] if isinstance(c_info, str) else [c_info]) + ([env.File(baseline)] if baseline else [])
         reports = env.Command([os.path.join(out, f) for f in FILES], sources,
                               SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path),
                                                   varlist=["N6_C_INFO"]), N6_C_INFO=str(c_info))
         env.SideEffect(os.path.join(out, DIFF), reports)
         env.NoCache(reports)
+        env.UsesBoard(measurement)
+        env.DeployResult("profile", name, reports)
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))
         env.AlwaysBuild(alias)
         aliases.append(alias)
-    if models:
-        env.Alias("profile", aliases)
+        if name in project:
+            env.Alias("profile", alias)
     return aliases
 
 

@@ -2,7 +2,8 @@
 host requests, answer with bare `respMsg`s, wait for the host's ack after every log. Fault
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
-`slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short).
+`slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short),
+`wrong-output:NAME` (the model NAME's outputs sent with their first byte changed).
 PER_LAYER runs count instructions per epoch; with the BUSIF_RW_DATA counter option also reads and
 writes per memory region, with the region's base and size (`s:sim:mem:` logs)."""
 import os
@@ -57,7 +58,7 @@ class Disconnect(Exception):
 class Board:
     def __init__(self, port, header, models, install_error=None, fault="", log=None):
         kind, _, arg = (fault or "").partition(":")
-        self.fault, self.fault_arg = kind, float(arg) if arg else 0
+        self.fault, self.fault_arg = kind, arg if kind == "wrong-output" else float(arg) if arg else 0
         if self.fault == "header":
             header = "1byte" if header == "2byte" else "2byte"
         self.header = header
@@ -210,6 +211,8 @@ class Board:
         no_data = TENSOR_NO_DATA if req.param & PERF else 0
         for j, (buf, out) in enumerate(zip(model.outputs, result.outputs)):
             last = j == len(model.outputs) - 1
+            if self.fault == "wrong-output" and model.name == self.fault_arg:
+                out = bytes([out[0] ^ 0x40]) + out[1:]
             self.send_tensor(buf, TENSOR_OUTPUT | no_data | (TENSOR_LAST if last else 0), out,
                              pb.S_DONE if last else pb.S_PROCESSING)
 

@@ -90,19 +90,25 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
-def models_to_flash(chosen, requested, all_models, board, multi):
-    """The model set of one `scons flash` run (`chosen`: MODEL=, `requested`: the flash targets
-    of the command line), or a one-line error."""
-    chosen = chosen or list(board.images.models)
+def chosen_models(model_var, board, all_models):
+    """The models the user chose: MODEL= (comma list), else the board file's `models` (empty: no
+    choice). A name that is no model is a one-line error."""
+    chosen = [m for m in model_var.split(",") if m] or list(board.images.models)
     for m in chosen:
         if m not in all_models:
             raise N6Error(None, f"MODEL={m}: no such model", f"choose from {', '.join(sorted(all_models))}")
+    return chosen
+
+
+def models_to_flash(chosen, requested, all_models, board, multi):
+    """The model set of one `scons flash` run (`chosen`: chosen_models, `requested`: the flash
+    targets of the command line), or a one-line error."""
     sets = set()
     for t in requested:
         if t == "flash":
             if chosen:
                 sets.add(tuple(chosen))
-            elif len(all_models) == 1 or multi and len(all_models) <= 4:
+            elif len(all_models) == 1 or multi and len(all_models) <= mrel.MAX_MODELS:
                 sets.add(tuple(sorted(all_models)))
             else:
                 raise N6Error(None, f"several models and no choice: {', '.join(sorted(all_models))}",
@@ -116,6 +122,46 @@ def models_to_flash(chosen, requested, all_models, board, multi):
         raise N6Error(None, f"{', '.join(models)}: a 2.x install holds one model on the board at a time",
                       "choose one with MODEL=")
     return models
+
+
+DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
+
+
+def deploy_requests(targets, chosen, all_models):
+    """verb → the models the command line asks it for: `<verb>-<model>`, and for a bare `<verb>`
+    the chosen models, else every model (a whole-project run)."""
+    wanted = {}
+    for t in targets:
+        verb, _, name = t.partition("-")
+        if verb in DEPLOY_VERBS and (not name or name in all_models):
+            wanted.setdefault(verb, set()).update([name] if name else chosen or all_models)
+    return {verb: sorted(models) for verb, models in wanted.items()}
+
+
+def board_sets(models, multi, held=()):
+    """The model sets put on the board in turn so that each of `models` runs: the set the board
+    already holds (`held`) first when it has any of them, so that running one model of a flashed
+    3.x set keeps the set; then the rest in sets of up to four (3.x) or one by one (2.x)."""
+    todo, sets = sorted(models), []
+    if set(held) & set(todo):
+        sets.append(tuple(held))
+        todo = [m for m in todo if m not in held]
+    size = mrel.MAX_MODELS if multi else 1
+    return sets + [tuple(todo[i:i + size]) for i in range(0, len(todo), size)]
+
+
+def held_set(build_dir, models, all_models):
+    """The model set the board holds as the last flash recorded it (the `set` of the models'
+    on_board.json; a flash that overwrote a model removed its file), or () when unknown."""
+    for m in models:
+        try:
+            with open(os.path.join(build_dir, m, "flash", "on_board.json"), encoding="utf-8") as f:
+                held = tuple(json.load(f).get("set", ()))
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+        if m in held and all(isinstance(x, str) and x in all_models for x in held):
+            return held
+    return ()
 
 
 def firmware_files(board, release, copy_mode, install_root):
@@ -189,6 +235,46 @@ def invalidate_other_stamps(build_dir, own, result):
             os.unlink(stamp)
 
 
+def on_board_path(opts, model):
+    """The model's on_board.json: what the flash step put on the board for it (a deploy stamp)."""
+    return os.path.join(opts.build_dir, model, "flash", "on_board.json")
+
+
+def stamp_paths(opts):
+    """(on_board.json, flash.json) of each model of the set: what the flash step leaves."""
+    return [(on_board_path(opts, m), os.path.join(opts.build_dir, m, "flash", "flash.json")) for m in opts.models]
+
+
+def holds(opts):
+    """Whether the board holds the set as the last flash left it: each model's on_board.json
+    is there (a flash over it removes it) and names these images at these addresses, this set,
+    and a probe that is attached. No programmer call: what another tool wrote is not seen."""
+    wanted, seen = None, set()
+    for on_board, _ in stamp_paths(opts):
+        try:
+            with open(on_board, encoding="utf-8") as f:
+                stamp = json.load(f)
+            if stamp.get("set") != opts.models or opts.probes and stamp.get("probe") not in opts.probes:
+                return False
+            if wanted is None:
+                images = layout([ModelFiles(*f) for f in opts.files], load_board(opts.board), opts.multi,
+                                0 if opts.copy_mode else mrel.FLAG_XIP)
+                wanted = {im.path: (f"0x{im.address:08X}", im.sha256) for im in images}
+            if any(wanted.get(i["path"]) != (i["address"], i["sha256"]) for i in stamp["images"]):
+                return False
+            seen |= {i["path"] for i in stamp["images"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return False
+    return seen == set(wanted)
+
+
+def ensure_on_board(opts, say=print, verbose=False):
+    """Put the set on the board unless it holds it (holds): what a step that runs a model does
+    first, so that it is right whatever ran on the board before it."""
+    if not holds(opts):
+        flash_step(opts, stamp_paths(opts), say, verbose)
+
+
 def flash_step(opts, reports, say=print, verbose=False):
     """Put the models on the board: the gate before any programmer call, then the changed sectors.
     `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
@@ -242,6 +328,7 @@ def flash_step(opts, reports, say=print, verbose=False):
     own = set()
     for m, (on_board_path, flash_json) in zip(opts.models, reports):
         on_board = {"board": board.key, "probe": result.serial, "simulated": opts.simulated, "model": m,
+                    "set": opts.models,
                     "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
                                 "size": len(r.image.data), "sha256": r.image.sha256}
                                for r in result.images if m in r.image.models]}

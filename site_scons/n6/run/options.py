@@ -20,6 +20,7 @@ class SessionOptions:
 @dataclass(frozen=True)
 class RunOptions:
     session: SessionOptions
+    flash: object            # n6.flash.step.FlashOptions of the model set the run puts on the board first
     c_name: str              # the model's c-name on the board
     runs: int
     seed: int
@@ -31,6 +32,7 @@ class RunOptions:
 @dataclass(frozen=True)
 class ProfileOptions:
     session: SessionOptions
+    flash: object            # as RunOptions.flash
     c_name: str
     samples: int             # PROFILE_SAMPLES=: runs per counter set
 
@@ -38,6 +40,7 @@ class ProfileOptions:
 @dataclass(frozen=True)
 class ValidateOptions:
     session: SessionOptions  # to run the model's test set on the board
+    flash: object            # as RunOptions.flash (the test set's run)
     tolerance: float         # LSB
     onnx: str                # the source model (absolute), or "": the host build of `model_dir`
     model_dir: str           # the generated C of the model

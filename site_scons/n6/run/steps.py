@@ -7,6 +7,7 @@ import numpy as np
 
 from ..atomic import write_text
 from ..errors import N6Error
+from ..flash.step import ensure_on_board
 from . import inference, validate
 from .session import board_session
 
@@ -14,7 +15,9 @@ VALIDATED, VALIDATE_FAILED = "validate.json", "validate-failed.json"      # the 
 
 
 def run_step(opts, on_board_path, out_dir, say=print):
-    """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report."""
+    """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report.
+    The model's set is put on the board first unless it is there."""
+    ensure_on_board(opts.flash, say)
     with board_session(opts.session, on_board_path, say) as (client, device, simulated):
         model = client.model(opts.c_name)
         inputs = inference.make_inputs(model, opts.inputs or None, opts.seed, opts.runs)
@@ -55,6 +58,7 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference
         samples, labels = validate.test_set(opts.test_data, model)
+        ensure_on_board(opts.flash, say)
         with board_session(opts.session, on_board_path, say) as (client, _, _):
             board_model, results = inference.run_model(client, model.name, samples)
         board = inference.outputs_arrays(board_model, results)[0]
