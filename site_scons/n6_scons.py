@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import sys
+import threading
 
 import SCons.Action
 import SCons.Errors
@@ -31,6 +32,26 @@ def reports_errors(fn):
             raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
     action.__name__ = fn.__name__
     return action
+
+
+_BOARD = threading.Lock()
+
+
+def uses_board(progress_line=None):
+    """Decorate a Python action that talks to the board: one at a time, in the order SCons starts
+    them, its progress line (a `progress` strfunction; give the Action none) printed once it has
+    the board. A lock, not an SCons SideEffect: SCons restarts a step that waited on a side effect
+    ahead of the steps declared before it, which would interleave the model sets."""
+    def wrap(fn):
+        def action(target, source, env):
+            with _BOARD:
+                line = progress_line(target, source, env) if progress_line else None
+                if line:
+                    say(line)
+                return fn(target, source, env)
+        action.__name__ = fn.__name__
+        return action
+    return wrap
 
 
 def progress(verb, what=lambda target, env: target[0].path):

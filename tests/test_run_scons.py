@@ -237,3 +237,32 @@ def test_whole_project_validate_one_model_at_a_time(repo):
                 repo, "build", m, "run", "validate-failed.json" if m == "kws_bad" else "validate.json"))
     finally:
         shutil.rmtree(bad)
+
+
+def test_3x_board_keeps_the_flashed_set_and_validates_in_sets_of_four(tmp_path):
+    """3.x: running one model of the four-model set on the board keeps the set (no programmer
+    call, the board's header still names all four); a several-model validate puts the set the
+    board holds first and the rest in sets of up to four, one programmer call per set."""
+    from programmer_sim.board_state import BoardState
+    repo = copy_repo(tmp_path / "repo")
+    release = "STEDGEAI_SIM_RELEASE=3.0"
+    first = ["digits_mlp", "fusion_mlp", "kws_mlp", "kws_mlp_f32"]
+    six = first + ["big_mlp", "cifar_cnn"]
+    for m in six:                      # models on one board need names of their own
+        path = tmp_path / "repo" / "models" / m / "model.json"
+        spec = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text(json.dumps(dict(spec, name=m)))
+    state = BoardState(os.path.join(repo, "build", "sim-board"))
+    scons(repo, "flash", release, "MODEL=" + ",".join(first))
+    header = state.read(0x71000000, 64)
+    calls = len(state.events("call"))
+    proc = scons(repo, "run", release, "MODEL=kws_mlp")
+    assert "  RUN " in proc.stdout and "FLASH" not in proc.stdout and len(state.events("call")) == calls
+    assert state.read(0x71000000, 64) == header
+    assert json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "on_board.json")))["set"] == first
+    proc = scons(repo, "validate", release, "MODEL=" + ",".join(six))
+    assert len(state.events("call")) == calls + 1                  # the held set as it is, then the other two
+    assert json.load(open(os.path.join(repo, "build", "big_mlp", "flash", "on_board.json")))["set"] == \
+        ["big_mlp", "cifar_cnn"]
+    summary = json.load(open(os.path.join(repo, "build", "validate-summary.json")))
+    assert [r["model"] for r in summary["models"]] == sorted(six) and summary["failed"] == 0

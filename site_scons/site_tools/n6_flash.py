@@ -1,8 +1,11 @@
 """`scons flash` / `scons flash-<model>`: deploy the relocatable images to the board, writing only
 the 64 KB sectors whose bytes differ from what that board (probe serial) holds.
 
-The flash step is an SCons node: `build/<model>/flash/on_board.json` (what is on the board, the
-dependency of run/validate) and `flash.json` (this flash's report). Its signature is the images,
+The flash step is an SCons node: `build/<model>/flash/on_board.json` (what is on the board; a
+flash of other bytes over it removes it) and `flash.json` (this flash's report). The steps that
+run a model on the board (run, validate, profile) do not wait for it: they put their model set
+there themselves unless it is (n6.flash.step.ensure_on_board), so that the sets of a whole
+project take the board in turn and an unchanged project flashes nothing. Its signature is the images,
 the board file and its options (n6.flash.step.FlashOptions, signed through varlist) with the probe
 identity: the serial numbers of the attached ST-LINKs as USB enumerates them (the simulated
 board's probe.json), so a swapped board reflashes while nothing changed costs no programmer call.
@@ -17,7 +20,7 @@ import SCons.Script
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
 from n6.flash.step import DEPLOY_VERBS
-from n6_scons import describe_targets, reports_errors, say, sim_board_dir, step_code
+from n6_scons import describe_targets, reports_errors, say, sim_board_dir, step_code, uses_board
 
 
 @dataclass
@@ -33,7 +36,6 @@ class _Flashing:
     known: dict = field(default_factory=dict)     # board files, programmers, probes: looked up once
     requests: dict = field(default_factory=dict)  # verb (run, validate, profile) → models the command line asks
     project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
-    users: list = field(default_factory=list)     # nodes that talk to the board
     results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
 
     def once(self, key, make):
@@ -75,9 +77,13 @@ def flash_targets(env, model_images, install_release):
 
 
 def deploy_models(env, *verbs):
-    """The models the command line asks `verbs` for (sorted), and those of their bare target."""
+    """The models the command line asks `verbs` for, and those of their bare target. In the
+    order their sets go on the board: SCons starts the steps of the targets in the order they
+    are declared, so each set is mostly flashed once (a step puts its set there if it is not)."""
     state = env["N6_FLASHING"]
-    return sorted({m for v in verbs for m in state.requests.get(v, ())}), state.project
+    turn = {m: i for i, models in enumerate(state.plans) for m in models}
+    return sorted({m for v in verbs for m in state.requests.get(v, ())}, key=lambda m: (turn.get(m, 0), m)), \
+        state.project
 
 
 def board_set(env, model):
@@ -95,11 +101,6 @@ def board_set(env, model):
     return replace(opts, force=False, dry_run=False), sources, state.steps.get(models)
 
 
-def uses_board(env, nodes):
-    """Declare steps that talk to the board: no two run at once."""
-    env["N6_FLASHING"].users.extend(nodes)
-
-
 def deploy_result(env, verb, model, nodes):
     """Declare the nodes whose reports give `model`'s row in the summary of `verb`."""
     env["N6_FLASHING"].results.setdefault(verb, {})[model] = list(nodes)
@@ -115,14 +116,10 @@ def on_board(env, model):
     return _flash_step(env, models)[2 * models.index(model)]
 
 
-def deploy_order(env):
-    """After every deploy step is declared: no two steps talk to the board at once, and a summary
-    per verb the command line asks for several models, printed when the build ends whatever
-    failed (`build/<verb>-summary.json`)."""
+def deploy_summaries(env):
+    """After every deploy step is declared: a summary per verb the command line asks for several
+    models, printed when the build ends whatever failed (`build/<verb>-summary.json`)."""
     state = env["N6_FLASHING"]
-    board_users = [n for nodes in state.steps.values() for n in nodes] + state.users
-    if board_users:
-        env.SideEffect(env.File("$BUILD_DIR/.board-in-use"), board_users)
     asked = {t.partition("-")[0] for t in SCons.Script.COMMAND_LINE_TARGETS}
     summaries = {verb: results for verb, results in sorted(state.results.items()) if verb in asked and len(results) > 1}
     if summaries and not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
@@ -214,6 +211,7 @@ def _ext_ram_budget(env, board):
 
 
 @reports_errors
+@uses_board()
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     opts, state = env["N6_FLASH_OPTIONS"], env["N6_FLASHING"]
@@ -239,9 +237,8 @@ def generate(env):
     env.AddMethod(on_board, "OnBoard")
     env.AddMethod(deploy_models, "DeployModels")
     env.AddMethod(board_set, "BoardSet")
-    env.AddMethod(uses_board, "UsesBoard")
     env.AddMethod(deploy_result, "DeployResult")
-    env.AddMethod(deploy_order, "DeployOrder")
+    env.AddMethod(deploy_summaries, "DeploySummaries")
 
 
 def exists(env):

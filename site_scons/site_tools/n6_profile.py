@@ -15,7 +15,8 @@ import SCons.Script
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
 from n6.run.options import ProfileOptions
-from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code
+from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code, \
+    uses_board
 
 MEASURE_MODULES = ["n6.aivalidation", "n6.flash.step", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
 REPORT_MODULES = ["n6.profiling.steps"]
@@ -23,6 +24,7 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 
 
 @reports_errors
+@uses_board(progress("PROFILE"))
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
     from n6.flash.step import ensure_on_board, on_board_path
@@ -47,7 +49,7 @@ def _report_action(target, source, env):
                 env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
 
 
-_MEASURE_ACTION = SCons.Action.Action(_measure_action, progress("PROFILE"), varlist=["N6_PROFILE_OPTIONS"])
+_MEASURE_ACTION = SCons.Action.Action(_measure_action, None, varlist=["N6_PROFILE_OPTIONS"])
 
 
 def _show(target, source, env):
@@ -95,7 +97,6 @@ def profile_targets(env, c_infos):
                                                   varlist=["N6_C_INFO"]), N6_C_INFO=str(c_info))
         env.SideEffect(os.path.join(out, DIFF), reports)
         env.NoCache(reports)
-        env.UsesBoard(measurement)
         env.DeployResult("profile", name, reports)
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))
         env.AlwaysBuild(alias)
@@ -106,7 +107,7 @@ def profile_targets(env, c_infos):
 
 
 def generate(env):
-    describe_targets(env, ("profile", "flash, then the per-epoch profile: table, JSON, picture, trace, HTML, diff"),
+    describe_targets(env, ("profile", "the per-epoch profile of the chosen model(s), else every model: table, JSON, picture, trace, HTML, diff"),
                      ("profile-<model>", "the same for that model"))
     env.AddMethod(profile_targets, "ProfileTargets")
 

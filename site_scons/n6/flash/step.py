@@ -332,6 +332,7 @@ def flash_step(opts, reports, say=print, verbose=False):
                     "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
                                 "size": len(r.image.data), "sha256": r.image.sha256}
                                for r in result.images if m in r.image.models]}
+        os.makedirs(os.path.dirname(on_board_path), exist_ok=True)     # a step's own flash (ensure_on_board)
         write_text(on_board_path, json.dumps(on_board, indent=1) + "\n")
         write_text(flash_json, json.dumps(report, indent=1) + "\n")
         own.add(os.path.abspath(on_board_path))

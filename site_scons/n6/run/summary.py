@@ -83,6 +83,7 @@ def summary(verb, rows, path):
     headers = ["model", "result"] + (["max err LSB", "top-1"] if verb == "validate" else []) + \
         ["inf/s", "ms" + (" (simulated)" if simulated else "")] + (["error"] if errors else [])
     table = [[r.model, r.result] + ([_cell(r.max_lsb, "g"), _cell(r.top1, ".1%")] if verb == "validate" else []) +
-             [_cell(r.inf_per_s, ".1f"), _cell(r.ms, ".3f")] + ([r.error] if errors else []) for r in rows]
+             [_cell(r.inf_per_s, ".1f"), _cell(r.ms, ".3f")] + ([r.error.split(" (fix: ")[0]] if errors else [])
+             for r in rows]
     verdict = f"{len(rows) - len(failed)} of {len(rows)} models {'passed' if verb == 'validate' else 'ok'}"
     return f"{verb} summary: {verdict}\n" + tabulate(table, headers) + "\n", not failed
