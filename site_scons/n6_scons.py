@@ -37,7 +37,7 @@ def reports_errors(fn):
 _BOARD = threading.Lock()
 
 
-def uses_board(progress_line=None):
+def board_action(progress_line=None):
     """Decorate a Python action that talks to the board: one at a time, in the order SCons starts
     them, its progress line (a `progress` strfunction; give the Action none) printed once it has
     the board. A lock, not an SCons SideEffect: SCons restarts a step that waited on a side effect

@@ -194,3 +194,16 @@ def test_a_change_of_the_code_a_profile_step_runs_reruns_that_step(repo, module,
         f.write("\n# a change of the step's code\n")
     verbs = [v for v in steps(run(repo, "profile-kws_mlp")) if v in ("PROFILE", "REPORT")]
     assert step in verbs and (step == "PROFILE" or verbs == ["REPORT"])
+
+
+def test_several_models_profile_with_one_summary(repo):
+    """`scons profile` over several models: each profiled in turn on the one-model board, one
+    summary table and profile-summary.json with each model's measured inf/s and time."""
+    proc = run(repo, "profile", "MODEL=kws_mlp,tiny_prebuilt")
+    assert "profile summary: 2 of 2 models ok" in proc.stdout
+    summary = json.load(open(os.path.join(repo, "build", "profile-summary.json")))
+    assert summary["verb"] == "profile" and summary["simulated"] and summary["failed"] == 0
+    for row in summary["models"]:
+        totals = json.load(open(os.path.join(repo, "build", row["model"], "profile", "profile.json")))["totals"]
+        assert row["result"] == "ok" and (row["inf_per_s"], row["ms"]) == (totals["inf_per_s"], totals["time_ms"])
+    assert [r["model"] for r in summary["models"]] == ["kws_mlp", "tiny_prebuilt"]

@@ -20,7 +20,7 @@ import SCons.Script
 from n6.board_files import DEFAULT_BOARD, board_path
 from n6.errors import N6Error
 from n6.flash.step import DEPLOY_VERBS
-from n6_scons import describe_targets, reports_errors, say, sim_board_dir, step_code, uses_board
+from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
 
 
 @dataclass
@@ -37,6 +37,7 @@ class _Flashing:
     requests: dict = field(default_factory=dict)  # verb (run, validate, profile) → models the command line asks
     project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
     results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
+    users: list = field(default_factory=list)     # (model, nodes) of the steps that talk to the board
 
     def once(self, key, make):
         if key not in self.known:
@@ -101,6 +102,11 @@ def board_set(env, model):
     return replace(opts, force=False, dry_run=False), sources, state.steps.get(models)
 
 
+def uses_board(env, model, nodes):
+    """Declare steps that run `model` on the board (deploy_order orders them by model set)."""
+    env["N6_FLASHING"].users.append((model, list(nodes)))
+
+
 def deploy_result(env, verb, model, nodes):
     """Declare the nodes whose reports give `model`'s row in the summary of `verb`."""
     env["N6_FLASHING"].results.setdefault(verb, {})[model] = list(nodes)
@@ -116,10 +122,19 @@ def on_board(env, model):
     return _flash_step(env, models)[2 * models.index(model)]
 
 
-def deploy_summaries(env):
-    """After every deploy step is declared: a summary per verb the command line asks for several
-    models, printed when the build ends whatever failed (`build/<verb>-summary.json`)."""
+def deploy_order(env):
+    """After every deploy step is declared: the steps that talk to the board run one after the
+    other, model set by model set (SCons's Requires; each also takes the board lock and puts its
+    set there unless it is, so the order only saves flashing). Not under `-k`: there a failed step
+    must not hold back the models after it, and the lock keeps each step right. Then a summary per
+    verb the command line asks for several models, printed when the build ends whatever failed
+    (`build/<verb>-summary.json`)."""
     state = env["N6_FLASHING"]
+    if not SCons.Script.GetOption("keep_going"):
+        turn = {m: i for i, models in enumerate(state.plans) for m in models}
+        ordered = [nodes for _, nodes in sorted(state.users, key=lambda u: turn.get(u[0], 0))]
+        for before, after in zip(ordered, ordered[1:]):
+            env.Requires(after, before)
     asked = {t.partition("-")[0] for t in SCons.Script.COMMAND_LINE_TARGETS}
     summaries = {verb: results for verb, results in sorted(state.results.items()) if verb in asked and len(results) > 1}
     if summaries and not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
@@ -211,7 +226,7 @@ def _ext_ram_budget(env, board):
 
 
 @reports_errors
-@uses_board()
+@board_action()
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     opts, state = env["N6_FLASH_OPTIONS"], env["N6_FLASHING"]
@@ -238,7 +253,8 @@ def generate(env):
     env.AddMethod(deploy_models, "DeployModels")
     env.AddMethod(board_set, "BoardSet")
     env.AddMethod(deploy_result, "DeployResult")
-    env.AddMethod(deploy_summaries, "DeploySummaries")
+    env.AddMethod(uses_board, "UsesBoard")
+    env.AddMethod(deploy_order, "DeployOrder")
 
 
 def exists(env):

@@ -15,8 +15,8 @@ import SCons.Script
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES
 from n6.run.options import ProfileOptions
-from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code, \
-    uses_board
+from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
+    sim_board_code, step_code
 
 MEASURE_MODULES = ["n6.aivalidation", "n6.flash.step", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
 REPORT_MODULES = ["n6.profiling.steps"]
@@ -24,7 +24,7 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 
 
 @reports_errors
-@uses_board(progress("PROFILE"))
+@board_action(progress("PROFILE"))
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
     from n6.flash.step import ensure_on_board, on_board_path
@@ -97,6 +97,7 @@ def profile_targets(env, c_infos):
                                                   varlist=["N6_C_INFO"]), N6_C_INFO=str(c_info))
         env.SideEffect(os.path.join(out, DIFF), reports)
         env.NoCache(reports)
+        env.UsesBoard(name, measurement)
         env.DeployResult("profile", name, reports)
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))
         env.AlwaysBuild(alias)

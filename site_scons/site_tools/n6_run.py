@@ -3,7 +3,7 @@ aiValidation protocol (the simulated board on a pty when no PORT= is given) and 
 host reference. Each step reruns only when the model's images, the board or its options change;
 a run puts its model's set on the board first unless the board holds it (so that several model
 sets can take the board in turn). `run` / `validate` without MODEL= cover every model, with a
-summary at the end (n6_flash.deploy_summaries).
+summary at the end (n6_flash.deploy_order).
 
   build/<model>/run/run.json + output_<name>.npy    RUNS=, INPUTS=, SEED=
   build/<model>/run/validate.json                   VALIDATE_TOLERANCE= (LSB); with the model
@@ -15,14 +15,14 @@ import SCons.Script
 
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
-from n6_scons import describe_targets, progress, reports_errors, say, session_options, sim_board_code, step_code, \
-    uses_board
+from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
+    sim_board_code, step_code
 
 RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and all it imports)
 
 
 @reports_errors
-@uses_board(progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
+@board_action(progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
 def _run_action(target, source, env):
     from n6.run.steps import run_step
     opts = env["N6_RUN_OPTIONS"]
@@ -30,7 +30,7 @@ def _run_action(target, source, env):
 
 
 @reports_errors
-@uses_board(progress("VALIDATE", lambda t, e: t[0].path))
+@board_action(progress("VALIDATE", lambda t, e: t[0].path))
 def _validate_action(target, source, env):
     from n6.run.steps import validate_step
     opts = env["N6_VALIDATE_OPTIONS"]
@@ -80,6 +80,7 @@ def run_model(env, spec, in_project=False):
     env.Depends(val, step_code(env, "validate", RUN_MODULES, __file__))
     if flash_step:               # `scons flash run`: the flash first
         env.Requires(run, flash_step)
+    env.UsesBoard(spec.name, run + (val if test_data else []))
     env.DeployResult("run", spec.name, run)
     env.DeployResult("validate", spec.name, val)
     env.Alias(f"run-{spec.name}", run)
