@@ -78,9 +78,9 @@ def flash_targets(env, model_images, install_release):
 
 
 def deploy_models(env, *verbs):
-    """The models the command line asks `verbs` for, and those of their bare target. In the
-    order their sets go on the board: SCons starts the steps of the targets in the order they
-    are declared, so each set is mostly flashed once (a step puts its set there if it is not)."""
+    """The models the command line asks `verbs` for, in the order their sets go on the board (the
+    order SCons starts their steps in when deploy_order does not chain them: under -k), and the
+    models of the verbs' bare targets."""
     state = env["N6_FLASHING"]
     turn = {m: i for i, models in enumerate(state.plans) for m in models}
     return sorted({m for v in verbs for m in state.requests.get(v, ())}, key=lambda m: (turn.get(m, 0), m)), \
