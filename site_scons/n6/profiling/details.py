@@ -18,7 +18,7 @@ def _bursts(counts):
 def _npu(profile):
     headers = ["epoch", "NPU pre", "NPU core", "NPU post", "core % of epoch", "ideal ops/cycle",
                "compiler ops/cycle", "core-only ops/cycle", "measured ops/cycle"]
-    rows = [[e.name, *(e.npu_cycles.as_list() if e.npu_cycles else ["-"] * 3), _n(e.npu_core_percent, ".1f"),
+    rows = [[e.block, *(e.npu_cycles.as_list() if e.npu_cycles else ["-"] * 3), _n(e.npu_core_percent, ".1f"),
              _n(e.ideal_ops_per_cycle, ".2f"), _n(e.compiler_ops_per_cycle, ".2f"), _n(e.core_ops_per_cycle, ".2f"),
              _n(e.ops_per_cycle, ".2f")] for e in profile.epochs]
     t = profile.totals
@@ -44,7 +44,7 @@ def _bus_cells(bus):
 def _bus(profile):
     headers = ["epoch", "busif 0 read B", "busif 0 write B", "busif 0 GB/s", "busif 1 read B", "busif 1 write B",
                "busif 1 GB/s", "total GB/s"]
-    rows = [[e.name, *_bus_cells(e.bus)] for e in profile.epochs] + [["total", *_bus_cells(profile.totals["bus"])]]
+    rows = [[e.block, *_bus_cells(e.bus)] for e in profile.epochs] + [["total", *_bus_cells(profile.totals["bus"])]]
     return "Bus interfaces (GB/s over the core NPU cycles, as ST's profiler)", headers, rows
 
 
@@ -57,7 +57,7 @@ def _burst_cells(bus):
 
 def _burst_table(profile):
     headers = ["epoch", "busif 0 read", "busif 0 write", "busif 1 read", "busif 1 write"]
-    rows = [[e.name, *_burst_cells(e.bus)] for e in profile.epochs] + [["total", *_burst_cells(profile.totals["bus"])]]
+    rows = [[e.block, *_burst_cells(e.bus)] for e in profile.epochs] + [["total", *_burst_cells(profile.totals["bus"])]]
     return "Bus bursts of 1/2/4/8 beats of 8 bytes", headers, rows
 
 
@@ -72,7 +72,7 @@ def _engine_rows(name, engines, busiest):
 
 def _engines(profile):
     headers = ["epoch", "engine", "role", "busif", "active cycles", "% of NPU core", "busiest"]
-    rows = [r for e in profile.epochs for r in _engine_rows(e.name, e.stream_engines, e.busiest_engine)]
+    rows = [r for e in profile.epochs for r in _engine_rows(e.block, e.stream_engines, e.busiest_engine)]
     t = profile.totals
     return "Stream engines", headers, rows + _engine_rows("total", t["stream_engines"], t["busiest_engine"])
 
@@ -80,7 +80,7 @@ def _engines(profile):
 def _cache(profile):
     headers = ["epoch", "read hit", "read miss", "read alloc miss", "evict", "write hit", "write miss",
                "write alloc miss", "write-through"]
-    named = [(e.name, e.npu_cache) for e in profile.epochs] + [("total", profile.totals["npu_cache"])]
+    named = [(e.block, e.npu_cache) for e in profile.epochs] + [("total", profile.totals["npu_cache"])]
     return "NPU cache", headers, [[name, *([c[k] for k in CACHE_KEYS] if c else ["-"] * 8)] for name, c in named]
 
 

@@ -50,6 +50,11 @@ class EpochProfile:
     absent: list                 # counters the board did not report
 
     @property
+    def block(self):
+        """The block's name in tables: its epochs' range when it covers several."""
+        return self.name if self.index == self.last else f"{self.name}..{self.epochs[-1]}"
+
+    @property
     def traffic(self):
         """Bytes moved per pool or bus interface, from `traffic_source` (None: nothing counted them)."""
         if self.traffic_source == "bus":

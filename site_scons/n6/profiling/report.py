@@ -47,8 +47,7 @@ def rows(profile):
     """One list per epoch block (shared by the console and the HTML page)."""
     out = []
     for e in profile.epochs:
-        name = e.name if e.index == e.last else f"{e.name}..{e.epochs[-1]}"
-        out.append(_keep(profile, [name, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
+        out.append(_keep(profile, [e.block, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
                                    *e.mcu_cycles.as_list(),
                                    "-" if e.npu_core_percent is None else f"{e.npu_core_percent:.1f}",
                                    e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
@@ -83,9 +82,9 @@ def counter_lines(profile):
         lines.append(line)
     if t["bus"]:
         b = t["bus"]
-        ports = ", ".join(f"busif {k[-1]} read {v['read_bytes']:,} B write {v['write_bytes']:,} B {_gb(v['gb_per_s'])}"
-                          for k, v in b.items() if k != "total")
-        lines.append(f"bus: {ports}; total {_gb(b['total']['gb_per_s'])} over the NPU core time, "
+        lines += [f"bus interface {k[-1]}: read {v['read_bytes']:,} B, write {v['write_bytes']:,} B, "
+                  f"{_gb(v['gb_per_s'])}" for k, v in b.items() if k != "total"]
+        lines.append(f"bus total: {_gb(b['total']['gb_per_s'])} over the NPU core time, "
                      f"{_gb(b['total']['average_gb_per_s'])} over the inference")
     if t["stream_engines"] is not None:
         e = t["busiest_engine"]
