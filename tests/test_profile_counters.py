@@ -12,6 +12,8 @@ import pytest
 
 from n6.profiling import measure, messages, steps
 
+from test_profiling import render_in_chromium
+
 CLOCKS = {"mcu_freq": 800_000_000, "noc_freq": 400_000_000, "npu_freq": 1_000_000_000, "nic_freq": 900_000_000}
 EC, SW = (1, 2, 4), (3, 3, 2)          # (first epoch, last epoch, kind code): the EC blob covers epochs 1-2
 
@@ -272,8 +274,10 @@ class _Tables(HTMLParser):
             self.cell += data
 
 
-def test_counters_in_the_html_page(reports):
+def test_counters_in_the_html_page(reports, tmp_path):
     folder, _ = reports
+    probe, console = render_in_chromium(os.path.join(folder, "profile.html"), tmp_path)
+    assert console == [] and probe["svg"] > 100 and probe["rows"] == 2 and probe["broken"] == 0
     page = _Tables()
     page.feed(_read(folder, "profile.html"))
     tables = {tuple(h): [r for r in rows if r] for h, rows in page.tables}
@@ -353,3 +357,17 @@ def test_diff_covers_the_counters(tmp_path, reports):
     assert ec["bus_bytes"] == {"before": 9992, "after": 9992, "delta": 0, "percent": 0.0}
     assert ec["cache_misses"]["after"] == 15 and d["total"]["npu_core_cycles"]["delta"] == 0
     assert "Δ busiest engine %" in logged[0] and "+10.0" in logged[0]
+
+
+@pytest.mark.parametrize("key, old", [("busif", {"port0": {"reads": 392, "writes": 256}}), ("streng_active", {"3": 9001})])
+def test_a_measurement_stored_before_bursts_and_engine_roles_is_a_profile_again_error(tmp_path, key, old):
+    """Bus bytes without their bursts, engine cycles without their role: the reports cannot be
+    made from it; one line says to profile again."""
+    data = messages.parse_run(recording(), "network", CLOCKS, "recording").to_dict()
+    data["epochs"][0][key] = old
+    path = tmp_path / "measurement.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(steps.N6Error) as e:
+        steps.load_measurement(str(path))
+    assert str(e.value).startswith(f"{path}: not a stored measurement") and "profile again" in str(e.value)
+    assert "\n" not in str(e.value)

@@ -31,7 +31,7 @@ def draw(profile, svg_path, png_path):
     from matplotlib.patches import Patch
 
     plt.rcParams["svg.hashsalt"] = "n6-profile"          # stable element ids: same profile, same bytes
-    names = [e.name for e in profile.epochs]
+    names = [e.block for e in profile.epochs]
     x = range(len(names))
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(7.5, 0.55 * len(names) + 2), 6.5),
                                       gridspec_kw={"height_ratios": [3, 2]})
