@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from n6.profiling import measure, messages, steps
+from n6.profiling import console_part, measure, messages, steps
 
 from test_profiling import render_in_chromium
 
@@ -210,6 +210,7 @@ def test_counters_in_the_table_and_profile_txt(reports):
     assert "MB/s: bytes the board counted on the NPU's bus interfaces" in lines
     assert not [line for line in lines if line.startswith("not reported")]
     text = _read(folder, "profile.txt")
+    assert console_part(text) == console + "\n"          # what `scons profile` prints: no counter tables
     tables = _text_tables(text)
     assert tables["Bus interfaces"] == [["epoch_1..epoch_2", "6640", "3232", "0.987", "120", "0", "0.012", "0.999"],
                                         ["epoch_3", "64", "0", "0.017", "0", "8", "0.002", "0.019"],
