@@ -278,14 +278,14 @@ class _Tables(HTMLParser):
 def test_counters_in_the_html_page(reports, tmp_path):
     folder, _ = reports
     probe, console = render_in_chromium(os.path.join(folder, "profile.html"), tmp_path)
-    assert console == [] and probe["svg"] > 100 and probe["rows"] == 2 and probe["broken"] == 0
+    assert console == [] and probe["svg"] > 100 and probe["rows"] == 3 and probe["broken"] == 0
     page = _Tables()
     page.feed(_read(folder, "profile.html"))
     tables = {tuple(h): [r for r in rows if r] for h, rows in page.tables}
     by_first = {h[1]: rows for h, rows in tables.items()}
     assert by_first["unit"][0] == ["epoch_1..epoch_2", "NPU", "EC", "0.0119", "74.2", "1001", "8001", "500", "84.2",
                                    "30000", "2.53", "841.3", "#4 o 90.0%"]
-    assert by_first["unit"][1][-2:] == ["17.4", "none"]
+    assert by_first["unit"][1][-2:] == ["17.4", "none"] and by_first["unit"][2][-2:] == ["628.9", "#4 o 65.5%"]
     assert by_first["busif 0 read B"] == [["epoch_1..epoch_2", "6640", "3232", "0.987", "120", "0", "0.012", "0.999"],
                                           ["epoch_3", "64", "0", "0.017", "0", "8", "0.002", "0.019"],
                                           ["total", "6704", "3232", "0.723", "120", "8", "0.009", "0.732"]]

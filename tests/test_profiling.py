@@ -334,7 +334,7 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", text)           # self-contained
     probe, console = render_in_chromium(page, tmp_path)
     assert console == []
-    assert probe["svg"] > 100 and probe["rows"] == 3 and probe["broken"] == 0
+    assert probe["svg"] > 100 and probe["rows"] == 4 and probe["broken"] == 0
 
 
 class FakeClient:

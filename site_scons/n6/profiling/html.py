@@ -30,7 +30,8 @@ def page(profile, svg, diff_data=None, files=()):
              "<h2>Totals</h2><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in report.summary_lines(profile))
              + "</ul>",
              f"<div class=figure>{svg}</div>",
-             "<h2>Epochs</h2>" + _table(report.headers(profile), report.rows(profile), 3, "epochs")]
+             "<h2>Epochs</h2>" + _table(report.headers(profile), report.rows(profile) + [report.total_row(profile)], 3,
+                                        "epochs")]
     parts += [f"<h3>{html.escape(title)}</h3>" + _table(headers, rows, 1) for title, headers, rows in
               details.sections(profile)]
     if diff_data:

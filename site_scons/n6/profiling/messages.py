@@ -13,6 +13,10 @@ Besides ST's counter logs the simulated board sends, per memory region its hooks
 during the epoch, `s:sim:mem:<region>:<reads>:<read bytes>:<writes>:<write bytes>`, optionally
 followed by `:<region base, hex>:<region size>` so that the merge can name the region after the
 c_info.json pool it holds. A counter the board does not send is absent, never zero.
+
+Records are averaged as ST's profiler does: phases and stream-engine cycles by their mean rounded
+up, cache counters rounded down; the bus-interface bursts of the first record are kept as sent,
+and each stream engine keeps the role (input/output) it was first reported with.
 """
 import math
 

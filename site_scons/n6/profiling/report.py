@@ -121,15 +121,18 @@ def summary_lines(profile):
     return lines
 
 
-def table(profile):
+def total_row(profile):
     t = profile.totals
-    total = _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"],
-                            "-" if t["npu_core_percent"] is None else f"{t['npu_core_percent']:.1f}", t["ops"],
-                            profile.c_info and f"{t['ops_per_cycle']:.2f}",
-                            f"{sum(v['mb_per_s'] for v in t['traffic'].values()):.1f}" if t["traffic"] else "",
-                            _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
+    return _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"],
+                           "-" if t["npu_core_percent"] is None else f"{t['npu_core_percent']:.1f}", t["ops"],
+                           profile.c_info and f"{t['ops_per_cycle']:.2f}",
+                           f"{sum(v['mb_per_s'] for v in t['traffic'].values()):.1f}" if t["traffic"] else "",
+                           _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
+
+
+def table(profile):
     columns = headers(profile)
-    text = tabulate(rows(profile) + [total], headers=columns, disable_numparse=True,
+    text = tabulate(rows(profile) + [total_row(profile)], headers=columns, disable_numparse=True,
                     colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
     return text + "\n" + "\n".join(summary_lines(profile))
 
