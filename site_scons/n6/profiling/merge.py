@@ -136,14 +136,15 @@ def merge(measurement, info, name=None, why=None):
         row = EpochProfile(
             names[0], m.index, m.last, names, m.kind, m.unit,
             "+".join(dict.fromkeys(c.mapping for c in covered)) if info else None, ms, _ratio(ms * 100, total_ms),
-            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, compute_cycles,
-            max_cycles, info and _ratio(ops, npu_cycles), info and _ratio(ops, max_cycles),
-            info and _ratio(ops, compute_cycles), _ops_per(ops, core),
-            info and _ratio(npu_hz * ops, npu_cycles * 1e9),
-            None if core is None else _ratio(core * 1e5 / npu_hz, ms), compiler, measured,
-            counters.bus(m.busif, core, npu_hz), engines, busiest, m.npu_cache,
-            "memory" if measured is not None else "bus" if m.busif is not None else
-            "compiler" if compiler is not None else None, None, m.absent())
+            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, compute_cycles, max_cycles,
+            ops_per_cycle=info and _ratio(ops, npu_cycles), compiler_ops_per_cycle=info and _ratio(ops, max_cycles),
+            ideal_ops_per_cycle=info and _ratio(ops, compute_cycles), core_ops_per_cycle=_ops_per(ops, core),
+            gops=info and _ratio(npu_hz * ops, npu_cycles * 1e9),
+            npu_core_percent=None if core is None else _ratio(core * 1e5 / npu_hz, ms),   # core ms · 100 / ms
+            compiler_memory=compiler, measured_memory=measured, bus=counters.bus(m.busif, core, npu_hz),
+            stream_engines=engines, busiest_engine=busiest, npu_cache=m.npu_cache,
+            traffic_source="memory" if measured is not None else "bus" if m.busif is not None else
+            "compiler" if compiler is not None else None, bandwidth=None, absent=m.absent())
         row.bandwidth = None if row.traffic is None else {p: _bandwidth(t.total, ms) for p, t in row.traffic.items()}
         rows.append(row)
     return Profile(name or measurement.model, measurement.model, info and info.path, measurement.simulated,
