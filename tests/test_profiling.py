@@ -136,7 +136,7 @@ def _epochs_c_info(tmp_path, n):
 
 
 NO_COMPILER = ["ops", "compute_cycles", "max_cycles", "ops_per_cycle", "gops", "compiler_inf_per_s",
-               "compiler_ideal_inf_per_s"]
+               "compiler_ideal_inf_per_s", "compiler_ops_per_cycle", "ideal_ops_per_cycle", "core_ops_per_cycle"]
 
 
 @pytest.mark.parametrize("c_info, why", [

@@ -23,8 +23,7 @@ def _npu(profile):
              _n(e.ops_per_cycle, ".2f")] for e in profile.epochs]
     t = profile.totals
     rows.append(["total", "", _n(t["npu_core_cycles"]), "", _n(t["npu_core_percent"], ".1f"),
-                 _n(t["ideal_ops_per_cycle"], ".2f"), _n(t["ops"] and t["max_cycles"] and t["ops"] / t["max_cycles"],
-                                                          ".2f"),
+                 _n(t["ideal_ops_per_cycle"], ".2f"), _n(t["compiler_ops_per_cycle"], ".2f"),
                  _n(t["core_ops_per_cycle"], ".2f"), _n(t["ops_per_cycle"], ".2f")])
     if not profile.c_info:
         headers, rows = headers[:5], [r[:5] for r in rows]

@@ -181,6 +181,7 @@ def _totals(measurement, rows, total_ms):
         "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9) if compiler else None,
         "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles) if compiler else None,
         "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles) if compiler else None,
+        "compiler_ops_per_cycle": _ratio(ops, max_cycles) if compiler else None,
         "ideal_ops_per_cycle": _ratio(ops, compute_cycles) if compiler else None,
         "core_ops_per_cycle": _ops_per(ops, core),
         "npu_core_ms": None if core is None else core * 1e3 / clk["npu_freq"],
