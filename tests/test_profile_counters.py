@@ -10,7 +10,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from n6.profiling import console_part, measure, messages, steps
+from n6.profiling import console_part, measure, messages, plot, steps
+from n6.profiling.cinfo import read_c_info
+from n6.profiling.merge import merge
+from n6.profiling.steps import load_measurement
 
 from test_profiling import render_in_chromium
 
@@ -319,6 +322,20 @@ def test_counters_in_the_trace(reports):
     assert slices["epoch_1"]["busiest_engine"] == EC_ENGINES[2] and slices["epoch_1"]["npu_cycles"] == [1251, 10001,
                                                                                                          625]
     assert slices["epoch_3"]["stream_engines"] == [] and "busiest_engine" not in slices["epoch_3"]
+
+
+def test_picture_puts_the_measured_bandwidth_per_interface_beside_the_estimate(reports, tmp_path):
+    folder, _ = reports
+    profile = merge(load_measurement(os.path.join(folder, "measurement.json")),
+                    read_c_info(c_info(tmp_path / "network_c_info.json")))
+    # MB/s over the block's time: EC bus 0 moved 6640+3232 B, bus 1 120 B, the compiler expects 4000+2000+1000+500
+    # B in 11.87625 µs; SW: 64 and 8 B measured, 300+100 B expected in 4.12625 µs
+    assert plot.bandwidth_bars(profile) == [
+        ("measured", [{"busif 0": pytest.approx(9872 / 11.87625), "busif 1": pytest.approx(120 / 11.87625)},
+                      {"busif 0": pytest.approx(64 / 4.12625), "busif 1": pytest.approx(8 / 4.12625)}]),
+        ("estimate", [{"npuRAM5": pytest.approx(7500 / 11.87625)}, {"npuRAM5": pytest.approx(400 / 4.12625)}])]
+    svg = _read(folder, "profile.svg")
+    assert all(f"<!-- {label} -->" in svg for label in ("measured: busif 0", "measured: busif 1", "estimate: npuRAM5"))
 
 
 def test_counters_the_board_did_not_send_are_named_absent(tmp_path):

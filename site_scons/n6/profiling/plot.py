@@ -17,10 +17,16 @@ def _measured(e):
     return {k.replace("busif", "busif ") if e.traffic_source == "bus" else k: t.total for k, t in e.traffic.items()}
 
 
-def _mb_per_s(nbytes, ms):
-    if nbytes is None:
-        return {}
-    return {k: (v.total if hasattr(v, "total") else v) / 1e3 / ms for k, v in nbytes.items()}   # bytes/ms/1e3
+def _estimate(e):
+    return None if e.compiler_memory is None else {p: t.total for p, t in e.compiler_memory.items()}
+
+
+def bandwidth_bars(profile):
+    """The lower panel's bar groups: [(label, [per epoch: series → MB/s over the epoch's time])],
+    the measured one first; a group nothing counted is left out."""
+    groups = [(label, [{k: nbytes / 1e3 / e.time_ms for k, nbytes in (of(e) or {}).items()}   # B/ms/1e3 = MB/s
+                       for e in profile.epochs]) for label, of in (("measured", _measured), ("estimate", _estimate))]
+    return [(label, per_epoch) for label, per_epoch in groups if any(per_epoch)]
 
 
 def draw(profile, svg_path, png_path):
@@ -50,12 +56,10 @@ def draw(profile, svg_path, png_path):
     units = [u for u in ("CPU", "NPU") if any(e.unit == u for e in profile.epochs)]
     top.legend(handles=[Patch(color=SHADES[u][i], label=f"{u} {p}") for u in units
                         for i, p in enumerate(("pre", "core", "post"))], ncol=len(units), fontsize="small")
-    bars = [(label, hatch, cmap, [_mb_per_s(traffic(e), e.time_ms) for e in profile.epochs])
-            for label, hatch, cmap, traffic in (("measured", None, "Dark2", _measured),
-                                                ("estimate", "//", "Set2", lambda e: e.compiler_memory))]
-    bars = [b for b in bars if any(b[3])]
+    bars = bandwidth_bars(profile)
     width = 0.8 / max(1, len(bars))
-    for k, (label, hatch, cmap, per_epoch) in enumerate(bars):
+    for k, (label, per_epoch) in enumerate(bars):
+        hatch, cmap = (None, "Dark2") if label == "measured" else ("//", "Set2")
         offset = (k - (len(bars) - 1) / 2) * width
         base = [0.0] * len(names)
         for j, key in enumerate(dict.fromkeys(p for mbps in per_epoch for p in mbps)):
