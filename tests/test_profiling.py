@@ -13,7 +13,7 @@ import pytest
 from n6.errors import N6Error
 from n6.profiling import measure, messages, steps
 from n6.profiling.cinfo import read_c_info
-from n6.profiling.measurement import Measurement, Phases, PoolTraffic
+from n6.profiling.measurement import Bursts, Measurement, Phases, PoolTraffic
 from n6.profiling.merge import merge
 
 from conftest import MODELS, ROOT
@@ -70,22 +70,25 @@ def test_merge_of_a_recorded_run_matches_hand_computed_figures():
     assert (e1.ops, e1.compute_cycles, e1.max_cycles) == (2048, 2048, 2048)
     assert e1.ops_per_cycle == pytest.approx(2048 / 27507) and e1.gops == pytest.approx(0.0744538, rel=1e-5)
     assert e1.compiler_memory == {"npuRAM5": PoolTraffic(64, 32), "octoFlash": PoolTraffic(2176, 0)}
-    assert e1.measured_memory is None and e1.traffic is e1.compiler_memory
-    assert e1.bandwidth["octoFlash"] == pytest.approx(79.10570, rel=1e-6)     # 2176 B / 27.5075 µs
-    assert e1.bandwidth["npuRAM5"] == pytest.approx(3.489957, rel=1e-6)       # 96 B
+    # MB/s counts what the board measured: bus interface 0 read (1+2·2+3·4+4·8)·8 = 392 B, wrote 4·8·8 = 256 B,
+    # bus interface 1 wrote 2·8 = 16 B; over 27.5075 µs
+    assert e1.measured_memory is None and e1.traffic_source == "bus"
+    assert e1.traffic == {"busif0": PoolTraffic(392, 256), "busif1": PoolTraffic(0, 16)}
+    assert e1.bandwidth["busif0"] == pytest.approx(648 / 27.5075) and e1.bandwidth["busif1"] == pytest.approx(
+        16 / 27.5075)
     # the epoch sum is 22006 + 5502 + 3900 = 31408 cycles
     assert e1.percent == pytest.approx(22006 * 100 / 31408)
     # epoch_2: pre (900+900+903)/3 = 901, core (4000+4002+4000)/3 → 4001, totals (5500+5502+5503)/3 → 5502
     assert e2.mcu_cycles == Phases(901, 4001, 600) and e2.time_ms == pytest.approx(0.0068775)
     assert e2.npu_cycles == Phases(1100, 5001, 700) and e2.ops_per_cycle == pytest.approx(320 / 6801)
-    assert e2.compiler_memory["npuRAM5"] == PoolTraffic(32, 10)
-    assert e2.bandwidth["octoFlash"] == pytest.approx(360 / 1e6 / 6.8775e-6)
+    assert e2.compiler_memory["npuRAM5"] == PoolTraffic(32, 10) and e2.bus is None    # its bus record: absent
+    assert e2.traffic_source == "compiler" and e2.bandwidth["octoFlash"] == pytest.approx(360 / 1e6 / 6.8775e-6)
     assert e2.percent == pytest.approx(5502 * 100 / 31408)
     # counters kept as the board sent them: busif from the first BUSIF record, cache averaged (floor)
     raw = m.epochs[0]
-    assert raw.busif == {"port0": PoolTraffic(392, 256), "port1": PoolTraffic(0, 16)}
+    assert raw.busif == {"port0": Bursts((1, 2, 3, 4), (0, 0, 0, 4)), "port1": Bursts((0, 0, 0, 0), (2, 0, 0, 0))}
     assert raw.npu_cache["r_miss"] == 11 and raw.npu_cache["w_miss"] == 4
-    assert raw.memory is None and "memory" in raw.absent()
+    assert raw.memory is None and raw.absent() == ["streng_active"]      # memory: the simulated board's own
     t = p.totals
     assert t["time_ms"] == pytest.approx(0.03926) and t["mcu_cycles"] == [2602, 27006, 1801]
     assert t["inf_per_s"] == pytest.approx(800e6 / 31409)          # MCU clock / summed phase cycles, as ST
@@ -133,7 +136,7 @@ def _epochs_c_info(tmp_path, n):
 
 
 NO_COMPILER = ["ops", "compute_cycles", "max_cycles", "ops_per_cycle", "gops", "compiler_inf_per_s",
-               "compiler_ideal_inf_per_s"]
+               "compiler_ideal_inf_per_s", "compiler_ops_per_cycle", "ideal_ops_per_cycle", "core_ops_per_cycle"]
 
 
 @pytest.mark.parametrize("c_info, why", [
@@ -158,7 +161,7 @@ def test_profile_without_a_matching_c_info_reports_the_measured_figures(tmp_path
                                                               "ops_per_cycle", "compiler_ops_per_cycle", "gops",
                                                               "compiler_memory"))
     assert all(data["totals"][k] is None for k in NO_COMPILER)
-    assert data["totals"]["pools"]["npuRAM5"]["reads"] == 106 and data["totals"]["inf_per_s"] == pytest.approx(
+    assert data["totals"]["traffic"]["npuRAM5"]["reads"] == 106 and data["totals"]["inf_per_s"] == pytest.approx(
         800e6 / 1850)
     text = logged[0].splitlines()
     assert text[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "MB/s"]
@@ -172,7 +175,10 @@ def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_
     folder, missing = str(tmp_path / "profile"), str(tmp_path / "network_c_info.json")
     os.makedirs(folder)
     path = os.path.join(folder, "measurement.json")
-    measure.save_measurement(recorded(), path)
+    m = recorded()
+    for e in m.epochs:
+        e.busif = None
+    measure.save_measurement(m, path)
     logged = []
     steps.report_step(path, missing, folder, log=logged.append)
     saved = str(tmp_path / "saved.json")
@@ -180,8 +186,10 @@ def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_
     steps.report_step(path, missing, folder, baseline=saved, log=logged.append)
     data = json.load(open(os.path.join(folder, "profile.json")))
     assert all(e["bandwidth"] is None and e["compiler_memory"] is None for e in data["epochs"])
-    assert data["totals"]["pools"] == {}
-    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801"]
+    assert data["totals"]["traffic"] == {}
+    # NPU core 25005 cycles at 1 GHz = 25.005 µs of the epoch's 27.5075 µs: 90.9%
+    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801",
+                                                 "90.9"]
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["mb_per_s"] == {"before": None, "after": None}
     assert "no c_info.json at " + missing + ": compiler columns absent" in logged[1].splitlines()
@@ -297,7 +305,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 PROBE = """<script>window.addEventListener('load', () => {const s = document.querySelector('svg').getBBox ?
 document.querySelector('svg').getBoundingClientRect() : {width: 0}; const broken = [...document.images]
 .filter(i => !i.naturalWidth).length; document.body.setAttribute('data-probe', JSON.stringify({svg: s.width,
-rows: document.querySelectorAll('tbody tr').length, broken}));});</script>"""
+rows: document.querySelectorAll('#epochs tbody tr').length, broken}));});</script>"""
 
 
 def render_in_chromium(html_path, tmp_path):
@@ -326,7 +334,7 @@ def test_html_page_renders_in_headless_chromium(tmp_path):
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", text)           # self-contained
     probe, console = render_in_chromium(page, tmp_path)
     assert console == []
-    assert probe["svg"] > 100 and probe["rows"] == 3 and probe["broken"] == 0
+    assert probe["svg"] > 100 and probe["rows"] == 4 and probe["broken"] == 0
 
 
 class FakeClient:

@@ -13,7 +13,7 @@ import SCons.Action
 import SCons.Script
 
 from n6.errors import N6Error
-from n6.profiling import DIFF, FILES
+from n6.profiling import DIFF, FILES, console_part
 from n6.run.options import ProfileOptions
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code
@@ -57,7 +57,7 @@ def _show(target, source, env):
     for node in source:
         if node.name == "profile.txt" and os.path.exists(node.abspath):   # none: its step failed (-k)
             with open(node.abspath, encoding="utf-8") as f:
-                print(f.read(), end="")
+                print(console_part(f.read()), end="")
             say(f"  HTML     {os.path.join(node.dir.path, 'profile.html')} (timeline: profile.trace.json)")
 
 

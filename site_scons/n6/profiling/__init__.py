@@ -5,3 +5,11 @@ predicted (cinfo), the two joined (merge), and the reports (report, plot, trace,
 FILES = ("profile.json", "profile.svg", "profile.png", "profile.trace.json", "profile.html", "profile.txt")
 PREVIOUS = "profile.previous.json"
 DIFF = "profile.diff.json"
+# profile.txt: what the console shows, then this heading and the counter tables (details)
+DETAILS = "Every counter per epoch"
+
+
+def console_part(text):
+    """What `scons profile` prints of a profile.txt: all but the counter tables."""
+    head, sep, _ = text.partition("\n\n" + DETAILS + "\n")
+    return head + "\n" if sep else text

@@ -1,4 +1,6 @@
-"""Per-epoch comparison of two profile.json files (time and bandwidth), largest change first."""
+"""Per-epoch comparison of two profile.json files (time, bandwidth and the NPU's counters),
+largest time change first. A figure one profile lacks (not counted, or a profile written before
+the figure existed) compares as None."""
 from tabulate import tabulate
 
 from ..errors import N6Error
@@ -22,12 +24,46 @@ def _mb_per_s(epoch):
     return None if epoch["bandwidth"] is None else sum(epoch["bandwidth"].values())
 
 
+def _get(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict) or d.get(k) is None:
+            return None
+        d = d[k]
+    return d
+
+
+def _bus_bytes(d):
+    t = _get(d, "bus", "total")
+    return None if t is None else t["read_bytes"] + t["write_bytes"]
+
+
+def _cache(d, a, b):
+    c = d.get("npu_cache")
+    return None if c is None else c[a] + c[b]
+
+
+# The NPU counter figures compared, of an epoch or of the totals: key → (column label, format, value)
+FIGURES = {
+    "npu_core_cycles": ("NPU core", "+,d", lambda d: d["npu_core_cycles"] if "npu_core_cycles" in d
+                        else _get(d, "npu_cycles", "core")),
+    "bus_bytes": ("bus B", "+,d", _bus_bytes),
+    "bus_gb_per_s": ("bus GB/s", "+.3f", lambda d: _get(d, "bus", "total", "gb_per_s")),
+    "busiest_engine_percent": ("busiest engine %", "+.1f", lambda d: _get(d, "busiest_engine", "percent")),
+    "cache_hits": ("cache hits", "+,d", lambda d: _cache(d, "r_hit", "w_hit")),
+    "cache_misses": ("cache misses", "+,d", lambda d: _cache(d, "r_miss", "w_miss")),
+}
+
+
 def _delta(before, after):
     d = {"before": before, "after": after}
     if before is not None and after is not None:
         d["delta"] = after - before
         d["percent"] = (after - before) * 100 / before if before else None
     return d
+
+
+def _figures(b, a):
+    return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}
 
 
 def diff(before, after, baseline_path):
@@ -40,27 +76,37 @@ def diff(before, after, baseline_path):
         t = _delta(b["time_ms"] if b else None, a["time_ms"] if a else None)
         t["delta"] = t.get("delta", (a["time_ms"] if a else 0.0) - (b["time_ms"] if b else 0.0))
         entries.append({"name": name, "status": "added" if b is None else "removed" if a is None else "both",
-                        "time_ms": t, "mb_per_s": _delta(b and _mb_per_s(b), a and _mb_per_s(a))})
+                        "time_ms": t, "mb_per_s": _delta(b and _mb_per_s(b), a and _mb_per_s(a)),
+                        **_figures(b, a)})
     entries.sort(key=lambda e: -abs(e["time_ms"]["delta"]))
+    tb, ta = before["totals"], after["totals"]
     return {"model": after["model"], "baseline": str(baseline_path), "epochs": entries,
-            "total": {"time_ms": _delta(before["totals"]["time_ms"], after["totals"]["time_ms"]),
-                      "inf_per_s": _delta(before["totals"]["inf_per_s"], after["totals"]["inf_per_s"])}}
+            "total": {"time_ms": _delta(tb["time_ms"], ta["time_ms"]),
+                      "inf_per_s": _delta(tb["inf_per_s"], ta["inf_per_s"]), **_figures(tb, ta)}}
 
 
 def _num(v, fmt):
     return "-" if v is None else format(v, fmt)
 
 
-def table(d):
+def columns(d):
+    """(headers, rows) of the diff: time and MB/s, then the change of each counter figure either
+    profile has."""
+    shown = [k for k in FIGURES if any(e[k]["before"] is not None or e[k]["after"] is not None
+                                       for e in [*d["epochs"], d["total"]] if k in e)]
     rows = []
-    for e in d["epochs"]:
+    for e in [*d["epochs"], {**d["total"], "name": "total", "status": "both", "mb_per_s": {}}]:
         t, bw = e["time_ms"], e["mb_per_s"]
         rows.append([e["name"] + ("" if e["status"] == "both" else f" ({e['status']})"), _num(t["before"], ".4f"),
-                     _num(t["after"], ".4f"), _num(t["delta"], "+.4f"), _num(t.get("percent"), "+.1f"),
-                     _num(bw["before"], ".1f"), _num(bw["after"], ".1f"), _num(bw.get("delta"), "+.1f")])
-    t = d["total"]["time_ms"]
-    rows.append(["total", _num(t["before"], ".4f"), _num(t["after"], ".4f"), _num(t["delta"], "+.4f"),
-                 _num(t.get("percent"), "+.1f"), "", "", ""])
-    return f"compared with {d['baseline']}\n" + tabulate(
-        rows, headers=["epoch", "before ms", "after ms", "Δ ms", "Δ %", "before MB/s", "after MB/s", "Δ MB/s"],
-        disable_numparse=True, colalign=("left",) + ("right",) * 7)
+                     _num(t["after"], ".4f"), _num(t.get("delta"), "+.4f"), _num(t.get("percent"), "+.1f"),
+                     _num(bw.get("before"), ".1f"), _num(bw.get("after"), ".1f"), _num(bw.get("delta"), "+.1f"),
+                     *(_num(e[k].get("delta"), FIGURES[k][1]) for k in shown)])
+    rows[-1][5:8] = ["", "", ""]
+    return ["epoch", "before ms", "after ms", "Δ ms", "Δ %", "before MB/s", "after MB/s", "Δ MB/s",
+            *(f"Δ {FIGURES[k][0]}" for k in shown)], rows
+
+
+def table(d):
+    headers, rows = columns(d)
+    return f"compared with {d['baseline']}\n" + tabulate(rows, headers=headers, disable_numparse=True,
+                                                         colalign=("left",) + ("right",) * (len(headers) - 1))

@@ -1,9 +1,10 @@
-"""One self-contained HTML page: the picture (inline SVG), the table, the totals, the diff, and
-links to the JSON and the trace (Perfetto cannot be embedded in a page opened from file://)."""
+"""One self-contained HTML page: the picture (inline SVG), the table, the totals, every NPU counter
+per epoch, the diff, and links to the JSON and the trace (Perfetto cannot be embedded in a page
+opened from file://)."""
 import html
 
 from ..atomic import write_text
-from . import report
+from . import details, diff, report
 
 STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .6em;border-bottom:1px solid #ddd}
@@ -11,11 +12,11 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}.f
 .sim{color:#a33}"""
 
 
-def _table(headers, rows, numeric_from):
+def _table(headers, rows, numeric_from, ident=None):
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td{' class=n' if i >= numeric_from else ''}>{html.escape(str(v))}</td>"
                                     for i, v in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{f' id={ident}' if ident else ''}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def page(profile, svg, diff_data=None, files=()):
@@ -29,14 +30,13 @@ def page(profile, svg, diff_data=None, files=()):
              "<h2>Totals</h2><ul>" + "".join(f"<li>{html.escape(s)}</li>" for s in report.summary_lines(profile))
              + "</ul>",
              f"<div class=figure>{svg}</div>",
-             "<h2>Epochs</h2>" + _table(report.headers(profile), report.rows(profile), 3)]
+             "<h2>Epochs</h2>" + _table(report.headers(profile), report.rows(profile) + [report.total_row(profile)], 3,
+                                        "epochs")]
+    parts += [f"<h3>{html.escape(title)}</h3>" + _table(headers, rows, 1) for title, headers, rows in
+              details.sections(profile)]
     if diff_data:
-        rows = [[e["name"] + ("" if e["status"] == "both" else f" ({e['status']})"),
-                 *(("-" if v is None else f"{v:+.4f}" if k == "delta" else f"{v:.4f}")
-                   for k, v in ((k, e["time_ms"].get(k)) for k in ("before", "after", "delta")))]
-                for e in diff_data["epochs"]]
-        parts.append(f"<h2>Change since {html.escape(diff_data['baseline'])}</h2>"
-                     + _table(["epoch", "before ms", "after ms", "Δ ms"], rows, 1))
+        headers, rows = diff.columns(diff_data)
+        parts.append(f"<h2>Change since {html.escape(diff_data['baseline'])}</h2>" + _table(headers, rows, 1))
     if files:
         parts.append("<p>Files: " + " · ".join(f'<a href="{html.escape(f)}">{html.escape(f)}</a>' for f in files)
                      + " (open the trace in Perfetto or chrome://tracing)</p>")

@@ -34,6 +34,36 @@ class PoolTraffic:
         return PoolTraffic(self.reads + other.reads, self.writes + other.writes)
 
 
+BURST_BEATS = (1, 2, 4, 8)        # the burst lengths the NPU's bus interfaces count
+
+
+@dataclass(frozen=True)
+class Bursts:
+    """One bus interface's bursts during one epoch block, as the NPU counts them: per direction,
+    the number of bursts of 1, 2, 4 and 8 beats; every beat moves 8 bytes."""
+    reads: tuple                 # (1-beat, 2-beat, 4-beat, 8-beat bursts)
+    writes: tuple
+
+    @staticmethod
+    def nbytes(bursts):
+        return 8 * sum(n * beats for n, beats in zip(bursts, BURST_BEATS))
+
+    @property
+    def read_bytes(self):
+        return self.nbytes(self.reads)
+
+    @property
+    def write_bytes(self):
+        return self.nbytes(self.writes)
+
+
+@dataclass(frozen=True)
+class StreamEngine:
+    """One stream engine's activity in one epoch block."""
+    role: str                    # "i" (reads into the NPU) or "o" (writes out), as the firmware reports it
+    cycles: int                  # active NPU cycles
+
+
 @dataclass
 class EpochMeasurement:
     """One epoch block as measured (averaged over every sample of every pass). A counter the
@@ -46,9 +76,9 @@ class EpochMeasurement:
     samples: int = 1
     npu_cycles: Phases = None    # EPOCH_LEN
     memory: dict = None          # memory region → PoolTraffic (the simulated board's memory hooks)
-    busif: dict = None           # "port0"/"port1" → PoolTraffic of bus-interface bytes (BUSIF_RW_DATA)
+    busif: dict = None           # "port0"/"port1" → Bursts (BUSIF_RW_DATA)
     npu_cache: dict = None       # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
-    streng_active: dict = None   # stream-engine id → active NPU cycles (STRG_[I_|O_]ACTIVE)
+    streng_active: dict = None   # stream-engine id → StreamEngine, in the order the board first reported them
 
     @property
     def name(self):
@@ -64,8 +94,9 @@ class EpochMeasurement:
         return "CPU" if self.kind == "SW" else "NPU"
 
     def absent(self):
-        """Names of the counters the board did not report for this block."""
-        return [k for k in ("npu_cycles", "memory", "busif", "npu_cache", "streng_active") if getattr(self, k) is None]
+        """Names of the NPU counters the board did not report for this block (`memory` is the
+        simulated board's own count, never expected from a real one)."""
+        return [k for k in ("npu_cycles", "busif", "npu_cache", "streng_active") if getattr(self, k) is None]
 
 
 @dataclass
@@ -92,11 +123,12 @@ class Measurement:
                 e = dict(e)
                 e["mcu_cycles"] = Phases(**e["mcu_cycles"])
                 e["npu_cycles"] = Phases(**e["npu_cycles"]) if e.get("npu_cycles") else None
-                for key in ("memory", "busif"):
-                    if e.get(key) is not None:
-                        e[key] = {k: PoolTraffic(**v) for k, v in e[key].items()}
+                if e.get("memory") is not None:
+                    e["memory"] = {k: PoolTraffic(**v) for k, v in e["memory"].items()}
+                if e.get("busif") is not None:
+                    e["busif"] = {k: Bursts(tuple(v["reads"]), tuple(v["writes"])) for k, v in e["busif"].items()}
                 if e.get("streng_active") is not None:
-                    e["streng_active"] = {int(k): v for k, v in e["streng_active"].items()}
+                    e["streng_active"] = {int(k): StreamEngine(**v) for k, v in e["streng_active"].items()}
                 epochs.append(EpochMeasurement(**e))
             regions = {k: tuple(v) for k, v in d.get("regions", {}).items()}
             return cls(**{**d, "epochs": epochs, "regions": regions})

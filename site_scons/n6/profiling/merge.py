@@ -1,11 +1,19 @@
 """Measurement + c_info.json → per-epoch figures, computed the way ST's profiler does:
 duration = mean MCU cycles / MCU clock, % of the summed epoch time, ops per NPU-clock cycle,
 bandwidth = bytes / epoch time, inf/s = MCU clock / summed epoch cycles, compiler inf/s =
-NPU clock / summed max_cycles. Without a c_info.json of the image measured, the compiler's figures
-are None (absent), as ST's profiler goes on without them."""
+NPU clock / summed max_cycles; the NPU's counters as `counters` computes them. Without a
+c_info.json of the image measured, the compiler's figures are None (absent), as ST's profiler goes
+on without them."""
 from dataclasses import asdict, dataclass
 
+from . import counters
 from .measurement import Phases, PoolTraffic
+
+# What the MB/s figures count, best first: the simulated board's memory hooks (every bus master),
+# the NPU's bus interfaces, the compiler's estimate.
+TRAFFIC_SOURCES = {"memory": "memory traffic the simulated board counted",
+                   "bus": "bytes the board counted on the NPU's bus interfaces",
+                   "compiler": "the compiler's estimate (the board counted no traffic)"}
 
 
 @dataclass
@@ -25,18 +33,33 @@ class EpochProfile:
     ops: int
     compute_cycles: int
     max_cycles: int
-    ops_per_cycle: float         # ops / npu_clock_cycles
+    ops_per_cycle: float         # ops / npu_clock_cycles (measured)
     compiler_ops_per_cycle: float   # ops / max_cycles
+    ideal_ops_per_cycle: float   # ops / compute_cycles
+    core_ops_per_cycle: float    # ops / core NPU cycles (None: not counted, or 0)
     gops: float
+    npu_core_percent: float      # core NPU time (NPU clock) in % of the block's time (None: not counted)
     compiler_memory: dict        # c_info.json pool → PoolTraffic (the compiler's memory accesses)
     measured_memory: dict        # pool (or board region) → PoolTraffic, None when the board did not count
-    bandwidth: dict              # pool → MB/s of `traffic` over the epoch's time, None when nothing counted it
+    bus: dict                    # counters.bus: busif0/busif1/total → bytes, bursts, GB/s (None: not counted)
+    stream_engines: list         # counters.engines, by id (None: not counted)
+    busiest_engine: dict         # one of stream_engines (None: none active, or not counted)
+    npu_cache: dict              # counters.CACHE_KEYS → count (None: not counted)
+    traffic_source: str          # what `bandwidth` counts: a TRAFFIC_SOURCES key, None: nothing
+    bandwidth: dict              # pool or bus interface → MB/s of `traffic` over the epoch's time
     absent: list                 # counters the board did not report
 
     @property
+    def block(self):
+        """The block's name in tables: its epochs' range when it covers several."""
+        return self.name if self.index == self.last else f"{self.name}..{self.epochs[-1]}"
+
+    @property
     def traffic(self):
-        """Bytes moved per pool: measured when the board counted them, else the compiler's (None: neither)."""
-        return self.compiler_memory if self.measured_memory is None else self.measured_memory
+        """Bytes moved per pool or bus interface, from `traffic_source` (None: nothing counted them)."""
+        if self.traffic_source == "bus":
+            return {k: PoolTraffic(v["read_bytes"], v["write_bytes"]) for k, v in self.bus.items() if k != "total"}
+        return self.measured_memory if self.traffic_source == "memory" else self.compiler_memory
 
 
 @dataclass
@@ -82,6 +105,10 @@ def _sum(values):
     return None if None in values else sum(values)
 
 
+def _ops_per(ops, cycles):
+    return ops / cycles if ops is not None and cycles else None
+
+
 def merge(measurement, info, name=None, why=None):
     """Join each measured block with the c_info.json epochs it covers. `info` None (`why` says
     why) or describing other epochs (not the image's c_info.json): the measured figures alone."""
@@ -103,14 +130,23 @@ def merge(measurement, info, name=None, why=None):
         ops, max_cycles = (sum(c.ops for c in covered), sum(c.max_cycles for c in covered)) if info else (None, None)
         compiler = _sum_traffic((pool, t) for c in covered for pool, t in c.memory.items()) if info else None
         measured = None if m.memory is None else _sum_traffic((pool_of.get(r) or r, t) for r, t in m.memory.items())
-        traffic = compiler if measured is None else measured
-        rows.append(EpochProfile(
+        core = m.npu_cycles.core if m.npu_cycles else None
+        compute_cycles = sum(c.compute_cycles for c in covered) if info else None
+        engines, busiest = counters.engines(m.streng_active, core)
+        row = EpochProfile(
             names[0], m.index, m.last, names, m.kind, m.unit,
             "+".join(dict.fromkeys(c.mapping for c in covered)) if info else None, ms, _ratio(ms * 100, total_ms),
-            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, sum(c.compute_cycles for c in covered) if info else None,
-            max_cycles, info and _ratio(ops, npu_cycles), info and _ratio(ops, max_cycles),
-            info and _ratio(npu_hz * ops, npu_cycles * 1e9), compiler, measured,
-            None if traffic is None else {p: _bandwidth(t.total, ms) for p, t in traffic.items()}, m.absent()))
+            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, compute_cycles, max_cycles,
+            ops_per_cycle=info and _ratio(ops, npu_cycles), compiler_ops_per_cycle=info and _ratio(ops, max_cycles),
+            ideal_ops_per_cycle=info and _ratio(ops, compute_cycles), core_ops_per_cycle=_ops_per(ops, core),
+            gops=info and _ratio(npu_hz * ops, npu_cycles * 1e9),
+            npu_core_percent=None if core is None else _ratio(core * 1e5 / npu_hz, ms),   # core ms · 100 / ms
+            compiler_memory=compiler, measured_memory=measured, bus=counters.bus(m.busif, core, npu_hz),
+            stream_engines=engines, busiest_engine=busiest, npu_cache=m.npu_cache,
+            traffic_source="memory" if measured is not None else "bus" if m.busif is not None else
+            "compiler" if compiler is not None else None, bandwidth=None, absent=m.absent())
+        row.bandwidth = None if row.traffic is None else {p: _bandwidth(t.total, ms) for p, t in row.traffic.items()}
+        rows.append(row)
     return Profile(name or measurement.model, measurement.model, info and info.path, measurement.simulated,
                    measurement.board, dict(clk), list(measurement.options), rows, _totals(measurement, rows, total_ms),
                    why and f"{why}: compiler columns absent")
@@ -124,7 +160,9 @@ def _totals(measurement, rows, total_ms):
     compiler = ops is not None         # False: no c_info.json figures
     npu_measured = all(r.npu_cycles for r in rows)
     npu_cycles = sum(r.npu_clock_cycles for r in rows)
-    pools = _sum_traffic(item for r in rows for item in (r.traffic or {}).items())
+    traffic = _sum_traffic(item for r in rows for item in (r.traffic or {}).items())
+    hw = counters.totals(rows, clk, mcu.total)
+    core = hw["npu_core_cycles"]
     return {
         "epochs": len(rows),
         "time_ms": total_ms,
@@ -143,6 +181,19 @@ def _totals(measurement, rows, total_ms):
         "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9) if compiler else None,
         "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles) if compiler else None,
         "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles) if compiler else None,
-        "pools": {p: {"reads": t.reads, "writes": t.writes,
-                      "mb_per_s": _ratio(t.total * clk["mcu_freq"], mcu.total) / 1e6} for p, t in pools.items()},
+        "compiler_ops_per_cycle": _ratio(ops, max_cycles) if compiler else None,
+        "ideal_ops_per_cycle": _ratio(ops, compute_cycles) if compiler else None,
+        "core_ops_per_cycle": _ops_per(ops, core),
+        "npu_core_ms": None if core is None else core * 1e3 / clk["npu_freq"],
+        "npu_core_percent": None if core is None else _ratio(core * 1e5 / clk["npu_freq"], total_ms),
+        **hw,
+        "traffic_source": _source(rows),
+        "traffic": {p: {"reads": t.reads, "writes": t.writes,
+                        "mb_per_s": _ratio(t.total * clk["mcu_freq"], mcu.total) / 1e6} for p, t in traffic.items()},
     }
+
+
+def _source(rows):
+    """The one source of every block's traffic figures, "mixed" when they differ, None: nothing counted."""
+    sources = {r.traffic_source for r in rows} - {None}
+    return sources.pop() if len(sources) == 1 else "mixed" if sources else None

@@ -13,13 +13,17 @@ Besides ST's counter logs the simulated board sends, per memory region its hooks
 during the epoch, `s:sim:mem:<region>:<reads>:<read bytes>:<writes>:<write bytes>`, optionally
 followed by `:<region base, hex>:<region size>` so that the merge can name the region after the
 c_info.json pool it holds. A counter the board does not send is absent, never zero.
+
+Records are averaged as ST's profiler does: phases and stream-engine cycles by their mean rounded
+up, cache counters rounded down; the bus-interface bursts of the first record are kept as sent,
+and each stream engine keeps the role (input/output) it was first reported with.
 """
 import math
 
 from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, DEVID_N6, EPOCH_KINDS
 from ..aivalidation.messages import OP_INTERNAL as OPERATOR_INTERNAL
 from ..errors import N6Error
-from .measurement import EpochMeasurement, Measurement, Phases, PoolTraffic
+from .measurement import Bursts, EpochMeasurement, Measurement, Phases, PoolTraffic, StreamEngine
 
 # Counter options (bits of `reqMsg.opt >> 8`).
 EPOCH_LEN, STRG_ACTIVE, STRG_HENV, BUSIF_RW_DATA, NPU_CACHE, STRG_I_ACTIVE, STRG_O_ACTIVE = \
@@ -107,7 +111,7 @@ class _Epoch:
     def __init__(self, index, last, kind):
         self.index, self.last, self.kind = index, last, kind
         self.mcu, self.npu, self.cache, self.busif = [], [], [], []
-        self.memory, self.streng = {}, None     # streng: None until the board reports stream engines
+        self.memory, self.streng = {}, None     # streng: id → (role, [cycles]); None until reported
 
     def measurement(self):
         mcu = Phases(*(_ceil_mean([p[i] for p in self.mcu]) for i in range(3)))
@@ -123,8 +127,8 @@ class _Epoch:
             npu_cycles=npu, memory=memory,
             busif=self.busif[0] if self.busif else None,                       # ST keeps the first record
             npu_cache=cache,
-            streng_active={i: _ceil_mean(c) for i, c in sorted(self.streng.items())} if self.streng is not None
-            else None)
+            streng_active={i: StreamEngine(role, _ceil_mean(c)) for i, (role, c) in self.streng.items()}
+            if self.streng is not None else None)
 
 
 class _Parser:
@@ -176,11 +180,14 @@ class _Parser:
         elif cat == "streng_active":        # the "max" line alone: reported, no engine was active
             engines = rec.setdefault("streng", {})
             if f[1] != "max":
+                if f[1] not in ("i", "o"):
+                    self.fail(f"board sent stream-engine role {f[1]!r} in counter log {text!r}, expected i or o")
                 i, cycles = self._ints(text, f, 2)[:2]
-                engines[i] = cycles
+                engines[i] = (f[1], cycles)
         elif cat in ("port0", "port1"):
-            b1, b2, b4, b8 = self._ints(text, f, 3)
-            rec.setdefault("busif", {}).setdefault(cat, {})[f[2]] = (b1 + 2 * b2 + 4 * b4 + 8 * b8) * 8
+            if f[2] not in ("r", "w"):
+                self.fail(f"board sent bus direction {f[2]!r} in counter log {text!r}, expected r or w")
+            rec.setdefault("busif", {}).setdefault(cat, {})[f[2]] = tuple(self._ints(text, f, 3))
 
     def counters(self, op, expected, what):
         words = [int(w) for w in _get(op, "counters", [])]
@@ -214,13 +221,14 @@ class _Parser:
             if "cache" in rec and {"r", "w"} <= set(rec["cache"]):
                 e.cache.append(rec["cache"]["r"] + rec["cache"]["w"])
             if "busif" in rec:
-                e.busif.append({p: PoolTraffic(v.get("r", 0), v.get("w", 0)) for p, v in rec["busif"].items()})
+                e.busif.append({p: Bursts(v["r"], v["w"]) for p, v in sorted(rec["busif"].items())
+                                if {"r", "w"} <= set(v)})
             for pool, rw in rec.get("mem", {}).items():
                 e.memory.setdefault(pool, []).append(rw)
             if "streng" in rec:
                 e.streng = e.streng if e.streng is not None else {}
-                for i, cycles in rec["streng"].items():
-                    e.streng.setdefault(i, []).append(cycles)
+                for i, (role, cycles) in rec["streng"].items():
+                    e.streng.setdefault(i, (role, []))[1].append(cycles)     # grouped by id, as ST's profiler
         self.run_cycles.append(final[3])
 
     def run(self, messages):

@@ -1,11 +1,32 @@
 """The profile as a picture: per-epoch time bars split into pre/core/post (CPU blocks blue, NPU
-blocks orange) above the memory traffic per pool. matplotlib is imported here only, when a
-picture is drawn."""
+blocks orange) above the bandwidth over each epoch's time: what the board measured (per NPU bus
+interface, or per memory region on the simulated board) beside the compiler's estimate (per pool,
+hatched). matplotlib is imported here only, when a picture is drawn."""
 import io
 
 from ..atomic import write_bytes
 
 SHADES = {"CPU": ("#9ecae1", "#3182bd", "#c6dbef"), "NPU": ("#fdae6b", "#e6550d", "#fdd0a2")}
+
+
+def _measured(e):
+    """What the MB/s column counts when the board measured it: bytes per memory region of the
+    simulated board, or per NPU bus interface (None: not measured)."""
+    if e.traffic_source not in ("memory", "bus"):
+        return None
+    return {k.replace("busif", "busif ") if e.traffic_source == "bus" else k: t.total for k, t in e.traffic.items()}
+
+
+def _estimate(e):
+    return None if e.compiler_memory is None else {p: t.total for p, t in e.compiler_memory.items()}
+
+
+def bandwidth_bars(profile):
+    """The lower panel's bar groups: [(label, [per epoch: series → MB/s over the epoch's time])],
+    the measured one first; a group nothing counted is left out."""
+    groups = [(label, [{k: nbytes / 1e3 / e.time_ms for k, nbytes in (of(e) or {}).items()}   # B/ms/1e3 = MB/s
+                       for e in profile.epochs]) for label, of in (("measured", _measured), ("estimate", _estimate))]
+    return [(label, per_epoch) for label, per_epoch in groups if any(per_epoch)]
 
 
 def draw(profile, svg_path, png_path):
@@ -16,9 +37,8 @@ def draw(profile, svg_path, png_path):
     from matplotlib.patches import Patch
 
     plt.rcParams["svg.hashsalt"] = "n6-profile"          # stable element ids: same profile, same bytes
-    names = [e.name for e in profile.epochs]
+    names = [e.block for e in profile.epochs]
     x = range(len(names))
-    pools = list(dict.fromkeys(p for e in profile.epochs for p in e.traffic or {}))
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(max(7.5, 0.55 * len(names) + 2), 6.5),
                                       gridspec_kw={"height_ratios": [3, 2]})
     hz = profile.clocks["mcu_freq"]
@@ -36,16 +56,19 @@ def draw(profile, svg_path, png_path):
     units = [u for u in ("CPU", "NPU") if any(e.unit == u for e in profile.epochs)]
     top.legend(handles=[Patch(color=SHADES[u][i], label=f"{u} {p}") for u in units
                         for i, p in enumerate(("pre", "core", "post"))], ncol=len(units), fontsize="small")
-    base = [0.0] * len(names)
-    colors = plt.get_cmap("Set2")
-    for j, pool in enumerate(pools):
-        for part, hatch in (("reads", None), ("writes", "//")):
-            kb = [getattr(e.traffic[pool], part) / 1e3 if pool in (e.traffic or {}) else 0.0 for e in profile.epochs]
-            bottom.bar(x, kb, bottom=base, color=colors(j % 8), hatch=hatch, edgecolor="white", linewidth=0.5,
-                       label=f"{pool} {part}")
-            base = [b + v for b, v in zip(base, kb)]
-    bottom.set_ylabel("memory traffic (KB, writes hatched)")
-    if pools:
+    bars = bandwidth_bars(profile)
+    width = 0.8 / max(1, len(bars))
+    for k, (label, per_epoch) in enumerate(bars):
+        hatch, cmap = (None, "Dark2") if label == "measured" else ("//", "Set2")
+        offset = (k - (len(bars) - 1) / 2) * width
+        base = [0.0] * len(names)
+        for j, key in enumerate(dict.fromkeys(p for mbps in per_epoch for p in mbps)):
+            v = [mbps.get(key, 0.0) for mbps in per_epoch]
+            bottom.bar([i + offset for i in x], v, width, bottom=base, color=plt.get_cmap(cmap)(j % 8), hatch=hatch,
+                       edgecolor="white", linewidth=0.5, label=f"{label}: {key}")
+            base = [b + u for b, u in zip(base, v)]
+    bottom.set_ylabel("bandwidth (MB/s over the epoch)")
+    if bars:
         bottom.legend(fontsize="small")
     bottom.set_xticks(list(x), names, rotation=45 if len(names) > 6 else 0, ha="right" if len(names) > 6 else "center")
     fig.tight_layout()

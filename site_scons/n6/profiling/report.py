@@ -1,32 +1,102 @@
-"""The profile as a console table (tabulate) and as profile.json."""
+"""The profile as a console table (tabulate) with its summary lines, and as profile.json. The
+table keeps one column per figure an engineer scans for; `details` has every counter."""
 import json
 
 from tabulate import tabulate
 
 from ..atomic import write_text
+from .merge import TRAFFIC_SOURCES
 
-HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "ops", "ops/cycle", "MB/s"]
+HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "NPU core %", "ops", "ops/cycle", "MB/s",
+           "busiest engine"]
 COMPILER_COLUMNS = ("ops", "ops/cycle")
+# what the board did not report, by EpochMeasurement.absent() name
+ABSENT = {"npu_cycles": "NPU cycles (pre/core/post)",
+          "busif": "bus-interface 0/1 read and write bytes and bursts",
+          "streng_active": "stream-engine active cycles",
+          "npu_cache": "NPU cache hits, misses, allocation misses, evictions and write-through"}
+
+
+def _kept(profile):
+    """HEADERS without the compiler's columns when there is no c_info.json, and without a counter's
+    column when no block reported the counter."""
+    drop = set() if profile.c_info else set(COMPILER_COLUMNS)
+    if all(e.npu_core_percent is None for e in profile.epochs):
+        drop.add("NPU core %")
+    if all(e.stream_engines is None for e in profile.epochs):
+        drop.add("busiest engine")
+    return [h not in drop for h in HEADERS]
 
 
 def _keep(profile, row):
-    """The cells of `row` (one per HEADERS) without those of c_info.json when the profile has none."""
-    return [v for h, v in zip(HEADERS, row) if profile.c_info or h not in COMPILER_COLUMNS]
+    return [v for v, keep in zip(row, _kept(profile)) if keep]
 
 
 def headers(profile):
     return _keep(profile, HEADERS)
 
 
+def _busiest(engine, reported):
+    if engine is None:
+        return "none" if reported else ""
+    share = "" if engine["percent"] is None else f" {engine['percent']:.1f}%"
+    return f"#{engine['id']} {engine['role'][0]}{share}"
+
+
 def rows(profile):
     """One list per epoch block (shared by the console and the HTML page)."""
     out = []
     for e in profile.epochs:
-        name = e.name if e.index == e.last else f"{e.name}..{e.epochs[-1]}"
-        out.append(_keep(profile, [name, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
-                                   *e.mcu_cycles.as_list(), e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
-                                   "" if e.bandwidth is None else f"{sum(e.bandwidth.values()):.1f}"]))
+        out.append(_keep(profile, [e.block, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
+                                   *e.mcu_cycles.as_list(),
+                                   "-" if e.npu_core_percent is None else f"{e.npu_core_percent:.1f}",
+                                   e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
+                                   "" if e.bandwidth is None else f"{sum(e.bandwidth.values()):.1f}",
+                                   _busiest(e.busiest_engine, e.stream_engines is not None)]))
     return out
+
+
+def _absent_line(profile):
+    parts = []
+    for key, what in ABSENT.items():
+        missing = [e.name for e in profile.epochs if key in e.absent]
+        if missing:
+            parts.append(what if len(missing) == len(profile.epochs) else f"{what} ({', '.join(missing)})")
+    return "not reported by the board: " + "; ".join(parts) if parts else None
+
+
+def _gb(v):
+    return "-" if v is None else f"{v:.3f} GB/s"
+
+
+def counter_lines(profile):
+    """The NPU counters of the whole inference, one line each."""
+    t, lines = profile.totals, []
+    if t["npu_core_cycles"] is not None:
+        line = (f"NPU core {t['npu_core_cycles']:,} cycles, {t['npu_core_ms']:.4f} ms = "
+                f"{t['npu_core_percent']:.1f}% of the inference")
+        if t["ops"] is not None:
+            line += (f"; ops/cycle ideal {t['ideal_ops_per_cycle']:.2f}, core-only "
+                     f"{'-' if t['core_ops_per_cycle'] is None else format(t['core_ops_per_cycle'], '.2f')}, "
+                     f"measured {t['ops_per_cycle']:.2f}")
+        lines.append(line)
+    if t["bus"]:
+        b = t["bus"]
+        lines += [f"bus interface {k[-1]}: read {v['read_bytes']:,} B, write {v['write_bytes']:,} B, "
+                  f"{_gb(v['gb_per_s'])}" for k, v in b.items() if k != "total"]
+        lines.append(f"bus total: {_gb(b['total']['gb_per_s'])} over the NPU core time, "
+                     f"{_gb(b['total']['average_gb_per_s'])} over the inference")
+    if t["stream_engines"] is not None:
+        e = t["busiest_engine"]
+        lines.append("busiest stream engine: none active" if e is None else
+                     f"busiest stream engine: #{e['id']} ({e['role']}, busif {e['busif']}) {e['cycles']:,} active "
+                     f"cycles" + ("" if e["percent"] is None else f" = {e['percent']:.1f}% of the NPU core time"))
+    if t["npu_cache"] is not None:
+        c = t["npu_cache"]
+        lines.append(f"NPU cache: read hit {c['r_hit']:,} miss {c['r_miss']:,} alloc miss {c['r_alloc_miss']:,} "
+                     f"evict {c['evict']:,}; write hit {c['w_hit']:,} miss {c['w_miss']:,} alloc miss "
+                     f"{c['w_alloc_miss']:,} write-through {c['w_through']:,}")
+    return lines
 
 
 def summary_lines(profile):
@@ -39,20 +109,30 @@ def summary_lines(profile):
     if t["max_cycles"]:
         lines.append(f"compiler: {t['ops']:,} ops, {t['max_cycles']:,} max cycles → {t['compiler_inf_per_s']:.1f} "
                      f"inf/s, ideal {t['compiler_ideal_inf_per_s']:.1f} inf/s")
-    absent = sorted({k for e in profile.epochs for k in e.absent})
+    lines += counter_lines(profile)
+    sources = [TRAFFIC_SOURCES[s] for s in dict.fromkeys(e.traffic_source for e in profile.epochs) if s]
+    if sources:
+        lines.append("MB/s: " + "; ".join(sources))
+    absent = _absent_line(profile)
     if absent:
-        lines.append("not reported by the board: " + ", ".join(absent))
+        lines.append(absent)
     if profile.compiler_absent:
         lines.append(profile.compiler_absent)
     return lines
 
 
-def table(profile):
+def total_row(profile):
     t = profile.totals
-    total = _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"], t["ops"],
-                            profile.c_info and f"{t['ops_per_cycle']:.2f}", ""])
+    return _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"],
+                           "-" if t["npu_core_percent"] is None else f"{t['npu_core_percent']:.1f}", t["ops"],
+                           profile.c_info and f"{t['ops_per_cycle']:.2f}",
+                           f"{sum(v['mb_per_s'] for v in t['traffic'].values()):.1f}" if t["traffic"] else "",
+                           _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
+
+
+def table(profile):
     columns = headers(profile)
-    text = tabulate(rows(profile) + [total], headers=columns, disable_numparse=True,
+    text = tabulate(rows(profile) + [total_row(profile)], headers=columns, disable_numparse=True,
                     colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
     return text + "\n" + "\n".join(summary_lines(profile))
 

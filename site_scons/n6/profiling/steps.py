@@ -6,7 +6,7 @@ import os
 from ..atomic import write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
-from . import DIFF, FILES, PREVIOUS, diff, html, plot, report, trace
+from . import DETAILS, DIFF, FILES, PREVIOUS, details, diff, html, plot, report, trace
 from .cinfo import read_c_info
 from .measurement import Measurement
 from .merge import merge
@@ -35,13 +35,15 @@ def report_step(measurement_path, c_info_path, folder, baseline=None, name=None,
         report.write_json(paths["profile.trace.json"], trace.trace_events(profile))
         html.write(paths["profile.html"], profile, svg, diff_data,
                    files=["profile.json", "profile.trace.json", "profile.png"] + ([DIFF] if diff_data else []))
-        text = report.table(profile)
+        text, counters = report.table(profile), details.text(profile)
+        if counters:
+            text += "\nevery counter per epoch: profile.txt, profile.html"
         if diff_data:
             report.write_json(outputs[-1], diff_data)
             text += "\n\n" + diff.table(diff_data)
         elif os.path.exists(outputs[-1]):
             os.unlink(outputs[-1])
-        write_text(paths["profile.txt"], text + "\n")
+        write_text(paths["profile.txt"], text + (f"\n\n{DETAILS}\n\n{counters}" if counters else "") + "\n")
     except (N6Error, OSError):
         for path in outputs:        # nothing half-written is taken as up to date
             if os.path.exists(path):

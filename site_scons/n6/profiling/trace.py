@@ -1,6 +1,48 @@
 """The profile as a Chrome trace-event timeline (Perfetto, chrome://tracing): one inference on
 the MCU track (inference ⊃ epoch blocks ⊃ pre/core/post phases, nested exactly), the NPU's busy
-time on its own track, and memory traffic per pool as counters."""
+time on its own track, memory traffic per pool as counters (measured, and the compiler's estimate),
+and one counter track per NPU bus interface (read and write bytes) beside the bus bandwidth (GB/s
+per interface, over the epoch's core NPU cycles). An epoch slice's args carry every counter the
+board reported for it."""
+
+
+def _counter_args(e):
+    args = {}
+    if e.npu_cycles is not None:
+        args["npu_cycles"] = e.npu_cycles.as_list()
+        args["npu_core_percent"] = e.npu_core_percent
+    for key in ("bus", "stream_engines", "busiest_engine", "npu_cache"):
+        if getattr(e, key) is not None:
+            args[key] = getattr(e, key)
+    return args
+
+
+def _tracks(e):
+    """Counter track name → values of one epoch (a track the epoch has no figures for: absent)."""
+    out = {}
+    if e.measured_memory is not None:
+        out["memory traffic (bytes)"] = {p: t.total for p, t in e.measured_memory.items()}
+    if e.compiler_memory is not None:
+        out["compiler's memory traffic estimate (bytes)"] = {p: t.total for p, t in e.compiler_memory.items()}
+    if e.bus is not None:
+        ports = [k for k in e.bus if k != "total"]
+        for k in ports:
+            out[f"bus interface {k[-1]} (bytes)"] = {"read": e.bus[k]["read_bytes"], "write": e.bus[k]["write_bytes"]}
+        out["bus bandwidth (GB/s)"] = {k: e.bus[k]["gb_per_s"] or 0.0 for k in ports}
+    return out
+
+
+def _counters(profile, starts, end):
+    """Counter events: each track's values at each epoch's start (0 for a series the epoch lacks),
+    all back to 0 at the end of the inference."""
+    per_epoch = [_tracks(e) for e in profile.epochs]
+    keys = {}
+    for tracks in per_epoch:
+        for name, values in tracks.items():
+            keys.setdefault(name, {}).update(dict.fromkeys(values, 0))
+    events = [{"ph": "C", "name": name, "pid": 1, "ts": ts, "args": {**keys[name], **values}}
+              for tracks, ts in zip(per_epoch, starts) for name, values in tracks.items()]
+    return events + [{"ph": "C", "name": name, "pid": 1, "ts": end, "args": zero} for name, zero in keys.items()]
 
 
 def _us(cycles, hz):
@@ -14,7 +56,7 @@ def trace_events(profile):
                "args": {"name": f"{profile.model} on the {where}"}},
               {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "MCU"}},
               {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "NPU"}}]
-    slices, npu, counters = [], [], []
+    slices, npu, starts = [], [], []
     cycle = 0
     for e in profile.epochs:
         bounds = [cycle, cycle + e.mcu_cycles.pre, cycle + e.mcu_cycles.pre + e.mcu_cycles.core,
@@ -23,7 +65,8 @@ def trace_events(profile):
         slices.append({"ph": "X", "name": e.name, "cat": e.unit, "pid": 1, "tid": 1, "ts": ts[0],
                        "dur": round(ts[3] - ts[0], 3),
                        "args": {"kind": e.kind, "unit": e.unit, "epochs": e.epochs, "ops": e.ops,
-                                "mcu_cycles": e.mcu_cycles.as_list(), "percent": round(e.percent, 2)}})
+                                "mcu_cycles": e.mcu_cycles.as_list(), "percent": round(e.percent, 2),
+                                **_counter_args(e)}})
         for phase, a, b in zip(("pre", "core", "post"), ts, ts[1:]):
             if b > a:
                 slices.append({"ph": "X", "name": phase, "cat": "phase", "pid": 1, "tid": 1, "ts": a,
@@ -31,12 +74,10 @@ def trace_events(profile):
         if e.unit == "NPU" and ts[2] > ts[1]:
             npu.append({"ph": "X", "name": e.name, "cat": "NPU", "pid": 1, "tid": 2, "ts": ts[1],
                         "dur": round(ts[2] - ts[1], 3), "args": {"kind": e.kind}})
-        counters.append({"ph": "C", "name": "memory traffic (bytes)", "pid": 1, "ts": ts[0],
-                         "args": {p: t.total for p, t in (e.traffic or {}).items()} or {"none": 0}})
+        starts.append(ts[0])
         cycle = bounds[3]
     end = _us(cycle, hz)
-    counters.append({"ph": "C", "name": "memory traffic (bytes)", "pid": 1, "ts": end,
-                     "args": {p: 0 for p in counters[-1]["args"]} if counters else {"none": 0}})
+    counters = _counters(profile, starts, end)
     root = {"ph": "X", "name": "inference", "cat": "model", "pid": 1, "tid": 1, "ts": 0.0, "dur": end,
             "args": {"model": profile.model, "inf_per_s": round(profile.totals["inf_per_s"], 2)}}
     return {"traceEvents": events + [root] + slices + npu + counters, "displayTimeUnit": "ms"}
