@@ -210,7 +210,10 @@ def test_whole_project_validate_one_model_at_a_time(repo):
         assert all(r["result"] == "passed" and r["max_lsb"] <= 2 and r["inf_per_s"] > 0 for r in summary["models"])
         assert f"validate summary: {len(models)} of {len(models)} models passed" in proc.stdout
         table = proc.stdout[proc.stdout.index("validate summary"):].splitlines()
-        assert table[1].split() == ["model", "result", "max", "err", "LSB", "top-1", "inf/s", "ms", "(simulated)"]
+        assert table[1].split() == ["model", "result", "max", "err", "LSB", "top-1", "agree", "%", "test-set", "top-1",
+                                    "%", "inf/s", "ms", "(simulated)"]
+        digits = next(line for line in table if line.startswith("digits_mlp"))
+        assert digits.split()[1:5] == ["passed", "1", "100.0", "97.0"]       # 291 of 300 on the board
         again = scons(repo, "validate", "SEED=11")
         assert not _deploy_lines(again.stdout) and "is up to date" in again.stdout
         assert f"{len(models)} of {len(models)} models passed" in again.stdout
@@ -266,3 +269,33 @@ def test_3x_board_keeps_the_flashed_set_and_validates_in_sets_of_four(tmp_path):
         ["big_mlp", "cifar_cnn"]
     summary = json.load(open(os.path.join(repo, "build", "validate-summary.json")))
     assert [r["model"] for r in summary["models"]] == sorted(six) and summary["failed"] == 0
+
+
+def test_summary_names_models_that_cannot_be_built(repo):
+    """`scons -k run` over the project: a model whose generate fails is an error row with that
+    step's line (not the ok of an older run.json), a model folder that cannot be read is one too,
+    the other models run, and the command fails."""
+    gen_bad, unreadable = os.path.join(repo, "models", "kws_gen_bad"), os.path.join(repo, "models", "zz_unreadable")
+    shutil.copytree(os.path.join(repo, "models", "kws_mlp"), gen_bad)
+    with open(os.path.join(gen_bad, "model.json"), "w") as f:
+        json.dump({"name": "kws_gen_bad"}, f)
+    os.makedirs(unreadable)
+    with open(os.path.join(unreadable, "model.json"), "w") as f:
+        f.write("{bad")
+    try:
+        scons(repo, "run", "MODEL=kws_gen_bad")                     # a run.json the failure must not show as ok
+        with open(os.path.join(gen_bad, "model.onnx"), "r+b") as f:
+            f.truncate(300)
+        proc = scons(repo, "-k", "run", check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        rows = {r["model"]: r for r in json.load(open(os.path.join(repo, "build", "run-summary.json")))["models"]}
+        assert sorted(rows) == sorted(_bundled() + ["kws_gen_bad", "zz_unreadable"])
+        assert rows["kws_gen_bad"]["result"] == "error" and rows["kws_gen_bad"]["inf_per_s"] is None
+        assert rows["kws_gen_bad"]["error"].startswith("stedgeai generate of models/kws_gen_bad/model.onnx failed")
+        assert rows["zz_unreadable"]["result"] == "error" and "malformed model options" in rows["zz_unreadable"]["error"]
+        assert all(r["result"] == "ok" for m, r in rows.items() if m in _bundled())
+        named = scons(repo, "run", "MODEL=zz_unreadable", check=False)
+        assert named.returncode == 2 and "malformed model options" in named.stderr and "no such model" not in named.stderr
+    finally:
+        shutil.rmtree(gen_bad)
+        shutil.rmtree(unreadable)

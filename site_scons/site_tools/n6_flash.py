@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 import SCons.Action
+import SCons.Node.FS
 import SCons.Script
 
 from n6.board_files import DEFAULT_BOARD, board_path
@@ -38,6 +39,7 @@ class _Flashing:
     project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
     results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
     users: list = field(default_factory=list)     # (model, nodes) of the steps that talk to the board
+    broken: dict = field(default_factory=dict)    # model folders that cannot be read: name → error
 
     def once(self, key, make):
         if key not in self.known:
@@ -45,22 +47,23 @@ class _Flashing:
         return self.known[key]
 
 
-def flash_targets(env, model_images, install_release):
+def flash_targets(env, model_images, install_release, broken=None):
     """Define `flash` / `flash-<model>` for what the command line asks, and plan the model sets
     that the run, validate and profile steps it asks for put on the board: each model alone on a
     2.x board, sets of up to four on a 3.x one (the set the board holds first). Remembers the
     models so that env.OnBoard / env.BoardSet can give those steps their model's set (planning
-    one reads the board file and lists the attached probes)."""
+    one reads the board file and lists the attached probes). `broken`: model folders that cannot
+    be read (name → error)."""
     from n6.board import load_board
     from n6.flash.step import board_sets, chosen_models, deploy_requests, held_set, models_to_flash
-    state = env["N6_FLASHING"] = _Flashing(model_images, install_release)
+    state = env["N6_FLASHING"] = _Flashing(model_images, install_release, broken=broken or {})
     targets = SCons.Script.COMMAND_LINE_TARGETS
     requested = [t for t in targets if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested and not any(t.partition("-")[0] in DEPLOY_VERBS for t in targets):
         return []
     bpath = board_path(env["BOARD"])
     board = state.once(("board", bpath), lambda: load_board(bpath))
-    chosen = chosen_models(env.get("MODEL", ""), board, model_images)
+    chosen = chosen_models(env.get("MODEL", ""), board, model_images, state.broken)
     multi = install_release.header_words > 24
     nodes = []
     if requested:
@@ -128,34 +131,48 @@ def deploy_order(env):
     set there unless it is, so the order only saves flashing). Not under `-k`: there a failed step
     must not hold back the models after it, and the lock keeps each step right. Then a summary per
     verb the command line asks for several models, printed when the build ends whatever failed
-    (`build/<verb>-summary.json`)."""
+    (`build/<verb>-summary.json`). A whole-project verb reports the model folders that cannot be
+    read and fails once the other models are done."""
     state = env["N6_FLASHING"]
     if not SCons.Script.GetOption("keep_going"):
         turn = {m: i for i, models in enumerate(state.plans) for m in models}
         ordered = [nodes for _, nodes in sorted(state.users, key=lambda u: turn.get(u[0], 0))]
         for before, after in zip(ordered, ordered[1:]):
             env.Requires(after, before)
+    broken = state.broken
+    bare = [v for v in DEPLOY_VERBS if v in SCons.Script.COMMAND_LINE_TARGETS]
+    if broken and bare and not env.get("MODEL"):
+        for verb in bare:                       # the broken folders' alias fails after the models' steps
+            env.Alias("broken-models", [n for nodes in state.results.get(verb, {}).values() for n in nodes])
+            env.Alias(verb, env.Alias("broken-models"))
+            for name in broken:
+                state.results.setdefault(verb, {})[name] = []
     asked = {t.partition("-")[0] for t in SCons.Script.COMMAND_LINE_TARGETS}
     summaries = {verb: results for verb, results in sorted(state.results.items()) if verb in asked and len(results) > 1}
     if summaries and not (SCons.Script.GetOption("no_exec") or SCons.Script.GetOption("clean")):
         import atexit
-        atexit.register(_summaries, summaries, env.Dir("$BUILD_DIR"))
+        atexit.register(_summaries, summaries, env.Dir("$BUILD_DIR"), broken)
 
 
-def _summaries(summaries, build_dir):
+def _summaries(summaries, build_dir, broken):
     """The project summaries, at the end of the build: a model whose step failed shows its error,
     one whose steps did not run (the build stopped first) shows `not run`."""
     from SCons.Node import executed, up_to_date
-    from n6.run.summary import model_result, not_run, summary
+    from n6.run.summary import failed_row, model_result, not_run, summary
     failures = {}
     for failure in SCons.Script.GetBuildFailures():
-        path = os.path.relpath(failure.node.abspath, build_dir.abspath).split(os.sep)
-        if len(path) > 2:
-            failures.setdefault(path[0], {}).setdefault(path[1] if path[1] != "run" else
-                                                         os.path.splitext(path[2])[0], failure.errstr)
+        if not isinstance(failure.node, SCons.Node.FS.Base):      # an alias (broken-models): rows of its own
+            continue
+        model, *rest = os.path.relpath(failure.node.abspath, build_dir.abspath).split(os.sep)
+        step = rest[0] if rest and rest[0] in ("flash", "profile") else \
+            ("validate" if rest[-1] == "validate.json" else "run") if rest and rest[0] == "run" else "build"
+        failures.setdefault(model, {}).setdefault(step, failure.errstr)
     for verb, results in summaries.items():
         rows = []
         for model, nodes in sorted(results.items()):
+            if model in broken:
+                rows.append(failed_row(model, str(broken[model])))
+                continue
             done = all(n.get_state() in (executed, up_to_date) for n in nodes)
             rows.append(model_result(verb, build_dir.Dir(model).abspath, model, failures.get(model))
                         if done or model in failures else not_run(model))

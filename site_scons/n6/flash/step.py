@@ -90,11 +90,14 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
-def chosen_models(model_var, board, all_models):
+def chosen_models(model_var, board, all_models, broken=None):
     """The models the user chose: MODEL= (comma list), else the board file's `models` (empty: no
-    choice). A name that is no model is a one-line error."""
-    chosen = [m for m in model_var.split(",") if m] or list(board.images.models)
+    choice). A name that is no model is a one-line error; a model folder that cannot be read
+    (`broken`: name → its N6Error), its own."""
+    chosen = [m.strip() for m in model_var.split(",") if m.strip()] or list(board.images.models)
     for m in chosen:
+        if m in (broken or {}):
+            raise broken[m]
         if m not in all_models:
             raise N6Error(None, f"MODEL={m}: no such model", f"choose from {', '.join(sorted(all_models))}")
     return chosen

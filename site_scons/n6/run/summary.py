@@ -10,8 +10,9 @@ from tabulate import tabulate
 from ..atomic import write_text
 from .steps import VALIDATE_FAILED, VALIDATED
 
-# The steps whose failure a verb's row shows, in the order they run
-STEPS = {"run": ("flash", "run"), "validate": ("flash", "run", "validate"), "profile": ("flash", "profile")}
+# The steps whose failure a verb's row shows, in the order they run ("build": making the model's images)
+STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run", "validate"),
+         "profile": ("build", "flash", "profile")}
 
 
 @dataclass
@@ -19,7 +20,8 @@ class ModelResult:
     model: str
     result: str                  # ok | passed | failed | error | not run
     max_lsb: float = None        # validate: largest output error in LSB
-    top1: float = None           # validate: the test set's top-1 accuracy on the board, else top-1 agreement
+    top1: float = None           # validate: share of runs whose top-1 equals the reference's (every output)
+    accuracy: float = None       # validate: top-1 accuracy on the board over the model's test set, if it has one
     inf_per_s: float = None
     ms: float = None
     simulated: bool = None
@@ -55,8 +57,8 @@ def model_result(verb, model_dir, model, failures=None):
         row.result = "failed" if step else "passed"
         outputs = verdict.get("outputs") or []
         row.max_lsb = max((o["max_abs_lsb"] for o in outputs), default=None)
-        accuracy = verdict.get("accuracy")
-        row.top1 = accuracy["board"]["accuracy"] if accuracy else min((o["top1"] for o in outputs), default=None)
+        row.top1 = min((o["top1"] for o in outputs), default=None)
+        row.accuracy = (verdict.get("accuracy") or {}).get("board", {}).get("accuracy")
     elif verb == "profile":
         profile = _read(os.path.join(model_dir, "profile", "profile.json")) or {}
         totals = profile.get("totals", {})
@@ -69,8 +71,9 @@ def not_run(model):
     return ModelResult(model, "not run")
 
 
-def _cell(value, fmt):
-    return "" if value is None else format(value, fmt)
+def failed_row(model, error):
+    """The row of a model that cannot be deployed at all (its folder cannot be read)."""
+    return ModelResult(model, "error", error=error)
 
 
 def summary(verb, rows, path):
@@ -79,11 +82,17 @@ def summary(verb, rows, path):
     simulated = any(r.simulated for r in rows)
     write_text(path, json.dumps({"verb": verb, "simulated": simulated, "models": [asdict(r) for r in rows],
                                  "passed": len(rows) - len(failed), "failed": len(failed)}, indent=1) + "\n")
-    errors = any(r.error for r in rows)
-    headers = ["model", "result"] + (["max err LSB", "top-1"] if verb == "validate" else []) + \
-        ["inf/s", "ms" + (" (simulated)" if simulated else "")] + (["error"] if errors else [])
-    table = [[r.model, r.result] + ([_cell(r.max_lsb, "g"), _cell(r.top1, ".1%")] if verb == "validate" else []) +
-             [_cell(r.inf_per_s, ".1f"), _cell(r.ms, ".3f")] + ([r.error.split(" (fix: ")[0]] if errors else [])
-             for r in rows]
+    columns = [("model", "s", lambda r: r.model), ("result", "s", lambda r: r.result)]
+    if verb == "validate":
+        columns += [("max err LSB", "g", lambda r: r.max_lsb),
+                    ("top-1 agree %", ".1f", lambda r: None if r.top1 is None else 100 * r.top1)]
+        if any(r.accuracy is not None for r in rows):
+            columns.append(("test-set top-1 %", ".1f", lambda r: None if r.accuracy is None else 100 * r.accuracy))
+    columns += [("inf/s", ".1f", lambda r: r.inf_per_s),
+                ("ms" + (" (simulated)" if simulated else ""), ".3f", lambda r: r.ms)]
+    if any(r.error for r in rows):
+        columns.append(("error", "s", lambda r: r.error.split(" (fix: ")[0]))
+    table = tabulate([[get(r) for _, _, get in columns] for r in rows], [name for name, _, _ in columns],
+                     floatfmt=[fmt for _, fmt, _ in columns], missingval="")
     verdict = f"{len(rows) - len(failed)} of {len(rows)} models {'passed' if verb == 'validate' else 'ok'}"
-    return f"{verb} summary: {verdict}\n" + tabulate(table, headers) + "\n", not failed
+    return f"{verb} summary: {verdict}\n" + table + "\n", not failed
