@@ -299,3 +299,15 @@ def test_summary_names_models_that_cannot_be_built(repo):
     finally:
         shutil.rmtree(gen_bad)
         shutil.rmtree(unreadable)
+
+
+def test_image_name_is_the_name_the_run_asks_for_and_unknown_targets_are_one_line(repo):
+    """RELOC_NAME= names the image and so the model on the board: the run asks for that name. A
+    misspelt `<verb>-<model>` target is one line naming the models, not SCons's "Do not know"."""
+    proc = scons(repo, "run-digits_mlp", "RELOC_NAME=dig", "BUILD_DIR=build-named")
+    assert "model dig on simulated STM32N6" in proc.stdout
+    assert json.load(open(os.path.join(repo, "build-named", "digits_mlp", "run", "run.json")))["model"] == "dig"
+    for target in ("validate-kws_mpl", "profile-kws_mpl", "flash-kws_mpl"):
+        bad = scons(repo, target, check=False)
+        assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+            f"scons: *** {target}: no model kws_mpl (fix: choose from {', '.join(_bundled())})"]

@@ -58,6 +58,11 @@ def flash_targets(env, model_images, install_release, broken=None):
     from n6.flash.step import board_sets, chosen_models, deploy_requests, held_set, models_to_flash
     state = env["N6_FLASHING"] = _Flashing(model_images, install_release, broken=broken or {})
     targets = SCons.Script.COMMAND_LINE_TARGETS
+    for t in targets:                  # `validate-kws_mpl`: one line naming the models, not SCons's "Do not know"
+        verb, dash, name = t.partition("-")
+        if dash and verb in DEPLOY_VERBS + ("flash",) and name not in model_images:
+            raise state.broken.get(name) or N6Error(None, f"{t}: no model {name}",
+                                                    f"choose from {', '.join(sorted(model_images))}")
     requested = [t for t in targets if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested and not any(t.partition("-")[0] in DEPLOY_VERBS for t in targets):
         return []

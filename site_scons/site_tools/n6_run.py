@@ -13,6 +13,7 @@ import os
 import SCons.Action
 import SCons.Script
 
+from n6.errors import N6Error
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
@@ -37,28 +38,31 @@ def _validate_action(target, source, env):
     validate_step(opts, source[0].path, on_board_path(opts.flash, target[0].dir.dir.name), target[0].path, say)
 
 
-def run_targets(env, specs):
+def run_targets(env, specs, names):
     """`run` / `validate` / `run-<model>` / `validate-<model>` for what the command line asks (an
     ordinary build declares no run step: declaring one reads the board file and lists the probes);
-    call after FlashTargets. `specs`: the models that have an image. A bare `run` / `validate`
-    covers the chosen models (MODEL=, the board file's), else every model."""
+    call after FlashTargets. `specs`: the models that have an image, `names`: model → the name the
+    board knows it by (its image's). A bare `run` / `validate` covers the chosen models (MODEL=,
+    the board file's), else every model."""
     by_name = {spec.name: spec for spec in specs}
     wanted, project = env.DeployModels("run", "validate")
+    if env["RUN_MODE"] == "perf" and env.DeployModels("validate")[0]:     # before any flash or board
+        raise N6Error(None, "RUN_MODE=perf runs bring no outputs back to validate", "validate with RUN_MODE=io")
     if wanted and env["INPUTS"]:     # a bad file: one line now, before any flash or board
         from n6.run.inference import read_inputs
         read_inputs(env["INPUTS"])
-    return [run_model(env, by_name[name], name in project) for name in wanted]
+    return [run_model(env, by_name[name], names[name], name in project) for name in wanted]
 
 
-def run_model(env, spec, in_project=False):
-    """(run node, validate node) of one model (`in_project`: also under the bare `run` and
-    `validate`); call after FlashTargets. The run puts the model's set on the board first unless
+def run_model(env, spec, board_name, in_project=False):
+    """(run node, validate node) of one model, known on the board as `board_name` (`in_project`:
+    also under the bare `run` and `validate`); call after FlashTargets. The run puts the model's set on the board first unless
     it is there (env.BoardSet): it depends on what the set is made of, so a changed image is
     flashed before it runs, whatever ran on the board before."""
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     flash, made_of, flash_step = env.BoardSet(spec.name)
     session = session_options(env)
-    opts = RunOptions(session, flash, spec.c_name or "network", int(env["RUNS"]), int(env["SEED"]),
+    opts = RunOptions(session, flash, board_name, int(env["RUNS"]), int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],
                       env["RUN_MODE"] == "perf")
     run = env.Command([os.path.join(out, "run.json")], made_of + [env.File(session.board_file)] +

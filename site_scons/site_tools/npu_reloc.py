@@ -55,6 +55,12 @@ def reloc_options(env, spec):
                            spec.reloc, os.path.join(spec.path, "model.json"))
 
 
+def reloc_name(env, spec, network_c):
+    """The image's name (RELOC_NAME / model.json "reloc" "name", else the network file's stem): its
+    files are <name>_rel.bin, and the board knows the model by it."""
+    return reloc_options(env, spec).name or os.path.splitext(os.path.basename(str(network_c)))[0]
+
+
 def check_variables(env):
     """The variables every model shares: a bad one fails at once, not once per model."""
     if env.get("RELOC_NAME"):
@@ -67,8 +73,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     the steps read: c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees
     only their names, so new weights never rerun it)."""
     opts = reloc_options(env, spec)
-    stem = os.path.splitext(os.path.basename(str(network_c)))[0]
-    name = opts.name or stem
+    name = reloc_name(env, spec, network_c)
     install_root, install_rel, simulated = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
     sw_inc = os.path.join(install_root, SW_LIB_INC)
@@ -221,6 +226,7 @@ def generate(env):
         action=SCons.Action.Action(_pack_action, progress("PACK"), varlist=["N6_PACK_OPTIONS"]),
         emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
+    env.AddMethod(reloc_name, "RelocName")
     env.AddMethod(check_alias, "RelocCheckAlias")
     env.AddMethod(check_variables, "RelocCheckVariables")
 
