@@ -226,6 +226,8 @@ def test_whole_project_validate_one_model_at_a_time(repo):
              "reference beyond 2.0 LSB (see validate-failed.json) (fix: check the model and VALIDATE_TOLERANCE=)"]
         rows = {r["model"]: r for r in json.load(open(summary_json))["models"]}
         assert rows["kws_bad"]["result"] == "failed" and rows["kws_bad"]["max_lsb"] > 2
+        assert ("not run: the build stopped at the first failure" in stopped.stdout) == \
+            any(r["result"] == "not run" for r in rows.values())
         kept = scons(repo, "-k", "validate", "SEED=13", env=fault, check=False)
         assert kept.returncode == 2 and sorted(m for v, m in _deploy_lines(kept.stdout) if v == "VALIDATE") == models
         summary = json.load(open(summary_json))

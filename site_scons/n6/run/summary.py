@@ -95,4 +95,6 @@ def summary(verb, rows, path):
     table = tabulate([[get(r) for _, _, get in columns] for r in rows], [name for name, _, _ in columns],
                      floatfmt=[fmt for _, fmt, _ in columns], missingval="")
     verdict = f"{len(rows) - len(failed)} of {len(rows)} models {'passed' if verb == 'validate' else 'ok'}"
-    return f"{verb} summary: {verdict}\n" + table + "\n", not failed
+    stopped = "\nnot run: the build stopped at the first failure (`scons -k` goes on with the other models)" \
+        if any(r.result == "not run" for r in rows) else ""
+    return f"{verb} summary: {verdict}\n" + table + stopped + "\n", not failed
