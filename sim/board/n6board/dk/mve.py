@@ -1,0 +1,752 @@
+"""Helium (MVE, the Cortex-M55's M-profile Vector Extension) for unicorn's Cortex-M33, which has
+none: the invalid-instruction hook hands each vector instruction here, and `Helium.step` carries
+it out as the Armv8.1-M architecture defines it, shared by the simulated board and the DK twin.
+
+* Q0-Q7 are the FP registers D0-D15 (unicorn has them); VPR (P0 and the VPT mask) and
+  FPSCR.LTPSIZE, which unicorn lacks, live in `VectorState`.
+* Predication: an element is active when its VPT predicate (inside a VPT/VPST block) and the tail
+  predicate of a tail-predicated loop (LTPSIZE < 4 and LR below the elements per vector) are.
+  Inactive lanes keep their value; predicated loads give zero there; stores skip them.
+* Instructions run whole (all four beats at once): ECI is never left non-zero.
+* Floating point uses the standard FPSCR value (flush to zero, default NaN, round to nearest) and
+  sets the cumulative flags in FPSCR for active lanes; saturation sets FPSCR.QC.
+* The low-overhead loops (DLS/WLS/LE and their tail-predicated forms DLSTP/WLSTP/LETP/LCTP) are
+  here too: their LTPSIZE is the tail predication's.
+* Only the forms listed in FORMS run (those ST's runtime library and the C library's vectorised
+  routines execute, and their close relatives); any other vector encoding is left to the caller,
+  which stops with one line. Vector memory accesses do not pass unicorn's memory hooks."""
+import struct
+from dataclasses import dataclass, field
+
+from unicorn import UcError
+from unicorn.arm_const import UC_ARM_REG_D0, UC_ARM_REG_FPSCR, UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, \
+    UC_ARM_REG_SP
+
+from . import vfp_double as fp
+
+ALL = 0xFFFF                      # one predicate bit per byte of a vector
+QC = 1 << 27                      # FPSCR's cumulative saturation flag
+STANDARD_FPSCR = fp.FZ | fp.DN    # round to nearest
+
+
+class BusFault(Exception):
+    """A vector load or store touched memory that is not there."""
+
+    def __init__(self, address, write):
+        self.address, self.write = address, write
+        super().__init__(f"vector {'write to' if write else 'read of'} unmapped address 0x{address:08X}")
+
+
+@dataclass
+class VectorState:
+    """What MVE adds to the core's state: VPR.P0, VPR.MASK (one for all beats: instructions run
+    whole) and FPSCR.LTPSIZE (4: no tail predication)."""
+    p0: int = 0
+    vpt_mask: int = 0
+    ltpsize: int = 4
+    executed: dict = field(default_factory=dict)     # form name → times (what the code uses)
+
+
+@dataclass(frozen=True)
+class Form:
+    """One instruction form: the encoding bits `value` under `mask`, carried out by `run`."""
+    name: str
+    mask: int
+    value: int
+    run: object
+    predicated: bool = True          # in a VPT block it uses (and advances) the VPT state
+    accept: object = None            # a further check of the fields (reserved values excluded)
+
+
+def form(name, pattern, run, accept=None, predicated=True):
+    """A Form from the encoding as 32 characters, bit 31 first (spaces ignored): 0 and 1 are
+    fixed, any other letter names a field bit."""
+    bits = pattern.replace(" ", "")
+    assert len(bits) == 32, (name, len(bits))
+    mask = int("".join("1" if c in "01" else "0" for c in bits), 2)
+    value = int("".join(c if c in "01" else "0" for c in bits), 2)
+    return Form(name, mask, value, run, predicated, accept)
+
+
+def _reg(n):
+    return {13: UC_ARM_REG_SP, 14: UC_ARM_REG_LR, 15: UC_ARM_REG_PC}.get(n, UC_ARM_REG_R0 + n)
+
+
+def is_helium(hw1, hw2):
+    """An MVE (Helium) instruction: the vector data-processing space (111x 1111 ..., Advanced SIMD
+    on A-profile, MVE on M-profile), the coprocessor 14/15 space (vector loads and stores, VPT,
+    VPST), the vector moves and duplications of the coprocessor-11 space (VDUP from a core
+    register) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
+    if hw1 & 0xEF00 == 0xEF00:
+        return True
+    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 8 & 0xE == 0xE:
+        return True
+    if hw1 & 0xFF90 == 0xEE80 and hw2 & 0x0F5F == 0x0B10:    # VDUP Qd, Rt
+        return True
+    return hw1 & 0xFFC0 == 0xF000 and bool(hw1 & 0x30) and hw2 & 0xC001 == 0xC001
+
+
+# -- lanes ----------------------------------------------------------------------------------------
+def split(value, size, signed=False):
+    """The lanes of a 128-bit vector as integers, `size` bits each."""
+    m, n = (1 << size) - 1, 128 // size
+    out = [value >> (i * size) & m for i in range(n)]
+    if signed:
+        top = 1 << size - 1
+        out = [v - (1 << size) if v & top else v for v in out]
+    return out
+
+
+def join(lanes, size):
+    m, v = (1 << size) - 1, 0
+    for i, x in enumerate(lanes):
+        v |= (x & m) << (i * size)
+    return v
+
+
+def byte_mask(mask):
+    """A 16-bit predicate (one bit per byte) as a 128-bit mask of the bytes it keeps."""
+    v = 0
+    for b in range(16):
+        if mask >> b & 1:
+            v |= 0xFF << (8 * b)
+    return v
+
+
+def active(mask, size):
+    """Per lane of `size` bits: is it active under the byte predicate `mask`."""
+    step = size // 8
+    return [bool(mask >> (e * step) & 1) for e in range(16 // step)]
+
+
+def lane_mask(flags, size):
+    """A byte predicate from one flag per lane of `size` bits."""
+    step, m = size // 8, 0
+    for e, f in enumerate(flags):
+        if f:
+            m |= ((1 << step) - 1) << (e * step)
+    return m
+
+
+def saturate(value, size, unsigned):
+    lo, hi = (0, (1 << size) - 1) if unsigned else (-(1 << size - 1), (1 << size - 1) - 1)
+    return (hi, True) if value > hi else (lo, True) if value < lo else (value, False)
+
+
+# -- the executor ---------------------------------------------------------------------------------
+class Helium:
+    """The vector unit of one unicorn core."""
+
+    def __init__(self, uc):
+        self.uc, self.state, self._decoded = uc, VectorState(), {}
+
+    # registers
+    def q(self, n):
+        r = self.uc.reg_read
+        return r(UC_ARM_REG_D0 + 2 * n) & (1 << 64) - 1 | (r(UC_ARM_REG_D0 + 2 * n + 1) & (1 << 64) - 1) << 64
+
+    def set_q(self, n, value, mask=ALL):
+        if mask != ALL:
+            keep = byte_mask(mask)
+            value = self.q(n) & ~keep | value & keep
+        self.uc.reg_write(UC_ARM_REG_D0 + 2 * n, value & (1 << 64) - 1)
+        self.uc.reg_write(UC_ARM_REG_D0 + 2 * n + 1, value >> 64 & (1 << 64) - 1)
+
+    def r(self, n):
+        return self.uc.reg_read(_reg(n)) & 0xFFFFFFFF
+
+    def set_r(self, n, value):
+        self.uc.reg_write(_reg(n), value & 0xFFFFFFFF)
+
+    # memory
+    def load(self, address, size):
+        try:
+            return int.from_bytes(self.uc.mem_read(address & 0xFFFFFFFF, size), "little")
+        except UcError:
+            raise BusFault(address & 0xFFFFFFFF, False) from None
+
+    def store(self, address, size, value):
+        try:
+            self.uc.mem_write(address & 0xFFFFFFFF, (value & (1 << 8 * size) - 1).to_bytes(size, "little"))
+        except UcError:
+            raise BusFault(address & 0xFFFFFFFF, True) from None
+
+    # FPSCR
+    def fp_status(self):
+        """A standard-FPSCR status for one instruction; `fp_done` folds its flags into FPSCR."""
+        return fp.Fpscr(STANDARD_FPSCR)
+
+    def fp_done(self, status, extra=0):
+        flags = status.value & 0x9F | extra
+        if flags:
+            self.uc.reg_write(UC_ARM_REG_FPSCR, self.uc.reg_read(UC_ARM_REG_FPSCR) | flags)
+
+    def saturated(self):
+        self.fp_done(fp.Fpscr(0), QC)
+
+    # predication
+    def element_mask(self):
+        s, mask = self.state, ALL
+        if s.vpt_mask:
+            mask &= s.p0
+        if s.ltpsize < 4:
+            remaining = self.uc.reg_read(UC_ARM_REG_LR) & 0xFFFFFFFF
+            if remaining < 16 >> s.ltpsize:
+                mask &= (1 << (remaining << s.ltpsize)) - 1
+        return mask
+
+    def advance_vpt(self):
+        """After an instruction of a VPT block: P0 flips between a Then and an Else run, the mask
+        moves on (VPR.MASK's rule: invert when more follows and the top bit is set)."""
+        s = self.state
+        if s.vpt_mask:
+            if s.vpt_mask > 8:
+                s.p0 ^= ALL
+            s.vpt_mask = s.vpt_mask << 1 & 0xF
+
+    # one instruction
+    def decode(self, insn):
+        form = self._decoded.get(insn, False)
+        if form is False:
+            form = self._decoded[insn] = next((f for f in FORMS if insn & f.mask == f.value
+                                               and (f.accept is None or f.accept(insn))), None)
+        return form
+
+    def step(self, pc, hw1, hw2):
+        """Carry out the instruction hw1:hw2 at `pc` when it is one of FORMS: True (PC moved on),
+        else False (nothing changed). Raises BusFault."""
+        insn = hw1 << 16 | hw2
+        form = self.decode(insn)
+        if form is None:
+            return False
+        self.state.executed[form.name] = self.state.executed.get(form.name, 0) + 1
+        nxt = form.run(self, insn, pc)
+        if form.predicated:
+            self.advance_vpt()
+        self.uc.reg_write(UC_ARM_REG_PC, (pc + 4 if nxt is None else nxt) | 1)
+        return True
+
+
+# -- fields ---------------------------------------------------------------------------------------
+def _qd(i):
+    return i >> 13 & 7
+
+
+def _qn(i):
+    return i >> 17 & 7
+
+
+def _qm(i):
+    return i >> 1 & 7
+
+
+# -- loops ----------------------------------------------------------------------------------------
+def _loop_offset(i):
+    return (i >> 1 & 0x3FF) << 2 | (i >> 11 & 1) << 1
+
+
+def loop_start(x, i, pc):
+    """DLS/DLSTP (LR = Rn) and WLS/WLSTP (Rn == 0: past the loop); LTPSIZE = the element size
+    (4 for DLS/WLS: no tail predication)."""
+    count, size = x.r(i >> 16 & 0xF), i >> 20 & 7
+    if not i >> 13 & 1 and count == 0:                     # WLS/WLSTP with nothing to do
+        return pc + 4 + _loop_offset(i)
+    x.set_r(14, count)
+    x.state.ltpsize = size
+    return None
+
+
+def loop_end(x, i, pc):
+    """LE/LETP: more to do → LR counts down (by the elements per vector under LETP) and branch
+    back; else fall through, LETP ending the tail predication. LE with no LR: always branch."""
+    tail = i >> 20 & 1
+    if i >> 21 & 1:                                        # LE without LR
+        return pc + 4 - _loop_offset(i)
+    lr = x.r(14)
+    step = 16 >> x.state.ltpsize if tail and x.state.ltpsize < 4 else 1
+    if lr > step:
+        x.set_r(14, lr - step)
+        return pc + 4 - _loop_offset(i)
+    if tail:
+        x.state.ltpsize = 4
+    return None
+
+
+def loop_clear(x, i, pc):
+    """LCTP: end tail predication."""
+    x.state.ltpsize = 4
+
+
+# -- predication ----------------------------------------------------------------------------------
+def vpst(x, i, pc):
+    x.state.vpt_mask = (i >> 22 & 1) << 3 | i >> 13 & 7
+
+
+def vctp(x, i, pc):
+    """VCTP: the first Rn elements active (in a VPT block, and-ed with the predicate)."""
+    size = i >> 20 & 3
+    n = min(x.r(i >> 16 & 0xF), 16 >> size)
+    x.state.p0 = ((1 << (n << size)) - 1) & x.element_mask()
+
+
+def vpsel(x, i, pc):
+    keep = byte_mask(x.state.p0)
+    x.set_q(_qd(i), x.q(_qn(i)) & keep | x.q(_qm(i)) & ~keep, x.element_mask())
+
+
+_CONDITIONS = {0b000: "eq", 0b010: "ne", 0b001: "cs", 0b011: "hi", 0b100: "ge", 0b110: "lt", 0b101: "gt",
+               0b111: "le"}
+
+
+def _int_condition(cond, a, b):
+    return {"eq": a == b, "ne": a != b, "cs": a >= b, "hi": a > b, "ge": a >= b, "lt": a < b, "gt": a > b,
+            "le": a <= b}[cond]
+
+
+def _fp_condition(cond, a, b, status):
+    nzcv = fp.compare(a, b, fp.SINGLE, status, signal_quiet_nans=cond not in ("eq", "ne"))
+    n, z, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv & 1
+    return {"eq": z == 1, "ne": z == 0, "ge": n == v, "lt": n != v, "gt": z == 0 and n == v,
+            "le": z == 1 or n != v}[cond]
+
+
+def vpr_read(x, i, pc):
+    """VMRS Rt, P0 / VPR (the whole register: P0 and both MASK fields)."""
+    s = x.state
+    x.set_r(i >> 12 & 0xF, s.p0 if i >> 16 & 1 else s.p0 | s.vpt_mask << 16 | s.vpt_mask << 20)
+
+
+def vpr_write(x, i, pc):
+    """VMSR P0 / VPR, Rt (the VPT mask from MASK01: instructions run whole)."""
+    s, value = x.state, x.r(i >> 12 & 0xF)
+    s.p0 = value & ALL
+    if not i >> 16 & 1:
+        s.vpt_mask = value >> 16 & 0xF
+
+
+def vcmp(x, i, pc):
+    """VCMP/VPT (vector or scalar, integer or F32): P0 = the condition in active lanes, 0 in the
+    others; with a mask it is VPT and opens a block."""
+    floating = i >> 20 & 3 == 3
+    size = 32 if floating else 8 << (i >> 20 & 3)
+    scalar = i >> 6 & 1
+    cond = _CONDITIONS[(i >> 12 & 1) << 2 | (i >> 7 & 1) << 1 | (i >> 5 & 1 if scalar else i & 1)]
+    a, b = _operands(x, i, size, scalar, signed=cond in ("ge", "lt", "gt", "le"))
+    mask = x.element_mask()
+    on = active(mask, size)
+    if floating:
+        status = x.fp_status()
+        flags = [on[e] and _fp_condition(cond, a[e], b[e], status) for e in range(len(a))]
+        x.fp_done(status)
+    else:
+        flags = [on[e] and _int_condition(cond, a[e], b[e]) for e in range(len(a))]
+    x.state.p0 = lane_mask(flags, size)
+    block = (i >> 22 & 1) << 3 | i >> 13 & 7
+    if block:                                             # VPT: the compare opens a block
+        x.state.vpt_mask = block
+
+
+# -- moves and integer arithmetic -----------------------------------------------------------------
+def vdup(x, i, pc):
+    size = (32, 16, 8)[(i >> 22 & 1) << 1 | i >> 5 & 1]
+    value = x.r(i >> 12 & 0xF) & (1 << size) - 1
+    x.set_q(i >> 17 & 7, join([value] * (128 // size), size), x.element_mask())
+
+
+_BITWISE = {(0, 0): lambda n, m: n & m, (0, 1): lambda n, m: n & ~m, (0, 2): lambda n, m: n | m,
+            (0, 3): lambda n, m: n | ~m, (1, 0): lambda n, m: n ^ m}
+
+
+def bitwise(x, i, pc):
+    """VAND, VBIC, VORR (VMOV when Qn is Qm), VORN, VEOR."""
+    result = _BITWISE[(i >> 28 & 1, i >> 20 & 3)](x.q(_qn(i)), x.q(_qm(i)))
+    x.set_q(_qd(i), result & (1 << 128) - 1, x.element_mask())
+
+
+def _operands(x, i, size, scalar, signed):
+    """The lanes of Qn, and of Qm or the scalar Rm repeated."""
+    n = split(x.q(_qn(i)), size, signed)
+    if not scalar:
+        return n, split(x.q(_qm(i)), size, signed)
+    rm = x.r(i & 0xF) & (1 << size) - 1
+    if signed and rm >> size - 1:
+        rm -= 1 << size
+    return n, [rm] * len(n)
+
+
+def _lanes_op(x, i, size, fn, scalar, signed=False):
+    """Qd = fn(Qn lane, Qm lane or the scalar Rm) over lanes of `size` bits, predicated."""
+    n, m = _operands(x, i, size, scalar, signed)
+    x.set_q(_qd(i), join([fn(a, b) for a, b in zip(n, m)], size), x.element_mask())
+
+
+def _size(i):
+    return 8 << (i >> 20 & 3)
+
+
+def add_sub(x, i, pc):
+    """VADD.I / VSUB.I, vector (U: subtract) or scalar (bit 12: subtract)."""
+    scalar = i >> 24 & 0xF == 0xE
+    subtract = i >> 12 & 1 if scalar else i >> 28 & 1
+    _lanes_op(x, i, _size(i), (lambda a, b: a - b) if subtract else (lambda a, b: a + b), scalar)
+
+
+def multiply(x, i, pc):
+    """VMUL.I, vector or scalar (the low half of the product)."""
+    _lanes_op(x, i, _size(i), lambda a, b: a * b, i >> 24 & 0xF == 0xE)
+
+
+def saturating_add_sub(x, i, pc):
+    """VQADD / VQSUB, vector (bit 9: subtract) or scalar (bit 12: subtract); signed unless U."""
+    scalar = i >> 24 & 0xF == 0xE
+    subtract = i >> 12 & 1 if scalar else i >> 9 & 1
+    size, unsigned = _size(i), bool(i >> 28 & 1)
+    hit = []
+
+    def fn(a, b):
+        value, sat = saturate(a - b if subtract else a + b, size, unsigned)
+        hit.append(sat)
+        return value
+    _lanes_op(x, i, size, fn, scalar, signed=not unsigned)
+    _flag_saturation(x, hit, size)
+
+
+def _flag_saturation(x, hit, size):
+    if any(h and on for h, on in zip(hit, active(x.element_mask(), size))):
+        x.saturated()
+
+
+def max_min(x, i, pc):
+    """VMAX / VMIN (bit 4), signed unless U."""
+    pick = min if i >> 4 & 1 else max
+    _lanes_op(x, i, _size(i), pick, False, signed=not i >> 28 & 1)
+
+
+def saturating_shift_left(x, i, pc):
+    """VQSHL Qd, Qm, #imm: signed or unsigned (U) saturation to the lane."""
+    imm6 = i >> 16 & 0x3F
+    size = 32 if imm6 & 0x20 else 16 if imm6 & 0x10 else 8
+    shift, unsigned = imm6 - size, bool(i >> 28 & 1)
+    values = split(x.q(_qm(i)), size, signed=not unsigned)
+    out, hit = [], []
+    for v in values:
+        value, sat = saturate(v << shift, size, unsigned)
+        out.append(value)
+        hit.append(sat)
+    x.set_q(_qd(i), join(out, size), x.element_mask())
+    _flag_saturation(x, hit, size)
+
+
+def narrow(x, i, pc):
+    """VMOVN / VQMOVN / VQMOVUN, bottom (even) or top (odd, bit 12) half-width lanes of Qd from
+    the lanes of Qm; the other half of Qd kept."""
+    half = 8 << (i >> 18 & 3)
+    size, top = 2 * half, i >> 12 & 1
+    kind = "movn" if i >> 28 & 1 and i >> 7 & 1 else "qmovun" if i >> 7 & 1 else "qmovn"
+    unsigned = bool(i >> 28 & 1)
+    sources = split(x.q(_qm(i)), size, signed=kind == "qmovun" or kind == "qmovn" and not unsigned)
+    old = split(x.q(_qd(i)), half)
+    hit = []
+    for e, v in enumerate(sources):
+        sat = False
+        if kind != "movn":
+            v, sat = saturate(v, half, unsigned or kind == "qmovun")
+        hit.append(sat)
+        old[2 * e + top] = v
+    mask = x.element_mask()
+    x.set_q(_qd(i), join(old, half), mask)
+    if any(h and on for h, on in zip(hit, active(mask, size))):
+        x.saturated()
+
+
+def increment_dup(x, i, pc):
+    """VIDUP / VDDUP: lanes Rn, Rn ± imm, ...; Rn moves on past the last lane."""
+    size = _size(i)
+    imm = 1 << ((i >> 7 & 1) << 1 | i & 1)
+    step = -imm if i >> 12 & 1 else imm
+    rn = (i >> 17 & 7) << 1
+    base, lanes = x.r(rn), []
+    for _ in range(128 // size):
+        lanes.append(base)
+        base = (base + step) & 0xFFFFFFFF
+    x.set_q(_qd(i), join(lanes, size), x.element_mask())
+    x.set_r(rn, base)
+
+
+def add_across(x, i, pc):
+    """VADDV{A}: Rda = (Rda if A else 0) + the sum of the active lanes of Qm."""
+    size, signed = 8 << (i >> 18 & 3), not i >> 28 & 1
+    rda = (i >> 13 & 7) << 1
+    lanes = split(x.q(_qm(i)), size, signed)
+    total = x.r(rda) if i >> 5 & 1 else 0
+    total += sum(v for v, on in zip(lanes, active(x.element_mask(), size)) if on)
+    x.set_r(rda, total)
+
+
+# -- floating point (F32) -------------------------------------------------------------------------
+def _fp_lanes(x, i, fn, scalar=False, accumulate=False):
+    """Qd = fn(status, [Qd lane,] Qn lane, Qm lane or Rm) over the active F32 lanes."""
+    mask = x.element_mask()
+    on = active(mask, 32)
+    n = split(x.q(_qn(i)), 32)
+    m = [x.r(i & 0xF)] * 4 if scalar else split(x.q(_qm(i)), 32)
+    d = split(x.q(_qd(i)), 32) if accumulate else None
+    status, out = x.fp_status(), []
+    for e in range(4):
+        if not on[e]:
+            out.append(0)
+        elif accumulate:
+            out.append(fn(status, d[e], n[e], m[e]))
+        else:
+            out.append(fn(status, n[e], m[e]))
+    x.set_q(_qd(i), join(out, 32), mask)
+    x.fp_done(status)
+
+
+S = fp.SINGLE
+
+
+def fp_add_sub(x, i, pc):
+    """VADD.F32 / VSUB.F32, vector (bit 21: subtract) or scalar (bit 12: subtract)."""
+    scalar = i >> 24 & 0xF == 0xE
+    subtract = bool(i >> 12 & 1 if scalar else i >> 21 & 1)
+    _fp_lanes(x, i, lambda st, a, b: fp.add(a, b, S, st, subtract=subtract), scalar)
+
+
+def fp_multiply(x, i, pc):
+    _fp_lanes(x, i, lambda st, a, b: fp.multiply(a, b, S, st), i >> 24 & 0xF == 0xE)
+
+
+def fp_fused(x, i, pc):
+    """VFMA / VFMS (vector): Qd ± Qn × Qm; VFMA (scalar): Qda + Qn × Rm; VFMAS: Qda × Qn + Rm.
+    One rounding."""
+    if i >> 24 & 0xF == 0xF:
+        negate = i >> 21 & 1
+        fn = (lambda st, d, a, b: fp.fused_multiply_add(d, fp.negate(a, S) if negate else a, b, S, st))
+        return _fp_lanes(x, i, fn, accumulate=True)
+    if i >> 12 & 1:
+        return _fp_lanes(x, i, lambda st, d, a, b: fp.fused_multiply_add(b, d, a, S, st), True, True)
+    return _fp_lanes(x, i, lambda st, d, a, b: fp.fused_multiply_add(d, a, b, S, st), True, True)
+
+
+def fp_max_min(x, i, pc):
+    """VMAXNM / VMINNM (bit 21)."""
+    minimum = bool(i >> 21 & 1)
+    _fp_lanes(x, i, lambda st, a, b: fp.max_min_number(a, b, S, st, minimum))
+
+
+def fp_max_min_across(x, i, pc):
+    """VMAXNMV / VMINNMV (bit 7), and their absolute forms (VMAXNMAV, bit 17 clear): Rda from
+    itself and the active lanes."""
+    minimum, absolute = bool(i >> 7 & 1), not i >> 17 & 1
+    rda = i >> 12 & 0xF
+    result, status = x.r(rda), x.fp_status()
+    if absolute:
+        result = fp.absolute(result, S)
+    for v, on in zip(split(x.q(_qm(i)), 32), active(x.element_mask(), 32)):
+        if on:
+            result = fp.max_min_number(result, fp.absolute(v, S) if absolute else v, S, status, minimum)
+    x.set_r(rda, result)
+    x.fp_done(status)
+
+
+def fp_abs_neg(x, i, pc):
+    neg = i >> 7 & 1
+    _unary_fp(x, i, lambda st, a: fp.negate(a, S) if neg else fp.absolute(a, S))
+
+
+def _unary_fp(x, i, fn):
+    mask = x.element_mask()
+    status = x.fp_status()
+    out = [fn(status, v) if on else 0 for v, on in zip(split(x.q(_qm(i)), 32), active(mask, 32))]
+    x.set_q(_qd(i), join(out, 32), mask)
+    x.fp_done(status)
+
+
+def convert(x, i, pc):
+    """VCVT between F32 and 32-bit integers: to integer toward zero, to float rounding to
+    nearest; op bit 8 (to integer), bit 7 (unsigned)."""
+    to_int, unsigned = i >> 8 & 1, bool(i >> 7 & 1)
+    if to_int:
+        _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, fp.RZ))
+    else:
+        _unary_fp(x, i, lambda st, a: fp.from_fixed(a, S, st, unsigned))
+
+
+def convert_rounding(x, i, pc):
+    """VCVTA / VCVTN / VCVTP / VCVTM (bits 9:8) F32 to 32-bit integer (bit 7: unsigned)."""
+    mode = (fp.TIES_AWAY, fp.RN, fp.RP, fp.RM)[i >> 8 & 3]
+    unsigned = bool(i >> 7 & 1)
+    _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, mode))
+
+
+def convert_fixed(x, i, pc):
+    """VCVT between F32 and 32-bit fixed point with 64 - imm6 fraction bits (bit 8: to fixed,
+    toward zero; U: unsigned)."""
+    fraction, unsigned, to_fixed = 64 - (i >> 16 & 0x3F), bool(i >> 28 & 1), i >> 8 & 1
+    if to_fixed:
+        _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, fp.RZ, fraction))
+    else:
+        _unary_fp(x, i, lambda st, a: fp.from_fixed(a, S, st, unsigned, fraction))
+
+
+# -- loads and stores -----------------------------------------------------------------------------
+def _address(x, i, rn, offset):
+    """The address of a P/U/W-indexed access with `offset` bytes; the base written back under W."""
+    base = x.r(rn)
+    moved = base + offset if i >> 23 & 1 else base - offset
+    if i >> 21 & 1:
+        x.set_r(rn, moved)
+    return (moved if i >> 24 & 1 else base) & 0xFFFFFFFF
+
+
+def _transfer(x, i, address, qd, esize, msize, unsigned, load):
+    """Lanes of `esize` bits from/to consecutive memory elements of `msize` bits."""
+    mask = x.element_mask()
+    on, step = active(mask, esize), msize // 8
+    if load:
+        out = []
+        for e, enabled in enumerate(on):
+            v = x.load(address + e * step, step) if enabled else 0
+            if enabled and not unsigned and v >> msize - 1:
+                v -= 1 << msize
+            out.append(v)
+        x.set_q(qd, join(out, esize))
+    else:
+        for e, (v, enabled) in enumerate(zip(split(x.q(qd), esize), on)):
+            if enabled:
+                x.store(address + e * step, step, v)
+
+
+def contiguous(x, i, pc):
+    """VLDRB.8 / VLDRH.16 / VLDRW.32 and their stores: whole lanes, imm7 scaled by the size."""
+    size_code = i >> 7 & 3
+    size = 8 << size_code
+    address = _address(x, i, i >> 16 & 0xF, (i & 0x7F) << size_code)
+    _transfer(x, i, address, _qd(i), size, size, True, i >> 20 & 1)
+
+
+def widening(x, i, pc):
+    """VLDRB.{S,U}{16,32} / VLDRH.{S,U}32 (U: unsigned) and the narrowing stores."""
+    msize = 16 if i >> 19 & 1 else 8
+    esize = 8 << (i >> 7 & 3)
+    address = _address(x, i, i >> 16 & 7, (i & 0x7F) * (msize // 8))
+    _transfer(x, i, address, _qd(i), esize, msize, bool(i >> 28 & 1), i >> 20 & 1)
+
+
+def gather_scatter(x, i, pc):
+    """VLDR{B,H,W} Qd, [Rn, Qm{, UXTW #os}] (gather, U: unsigned) and the scatter stores: lane e
+    at Rn + Qm[e] (scaled by the memory size under os)."""
+    esize = 8 << (i >> 7 & 3)
+    mcode = (i >> 6 & 1) << 1 | i >> 4 & 1
+    msize, step = 8 << mcode, 1 << mcode
+    offsets = split(x.q(_qm(i)), esize)
+    shift = mcode if i & 1 else 0
+    base, load, unsigned = x.r(i >> 16 & 0xF), i >> 20 & 1, bool(i >> 28 & 1)
+    mask = x.element_mask()
+    lanes = split(x.q(_qd(i)), esize)
+    out = []
+    for e, enabled in enumerate(active(mask, esize)):
+        address = base + (offsets[e] << shift)
+        if load:
+            v = x.load(address, step) if enabled else 0
+            if enabled and not unsigned and v >> msize - 1:
+                v -= 1 << msize
+            out.append(v)
+        elif enabled:
+            x.store(address, step, lanes[e])
+    if load:
+        x.set_q(_qd(i), join(out, esize))
+
+
+def _no_base_writeback_without_index(i):
+    return bool(i >> 24 & 1 or i >> 21 & 1)
+
+
+def _contiguous_ok(i):
+    return i >> 7 & 3 != 3 and _no_base_writeback_without_index(i)
+
+
+def _widening_ok(i):
+    esize, msize = 8 << (i >> 7 & 3), 16 if i >> 19 & 1 else 8
+    return i >> 7 & 3 in (1, 2) and esize > msize and _no_base_writeback_without_index(i) and \
+        not (i >> 28 & 1 and not i >> 20 & 1)
+
+
+def _gather_ok(i):
+    esize, mcode = 8 << (i >> 7 & 3), (i >> 6 & 1) << 1 | i >> 4 & 1
+    return i >> 7 & 3 != 3 and mcode < 3 and 8 << mcode <= esize and not (i >> 28 & 1 and not i >> 20 & 1)
+
+
+def _compare_ok(floating):
+    def ok(i):
+        fc = (i >> 12 & 1) << 2 | (i >> 7 & 1) << 1 | (i >> 5 & 1 if i >> 6 & 1 else i & 1)
+        if floating:
+            return fc in (0b000, 0b010, 0b100, 0b110, 0b101, 0b111)
+        return i >> 20 & 3 != 3
+    return ok
+
+
+def _not_lctp(i):
+    return i >> 16 & 0xF != 0xF and i >> 20 & 7 <= 4
+
+
+# -- the table ------------------------------------------------------------------------------------
+FORMS = [
+    # loops (no predication)
+    form("LCTP", "11110000 00001111 11100000 00000001", loop_clear, predicated=False),
+    form("LE/LETP", "11110000 00LT1111 1100iiii iiiiiii1", loop_end, predicated=False),
+    form("DLS/DLSTP", "11110000 0sssnnnn 11100000 00000001", loop_start, _not_lctp, predicated=False),
+    form("WLS/WLSTP", "11110000 0sssnnnn 1100iiii iiiiiii1", loop_start, _not_lctp, predicated=False),
+    form("VCTP", "11110000 00ssnnnn 11101000 00000001", vctp),
+    # predication
+    form("VPST", "11111110 0M110001 MMM01111 01001101", vpst, predicated=False),
+    form("VMRS P0/VPR", "11101110 1111110p tttt1010 00010000", vpr_read, predicated=False),
+    form("VMSR P0/VPR", "11101110 1110110p tttt1010 00010000", vpr_write, predicated=False),
+    form("VPSEL", "11111110 00110qq1 qqq01111 0000mmm1", vpsel),
+    form("VCMP.I (vector)", "11111110 00ssqqq1 000c1111 c000mmmc", vcmp, _compare_ok(False)),
+    form("VCMP.I (scalar)", "11111110 00ssqqq1 000c1111 c1c0rrrr", vcmp, _compare_ok(False)),
+    form("VCMP.F32 (vector)", "11101110 0011qqq1 000c1111 c000mmmc", vcmp, _compare_ok(True)),
+    form("VCMP.F32 (scalar)", "11101110 0011qqq1 000c1111 c1c0rrrr", vcmp, _compare_ok(True)),
+    form("VPT.I (vector)", "11111110 0MssqqQ1 MMMc1111 c000mmmc", vcmp, _compare_ok(False), predicated=False),
+    form("VPT.I (scalar)", "11111110 0MssqqQ1 MMMc1111 c1c0rrrr", vcmp, _compare_ok(False), predicated=False),
+    form("VPT.F32 (vector)", "11101110 0M11qqq1 MMMc1111 c000mmmc", vcmp, _compare_ok(True), predicated=False),
+    form("VPT.F32 (scalar)", "11101110 0M11qqq1 MMMc1111 c1c0rrrr", vcmp, _compare_ok(True), predicated=False),
+    # moves and integer arithmetic
+    form("VDUP", "11101110 1B10qqq0 tttt1011 00E10000", vdup, lambda i: i >> 22 & 1 == 0 or i >> 5 & 1 == 0),
+    form("VAND/VBIC/VORR/VORN/VEOR", "111U1111 00ooqqq0 qqq00001 0101mmm0", bitwise,
+         lambda i: i >> 28 & 1 == 0 or i >> 20 & 3 == 0),
+    form("VADD/VSUB.I (vector)", "111U1111 00ssqqq0 qqq01000 0100mmm0", add_sub, lambda i: i >> 20 & 3 != 3),
+    form("VADD/VSUB.I (scalar)", "11101110 00ssqqq1 qqqS1111 0100rrrr", add_sub, lambda i: i >> 20 & 3 != 3),
+    form("VMUL.I (vector)", "11101111 00ssqqq0 qqq01001 0101mmm0", multiply, lambda i: i >> 20 & 3 != 3),
+    form("VMUL.I (scalar)", "11101110 00ssqqq1 qqq11110 0110rrrr", multiply, lambda i: i >> 20 & 3 != 3),
+    form("VQADD/VQSUB (vector)", "111U1111 00ssqqq0 qqq000S0 0101mmm0", saturating_add_sub,
+         lambda i: i >> 20 & 3 != 3),
+    form("VQADD/VQSUB (scalar)", "111U1110 00ssqqq0 qqqS1111 0110rrrr", saturating_add_sub,
+         lambda i: i >> 20 & 3 != 3),
+    form("VMAX/VMIN", "111U1111 00ssqqq0 qqq00110 010Xmmm0", max_min, lambda i: i >> 20 & 3 != 3),
+    form("VQSHL (immediate)", "111U1111 10iiiiii qqq00111 0101mmm0", saturating_shift_left,
+         lambda i: i >> 19 & 7 != 0),
+    form("VQMOVN", "111U1110 0011ss11 qqqT1110 0000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
+    form("VQMOVUN", "11101110 0011ss01 qqqT1110 1000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
+    form("VMOVN", "11111110 0011ss01 qqqT1110 1000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
+    form("VIDUP/VDDUP", "11101110 00ssnnn1 qqqD1111 i110111i", increment_dup, lambda i: i >> 20 & 3 != 3),
+    form("VADDV", "111U1110 1111ss01 ddd01111 00A0mmm0", add_across, lambda i: i >> 18 & 3 != 3),
+    # floating point
+    form("VADD/VSUB.F32 (vector)", "11101111 00S0qqq0 qqq01101 0100mmm0", fp_add_sub),
+    form("VADD/VSUB.F32 (scalar)", "11101110 0011qqq0 qqqS1111 0100rrrr", fp_add_sub),
+    form("VMUL.F32 (vector)", "11111111 0000qqq0 qqq01101 0101mmm0", fp_multiply),
+    form("VMUL.F32 (scalar)", "11101110 0011qqq1 qqq01110 0110rrrr", fp_multiply),
+    form("VFMA/VFMS.F32 (vector)", "11101111 00S0qqq0 qqq01100 0101mmm0", fp_fused),
+    form("VFMA/VFMAS.F32 (scalar)", "11101110 0011qqq1 qqqS1110 0100rrrr", fp_fused),
+    form("VMAXNM/VMINNM.F32", "11111111 00S0qqq0 qqq01111 0101mmm0", fp_max_min),
+    form("VMAXNMV/VMINNMV.F32", "11101110 111011A0 dddd1111 X000mmm0", fp_max_min_across),
+    form("VABS/VNEG.F32", "11111111 10111001 qqq00111 N100mmm0", fp_abs_neg),
+    form("VCVT F32<->32-bit integer", "11111111 10111011 qqq0011o o100mmm0", convert),
+    form("VCVT{A,N,P,M} F32->32-bit integer", "11111111 10111011 qqq000rr U100mmm0", convert_rounding),
+    form("VCVT F32<->fixed point", "111U1111 101iiiii qqq0111o 0101mmm0", convert_fixed),
+    # loads and stores
+    form("VLDR/VSTR (contiguous)", "1110110P U0WLnnnn qqq1111s siiiiiii", contiguous, _contiguous_ok),
+    form("VLDR/VSTR (widening, narrowing)", "111U110P U0WLhnnn qqq0111s siiiiiii", widening, _widening_ok),
+    form("VLDR/VSTR (gather, scatter)", "111U1100 100Lnnnn qqq0111s sw0wmmmo", gather_scatter, _gather_ok),
+]
