@@ -537,7 +537,7 @@ def fp_max_min(x, i, pc):
 
 def fp_max_min_across(x, i, pc):
     """VMAXNMV / VMINNMV (bit 7), and their absolute forms (VMAXNMAV, bit 17 clear): Rda from
-    itself and the active lanes."""
+    itself and the active lanes, signalling NaNs taken as quiet ones (so passed over)."""
     minimum, absolute = bool(i >> 7 & 1), not i >> 17 & 1
     rda = i >> 12 & 0xF
     result, status = x.r(rda), x.fp_status()
@@ -545,9 +545,18 @@ def fp_max_min_across(x, i, pc):
         result = fp.absolute(result, S)
     for v, on in zip(split(x.q(_qm(i)), 32), active(x.element_mask(), 32)):
         if on:
-            result = fp.max_min_number(result, fp.absolute(v, S) if absolute else v, S, status, minimum)
+            result = fp.max_min_number(_quietened(result, status), _quietened(fp.absolute(v, S) if absolute else v,
+                                                                                status), S, status, minimum)
     x.set_r(rda, result)
     x.fp_done(status)
+
+
+def _quietened(value, status):
+    """A signalling NaN made quiet (IOC): across a vector a NaN lane is passed over, never the result."""
+    if value & 0x7F800000 == 0x7F800000 and value & 0x7FFFFF and not value & S.quiet_bit:
+        status.flag(fp.IOC)
+        return value | S.quiet_bit
+    return value
 
 
 def fp_abs_neg(x, i, pc):
@@ -703,7 +712,7 @@ FORMS = [
     form("VPST", "11111110 0M110001 MMM01111 01001101", vpst, predicated=False),
     form("VMRS P0/VPR", "11101110 1111110p tttt1010 00010000", vpr_read, predicated=False),
     form("VMSR P0/VPR", "11101110 1110110p tttt1010 00010000", vpr_write, predicated=False),
-    form("VPSEL", "11111110 00110qq1 qqq01111 0000mmm1", vpsel),
+    form("VPSEL", "11111110 0011qqq1 qqq01111 0000mmm1", vpsel),
     form("VCMP.I (vector)", "11111110 00ssqqq1 000c1111 c000mmmc", vcmp, _compare_ok(False)),
     form("VCMP.I (scalar)", "11111110 00ssqqq1 000c1111 c1c0rrrr", vcmp, _compare_ok(False)),
     form("VCMP.F32 (vector)", "11101110 0011qqq1 000c1111 c000mmmc", vcmp, _compare_ok(True)),
