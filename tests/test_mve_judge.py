@@ -78,6 +78,13 @@ CASES = [
                "vldrw.u32 q7, [r6, q0, uxtw #2]"),
     ("scatter", "mov r0, #0\nvidup.u32 q1, r0, #8\nvstrw.32 q2, [r6, q1]\nvstrb.32 q3, [r6, q1]\n"
                 "mov r0, #1\nvidup.u32 q0, r0, #2\nvstrh.32 q4, [r6, q0, uxtw #1]"),
+    ("vld2", "mov r7, r6\nvld20.32 {q4, q5}, [r7]\nvld21.32 {q4, q5}, [r7]!\nvld20.8 {q0, q1}, [r7]\n"
+             "vld21.16 {q2, q3}, [r6]\nmov r0, r7"),
+    ("vld4", "mov r7, r6\nvld40.32 {q4, q5, q6, q7}, [r7]\nvld41.32 {q4, q5, q6, q7}, [r7]\n"
+             "vld42.32 {q4, q5, q6, q7}, [r7]\nvld43.32 {q4, q5, q6, q7}, [r7]!\nvld41.8 {q0, q1, q2, q3}, [r6]\n"
+             "vld42.16 {q0, q1, q2, q3}, [r6]\nmov r0, r7"),
+    ("vst24", "vst20.32 {q4, q5}, [r6]\nvst21.16 {q0, q1}, [r6]\nvst43.8 {q2, q3, q4, q5}, [r6]\n"
+              "mov r7, r6\nvst40.32 {q4, q5, q6, q7}, [r7]!\nmov r0, r7"),
     ("pred_mem", "vmsr p0, r5\nvpst\nvldrwt.u32 q0, [r6]\nvpst\nvstrbt.8 q1, [r6, #16]\nvpst\nvldrbt.s32 q2, [r6, #3]"),
     ("dlstp", "mov r0, r6\nmov r1, r6\nmov r7, #0\nadd r1, #32\ndlstp.32 lr, r4\n1:\nvldrw.u32 q0, [r0], #16\n"
               "vadd.i32 q0, q0, r2\nvstrw.32 q0, [r1], #16\nletp lr, 1b\nvmov q1, q0"),
