@@ -17,11 +17,12 @@ it out as the Armv8.1-M architecture defines it, shared by the simulated board a
 * Only the forms listed in FORMS run (those ST's runtime library and the C library's vectorised
   routines execute, and their close relatives); any other vector encoding is left to the caller,
   which stops with one line. Vector memory accesses do not pass unicorn's memory hooks."""
+import functools
 import struct
 from dataclasses import dataclass, field
 
 from unicorn import UcError
-from unicorn.arm_const import UC_ARM_REG_D0, UC_ARM_REG_FPSCR, UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, \
+from unicorn.arm_const import UC_ARM_REG_FPSCR, UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_Q0, UC_ARM_REG_R0, \
     UC_ARM_REG_SP
 
 from . import vfp_double as fp
@@ -70,8 +71,7 @@ def form(name, pattern, run, accept=None, predicated=True):
     return Form(name, mask, value, run, predicated, accept)
 
 
-def _reg(n):
-    return {13: UC_ARM_REG_SP, 14: UC_ARM_REG_LR, 15: UC_ARM_REG_PC}.get(n, UC_ARM_REG_R0 + n)
+CORE_REGS = [UC_ARM_REG_R0 + n for n in range(13)] + [UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_PC]
 
 
 def is_helium(hw1, hw2):
@@ -106,6 +106,7 @@ def join(lanes, size):
     return v
 
 
+@functools.lru_cache(maxsize=None)
 def byte_mask(mask):
     """A 16-bit predicate (one bit per byte) as a 128-bit mask of the bytes it keeps."""
     v = 0
@@ -142,23 +143,21 @@ class Helium:
     def __init__(self, uc):
         self.uc, self.state, self._decoded = uc, VectorState(), {}
 
-    # registers
+    # registers (Qn is D2n:D2n+1, one access through unicorn's Q view)
     def q(self, n):
-        r = self.uc.reg_read
-        return r(UC_ARM_REG_D0 + 2 * n) & (1 << 64) - 1 | (r(UC_ARM_REG_D0 + 2 * n + 1) & (1 << 64) - 1) << 64
+        return self.uc.reg_read(UC_ARM_REG_Q0 + n) & (1 << 128) - 1
 
     def set_q(self, n, value, mask=ALL):
         if mask != ALL:
             keep = byte_mask(mask)
             value = self.q(n) & ~keep | value & keep
-        self.uc.reg_write(UC_ARM_REG_D0 + 2 * n, value & (1 << 64) - 1)
-        self.uc.reg_write(UC_ARM_REG_D0 + 2 * n + 1, value >> 64 & (1 << 64) - 1)
+        self.uc.reg_write(UC_ARM_REG_Q0 + n, value & (1 << 128) - 1)
 
     def r(self, n):
-        return self.uc.reg_read(_reg(n)) & 0xFFFFFFFF
+        return self.uc.reg_read(CORE_REGS[n]) & 0xFFFFFFFF
 
     def set_r(self, n, value):
-        self.uc.reg_write(_reg(n), value & 0xFFFFFFFF)
+        self.uc.reg_write(CORE_REGS[n], value & 0xFFFFFFFF)
 
     # memory
     def load(self, address, size):
@@ -506,17 +505,102 @@ def _fp_lanes(x, i, fn, scalar=False, accumulate=False):
 
 
 S = fp.SINGLE
+_SINGLE = struct.Struct("<f")
+_WORD = struct.Struct("<I")
+_DOUBLE, _DOUBLE_FLOAT = struct.Struct("<Q"), struct.Struct("<d")
+HALF_ULP_BITS = 1 << 28          # a double exactly halfway between two singles has these low bits
+MIN_SAFE_NORMAL = 2.0 ** -125    # below: flush to zero may apply (decided on the exact value)
+
+
+# Fast paths: with normal operands and a normal single result, binary64 arithmetic gives the
+# single result exactly once rounded (a product of singles is exact in binary64; a sum's rounding
+# error is measured, and the rare sum that lands on a halfway point goes the exact way). Anything
+# else (zeros, subnormals, infinities, NaNs, overflow) is carried out exactly by vfp_double.
+def _value(bits):
+    exponent = bits >> 23 & 0xFF
+    return _SINGLE.unpack(_WORD.pack(bits))[0] if 0 < exponent < 0xFF else None
+
+
+def _single(value, error, status):
+    """The single nearest the binary64 `value` (whose own rounding error is `error`), or None
+    when it is not a normal single (or near the flush-to-zero edge) or the double rounding could
+    matter."""
+    if abs(value) < MIN_SAFE_NORMAL:
+        return None
+    try:
+        result = _WORD.unpack(_SINGLE.pack(value))[0]
+    except OverflowError:
+        return None
+    if result >> 23 & 0xFF == 0xFF:
+        return None
+    if error and _DOUBLE.unpack(_DOUBLE_FLOAT.pack(value))[0] & (1 << 29) - 1 == HALF_ULP_BITS:
+        return None
+    if error or _SINGLE.unpack(_WORD.pack(result))[0] != value:
+        status.flag(fp.IXC)
+    return result
+
+
+def _two_sum(a, b):
+    total = a + b
+    back = total - a
+    return total, (a - (total - back)) + (b - back)
+
+
+def f32_add(status, a, b, subtract=False):
+    x, y = _value(a), _value(b)
+    if x is not None and y is not None:
+        result = _single(*_two_sum(x, -y if subtract else y), status)
+        if result is not None:
+            return result
+    return fp.add(a, b, S, status, subtract=subtract)
+
+
+def f32_multiply(status, a, b):
+    x, y = _value(a), _value(b)
+    if x is not None and y is not None:
+        result = _single(x * y, 0.0, status)
+        if result is not None:
+            return result
+    return fp.multiply(a, b, S, status)
+
+
+def f32_fused(status, addend, a, b):
+    """addend + a * b, rounded once."""
+    z, x, y = _value(addend), _value(a), _value(b)
+    if z is not None and x is not None and y is not None:
+        result = _single(*_two_sum(z, x * y), status)
+        if result is not None:
+            return result
+    return fp.fused_multiply_add(addend, a, b, S, status)
+
+
+def f32_to_integer(status, a, unsigned, mode, fraction_bits=0):
+    """FPToFixed of a single to 32 bits."""
+    if not a & 0x7FFFFFFF:
+        return 0
+    x = _value(a)
+    if x is None:
+        return fp.to_fixed(a, S, status, unsigned, mode, fraction_bits)
+    value = x * (1 << fraction_bits)
+    result = fp.round_to_integer(value, mode)
+    lo, hi = (0, 0xFFFFFFFF) if unsigned else (-(1 << 31), (1 << 31) - 1)
+    if result < lo or result > hi:
+        status.flag(fp.IOC)
+        result = max(lo, min(hi, result))
+    elif result != value:
+        status.flag(fp.IXC)
+    return result & 0xFFFFFFFF
 
 
 def fp_add_sub(x, i, pc):
     """VADD.F32 / VSUB.F32, vector (bit 21: subtract) or scalar (bit 12: subtract)."""
     scalar = i >> 24 & 0xF == 0xE
     subtract = bool(i >> 12 & 1 if scalar else i >> 21 & 1)
-    _fp_lanes(x, i, lambda st, a, b: fp.add(a, b, S, st, subtract=subtract), scalar)
+    _fp_lanes(x, i, lambda st, a, b: f32_add(st, a, b, subtract), scalar)
 
 
 def fp_multiply(x, i, pc):
-    _fp_lanes(x, i, lambda st, a, b: fp.multiply(a, b, S, st), i >> 24 & 0xF == 0xE)
+    _fp_lanes(x, i, f32_multiply, i >> 24 & 0xF == 0xE)
 
 
 def fp_fused(x, i, pc):
@@ -524,11 +608,11 @@ def fp_fused(x, i, pc):
     One rounding."""
     if i >> 24 & 0xF == 0xF:
         negate = i >> 21 & 1
-        fn = (lambda st, d, a, b: fp.fused_multiply_add(d, fp.negate(a, S) if negate else a, b, S, st))
+        fn = (lambda st, d, a, b: f32_fused(st, d, fp.negate(a, S) if negate else a, b))
         return _fp_lanes(x, i, fn, accumulate=True)
     if i >> 12 & 1:
-        return _fp_lanes(x, i, lambda st, d, a, b: fp.fused_multiply_add(b, d, a, S, st), True, True)
-    return _fp_lanes(x, i, lambda st, d, a, b: fp.fused_multiply_add(d, a, b, S, st), True, True)
+        return _fp_lanes(x, i, lambda st, d, a, b: f32_fused(st, b, d, a), True, True)
+    return _fp_lanes(x, i, f32_fused, True, True)
 
 
 def fp_max_min(x, i, pc):
@@ -579,7 +663,7 @@ def convert(x, i, pc):
     nearest; op bit 8 (to integer), bit 7 (unsigned)."""
     to_int, unsigned = i >> 8 & 1, bool(i >> 7 & 1)
     if to_int:
-        _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, fp.RZ))
+        _unary_fp(x, i, lambda st, a: f32_to_integer(st, a, unsigned, fp.RZ))
     else:
         _unary_fp(x, i, lambda st, a: fp.from_fixed(a, S, st, unsigned))
 
@@ -588,7 +672,7 @@ def convert_rounding(x, i, pc):
     """VCVTA / VCVTN / VCVTP / VCVTM (bits 9:8) F32 to 32-bit integer (bit 7: unsigned)."""
     mode = (fp.TIES_AWAY, fp.RN, fp.RP, fp.RM)[i >> 8 & 3]
     unsigned = bool(i >> 7 & 1)
-    _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, mode))
+    _unary_fp(x, i, lambda st, a: f32_to_integer(st, a, unsigned, mode))
 
 
 def convert_fixed(x, i, pc):
@@ -596,7 +680,7 @@ def convert_fixed(x, i, pc):
     toward zero; U: unsigned)."""
     fraction, unsigned, to_fixed = 64 - (i >> 16 & 0x3F), bool(i >> 28 & 1), i >> 8 & 1
     if to_fixed:
-        _unary_fp(x, i, lambda st, a: fp.to_fixed(a, S, st, unsigned, fp.RZ, fraction))
+        _unary_fp(x, i, lambda st, a: f32_to_integer(st, a, unsigned, fp.RZ, fraction))
     else:
         _unary_fp(x, i, lambda st, a: fp.from_fixed(a, S, st, unsigned, fraction))
 
@@ -614,6 +698,12 @@ def _address(x, i, rn, offset):
 def _transfer(x, i, address, qd, esize, msize, unsigned, load):
     """Lanes of `esize` bits from/to consecutive memory elements of `msize` bits."""
     mask = x.element_mask()
+    if esize == msize and mask == ALL:                     # whole vector: one access
+        if load:
+            x.set_q(qd, x.load(address, 16))
+        else:
+            x.store(address, 16, x.q(qd))
+        return
     on, step = active(mask, esize), msize // 8
     if load:
         out = []
