@@ -27,7 +27,6 @@ from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_A
 
 from .blockcount import AccessCounter, BlockCounter
 from .dk import mve, vfp_double
-from .dk.mve import is_helium  # noqa: F401  (callers name it here)
 
 PAGE = 0x1000
 NPU_REGS = ((0x480E0000, 0x10000), (0x580E0000, 0x10000))   # the NPU register block (ATON_BASE), both aliases
@@ -265,6 +264,6 @@ class Cpu:
             return False
         if not done:
             self._stop_reason = NotEmulated(f"Helium (MVE) instruction {hw1:04x} {hw2:04x}", pc) \
-                if is_helium(hw1, hw2) else Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
+                if mve.is_helium(hw1, hw2) else Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
             return False
         return True      # (the block hook already counted this instruction)
