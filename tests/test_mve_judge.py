@@ -46,6 +46,17 @@ CASES = [
                "vqmovunb.s32 q6, q7\nvmovnt.i32 q7, q1\nvmovnb.i16 q4, q2\nvqmovnb.s16 q2, q5"),
     ("idup", "mov r0, r3\nvidup.u32 q0, r0, #4\nvddup.u8 q1, r0, #2\nvidup.u16 q2, r0, #8"),
     ("addv", "vaddv.s32 r0, q1\nmov r2, r3\nvaddva.u8 r2, q2\nvaddva.s16 r2, q3\nvaddv.u32 r4, q4"),
+    ("shift_imm", "vshr.s32 q0, q1, #3\nvshr.u32 q1, q2, #31\nvshr.s8 q2, q3, #1\nvshr.u16 q3, q4, #16\n"
+                  "vshl.i32 q4, q5, #3\nvshl.i8 q5, q6, #7\nvshl.i16 q6, q7, #0"),
+    ("shift_reg", "vshl.s32 q0, q1, q2\nvrshl.s32 q1, q2, q3\nvshl.u8 q2, q3, q4\nvrshl.u16 q3, q4, q5\n"
+                  "vrshl.s8 q4, r3\nvshl.s32 q5, r4\nvrshl.u32 q6, r7\nmov r7, #0xF8\nvrshl.s32 q7, r7"),
+    ("qdmulh", "vqdmulh.s32 q0, q1, q2\nvqrdmulh.s32 q1, q2, q3\nvqdmulh.s16 q2, q3, q4\nvqrdmulh.s8 q3, q4, q5\n"
+               "vqdmulh.s32 q4, q5, r2\nvqrdmulh.s16 q5, q6, r3\nvqdmulh.s32 q6, q7, q7"),
+    ("movl", "vmovlb.u8 q0, q1\nvmovlt.s8 q1, q2\nvmovlb.s16 q2, q3\nvmovlt.u16 q3, q4"),
+    ("mlav", "vmlav.s8 r0, q1, q2\nmov r2, r3\nvmlava.u8 r2, q3, q4\nvmladavx.s16 r4, q5, q6\n"
+             "vmlava.s32 r2, q7, q1\nvmlav.u16 r6, q2, q3"),
+    ("mla", "vmla.u16 q0, q1, r2\nvmla.s32 q1, q2, r3\nvmlas.s8 q2, q3, r4\nvmlas.u32 q3, q4, r5"),
+    ("int_unary", "vmvn q0, q1\nvneg.s32 q1, q2\nvneg.s8 q2, q3\nvabs.s16 q3, q4\nvabs.s32 q4, q5"),
     ("fadd", "vadd.f32 q0, q1, q2\nvsub.f32 q1, q2, q3\nvadd.f32 q2, q3, r2\nvsub.f32 q3, q4, r3"),
     ("fmul", "vmul.f32 q0, q1, q2\nvmul.f32 q1, q3, r2\nvmul.f32 q2, q4, q5"),
     ("fma", "vfma.f32 q0, q1, q2\nvfms.f32 q3, q4, q5\nvfma.f32 q6, q7, r2\nvfmas.f32 q5, q1, r3"),

@@ -484,6 +484,109 @@ def add_across(x, i, pc):
     x.set_r(rda, total)
 
 
+# -- shifts, saturating doubling multiplies, long moves, multiply-accumulate ----------------------
+def _shift_size(imm6):
+    return 32 if imm6 & 0x20 else 16 if imm6 & 0x10 else 8
+
+
+def shift_immediate(x, i, pc):
+    """VSHR (bits 11:8 0000: right by 2 x size - imm6, arithmetic unless U) and VSHL (0101: left
+    by imm6 - size)."""
+    imm6 = i >> 16 & 0x3F
+    size = _shift_size(imm6)
+    unsigned = bool(i >> 28 & 1)
+    lanes = split(x.q(_qm(i)), size, signed=not unsigned)
+    if i >> 8 & 0xF == 0:
+        out = [v >> (2 * size - imm6) for v in lanes]
+    else:
+        out = [v << (imm6 - size) for v in lanes]
+    x.set_q(_qd(i), join(out, size), x.element_mask())
+
+
+def _shift(value, amount, size, rounding):
+    """Shift left by a signed amount (right when negative), rounding right shifts when asked."""
+    if amount >= 0:
+        return value << amount if amount < size else 0
+    amount = -amount
+    if rounding:
+        return (value + (1 << amount - 1)) >> amount if amount <= size else 0
+    return value >> min(amount, size)
+
+
+def shift_by_register(x, i, pc):
+    """VSHL / VRSHL: lanes of Qm (vector form) or Qda (scalar form) shifted by the signed low byte
+    of the lanes of Qn, or of Rm."""
+    unsigned = bool(i >> 28 & 1)
+    if i >> 24 & 0xF == 0xF:                                # vector: Qd = Qm shifted by Qn
+        size, rounding = _size(i), i >> 8 & 1
+        lanes = split(x.q(_qm(i)), size, signed=not unsigned)
+        amounts = [(a & 0xFF) - (0x100 if a & 0x80 else 0) for a in split(x.q(_qn(i)), size)]
+    else:                                                    # scalar: Qda shifted by Rm
+        size, rounding = 8 << (i >> 18 & 3), i >> 17 & 1
+        lanes = split(x.q(_qd(i)), size, signed=not unsigned)
+        rm = x.r(i & 0xF) & 0xFF
+        amounts = [rm - 0x100 if rm & 0x80 else rm] * len(lanes)
+    out = [_shift(v, a, size, rounding) for v, a in zip(lanes, amounts)]
+    x.set_q(_qd(i), join(out, size), x.element_mask())
+
+
+def doubling_multiply_high(x, i, pc):
+    """VQDMULH / VQRDMULH (U: rounding), vector or scalar: the high half of 2 x a x b, saturated
+    (only min x min overflows: QC)."""
+    size, rounding = _size(i), i >> 28 & 1
+    n, m = _operands(x, i, size, i >> 24 & 0xF == 0xE, signed=True)
+    out, hit = [], []
+    for a, b in zip(n, m):
+        value, sat = saturate((2 * a * b + (rounding << size - 1)) >> size, size, False)
+        out.append(value)
+        hit.append(sat)
+    x.set_q(_qd(i), join(out, size), x.element_mask())
+    _flag_saturation(x, hit, size)
+
+
+def move_long(x, i, pc):
+    """VMOVLB / VMOVLT: the even (bottom) or odd (top, bit 12) lanes of Qm, sign- or (U)
+    zero-extended to twice their width."""
+    size = 8 << ((i >> 19 & 3) - 1)
+    lanes = split(x.q(_qm(i)), size, signed=not i >> 28 & 1)
+    top = i >> 12 & 1
+    x.set_q(_qd(i), join(lanes[top::2], 2 * size), x.element_mask())
+
+
+def multiply_accumulate_across(x, i, pc):
+    """VMLAV{A}{X}: Rda = (Rda under A, else 0) + the sum over active lanes of Qn x Qm (X: each
+    lane of Qn with its pair's neighbour in Qm)."""
+    size = {0b01: 8, 0b00: 16, 0b10: 32}[(i >> 16 & 1) << 1 | i >> 8 & 1]
+    signed = not i >> 28 & 1
+    n, m = split(x.q(_qn(i)), size, signed), split(x.q(_qm(i)), size, signed)
+    exchange = i >> 12 & 1
+    rda = (i >> 13 & 7) << 1
+    total = x.r(rda) if i >> 5 & 1 else 0
+    for e, on in enumerate(active(x.element_mask(), size)):
+        if on:
+            total += n[e] * m[e ^ exchange]
+    x.set_r(rda, total)
+
+
+def multiply_add_scalar(x, i, pc):
+    """VMLA: Qda + Qn x Rm; VMLAS (bit 12): Qda x Qn + Rm (the low half, any signedness)."""
+    size = _size(i)
+    n, d = split(x.q(_qn(i)), size), split(x.q(_qd(i)), size)
+    rm = x.r(i & 0xF)
+    out = [a * b + rm if i >> 12 & 1 else a + b * rm for a, b in zip(d, n)]
+    x.set_q(_qd(i), join(out, size), x.element_mask())
+
+
+def integer_unary(x, i, pc):
+    """VMVN (register), VABS.S / VNEG.S (bit 7; wrapping: the minimum stays itself)."""
+    if i >> 8 & 0xF == 0b0101:
+        return x.set_q(_qd(i), ~x.q(_qm(i)) & (1 << 128) - 1, x.element_mask())
+    size = 8 << (i >> 18 & 3)
+    lanes = split(x.q(_qm(i)), size, signed=True)
+    out = [-v if i >> 7 & 1 else abs(v) for v in lanes]
+    return x.set_q(_qd(i), join(out, size), x.element_mask())
+
+
 # -- floating point (F32) -------------------------------------------------------------------------
 def _fp_lanes(x, i, fn, scalar=False, accumulate=False):
     """Qd = fn(status, [Qd lane,] Qn lane, Qm lane or Rm) over the active F32 lanes."""
@@ -827,6 +930,16 @@ def _compare_ok(floating):
     return ok
 
 
+def _sized(i):
+    """The size field (bits 21:20) is not the reserved 11."""
+    return i >> 20 & 3 != 3
+
+
+def _sized_18(i):
+    """The size field (bits 19:18) is not the reserved 11."""
+    return i >> 18 & 3 != 3
+
+
 def _not_lctp(i):
     return i >> 16 & 0xF != 0xF and i >> 20 & 7 <= 4
 
@@ -856,22 +969,32 @@ FORMS = [
     form("VDUP", "11101110 1B10qqq0 tttt1011 00E10000", vdup, lambda i: i >> 22 & 1 == 0 or i >> 5 & 1 == 0),
     form("VAND/VBIC/VORR/VORN/VEOR", "111U1111 00ooqqq0 qqq00001 0101mmm0", bitwise,
          lambda i: i >> 28 & 1 == 0 or i >> 20 & 3 == 0),
-    form("VADD/VSUB.I (vector)", "111U1111 00ssqqq0 qqq01000 0100mmm0", add_sub, lambda i: i >> 20 & 3 != 3),
-    form("VADD/VSUB.I (scalar)", "11101110 00ssqqq1 qqqS1111 0100rrrr", add_sub, lambda i: i >> 20 & 3 != 3),
-    form("VMUL.I (vector)", "11101111 00ssqqq0 qqq01001 0101mmm0", multiply, lambda i: i >> 20 & 3 != 3),
-    form("VMUL.I (scalar)", "11101110 00ssqqq1 qqq11110 0110rrrr", multiply, lambda i: i >> 20 & 3 != 3),
-    form("VQADD/VQSUB (vector)", "111U1111 00ssqqq0 qqq000S0 0101mmm0", saturating_add_sub,
-         lambda i: i >> 20 & 3 != 3),
-    form("VQADD/VQSUB (scalar)", "111U1110 00ssqqq0 qqqS1111 0110rrrr", saturating_add_sub,
-         lambda i: i >> 20 & 3 != 3),
-    form("VMAX/VMIN", "111U1111 00ssqqq0 qqq00110 010Xmmm0", max_min, lambda i: i >> 20 & 3 != 3),
+    form("VADD/VSUB.I (vector)", "111U1111 00ssqqq0 qqq01000 0100mmm0", add_sub, _sized),
+    form("VADD/VSUB.I (scalar)", "11101110 00ssqqq1 qqqS1111 0100rrrr", add_sub, _sized),
+    form("VMUL.I (vector)", "11101111 00ssqqq0 qqq01001 0101mmm0", multiply, _sized),
+    form("VMUL.I (scalar)", "11101110 00ssqqq1 qqq11110 0110rrrr", multiply, _sized),
+    form("VQADD/VQSUB (vector)", "111U1111 00ssqqq0 qqq000S0 0101mmm0", saturating_add_sub, _sized),
+    form("VQADD/VQSUB (scalar)", "111U1110 00ssqqq0 qqqS1111 0110rrrr", saturating_add_sub, _sized),
+    form("VMAX/VMIN", "111U1111 00ssqqq0 qqq00110 010Xmmm0", max_min, _sized),
     form("VQSHL (immediate)", "111U1111 10iiiiii qqq00111 0101mmm0", saturating_shift_left,
          lambda i: i >> 19 & 7 != 0),
     form("VQMOVN", "111U1110 0011ss11 qqqT1110 0000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
     form("VQMOVUN", "11101110 0011ss01 qqqT1110 1000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
     form("VMOVN", "11111110 0011ss01 qqqT1110 1000mmm1", narrow, lambda i: i >> 18 & 3 < 2),
-    form("VIDUP/VDDUP", "11101110 00ssnnn1 qqqD1111 i110111i", increment_dup, lambda i: i >> 20 & 3 != 3),
-    form("VADDV", "111U1110 1111ss01 ddd01111 00A0mmm0", add_across, lambda i: i >> 18 & 3 != 3),
+    form("VSHR/VSHL (immediate)", "111U1111 10iiiiii qqq00a0b 0101mmm0", shift_immediate,
+         lambda i: i >> 19 & 7 != 0 and (i >> 8 & 0xF == 0 or i >> 8 & 0xF == 0b0101 and not i >> 28 & 1)),
+    form("VSHL/VRSHL (vector)", "111U1111 00ssqqq0 qqq0010R 0100mmm0", shift_by_register, _sized),
+    form("VSHL/VRSHL (scalar)", "111U1110 0011ssR1 qqq11110 0110rrrr", shift_by_register, _sized_18),
+    form("VQDMULH/VQRDMULH (vector)", "111R1111 00ssqqq0 qqq01011 0100mmm0", doubling_multiply_high, _sized),
+    form("VQDMULH/VQRDMULH (scalar)", "111R1110 00ssqqq1 qqq01110 0110rrrr", doubling_multiply_high, _sized),
+    form("VMOVLB/VMOVLT", "111U1110 101ss000 qqqT1111 0100mmm0", move_long, lambda i: i >> 19 & 3 in (1, 2)),
+    form("VMLAV{A}{X}", "111U1110 1111nnnz dddX111b 00A0mmm0", multiply_accumulate_across,
+         lambda i: (i >> 16 & 1, i >> 8 & 1) != (1, 1) and not (i >> 28 & 1 and i >> 12 & 1)),
+    form("VMLA/VMLAS (scalar)", "111U1110 00ssqqq1 qqqS1110 0100rrrr", multiply_add_scalar, _sized),
+    form("VMVN", "11111111 10110000 qqq00101 1100mmm0", integer_unary),
+    form("VABS/VNEG.S", "11111111 1011ss01 qqq00011 N100mmm0", integer_unary, _sized_18),
+    form("VIDUP/VDDUP", "11101110 00ssnnn1 qqqD1111 i110111i", increment_dup, _sized),
+    form("VADDV", "111U1110 1111ss01 ddd01111 00A0mmm0", add_across, _sized_18),
     # floating point
     form("VADD/VSUB.F32 (vector)", "11101111 00S0qqq0 qqq01101 0100mmm0", fp_add_sub),
     form("VADD/VSUB.F32 (scalar)", "11101110 0011qqq0 qqqS1111 0100rrrr", fp_add_sub),
