@@ -98,7 +98,8 @@ CASES = [
               "mov r7, r6\nvst40.32 {q4, q5, q6, q7}, [r7]!\nmov r0, r7"),
     ("pred_mem", "vmsr p0, r5\nvpst\nvldrwt.u32 q0, [r6]\nvpst\nvstrbt.8 q1, [r6, #16]\nvpst\nvldrbt.s32 q2, [r6, #3]"),
     ("dlstp", "mov r0, r6\nmov r1, r6\nmov r7, #0\nadd r1, #32\ndlstp.32 lr, r4\n1:\nvldrw.u32 q0, [r0], #16\n"
-              "vadd.i32 q0, q0, r2\nvstrw.32 q0, [r1], #16\nletp lr, 1b\nvmov q1, q0"),
+              "vadd.i32 q0, q0, r2\nvstrw.32 q0, [r1], #16\nletp lr, 1b\nvmov q1, q0\n"
+              "dlstp.8 lr, r7\n2:\nvldrb.u8 q2, [r6]\nvstrb.8 q3, [r6]\nletp lr, 2b"),
     ("wlstp", "mov r0, r6\nmov r1, r6\nadd r1, #20\nwlstp.8 lr, r5, 2f\n1:\nvldrb.u8 q0, [r0], #16\n"
               "vstrb.8 q0, [r1], #16\nletp lr, 1b\n2:\nvmov q1, q0"),
     ("wlstp_zero", "mov r0, r6\nmov r7, #0\nveor q0, q0, q0\nwlstp.16 lr, r7, 2f\n1:\nvstrh.16 q1, [r0], #16\n"
