@@ -68,19 +68,15 @@ def _encodings(tmp_path, lines):
     return [a << 16 | b for a, b in struct.iter_unpack("<HH", code)]
 
 
-def _decode(insn):
-    return mve.Helium.decode(type("Decoder", (), {"_decoded": {}})(), insn)
-
-
 def test_each_form_is_recognised_by_its_name(tmp_path):
     wrong = {text: (form.name if form else None)
              for text, insn in zip(RECOGNISED, _encodings(tmp_path, list(RECOGNISED)))
-             if (form := _decode(insn)) is None or form.name != RECOGNISED[text]}
+             if (form := mve.decode(insn)) is None or form.name != RECOGNISED[text]}
     assert not wrong
 
 
 @pytest.mark.parametrize("text", NOT_CARRIED_OUT)
 def test_a_neighbour_the_executor_lacks_is_not_taken_for_a_form_it_has(tmp_path, text):
     (insn,) = _encodings(tmp_path, [text])
-    form = _decode(insn)
+    form = mve.decode(insn)
     assert form is None, f"{text} ({insn:08x}) decoded as {form.name}"

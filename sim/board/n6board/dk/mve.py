@@ -1,6 +1,9 @@
 """Helium (MVE, the Cortex-M55's M-profile Vector Extension) for unicorn's Cortex-M33, which has
-none: the invalid-instruction hook hands each vector instruction here, and `Helium.step` carries
-it out as the Armv8.1-M architecture defines it, shared by the simulated board and the DK twin.
+none: the invalid-instruction hook (and, for the coprocessor-space encodings, the NOCP exception)
+hands each vector instruction here, and `Helium.step` carries it out as the Armv8.1-M architecture
+defines it, shared by the simulated board and the DK twin. Decoding is a table of encodings
+(FORMS) to small functions, cached per encoding. tests/test_mve_judge.py judges every form
+against QEMU's Cortex-M55.
 
 * Q0-Q7 are the FP registers D0-D15 (unicorn has them); VPR (P0 and the VPT mask) and
   FPSCR.LTPSIZE, which unicorn lacks, live in `VectorState`.
@@ -9,7 +12,8 @@ it out as the Armv8.1-M architecture defines it, shared by the simulated board a
   Inactive lanes keep their value; predicated loads give zero there; stores skip them.
 * Instructions run whole (all four beats at once): ECI is never left non-zero.
 * Floating point uses the standard FPSCR value (flush to zero, default NaN, round to nearest) and
-  sets the cumulative flags in FPSCR for active lanes; saturation sets FPSCR.QC.
+  sets the cumulative flags in FPSCR for active lanes. Saturation sets QC: unicorn's FPSCR has no
+  QC bit (nor LTPSIZE), so `VectorState` keeps both; a VMRS of FPSCR does not show them.
 * The low-overhead loops (DLS/WLS/LE and their tail-predicated forms DLSTP/WLSTP/LETP/LCTP) are
   here too: their LTPSIZE is the tail predication's.
 * VLD2/VLD4 (and the stores) move, per stage, the words of the block the architecture assigns to
@@ -47,6 +51,7 @@ class VectorState:
     p0: int = 0
     vpt_mask: int = 0
     ltpsize: int = 4
+    qc: bool = False                                  # FPSCR.QC, sticky
     executed: dict = field(default_factory=dict)     # form name → times (what the code uses)
 
 
@@ -183,6 +188,7 @@ class Helium:
             self.uc.reg_write(UC_ARM_REG_FPSCR, self.uc.reg_read(UC_ARM_REG_FPSCR) | flags)
 
     def saturated(self):
+        self.state.qc = True
         self.fp_done(fp.Fpscr(0), QC)
 
     # predication
@@ -207,10 +213,10 @@ class Helium:
 
     # one instruction
     def decode(self, insn):
+        """decode(), cached per encoding (the same code runs many times)."""
         form = self._decoded.get(insn, False)
         if form is False:
-            form = self._decoded[insn] = next((f for f in FORMS if insn & f.mask == f.value
-                                               and (f.accept is None or f.accept(insn))), None)
+            form = self._decoded[insn] = decode(insn)
         return form
 
     def step(self, pc, hw1, hw2):
@@ -226,6 +232,11 @@ class Helium:
             self.advance_vpt()
         self.uc.reg_write(UC_ARM_REG_PC, (pc + 4 if nxt is None else nxt) | 1)
         return True
+
+
+def decode(insn):
+    """The Form of the 32-bit encoding `insn` (first halfword high), or None."""
+    return next((f for f in FORMS if insn & f.mask == f.value and (f.accept is None or f.accept(insn))), None)
 
 
 # -- fields ---------------------------------------------------------------------------------------
