@@ -154,3 +154,35 @@ def test_a_real_image_has_no_simulated_blob(sample):
     build, _ = st_flow(sample, "secure")
     with open(os.path.join(build, "network_rel.bin"), "rb") as f:
         assert not has_simulated_ec_blobs(f.read())
+
+
+def _drawn_digits():
+    """A 1 (a vertical bar) and a 0 (a ring), white on black in 28 x 28, values 0..1."""
+    import numpy as np
+    one = np.zeros((28, 28), np.float32)
+    one[4:24, 13:15] = 1.0
+    rows, cols = np.mgrid[0:28, 0:28]
+    ring = ((rows - 14) / 9) ** 2 + ((cols - 14) / 6) ** 2
+    zero = ((ring > 0.7) & (ring < 1.3)).astype(np.float32)
+    return {1: one, 0: zero}
+
+
+@pytest.mark.skipif("nucleo_mnist" not in SAMPLES, reason="the test bed has no nucleo_mnist sample")
+def test_a_real_sample_computed_in_software_on_the_simulated_board_reads_drawn_digits():
+    """nucleo_mnist has software epochs only (ST's float kernels, Helium throughout): installed on
+    the simulated board, with its weights where network.c places them (the xSPI2 file at its
+    absolute address, as a board has it flashed beside the image), it reads a drawn 1 and a drawn 0
+    as 1 and 0 with high confidence: the CPU side computes what the model means."""
+    import numpy as np
+    from n6board.firmware import InstalledModel
+    build, _ = st_flow("nucleo_mnist", "secure")
+    sample = os.path.join(REAL, "samples", "nucleo_mnist")
+    with open(os.path.join(sample, "network.c")) as f:
+        address = int(re.search(r"file postfix=xSPI2 name=\w+ offset=(0x[0-9A-Fa-f]+)", f.read())[1], 16)
+    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
+        model = InstalledModel(f.read())
+    with open(os.path.join(sample, "network_atonbuf.xSPI2.raw"), "rb") as f:
+        model.cpu.write(address, f.read())
+    for digit, image in _drawn_digits().items():
+        scores = np.frombuffer(model.infer([image.tobytes()]).outputs[0], np.float32)
+        assert scores.argmax() == digit and scores.max() > 0.9 and abs(scores.sum() - 1) < 1e-5, scores
