@@ -57,6 +57,13 @@ CASES = [
              "vmlava.s32 r2, q7, q1\nvmlav.u16 r6, q2, q3"),
     ("mla", "vmla.u16 q0, q1, r2\nvmla.s32 q1, q2, r3\nvmlas.s8 q2, q3, r4\nvmlas.u32 q3, q4, r5"),
     ("int_unary", "vmvn q0, q1\nvneg.s32 q1, q2\nvneg.s8 q2, q3\nvabs.s16 q3, q4\nvabs.s32 q4, q5"),
+    ("maxv", "mov r0, r3\nvmaxv.s8 r0, q1\nmov r1, r2\nvminv.u32 r1, q2\nmov r4, r3\nvmaxv.u16 r4, q3\n"
+             "mov r5, r2\nvminv.s32 r5, q4\nmov r7, r3\nvmaxav.s8 r7, q5\nmov r2, r3\nvminav.s16 r2, q6\n"
+             "mov r6, r3\nvminv.s8 r6, q1"),
+    ("mlalv", "vmlalv.s16 r0, r1, q1, q2\nmov r4, r2\nmov r5, r3\nvmlalva.u32 r4, r5, q3, q4\n"
+              "vmlaldavx.s32 r2, r3, q5, q6"),
+    ("qshl_reg", "vqshl.s16 q0, r3\nvqshl.u8 q1, r4\nvqrshl.s32 q2, r7\nmov r7, #0xFC\nvqrshl.u16 q3, r7\n"
+                 "vqshl.s32 q4, r5"),
     ("fadd", "vadd.f32 q0, q1, q2\nvsub.f32 q1, q2, q3\nvadd.f32 q2, q3, r2\nvsub.f32 q3, q4, r3"),
     ("fmul", "vmul.f32 q0, q1, q2\nvmul.f32 q1, q3, r2\nvmul.f32 q2, q4, q5"),
     ("fma", "vfma.f32 q0, q1, q2\nvfms.f32 q3, q4, q5\nvfma.f32 q6, q7, r2\nvfmas.f32 q5, q1, r3"),

@@ -526,7 +526,7 @@ def _shift(value, amount, size, rounding):
 
 def shift_by_register(x, i, pc):
     """VSHL / VRSHL: lanes of Qm (vector form) or Qda (scalar form) shifted by the signed low byte
-    of the lanes of Qn, or of Rm."""
+    of the lanes of Qn, or of Rm; VQSHL / VQRSHL (scalar form, bit 7) saturate (QC)."""
     unsigned = bool(i >> 28 & 1)
     if i >> 24 & 0xF == 0xF:                                # vector: Qd = Qm shifted by Qn
         size, rounding = _size(i), i >> 8 & 1
@@ -538,6 +538,11 @@ def shift_by_register(x, i, pc):
         rm = x.r(i & 0xF) & 0xFF
         amounts = [rm - 0x100 if rm & 0x80 else rm] * len(lanes)
     out = [_shift(v, a, size, rounding) for v, a in zip(lanes, amounts)]
+    if i >> 24 & 0xF == 0xE and i >> 7 & 1:                  # saturating: what a left shift overflows
+        out = [v << a if a > 0 else o for v, a, o in zip(lanes, amounts, out)]
+        done = [saturate(v, size, unsigned) for v in out]
+        out = [v for v, _ in done]
+        _flag_saturation(x, [sat for _, sat in done], size)
     x.set_q(_qd(i), join(out, size), x.element_mask())
 
 
@@ -596,6 +601,36 @@ def integer_unary(x, i, pc):
     lanes = split(x.q(_qm(i)), size, signed=True)
     out = [-v if i >> 7 & 1 else abs(v) for v in lanes]
     return x.set_q(_qd(i), join(out, size), x.element_mask())
+
+
+def max_min_across(x, i, pc):
+    """VMAXV / VMINV (bit 7), signed unless U, and their absolute forms VMAXAV / VMINAV (bit 17
+    clear: Rda and the lanes' magnitudes unsigned): Rda's low lane-size bits against the active
+    lanes."""
+    size, minimum, absolute = 8 << (i >> 18 & 3), i >> 7 & 1, not i >> 17 & 1
+    signed = not i >> 28 & 1 and not absolute
+    rda = i >> 12 & 0xF
+    result = split(x.r(rda), size, signed)[0]
+    lanes = split(x.q(_qm(i)), size, signed=True if absolute else signed)
+    pick = min if minimum else max
+    for v, on in zip(lanes, active(x.element_mask(), size)):
+        if on:
+            result = pick(result, abs(v) if absolute else v)
+    x.set_r(rda, result)
+
+
+def multiply_accumulate_long_across(x, i, pc):
+    """VMLALV{A}{X} (VMLALDAV): RdaHi:RdaLo = (itself under A, else 0) + the sum over active lanes
+    of Qn x Qm (X: exchanged pairs), 64 bits."""
+    size, signed = 32 if i >> 16 & 1 else 16, not i >> 28 & 1
+    n, m = split(x.q(_qn(i)), size, signed), split(x.q(_qm(i)), size, signed)
+    lo, hi, exchange = (i >> 13 & 7) << 1, (i >> 20 & 7) << 1 | 1, i >> 12 & 1
+    total = (x.r(hi) << 32 | x.r(lo)) if i >> 5 & 1 else 0
+    for e, on in enumerate(active(x.element_mask(), size)):
+        if on:
+            total += n[e] * m[e ^ exchange]
+    x.set_r(lo, total)
+    x.set_r(hi, total >> 32)
 
 
 # -- floating point (F32) -------------------------------------------------------------------------
@@ -995,13 +1030,17 @@ FORMS = [
     form("VSHR/VSHL (immediate)", "111U1111 10iiiiii qqq00a0b 0101mmm0", shift_immediate,
          lambda i: i >> 19 & 7 != 0 and (i >> 8 & 0xF == 0 or i >> 8 & 0xF == 0b0101 and not i >> 28 & 1)),
     form("VSHL/VRSHL (vector)", "111U1111 00ssqqq0 qqq0010R 0100mmm0", shift_by_register, _sized),
-    form("VSHL/VRSHL (scalar)", "111U1110 0011ssR1 qqq11110 0110rrrr", shift_by_register, _sized_18),
+    form("VSHL/VRSHL, VQSHL/VQRSHL (scalar)", "111U1110 0011ssR1 qqq11110 Q110rrrr", shift_by_register, _sized_18),
     form("VQDMULH/VQRDMULH (vector)", "111R1111 00ssqqq0 qqq01011 0100mmm0", doubling_multiply_high, _sized),
     form("VQDMULH/VQRDMULH (scalar)", "111R1110 00ssqqq1 qqq01110 0110rrrr", doubling_multiply_high, _sized),
     form("VMOVLB/VMOVLT", "111U1110 101ss000 qqqT1111 0100mmm0", move_long, lambda i: i >> 19 & 3 in (1, 2)),
     form("VMLAV{A}{X}", "111U1110 1111nnnz dddX111b 00A0mmm0", multiply_accumulate_across,
          lambda i: (i >> 16 & 1, i >> 8 & 1) != (1, 1) and not (i >> 28 & 1 and i >> 12 & 1)),
     form("VMLA/VMLAS (scalar)", "111U1110 00ssqqq1 qqqS1110 0100rrrr", multiply_add_scalar, _sized),
+    form("VMAXV/VMINV, VMAXAV/VMINAV", "111U1110 1110ssA0 dddd1111 X000mmm0", max_min_across,
+         lambda i: _sized_18(i) and not (i >> 28 & 1 and not i >> 17 & 1)),
+    form("VMLALV{A}{X}", "111U1110 1hhhnnns dddX1110 00A0mmm0", multiply_accumulate_long_across,
+         lambda i: i >> 20 & 7 != 7 and not (i >> 28 & 1 and i >> 12 & 1)),
     form("VMVN", "11111111 10110000 qqq00101 1100mmm0", integer_unary),
     form("VABS/VNEG.S", "11111111 1011ss01 qqq00011 N100mmm0", integer_unary, _sized_18),
     form("VIDUP/VDDUP", "11101110 00ssnnn1 qqqD1111 i110111i", increment_dup, _sized),
