@@ -16,6 +16,7 @@ command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)                # host build of
 [ -f /usr/include/stdio.h ] || need_apt+=(libc6-dev)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # tests render the profile page headless
+command -v qemu-system-arm >/dev/null 2>&1 || need_apt+=(qemu-system-arm)   # tests judge the Helium executor by QEMU's Cortex-M55
 # With a test bed (N6_REAL_STEDGEAI), tests build ST's loader for the host as a 32-bit program.
 if [ -n "${N6_REAL_STEDGEAI:-}" ] && ! { command -v gcc >/dev/null 2>&1 && \
         echo 'int main(void){return 0;}' | gcc -m32 -x c - -o /dev/null >/dev/null 2>&1; }; then

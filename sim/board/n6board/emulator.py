@@ -1,10 +1,10 @@
 """The simulated board's CPU: unicorn's Cortex-M33 model with the FPU executing the installed
 image's own Thumb-2 code, on a memory map laid out like the board's.
 
-* Armv8.1-M low-overhead loops (DLS, WLS, LE), which GCC emits for -mcpu=cortex-m55 and unicorn
-  does not know, are executed from the invalid-instruction hook with the architecture's
-  semantics: DLS LR = Rn; WLS: Rn == 0 → branch past the loop, else LR = Rn; LE: LR > 1 →
-  LR -= 1 and branch back, else fall through. Tail-predicated forms (MVE) are a fault.
+* Helium (MVE) and the Armv8.1-M low-overhead loops (DLS, WLS, LE and the tail-predicated
+  DLSTP, WLSTP, LETP), which GCC emits for -mcpu=cortex-m55 and unicorn does not know, are
+  executed from the invalid-instruction hook (dk.mve, shared with the DK twin); a vector
+  encoding it does not carry out stops the run (NotEmulated).
 * Double-precision VFP (the Cortex-M55's FPv5; unicorn's M33 has single precision only), which
   ST's runtime library uses in software epochs, is carried out there too (dk.vfp_double, shared
   with the DK twin).
@@ -20,18 +20,19 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
 import struct
 from dataclasses import dataclass, field
 
-from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_MEM_INVALID, UC_MEM_FETCH_UNMAPPED,
+from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR, UC_HOOK_MEM_INVALID, UC_MEM_FETCH_UNMAPPED,
                      UC_MEM_WRITE_UNMAPPED, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
                                UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
 
 from .blockcount import AccessCounter, BlockCounter
-from .dk import vfp_double
+from .dk import mve, vfp_double
 
 PAGE = 0x1000
 NPU_REGS = ((0x480E0000, 0x10000), (0x580E0000, 0x10000))   # the NPU register block (ATON_BASE), both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
+EXCP_NOCP = 17                       # unicorn's (QEMU's) number for a coprocessor-space instruction
 
 
 class Fault(Exception):
@@ -113,11 +114,13 @@ class Cpu:
             uc.mem_write(self.stubs + 4 * i, b"\x70\x47\x00\xbf")         # bx lr; nop
             uc.mem_write(self.table + 4 * i, struct.pack("<I", (self.stubs + 4 * i) | 1))
         self.counters = Counters()
+        self.helium = mve.Helium(uc)
         self._block_sizes = {}
         self._blocks = BlockCounter(uc)
         self._bad_access = None
         self._stop_reason = None
         uc.hook_add(UC_HOOK_INSN_INVALID, self._on_invalid)
+        uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
         if services:
             uc.hook_add(UC_HOOK_CODE, self._on_service, begin=self.stubs, end=self.stubs + 4 * len(services) - 1)
@@ -234,72 +237,33 @@ class Cpu:
             uc.reg_write(UC_ARM_REG_R0, result & 0xFFFFFFFF)
 
     def _on_invalid(self, uc, _):
+        return self._complete(uc)
+
+    def _on_interrupt(self, uc, number, _):
+        """Vector loads, stores and VPST/VCMP sit in the coprocessor space: unicorn's M33 raises
+        NOCP for them. Any other CPU exception stops the run as before."""
+        if number == EXCP_NOCP and self._complete(uc):
+            return
+        if self._stop_reason is None and self._bad_access is None:
+            self._stop_reason = Fault("Unhandled CPU exception (UC_ERR_EXCEPTION)", uc.reg_read(UC_ARM_REG_PC) & ~1)
+        uc.emu_stop()
+
+    def _complete(self, uc):
+        """Carry out the instruction unicorn could not (vector, loop, double precision): True, or
+        False with the reason to stop recorded."""
         pc = uc.reg_read(UC_ARM_REG_PC) & ~1
         try:
             hw1, hw2 = struct.unpack("<HH", uc.mem_read(pc, 4))
         except UcError:
             return False
-        if not (execute_low_overhead_branch(uc, pc, hw1, hw2) or vfp_double.step(uc, pc, hw1, hw2)):
+        try:
+            done = self.helium.step(pc, hw1, hw2) or vfp_double.step(uc, pc, hw1, hw2)
+        except mve.BusFault as e:
+            self._bad_access = ("vector write to unmapped memory" if e.write else "vector read of unmapped memory",
+                                e.address)
+            return False
+        if not done:
             self._stop_reason = NotEmulated(f"Helium (MVE) instruction {hw1:04x} {hw2:04x}", pc) \
-                if is_helium(hw1, hw2) else Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
+                if mve.is_helium(hw1, hw2) else Fault(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
             return False
         return True      # (the block hook already counted this instruction)
-
-
-def _reg(n):
-    return {13: UC_ARM_REG_SP, 14: UC_ARM_REG_LR, 15: UC_ARM_REG_PC}.get(n, UC_ARM_REG_R0 + n)
-
-
-def execute_low_overhead_branch(uc, pc, hw1, hw2):
-    """Execute the DLS / WLS / LE at `pc` (halfwords hw1, hw2) on `uc`: True, or False when the
-    instruction is not one of them."""
-    lob = low_overhead_branch(hw1, hw2)
-    if lob is None:
-        return False
-    kind, rn, imm = lob
-    lr = uc.reg_read(UC_ARM_REG_LR)
-    nxt = pc + 4
-    if kind == "DLS":
-        uc.reg_write(UC_ARM_REG_LR, uc.reg_read(_reg(rn)))
-    elif kind == "WLS":
-        count = uc.reg_read(_reg(rn))
-        if count == 0:
-            nxt = pc + 4 + imm
-        else:
-            uc.reg_write(UC_ARM_REG_LR, count)
-    elif kind == "LE":
-        if lr > 1:
-            uc.reg_write(UC_ARM_REG_LR, lr - 1)
-            nxt = pc + 4 - imm
-    else:   # "LE" without LR: branch back unconditionally
-        nxt = pc + 4 - imm
-    uc.reg_write(UC_ARM_REG_PC, nxt | 1)
-    return True
-
-
-def is_helium(hw1, hw2):
-    """An MVE (Helium) instruction: the vector data-processing space (111x 1111 ..., Advanced SIMD
-    on A-profile, MVE on M-profile), the coprocessor 14/15 space (vector loads and stores, VPT,
-    VPST), the vector moves and duplications of the coprocessor-11 space (VDUP from a core
-    register) and the tail-predicated loops (WLSTP, DLSTP, LETP)."""
-    if hw1 & 0xEF00 == 0xEF00:
-        return True
-    if hw1 & 0xEC00 == 0xEC00 and hw2 >> 8 & 0xE == 0xE:
-        return True
-    if hw1 & 0xFF90 == 0xEE80 and hw2 & 0x0F5F == 0x0B10:    # VDUP Qd, Rt
-        return True
-    return hw1 & 0xFFC0 == 0xF000 and bool(hw1 & 0x30) and hw2 & 0xC001 == 0xC001
-
-
-def low_overhead_branch(hw1, hw2):
-    """Decode an Armv8.1-M DLS / WLS / LE (no tail predication): (kind, Rn, offset) or None."""
-    imm = ((hw2 >> 1) & 0x3FF) << 2 | ((hw2 >> 11) & 1) << 1
-    if hw1 & 0xFFF0 == 0xF040 and hw2 == 0xE001:
-        return "DLS", hw1 & 0xF, 0
-    if hw1 & 0xFFF0 == 0xF040 and hw2 & 0xF001 == 0xC001:
-        return "WLS", hw1 & 0xF, imm
-    if hw1 == 0xF00F and hw2 & 0xF001 == 0xC001:
-        return "LE", 14, imm
-    if hw1 == 0xF02F and hw2 & 0xF001 == 0xC001:
-        return "LE-always", 14, imm
-    return None

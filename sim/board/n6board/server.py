@@ -193,7 +193,7 @@ class Board:
         except NotEmulated as e:
             ep = model.current_epoch
             return self.error(pb.E_GENERIC, 0, f"epoch {ep.first if ep else '?'} uses a {e}: not emulated by the "
-                              "simulated board (ST's runtime library's Helium kernels need a board)")
+                              "simulated board (a Helium form its executor does not carry out: run it on a board)")
         except Fault as e:
             return self.error(pb.E_GENERIC, 0, f"HardFault: {e}")
         self.runs += 1

@@ -1,6 +1,6 @@
 """The twin's Cortex-M55: unicorn's Cortex-M33 (with its single-precision FPU) completed where it
-stops. The invalid-instruction hook executes the Armv8.1-M low-overhead loops (the simulated
-board's own executor), double-precision VFP (vfp_double) and WFE; unicorn's interrupt hook
+stops. The invalid-instruction hook executes Helium and the Armv8.1-M low-overhead loops (mve,
+shared with the simulated board), double-precision VFP (vfp_double) and WFE; unicorn's interrupt hook
 returns from exceptions (exceptions.ExceptionUnit) and serves SVC; a WFI halts unicorn and the run
 loop resumes at the next event. The run loop also runs due timed events (clock) and takes pending
 exceptions between slices of emulation. Anything the twin cannot do stops the run with one line
@@ -12,15 +12,14 @@ from unicorn import (UC_ARCH_ARM, UC_HOOK_INSN_INVALID, UC_HOOK_INTR, UC_HOOK_ME
                      UC_MEM_WRITE_UNMAPPED, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
 from unicorn.arm_const import UC_ARM_REG_PC, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33
 
-from ..emulator import execute_low_overhead_branch, is_helium
-from . import vfp_double
+from . import mve, vfp_double
 from .clock import CycleClock
 from .exceptions import SVCALL, SYSTICK, ExceptionUnit
 
 NEVER = 0xFFFF_FFFF                  # an end address unicorn never reaches (code addresses are even)
 WFI, WFE, WFI_W, WFE_W = 0xBF30, 0xBF20, (0xF3AF, 0x8003), (0xF3AF, 0x8002)
 BRANCH_TO_SELF = 0xE7FE              # `b .`: an error handler's endless loop
-EXCP_SWI, EXCP_BKPT, EXCP_EXCEPTION_EXIT = 2, 7, 8                 # unicorn's (QEMU's) exception numbers
+EXCP_SWI, EXCP_BKPT, EXCP_EXCEPTION_EXIT, EXCP_NOCP = 2, 7, 8, 17                # unicorn's (QEMU's) exception numbers
 QEMU_EXCEPTIONS = {3: "prefetch abort", 4: "data abort", 17: "coprocessor access (NOCP)",
                    18: "invalid state (INVSTATE)", 19: "stack overflow (STKOF)", 21: "lazy FP state error",
                    22: "unaligned access", 23: "division by zero"}
@@ -45,6 +44,7 @@ class Core:
         uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M33)
         self.function_at = function_at
         self.clock = CycleClock(uc)
+        self.helium = mve.Helium(uc)
         self.exceptions = ExceptionUnit(uc, vtor)
         self.exceptions.on_pending = self.request_stop
         self.event_register = False          # WFE's event flag (set by exception entry and return)
@@ -184,12 +184,19 @@ class Core:
 
     # -- hooks -----------------------------------------------------------------------------------
     def _on_invalid(self, uc, _):
+        return self._complete(uc)
+
+    def _complete(self, uc):
         pc = uc.reg_read(UC_ARM_REG_PC) & ~1
         try:
             hw1, hw2 = struct.unpack("<HH", bytes(uc.mem_read(pc, 4)))
         except UcError:
             return False
-        if execute_low_overhead_branch(uc, pc, hw1, hw2):
+        try:
+            if self.helium.step(pc, hw1, hw2):
+                return True
+        except mve.BusFault as e:
+            self.stop_with(f"bus fault: {e}", pc)
             return True
         wfe = self._completed_wfe(pc)
         if wfe is not None:
@@ -201,7 +208,7 @@ class Core:
             return True
         if vfp_double.step(uc, pc, hw1, hw2):
             return True
-        if is_helium(hw1, hw2):
+        if mve.is_helium(hw1, hw2):
             self.stop_with(f"Helium (MVE) instruction {hw1:04x} {hw2:04x}: not emulated by the twin", pc)
         else:
             self.stop_with(f"undefined instruction {hw1:04x} {hw2:04x}", pc)
@@ -219,7 +226,9 @@ class Core:
 
     def _on_interrupt(self, uc, number, _):
         pc = uc.reg_read(UC_ARM_REG_PC) & ~1
-        if number == EXCP_EXCEPTION_EXIT and self.exceptions.active:
+        if number == EXCP_NOCP and mve.is_helium(*struct.unpack("<HH", bytes(uc.mem_read(pc, 4)))):
+            self._complete(uc)             # vector loads, stores, VPST, VCMP: the coprocessor space
+        elif number == EXCP_EXCEPTION_EXIT and self.exceptions.active:
             self.exceptions.leave()
             self.event_register = True
             self._take_pending()           # tail-chaining
