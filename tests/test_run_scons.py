@@ -313,3 +313,11 @@ def test_image_name_is_the_name_the_run_asks_for_and_unknown_targets_are_one_lin
         bad = scons(repo, target, check=False)
         assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
             f"scons: *** {target}: no model kws_mpl (fix: choose from {', '.join(_bundled())})"]
+
+
+def test_bundled_nucleo_board_file_validates_on_the_simulated_board(repo):
+    """The NUCLEO board file has no external RAM (size 0): the simulated board maps nothing there
+    and the model runs (it stopped with a HardFault at initialisation)."""
+    proc = scons(repo, "validate", "MODEL=kws_mlp", "BOARD=nucleo-n657x0-q", "BUILD_DIR=build-nucleo")
+    assert "  VALIDATE" in proc.stdout and json.load(open(os.path.join(
+        repo, "build-nucleo", "kws_mlp", "run", "validate.json")))["passed"]

@@ -97,7 +97,7 @@ class Cpu:
     def __init__(self, regions, firmware_base, services, count=False):
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M33)
-        self.regions = sorted(regions, key=lambda r: r.base)
+        self.regions = sorted((r for r in regions if r.size), key=lambda r: r.base)   # a board without PSRAM: size 0
         for r in self.regions:
             uc.mem_map(*_align(r.base, r.size))
         uc.mem_map(SCB_PAGE, PAGE)
