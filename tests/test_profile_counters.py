@@ -192,7 +192,8 @@ def test_counters_in_profile_json(reports):
 
 def test_counters_in_the_table_and_profile_txt(reports):
     folder, console = reports
-    lines = console.splitlines()
+    title, *lines = console.splitlines()
+    assert title == "profile of network (c-name network) on the board"      # which model, before any figure
     assert lines[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "NPU", "core", "%",
                                 "ops", "ops/cycle", "MB/s", "busiest", "engine"]
     # EC: 9501 of 12802 cycles = 74.2%; MB/s 9992 B / 11.87625 µs = 841.3; engine 4 (output) 9001/10001 = 90.0%
@@ -248,7 +249,7 @@ def _text_tables(text):
         lines = block.splitlines()
         if len(lines) > 3 and set(lines[2]) <= {"-", " "}:
             title = next(t for t in ("Bus interfaces", "Bus bursts", "NPU cache", "Stream engines", "NPU cycles",
-                                     "epoch", "compared") if lines[0].startswith(t))
+                                     "profile of", "compared") if lines[0].startswith(t))
             out[title] = [line.split() for line in lines[3:]]
     return out
 
@@ -347,7 +348,7 @@ def test_counters_the_board_did_not_send_are_named_absent(tmp_path):
     measure.save_measurement(messages.parse_run(recording(bus=False), "network", CLOCKS, "recording"), path)
     logged = []
     steps.report_step(path, c_info(tmp_path / "network_c_info.json"), folder, log=logged.append)
-    lines = logged[0].splitlines()
+    lines = logged[0].splitlines()[1:]
     assert "not reported by the board: bus-interface 0/1 read and write bytes and bursts" in lines
     assert "MB/s: the compiler's estimate (the board counted no traffic)" in lines
     assert lines[2].split()[11] == "631.5"          # the compiler's 4000+2000+1000+500 B / 11.87625 µs

@@ -83,6 +83,7 @@ def test_weight_change_reflashes_and_remeasures_then_nothing(repo):
     assert {"PACK", "FLASH", "PROFILE"} <= set(steps(first)) and "CC" not in steps(first)
     second = run(repo, "profile-tiny_prebuilt")
     assert steps(second) == ["HTML"] and "epoch_1" in second.stdout            # the stored report, printed
+    assert second.stdout.splitlines()[0].startswith("profile of tiny_prebuilt (c-name network) on ")  # named
     forced = run(repo, "profile-tiny_prebuilt", "FORCE=1")
     assert "PROFILE" in steps(forced)
 
@@ -208,3 +209,8 @@ def test_several_models_profile_with_one_summary(repo):
         totals = json.load(open(os.path.join(repo, "build", row["model"], "profile", "profile.json")))["totals"]
         assert row["result"] == "ok" and (row["inf_per_s"], row["ms"]) == (totals["inf_per_s"], totals["time_ms"])
     assert [r["model"] for r in summary["models"]] == ["kws_mlp", "tiny_prebuilt"]
+    # each printed report starts with its model's name, the line of its own HTML page ends it
+    titles = [line for line in proc.stdout.splitlines() if line.startswith(("profile of ", "  HTML "))]
+    pairs = sorted(zip(titles[::2], titles[1::2]))
+    assert len(titles) == 4 and [(t.split()[2], t.split()[-1], h.split()[1]) for t, h in pairs] == [
+        (m, "(simulated)", f"build/{m}/profile/profile.html") for m in ("kws_mlp", "tiny_prebuilt")]

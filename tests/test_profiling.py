@@ -163,7 +163,7 @@ def test_profile_without_a_matching_c_info_reports_the_measured_figures(tmp_path
     assert all(data["totals"][k] is None for k in NO_COMPILER)
     assert data["totals"]["traffic"]["npuRAM5"]["reads"] == 106 and data["totals"]["inf_per_s"] == pytest.approx(
         800e6 / 1850)
-    text = logged[0].splitlines()
+    text = logged[0].splitlines()[1:]
     assert text[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "MB/s"]
     assert text[2].split()[:8] == ["epoch_1", "CPU", "SW", "0.0014", "62.2", "100", "1000", "50"]
     assert text[-1] == why and why in open(os.path.join(folder, "profile.html")).read()
@@ -188,7 +188,7 @@ def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_
     assert all(e["bandwidth"] is None and e["compiler_memory"] is None for e in data["epochs"])
     assert data["totals"]["traffic"] == {}
     # NPU core 25005 cycles at 1 GHz = 25.005 µs of the epoch's 27.5075 µs: 90.9%
-    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801",
+    assert logged[0].splitlines()[3].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801",
                                                  "90.9"]
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["mb_per_s"] == {"before": None, "after": None}
@@ -256,7 +256,7 @@ def test_reports_and_diff(tmp_path):
     folder = str(tmp_path / "profile")
     path = _write_measurement(folder, SIM_RUN)
     logged = []
-    steps.report_step(path, C_INFO, folder, log=logged.append)
+    steps.report_step(path, C_INFO, folder, name="tiny", log=logged.append)
     for f in steps.FILES:
         assert os.path.getsize(os.path.join(folder, f)) > 0, f
     assert not os.path.exists(os.path.join(folder, steps.DIFF))
@@ -269,10 +269,13 @@ def test_reports_and_diff(tmp_path):
     assert {e["name"] for e in events if e["ph"] == "X" and e.get("cat") == "CPU"} == {"epoch_1", "epoch_2", "epoch_3"}
     _check_nesting(events)
     assert "epoch_1" in logged[0] and "inf/s on the simulated board" in logged[0]
+    # the text report names its model first: the console and a stored profile.txt say whose table it is
+    title = "profile of tiny (c-name network) on the board (simulated)"
+    assert logged[0].splitlines()[0] == title and open(os.path.join(folder, "profile.txt")).readline() == title + "\n"
 
     # epoch_2 made slower on purpose: the diff puts it first
     slower = [SIM_RUN[0], (2, 2, (80, 900, 20), SIM_RUN[1][3]), SIM_RUN[2]]
-    steps.report_step(_write_measurement(folder, slower), C_INFO, folder, log=logged.append)
+    steps.report_step(_write_measurement(folder, slower), C_INFO, folder, name="tiny", log=logged.append)
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["name"] == "epoch_2" and d["epochs"][0]["time_ms"]["delta"] == pytest.approx(0.00075)
     assert d["total"]["time_ms"]["delta"] == pytest.approx(0.00075)

@@ -130,11 +130,19 @@ def total_row(profile):
                            _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
 
 
+def title(profile):
+    """The report's first line: which model, under which c-name, on which board (the console
+    prints several models' reports in the order their steps end, and a stored one alone)."""
+    where = profile.board or "the board"
+    return f"profile of {profile.model} (c-name {profile.c_name}) on {where}" + \
+        (" (simulated)" if profile.simulated else "")
+
+
 def table(profile):
     columns = headers(profile)
     text = tabulate(rows(profile) + [total_row(profile)], headers=columns, disable_numparse=True,
                     colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
-    return text + "\n" + "\n".join(summary_lines(profile))
+    return "\n".join([title(profile), text, *summary_lines(profile)])
 
 
 def write_json(path, data):
