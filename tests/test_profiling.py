@@ -284,8 +284,26 @@ def test_reports_and_diff(tmp_path):
     # any saved profile as the baseline
     saved = str(tmp_path / "saved.json")
     shutil.copy(os.path.join(folder, "profile.json"), saved)
-    steps.report_step(path := _write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=saved, log=logged.append)
+    steps.report_step(path := _write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=saved, name="tiny",
+                      log=logged.append)
     assert json.load(open(os.path.join(folder, steps.DIFF)))["baseline"] == saved
+
+
+def test_a_baseline_of_another_model_is_said_in_one_line(tmp_path):
+    """Comparing two models can be meant: the diff goes on and says whose the baseline is."""
+    other, folder = str(tmp_path / "other"), str(tmp_path / "profile")
+    steps.report_step(_write_measurement(other, SIM_RUN), C_INFO, other, name="digits_mlp", log=print)
+    logged = []
+    _, d = steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, name="kws_mlp",
+                             baseline=os.path.join(other, "profile.json"), log=logged.append)
+    note = "the baseline is a profile of digits_mlp, not of kws_mlp: epochs are matched by name only"
+    stored = json.load(open(os.path.join(folder, steps.DIFF)))
+    assert stored["note"] == d["note"] == note and stored["baseline_model"] == "digits_mlp"
+    lines = logged[0].splitlines()
+    assert lines[lines.index(f"compared with {os.path.join(other, 'profile.json')}") + 1] == note
+    assert note in open(os.path.join(folder, "profile.html")).read()
+    _, same = steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, name="kws_mlp", log=print)
+    assert same["note"] is None and same["baseline_model"] == "kws_mlp"
 
 
 def test_bad_baseline_is_a_one_line_error_and_keeps_the_previous_report(tmp_path):
