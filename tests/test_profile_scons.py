@@ -129,6 +129,23 @@ def test_diff_names_the_epoch_made_slower(repo):
         assert json.load(f)["baseline"] == saved
 
 
+def test_the_models_own_stored_profile_as_baseline(repo):
+    """PROFILE_BASELINE=build/<model>/profile/profile.json, the file the report step rewrites: read
+    before it is rewritten (no dependency cycle), and after a new measurement moved it aside."""
+    run(repo, "profile-kws_mlp")
+    own = os.path.join("build", "kws_mlp", "profile", "profile.json")
+    folder = os.path.join(repo, "build", "kws_mlp", "profile")
+    proc = run(repo, "profile-kws_mlp", f"PROFILE_BASELINE={own}")
+    assert "dependency cycle" not in proc.stderr and steps(proc) == ["REPORT", "HTML"]
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        diff = json.load(f)
+    assert diff["baseline"] == own and diff["note"] is None and diff["total"]["time_ms"]["delta"] == 0
+    forced = run(repo, "profile-kws_mlp", f"PROFILE_BASELINE={own}", "FORCE=1")
+    assert {"PROFILE", "REPORT"} <= set(steps(forced)) and "dependency cycle" not in forced.stderr
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        assert json.load(f)["baseline"] == os.path.join(folder, "profile.previous.json")   # where it was moved
+
+
 def one_line_error(proc):
     assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
