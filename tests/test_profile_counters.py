@@ -170,6 +170,7 @@ def test_counters_in_profile_json(reports):
     assert ec["absent"] == [] and sw["absent"] == []
     t = data["totals"]
     assert t["npu_core_cycles"] == 13752                                   # 10001 + 3751
+    assert (t["npu_pre_cycles"], t["npu_post_cycles"]) == (1501, 750)     # 1251 + 250, 625 + 125
     assert t["npu_core_percent"] == pytest.approx(13.752 * 100 / 16.0025)  # of (9501 + 3301) cycles at 800 MHz
     assert t["bus"] == {
         "busif0": {"read_bytes": 6704, "write_bytes": 3232, "read_bursts": [10, 0, 5, 101], "write_bursts": [0, 2, 0, 50],
@@ -236,10 +237,11 @@ CACHE_ROWS = [["epoch_1..epoch_2", "101", "10", "3", "1", "50", "5", "0", "7"],
 ENGINE_ROWS = [["epoch_1..epoch_2", "0", "input", "0", "7001", "70.0", ""], ["", "1", "input", "0", "3000", "30.0", ""],
                ["", "4", "output", "0", "9001", "90.0", "*"], ["", "5", "input", "1", "5002", "50.0", ""],
                ["", "8", "output", "1", "2001", "20.0", ""]]
-# ops/cycle ideal 30000/7500, compiler 30000/9000, core-only 30000/10001, measured 30000/11877 (SW: 3000/3751, /4126)
+# ops/cycle ideal 30000/7500, compiler 30000/9000, core-only 30000/10001, measured 30000/11877 (SW: 3000/3751, /4126);
+# total: NPU pre 1251+250, post 625+125, 33000 ops over 10500, 12000, 13752, 16003
 NPU_ROWS = [["epoch_1..epoch_2", "1251", "10001", "625", "84.2", "4.00", "3.33", "3.00", "2.53"],
             ["epoch_3", "250", "3751", "125", "90.9", "1.00", "1.00", "0.80", "0.73"],
-            ["total", "13752", "85.9", "3.14", "2.75", "2.40", "2.06"]]   # 33000 ops over 10500, 12000, 13752, 16003
+            ["total", "1501", "13752", "750", "85.9", "3.14", "2.75", "2.40", "2.06"]]
 
 
 def _text_tables(text):
@@ -297,7 +299,7 @@ def test_counters_in_the_html_page(reports, tmp_path):
     assert by_first["busif 0 read"] == BURST_ROWS
     assert by_first["read hit"] == CACHE_ROWS
     assert by_first["engine"][:6] == ENGINE_ROWS + [["epoch_3", "none", "", "", "", "", ""]]
-    assert by_first["NPU pre"][:2] == NPU_ROWS[:2]
+    assert by_first["NPU pre"] == NPU_ROWS
 
 
 def test_counters_in_the_trace(reports):
