@@ -214,6 +214,10 @@ def test_counters_in_the_table_and_profile_txt(reports):
     assert "NPU cache: read hit 101 miss 11 alloc miss 3 evict 1; write hit 50 miss 5 alloc miss 0 " \
            "write-through 7" in lines
     assert "MB/s: bytes the board counted on the NPU's bus interfaces" in lines
+    # the compiler's estimate covers the NPU block alone: 30000 ops, 9000 max cycles at 1 GHz against its measured
+    # 11.87625 µs; 1e9/9000 and 1e9/7500 inf/s
+    assert "compiler, NPU blocks only (1 of 2): 30,000 ops, 9,000 max cycles = 0.0090 ms (measured 0.0119 ms) → " \
+           "111111.1 inf/s, ideal 133333.3 inf/s for them alone" in lines
     assert not [line for line in lines if line.startswith("not reported")]
     text = _read(folder, "profile.txt")
     assert console_part(text) == console + "\n"          # what `scons profile` prints: no counter tables
