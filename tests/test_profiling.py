@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from n6.errors import N6Error
-from n6.profiling import measure, messages, report, steps
+from n6.profiling import measure, messages, plot, report, steps
 from n6.profiling.cinfo import read_c_info
 from n6.profiling.measurement import Bursts, Measurement, Phases, PoolTraffic
 from n6.profiling.merge import merge
@@ -231,6 +231,41 @@ def test_missing_clock_config_is_an_error():
     with pytest.raises(N6Error, match="did not report npu_freq"):
         messages.parse_config(["s:config:version:1.0", "s:config:mcu_freq:8", "s:config:noc_freq:4",
                                "s:config:nic_freq:9"], "port")
+
+
+def test_picture_one_colour_per_pool_legends_beside_the_bars_time_not_clipped():
+    """Measured and estimated traffic of a pool share its colour (the estimate hatched), distinct
+    names have distinct colours, no legend covers a bar, the tallest time bar has room above it."""
+    # software epochs as the simulated board runs them: all in `pre`, a few `post` cycles on top (under 1e-5 of
+    # the bar: matplotlib puts no margin above such a stacked bar), the same MB/s in every epoch (no free corner)
+    run = [(n, 2, (pre, 0, 15), {"npuRAM5": (pre // 8, pre // 8), "xSPI2 flash": (pre // 2, 0),
+                                 "firmware": (pre * 2, pre)}) for n, pre in ((1, 8_000_000), (2, 2_000_000),
+                                                                            (3, 400_000))]
+    m = messages.parse_run([(messages.run_opt(0x31, 0), sim_messages(run))], "network", CLOCKS, "sim", simulated=True)
+    fig = plot.figure(merge(m, read_c_info(C_INFO)))
+    try:
+        fig.canvas.draw()
+        top, bottom = fig.axes
+        series = {c.get_label(): {(tuple(r.get_facecolor()), r.get_hatch()) for r in c.patches}
+                  for c in bottom.containers}
+        assert sorted(series) == ["estimate: npuRAM5", "estimate: octoFlash", "measured: firmware",
+                                  "measured: npuRAM5", "measured: octoFlash"]
+        colour = {}
+        for label, looks in series.items():
+            kind, name = label.split(": ")
+            (face, hatch), = looks
+            assert hatch == (None if kind == "measured" else "//")
+            assert colour.setdefault(name, face) == face                # a pool: one colour, measured or estimated
+        assert len(set(colour.values())) == 3                           # distinct names, distinct colours
+        for ax in (top, bottom):
+            box = ax.get_legend().get_window_extent()
+            assert not [r for r in ax.patches if r.get_height() > 0 and box.overlaps(r.get_window_extent())]
+            assert fig.bbox.contains(box.x1, box.y0) and fig.bbox.contains(box.x1, box.y1)     # not cut off
+        assert [t.get_text() for t in bottom.get_legend().get_texts()] == [*colour, "measured", "compiler's estimate"]
+        tallest = max(r.get_y() + r.get_height() for r in top.patches)
+        assert top.get_ylim()[1] >= 1.04 * tallest
+    finally:
+        plot._pyplot().close(fig)
 
 
 def _write_measurement(folder, runs):
