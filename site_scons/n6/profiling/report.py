@@ -79,8 +79,9 @@ def counter_lines(profile):
     if t["npu_core_cycles"] is not None:
         line = (f"NPU core {t['npu_core_cycles']:,} cycles, {t['npu_core_ms']:.4f} ms = "
                 f"{t['npu_core_percent']:.1f}% of the inference")
-        if t["ops"] is not None:
-            line += (f"; ops/cycle ideal {t['ideal_ops_per_cycle']:.2f}, core-only "
+        if t["ops"] is not None:        # the compiler's ideal: of NPU work, none in an all-software model
+            ideal = f"ideal {t['ideal_ops_per_cycle']:.2f}, " if t["npu_blocks"] else ""
+            line += (f"; ops/cycle {ideal}core-only "
                      f"{'-' if t['core_ops_per_cycle'] is None else format(t['core_ops_per_cycle'], '.2f')}, "
                      f"measured {t['ops_per_cycle']:.2f}")
         lines.append(line)
