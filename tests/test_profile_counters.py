@@ -170,6 +170,7 @@ def test_counters_in_profile_json(reports):
     assert ec["absent"] == [] and sw["absent"] == []
     t = data["totals"]
     assert t["npu_core_cycles"] == 13752                                   # 10001 + 3751
+    assert (t["npu_pre_cycles"], t["npu_post_cycles"]) == (1501, 750)     # 1251 + 250, 625 + 125
     assert t["npu_core_percent"] == pytest.approx(13.752 * 100 / 16.0025)  # of (9501 + 3301) cycles at 800 MHz
     assert t["bus"] == {
         "busif0": {"read_bytes": 6704, "write_bytes": 3232, "read_bursts": [10, 0, 5, 101], "write_bursts": [0, 2, 0, 50],
@@ -192,7 +193,8 @@ def test_counters_in_profile_json(reports):
 
 def test_counters_in_the_table_and_profile_txt(reports):
     folder, console = reports
-    lines = console.splitlines()
+    title, *lines = console.splitlines()
+    assert title == "profile of network (c-name network) on the board"      # which model, before any figure
     assert lines[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "NPU", "core", "%",
                                 "ops", "ops/cycle", "MB/s", "busiest", "engine"]
     # EC: 9501 of 12802 cycles = 74.2%; MB/s 9992 B / 11.87625 µs = 841.3; engine 4 (output) 9001/10001 = 90.0%
@@ -212,6 +214,10 @@ def test_counters_in_the_table_and_profile_txt(reports):
     assert "NPU cache: read hit 101 miss 11 alloc miss 3 evict 1; write hit 50 miss 5 alloc miss 0 " \
            "write-through 7" in lines
     assert "MB/s: bytes the board counted on the NPU's bus interfaces" in lines
+    # the compiler's estimate covers the NPU block alone: 30000 ops, 9000 max cycles at 1 GHz against its measured
+    # 11.87625 µs; 1e9/9000 and 1e9/7500 inf/s
+    assert "compiler, NPU blocks only (1 of 2): 30,000 ops, 9,000 max cycles = 0.0090 ms (measured 0.0119 ms) → " \
+           "111111.1 inf/s, ideal 133333.3 inf/s for them alone" in lines
     assert not [line for line in lines if line.startswith("not reported")]
     text = _read(folder, "profile.txt")
     assert console_part(text) == console + "\n"          # what `scons profile` prints: no counter tables
@@ -235,10 +241,11 @@ CACHE_ROWS = [["epoch_1..epoch_2", "101", "10", "3", "1", "50", "5", "0", "7"],
 ENGINE_ROWS = [["epoch_1..epoch_2", "0", "input", "0", "7001", "70.0", ""], ["", "1", "input", "0", "3000", "30.0", ""],
                ["", "4", "output", "0", "9001", "90.0", "*"], ["", "5", "input", "1", "5002", "50.0", ""],
                ["", "8", "output", "1", "2001", "20.0", ""]]
-# ops/cycle ideal 30000/7500, compiler 30000/9000, core-only 30000/10001, measured 30000/11877 (SW: 3000/3751, /4126)
+# ops/cycle ideal 30000/7500, compiler 30000/9000, core-only 30000/10001, measured 30000/11877 (SW: 3000/3751, /4126);
+# total: NPU pre 1251+250, post 625+125, 33000 ops over 10500, 12000, 13752, 16003
 NPU_ROWS = [["epoch_1..epoch_2", "1251", "10001", "625", "84.2", "4.00", "3.33", "3.00", "2.53"],
             ["epoch_3", "250", "3751", "125", "90.9", "1.00", "1.00", "0.80", "0.73"],
-            ["total", "13752", "85.9", "3.14", "2.75", "2.40", "2.06"]]   # 33000 ops over 10500, 12000, 13752, 16003
+            ["total", "1501", "13752", "750", "85.9", "3.14", "2.75", "2.40", "2.06"]]
 
 
 def _text_tables(text):
@@ -248,7 +255,7 @@ def _text_tables(text):
         lines = block.splitlines()
         if len(lines) > 3 and set(lines[2]) <= {"-", " "}:
             title = next(t for t in ("Bus interfaces", "Bus bursts", "NPU cache", "Stream engines", "NPU cycles",
-                                     "epoch", "compared") if lines[0].startswith(t))
+                                     "profile of", "compared") if lines[0].startswith(t))
             out[title] = [line.split() for line in lines[3:]]
     return out
 
@@ -296,7 +303,7 @@ def test_counters_in_the_html_page(reports, tmp_path):
     assert by_first["busif 0 read"] == BURST_ROWS
     assert by_first["read hit"] == CACHE_ROWS
     assert by_first["engine"][:6] == ENGINE_ROWS + [["epoch_3", "none", "", "", "", "", ""]]
-    assert by_first["NPU pre"][:2] == NPU_ROWS[:2]
+    assert by_first["NPU pre"] == NPU_ROWS
 
 
 def test_counters_in_the_trace(reports):
@@ -335,7 +342,8 @@ def test_picture_puts_the_measured_bandwidth_per_interface_beside_the_estimate(r
                       {"busif 0": pytest.approx(64 / 4.12625), "busif 1": pytest.approx(8 / 4.12625)}]),
         ("estimate", [{"npuRAM5": pytest.approx(7500 / 11.87625)}, {"npuRAM5": pytest.approx(400 / 4.12625)}])]
     svg = _read(folder, "profile.svg")
-    assert all(f"<!-- {label} -->" in svg for label in ("measured: busif 0", "measured: busif 1", "estimate: npuRAM5"))
+    assert all(f"<!-- {label} -->" in svg for label in ("busif 0", "busif 1", "npuRAM5", "measured",   # the legend
+                                                        "compiler's estimate"))
 
 
 def test_counters_the_board_did_not_send_are_named_absent(tmp_path):
@@ -347,7 +355,7 @@ def test_counters_the_board_did_not_send_are_named_absent(tmp_path):
     measure.save_measurement(messages.parse_run(recording(bus=False), "network", CLOCKS, "recording"), path)
     logged = []
     steps.report_step(path, c_info(tmp_path / "network_c_info.json"), folder, log=logged.append)
-    lines = logged[0].splitlines()
+    lines = logged[0].splitlines()[1:]
     assert "not reported by the board: bus-interface 0/1 read and write bytes and bursts" in lines
     assert "MB/s: the compiler's estimate (the board counted no traffic)" in lines
     assert lines[2].split()[11] == "631.5"          # the compiler's 4000+2000+1000+500 B / 11.87625 µs

@@ -83,6 +83,7 @@ def test_weight_change_reflashes_and_remeasures_then_nothing(repo):
     assert {"PACK", "FLASH", "PROFILE"} <= set(steps(first)) and "CC" not in steps(first)
     second = run(repo, "profile-tiny_prebuilt")
     assert steps(second) == ["HTML"] and "epoch_1" in second.stdout            # the stored report, printed
+    assert second.stdout.splitlines()[0].startswith("profile of tiny_prebuilt (c-name network) on ")  # named
     forced = run(repo, "profile-tiny_prebuilt", "FORCE=1")
     assert "PROFILE" in steps(forced)
 
@@ -126,6 +127,23 @@ def test_diff_names_the_epoch_made_slower(repo):
     run(repo, "profile-diff_mlp", f"PROFILE_BASELINE={saved}")               # reports again, no measuring
     with open(os.path.join(folder, "profile.diff.json")) as f:
         assert json.load(f)["baseline"] == saved
+
+
+def test_the_models_own_stored_profile_as_baseline(repo):
+    """PROFILE_BASELINE=build/<model>/profile/profile.json, the file the report step rewrites: read
+    before it is rewritten (no dependency cycle), and after a new measurement moved it aside."""
+    run(repo, "profile-kws_mlp")
+    own = os.path.join("build", "kws_mlp", "profile", "profile.json")
+    folder = os.path.join(repo, "build", "kws_mlp", "profile")
+    proc = run(repo, "profile-kws_mlp", f"PROFILE_BASELINE={own}")
+    assert "dependency cycle" not in proc.stderr and steps(proc) == ["REPORT", "HTML"]
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        diff = json.load(f)
+    assert diff["baseline"] == own and diff["note"] is None and diff["total"]["time_ms"]["delta"] == 0
+    forced = run(repo, "profile-kws_mlp", f"PROFILE_BASELINE={own}", "FORCE=1")
+    assert {"PROFILE", "REPORT"} <= set(steps(forced)) and "dependency cycle" not in forced.stderr
+    with open(os.path.join(folder, "profile.diff.json")) as f:
+        assert json.load(f)["baseline"] == os.path.join(folder, "profile.previous.json")   # where it was moved
 
 
 def one_line_error(proc):
@@ -208,3 +226,8 @@ def test_several_models_profile_with_one_summary(repo):
         totals = json.load(open(os.path.join(repo, "build", row["model"], "profile", "profile.json")))["totals"]
         assert row["result"] == "ok" and (row["inf_per_s"], row["ms"]) == (totals["inf_per_s"], totals["time_ms"])
     assert [r["model"] for r in summary["models"]] == ["kws_mlp", "tiny_prebuilt"]
+    # each printed report starts with its model's name, the line of its own HTML page ends it
+    titles = [line for line in proc.stdout.splitlines() if line.startswith(("profile of ", "  HTML "))]
+    pairs = sorted(zip(titles[::2], titles[1::2]))
+    assert len(titles) == 4 and [(t.split()[2], t.split()[-1], h.split()[1]) for t, h in pairs] == [
+        (m, "(simulated)", f"build/{m}/profile/profile.html") for m in ("kws_mlp", "tiny_prebuilt")]

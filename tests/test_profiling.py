@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from n6.errors import N6Error
-from n6.profiling import measure, messages, steps
+from n6.profiling import measure, messages, plot, report, steps
 from n6.profiling.cinfo import read_c_info
 from n6.profiling.measurement import Bursts, Measurement, Phases, PoolTraffic
 from n6.profiling.merge import merge
@@ -92,7 +92,13 @@ def test_merge_of_a_recorded_run_matches_hand_computed_figures():
     t = p.totals
     assert t["time_ms"] == pytest.approx(0.03926) and t["mcu_cycles"] == [2602, 27006, 1801]
     assert t["inf_per_s"] == pytest.approx(800e6 / 31409)          # MCU clock / summed phase cycles, as ST
-    assert t["compiler_inf_per_s"] == pytest.approx(1e9 / 2368) and t["run_ms"] == pytest.approx(0.0400125)
+    assert t["run_ms"] == pytest.approx(0.0400125)
+    # every epoch runs in software: the compiler's cycles (NPU cycles, ops = max cycles) give no inf/s
+    assert t["max_cycles"] == 2368 and t["npu_blocks"] == 0 and t["compiler_inf_per_s"] is None
+    assert report.compiler_line(p) == "compiler: 2,368 ops; no inf/s estimate: every epoch runs on the CPU and " \
+                                      "the compiler's cycles are NPU cycles"
+    # nor an ideal ops/cycle (the compiler's 1.00 of software epochs): core-only 2368/33706, measured 2368/39108
+    assert report.counter_lines(p)[0].endswith("of the inference; ops/cycle core-only 0.07, measured 0.06")
 
 
 def test_simulated_board_counters_memory_measured_npu_absent():
@@ -163,7 +169,7 @@ def test_profile_without_a_matching_c_info_reports_the_measured_figures(tmp_path
     assert all(data["totals"][k] is None for k in NO_COMPILER)
     assert data["totals"]["traffic"]["npuRAM5"]["reads"] == 106 and data["totals"]["inf_per_s"] == pytest.approx(
         800e6 / 1850)
-    text = logged[0].splitlines()
+    text = logged[0].splitlines()[1:]
     assert text[0].split() == ["epoch", "unit", "kind", "time", "ms", "%", "pre", "core", "post", "MB/s"]
     assert text[2].split()[:8] == ["epoch_1", "CPU", "SW", "0.0014", "62.2", "100", "1000", "50"]
     assert text[-1] == why and why in open(os.path.join(folder, "profile.html")).read()
@@ -188,7 +194,7 @@ def test_board_without_memory_counters_and_no_c_info_has_no_bandwidth_and_still_
     assert all(e["bandwidth"] is None and e["compiler_memory"] is None for e in data["epochs"])
     assert data["totals"]["traffic"] == {}
     # NPU core 25005 cycles at 1 GHz = 25.005 µs of the epoch's 27.5075 µs: 90.9%
-    assert logged[0].splitlines()[2].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801",
+    assert logged[0].splitlines()[3].split() == ["epoch_1", "CPU", "SW", "0.0275", "70.1", "1201", "20005", "801",
                                                  "90.9"]
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["mb_per_s"] == {"before": None, "after": None}
@@ -229,6 +235,41 @@ def test_missing_clock_config_is_an_error():
                                "s:config:nic_freq:9"], "port")
 
 
+def test_picture_one_colour_per_pool_legends_beside_the_bars_time_not_clipped():
+    """Measured and estimated traffic of a pool share its colour (the estimate hatched), distinct
+    names have distinct colours, no legend covers a bar, the tallest time bar has room above it."""
+    # software epochs as the simulated board runs them: all in `pre`, a few `post` cycles on top (under 1e-5 of
+    # the bar: matplotlib puts no margin above such a stacked bar), the same MB/s in every epoch (no free corner)
+    run = [(n, 2, (pre, 0, 15), {"npuRAM5": (pre // 8, pre // 8), "xSPI2 flash": (pre // 2, 0),
+                                 "firmware": (pre * 2, pre)}) for n, pre in ((1, 8_000_000), (2, 2_000_000),
+                                                                            (3, 400_000))]
+    m = messages.parse_run([(messages.run_opt(0x31, 0), sim_messages(run))], "network", CLOCKS, "sim", simulated=True)
+    fig = plot.figure(merge(m, read_c_info(C_INFO)))
+    try:
+        fig.canvas.draw()
+        top, bottom = fig.axes
+        series = {c.get_label(): {(tuple(r.get_facecolor()), r.get_hatch()) for r in c.patches}
+                  for c in bottom.containers}
+        assert sorted(series) == ["estimate: npuRAM5", "estimate: octoFlash", "measured: firmware",
+                                  "measured: npuRAM5", "measured: octoFlash"]
+        colour = {}
+        for label, looks in series.items():
+            kind, name = label.split(": ")
+            (face, hatch), = looks
+            assert hatch == (None if kind == "measured" else "//")
+            assert colour.setdefault(name, face) == face                # a pool: one colour, measured or estimated
+        assert len(set(colour.values())) == 3                           # distinct names, distinct colours
+        for ax in (top, bottom):
+            box = ax.get_legend().get_window_extent()
+            assert not [r for r in ax.patches if r.get_height() > 0 and box.overlaps(r.get_window_extent())]
+            assert fig.bbox.contains(box.x1, box.y0) and fig.bbox.contains(box.x1, box.y1)     # not cut off
+        assert [t.get_text() for t in bottom.get_legend().get_texts()] == [*colour, "measured", "compiler's estimate"]
+        tallest = max(r.get_y() + r.get_height() for r in top.patches)
+        assert top.get_ylim()[1] >= 1.04 * tallest
+    finally:
+        plot._pyplot().close(fig)
+
+
 def _write_measurement(folder, runs):
     m = messages.parse_run([(0x3101, sim_messages(runs))], "network", CLOCKS, "sim", simulated=True)
     os.makedirs(folder, exist_ok=True)
@@ -256,7 +297,7 @@ def test_reports_and_diff(tmp_path):
     folder = str(tmp_path / "profile")
     path = _write_measurement(folder, SIM_RUN)
     logged = []
-    steps.report_step(path, C_INFO, folder, log=logged.append)
+    steps.report_step(path, C_INFO, folder, name="tiny", log=logged.append)
     for f in steps.FILES:
         assert os.path.getsize(os.path.join(folder, f)) > 0, f
     assert not os.path.exists(os.path.join(folder, steps.DIFF))
@@ -269,10 +310,13 @@ def test_reports_and_diff(tmp_path):
     assert {e["name"] for e in events if e["ph"] == "X" and e.get("cat") == "CPU"} == {"epoch_1", "epoch_2", "epoch_3"}
     _check_nesting(events)
     assert "epoch_1" in logged[0] and "inf/s on the simulated board" in logged[0]
+    # the text report names its model first: the console and a stored profile.txt say whose table it is
+    title = "profile of tiny (c-name network) on the board (simulated)"
+    assert logged[0].splitlines()[0] == title and open(os.path.join(folder, "profile.txt")).readline() == title + "\n"
 
     # epoch_2 made slower on purpose: the diff puts it first
     slower = [SIM_RUN[0], (2, 2, (80, 900, 20), SIM_RUN[1][3]), SIM_RUN[2]]
-    steps.report_step(_write_measurement(folder, slower), C_INFO, folder, log=logged.append)
+    steps.report_step(_write_measurement(folder, slower), C_INFO, folder, name="tiny", log=logged.append)
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["name"] == "epoch_2" and d["epochs"][0]["time_ms"]["delta"] == pytest.approx(0.00075)
     assert d["total"]["time_ms"]["delta"] == pytest.approx(0.00075)
@@ -281,8 +325,26 @@ def test_reports_and_diff(tmp_path):
     # any saved profile as the baseline
     saved = str(tmp_path / "saved.json")
     shutil.copy(os.path.join(folder, "profile.json"), saved)
-    steps.report_step(path := _write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=saved, log=logged.append)
+    steps.report_step(path := _write_measurement(folder, SIM_RUN), C_INFO, folder, baseline=saved, name="tiny",
+                      log=logged.append)
     assert json.load(open(os.path.join(folder, steps.DIFF)))["baseline"] == saved
+
+
+def test_a_baseline_of_another_model_is_said_in_one_line(tmp_path):
+    """Comparing two models can be meant: the diff goes on and says whose the baseline is."""
+    other, folder = str(tmp_path / "other"), str(tmp_path / "profile")
+    steps.report_step(_write_measurement(other, SIM_RUN), C_INFO, other, name="digits_mlp", log=print)
+    logged = []
+    _, d = steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, name="kws_mlp",
+                             baseline=os.path.join(other, "profile.json"), log=logged.append)
+    note = "the baseline is a profile of digits_mlp, not of kws_mlp: epochs are matched by name only"
+    stored = json.load(open(os.path.join(folder, steps.DIFF)))
+    assert stored["note"] == d["note"] == note and stored["baseline_model"] == "digits_mlp"
+    lines = logged[0].splitlines()
+    assert lines[lines.index(f"compared with {os.path.join(other, 'profile.json')}") + 1] == note
+    assert note in open(os.path.join(folder, "profile.html")).read()
+    _, same = steps.report_step(_write_measurement(folder, SIM_RUN), C_INFO, folder, name="kws_mlp", log=print)
+    assert same["note"] is None and same["baseline_model"] == "kws_mlp"
 
 
 def test_bad_baseline_is_a_one_line_error_and_keeps_the_previous_report(tmp_path):

@@ -5,7 +5,8 @@ merged with its c_info.json, as reports in build/<model>/profile/.
            first), the board file, a Value with the profile options, the measuring code.
            FORCE=1 measures again. The profile it replaces becomes the diff's baseline.
   REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
-           c_info.json (if any), PROFILE_BASELINE, the report code. No board involved.
+           c_info.json (if any), PROFILE_BASELINE (its path; its content unless it is the model's
+           own profile.json), the report code. No board involved.
   (alias)  prints profile.txt: the stored report when nothing changed."""
 import os
 
@@ -46,7 +47,7 @@ def _measure_action(target, source, env):
 def _report_action(target, source, env):
     from n6.profiling.steps import report_step
     report_step(source[0].abspath, env["N6_C_INFO"], os.path.dirname(target[0].abspath),
-                env.get("PROFILE_BASELINE") or None, name=target[0].dir.dir.name, log=lambda text: None)
+                env["N6_BASELINE"] or None, name=target[0].dir.dir.name, log=lambda text: None)
 
 
 _MEASURE_ACTION = SCons.Action.Action(_measure_action, None, varlist=["N6_PROFILE_OPTIONS"])
@@ -90,13 +91,19 @@ def profile_targets(env, c_infos):
         env.Precious(measurement)
         if env.get("FORCE"):
             env.AlwaysBuild(measurement)
+        targets = [env.File(os.path.join(out, f)) for f in FILES]
+        # the model's own profile.json as the baseline is read before the step rewrites it: a
+        # target, never a source of its own step (the path, in varlist, reruns the step)
+        base = env.File(baseline) if baseline else None
         sources = [measurement, step_code(env, "profile-report", REPORT_MODULES, __file__)] + \
-            ([] if isinstance(c_info, str) else [c_info]) + ([env.File(baseline)] if baseline else [])
-        reports = env.Command([os.path.join(out, f) for f in FILES], sources,
+            ([] if isinstance(c_info, str) else [c_info]) + ([base] if base and base not in targets else [])
+        reports = env.Command(targets, sources,
                               SCons.Action.Action(_report_action, progress("REPORT", lambda t, e: t[0].dir.path),
-                                                  varlist=["N6_C_INFO"]), N6_C_INFO=str(c_info))
+                                                  varlist=["N6_C_INFO", "N6_BASELINE"]),
+                              N6_C_INFO=str(c_info), N6_BASELINE=baseline or "")
         env.SideEffect(os.path.join(out, DIFF), reports)
         env.NoCache(reports)
+        env.Precious(reports)       # kept until the step rewrites them: the own profile.json can be its baseline
         env.UsesBoard(name, measurement)
         env.DeployResult("profile", name, reports)
         alias = env.Alias(f"profile-{name}", reports, SCons.Action.Action(_show, None))

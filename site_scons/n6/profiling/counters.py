@@ -65,9 +65,10 @@ def _all(rows, key):
 def totals(rows, clocks, mcu_cycles):
     """Every block's counters summed; None for a counter some block lacks."""
     out = {}
-    cores = _all(rows, "npu_cycles")
-    core = sum(c.core for c in cores) if cores else None
-    out["npu_core_cycles"] = core
+    cycles = _all(rows, "npu_cycles")
+    for phase in ("pre", "core", "post"):
+        out[f"npu_{phase}_cycles"] = sum(getattr(c, phase) for c in cycles) if cycles else None
+    core = out["npu_core_cycles"]
     bus_rows = _all(rows, "bus")
     if bus_rows:
         summed = {}

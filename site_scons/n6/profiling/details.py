@@ -22,7 +22,8 @@ def _npu(profile):
              _n(e.ideal_ops_per_cycle, ".2f"), _n(e.compiler_ops_per_cycle, ".2f"), _n(e.core_ops_per_cycle, ".2f"),
              _n(e.ops_per_cycle, ".2f")] for e in profile.epochs]
     t = profile.totals
-    rows.append(["total", "", _n(t["npu_core_cycles"]), "", _n(t["npu_core_percent"], ".1f"),
+    rows.append(["total", _n(t["npu_pre_cycles"]), _n(t["npu_core_cycles"]), _n(t["npu_post_cycles"]),
+                 _n(t["npu_core_percent"], ".1f"),
                  _n(t["ideal_ops_per_cycle"], ".2f"), _n(t["compiler_ops_per_cycle"], ".2f"),
                  _n(t["core_ops_per_cycle"], ".2f"), _n(t["ops_per_cycle"], ".2f")])
     if not profile.c_info:

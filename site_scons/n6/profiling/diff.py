@@ -66,6 +66,15 @@ def _figures(b, a):
     return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}
 
 
+def other_model(before, after):
+    """One line when the baseline profiles another model (comparing two models can be meant, so
+    it is said, not refused; epochs of the same name are then different layers), else None."""
+    old, new = before.get("model"), after.get("model")
+    if old == new:
+        return None
+    return f"the baseline is a profile of {old or 'an unnamed model'}, not of {new}: epochs are matched by name only"
+
+
 def diff(before, after, baseline_path):
     """before/after: profile dicts. Epochs are matched by name; added/removed ones count fully."""
     old = {e["name"]: e for e in before["epochs"]}
@@ -80,7 +89,8 @@ def diff(before, after, baseline_path):
                         **_figures(b, a)})
     entries.sort(key=lambda e: -abs(e["time_ms"]["delta"]))
     tb, ta = before["totals"], after["totals"]
-    return {"model": after["model"], "baseline": str(baseline_path), "epochs": entries,
+    return {"model": after["model"], "baseline": str(baseline_path), "baseline_model": before.get("model"),
+            "note": other_model(before, after), "epochs": entries,
             "total": {"time_ms": _delta(tb["time_ms"], ta["time_ms"]),
                       "inf_per_s": _delta(tb["inf_per_s"], ta["inf_per_s"]), **_figures(tb, ta)}}
 
@@ -108,5 +118,6 @@ def columns(d):
 
 def table(d):
     headers, rows = columns(d)
-    return f"compared with {d['baseline']}\n" + tabulate(rows, headers=headers, disable_numparse=True,
+    note = f"{d['note']}\n" if d.get("note") else ""
+    return f"compared with {d['baseline']}\n{note}" + tabulate(rows, headers=headers, disable_numparse=True,
                                                          colalign=("left",) + ("right",) * (len(headers) - 1))

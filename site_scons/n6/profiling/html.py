@@ -36,7 +36,8 @@ def page(profile, svg, diff_data=None, files=()):
               details.sections(profile)]
     if diff_data:
         headers, rows = diff.columns(diff_data)
-        parts.append(f"<h2>Change since {html.escape(diff_data['baseline'])}</h2>" + _table(headers, rows, 1))
+        note = f"<p>{html.escape(diff_data['note'])}</p>" if diff_data.get("note") else ""
+        parts.append(f"<h2>Change since {html.escape(diff_data['baseline'])}</h2>{note}" + _table(headers, rows, 1))
     if files:
         parts.append("<p>Files: " + " · ".join(f'<a href="{html.escape(f)}">{html.escape(f)}</a>' for f in files)
                      + " (open the trace in Perfetto or chrome://tracing)</p>")

@@ -1,7 +1,8 @@
 """Measurement + c_info.json → per-epoch figures, computed the way ST's profiler does:
 duration = mean MCU cycles / MCU clock, % of the summed epoch time, ops per NPU-clock cycle,
 bandwidth = bytes / epoch time, inf/s = MCU clock / summed epoch cycles, compiler inf/s =
-NPU clock / summed max_cycles; the NPU's counters as `counters` computes them. Without a
+NPU clock / summed max_cycles, of the NPU blocks only (ST's sums the software epochs' too, whose
+compiler cycles estimate no CPU time); the NPU's counters as `counters` computes them. Without a
 c_info.json of the image measured, the compiler's figures are None (absent), as ST's profiler goes
 on without them."""
 from dataclasses import asdict, dataclass
@@ -162,6 +163,9 @@ def _totals(measurement, rows, total_ms):
     npu_cycles = sum(r.npu_clock_cycles for r in rows)
     traffic = _sum_traffic(item for r in rows for item in (r.traffic or {}).items())
     hw = counters.totals(rows, clk, mcu.total)
+    npu = [r for r in rows if r.unit == "NPU"]     # the compiler's cycles estimate NPU work only
+    npu_max, npu_compute = (sum(r.max_cycles for r in npu), sum(r.compute_cycles for r in npu)) if compiler else \
+        (None, None)
     core = hw["npu_core_cycles"]
     return {
         "epochs": len(rows),
@@ -179,8 +183,13 @@ def _totals(measurement, rows, total_ms):
         "max_cycles": max_cycles,
         "ops_per_cycle": _ratio(ops, npu_cycles) if compiler else None,
         "gops": _ratio(clk["npu_freq"] * ops, npu_cycles * 1e9) if compiler else None,
-        "compiler_inf_per_s": _ratio(clk["npu_freq"], max_cycles) if compiler else None,
-        "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], compute_cycles) if compiler else None,
+        "npu_blocks": len(npu),
+        "npu_ops": sum(r.ops for r in npu) if compiler else None,
+        "npu_max_cycles": npu_max,
+        "npu_compute_cycles": npu_compute,
+        # the compiler's inf/s: of the NPU blocks alone (None: no NPU block, or no c_info.json)
+        "compiler_inf_per_s": _ratio(clk["npu_freq"], npu_max) if npu_max else None,
+        "compiler_ideal_inf_per_s": _ratio(clk["npu_freq"], npu_compute) if npu_compute else None,
         "compiler_ops_per_cycle": _ratio(ops, max_cycles) if compiler else None,
         "ideal_ops_per_cycle": _ratio(ops, compute_cycles) if compiler else None,
         "core_ops_per_cycle": _ops_per(ops, core),

@@ -65,6 +65,10 @@ def _absent_line(profile):
     return "not reported by the board: " + "; ".join(parts) if parts else None
 
 
+def _n(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+
 def _gb(v):
     return "-" if v is None else f"{v:.3f} GB/s"
 
@@ -75,8 +79,9 @@ def counter_lines(profile):
     if t["npu_core_cycles"] is not None:
         line = (f"NPU core {t['npu_core_cycles']:,} cycles, {t['npu_core_ms']:.4f} ms = "
                 f"{t['npu_core_percent']:.1f}% of the inference")
-        if t["ops"] is not None:
-            line += (f"; ops/cycle ideal {t['ideal_ops_per_cycle']:.2f}, core-only "
+        if t["ops"] is not None:        # the compiler's ideal: of NPU work, none in an all-software model
+            ideal = f"ideal {t['ideal_ops_per_cycle']:.2f}, " if t["npu_blocks"] else ""
+            line += (f"; ops/cycle {ideal}core-only "
                      f"{'-' if t['core_ops_per_cycle'] is None else format(t['core_ops_per_cycle'], '.2f')}, "
                      f"measured {t['ops_per_cycle']:.2f}")
         lines.append(line)
@@ -99,6 +104,26 @@ def counter_lines(profile):
     return lines
 
 
+def compiler_line(profile):
+    """The compiler's estimate: its cycles are NPU cycles, so its inf/s covers the NPU blocks only
+    (ST's profiler divides by every epoch's max_cycles, software ones too) and is left out
+    for a model whose every epoch runs on the CPU. None: no c_info.json."""
+    t = profile.totals
+    if t["ops"] is None:
+        return None
+    if not t["npu_blocks"]:
+        return (f"compiler: {t['ops']:,} ops; no inf/s estimate: every epoch runs on the CPU and the compiler's "
+                f"cycles are NPU cycles")
+    if not t["npu_max_cycles"]:
+        return f"compiler: {t['ops']:,} ops; no inf/s estimate: no max cycles for the NPU blocks"
+    n, npu_ms = t["npu_blocks"], sum(e.time_ms for e in profile.epochs if e.unit == "NPU")
+    which = "" if n == len(profile.epochs) else f", NPU blocks only ({n} of {len(profile.epochs)})"
+    est_ms = t["npu_max_cycles"] * 1e3 / profile.clocks["npu_freq"]
+    return (f"compiler{which}: {t['npu_ops']:,} ops, {t['npu_max_cycles']:,} max cycles = {est_ms:.4f} ms "
+            f"(measured {npu_ms:.4f} ms) → {t['compiler_inf_per_s']:.1f} inf/s, ideal "
+            f"{_n(t['compiler_ideal_inf_per_s'], '.1f')} inf/s" + ("" if not which else " for them alone"))
+
+
 def summary_lines(profile):
     t = profile.totals
     pre, core, post = t["mcu_cycles"]
@@ -106,9 +131,9 @@ def summary_lines(profile):
     lines = [f"total {t['time_ms']:.4f} ms [{pre:,} {core:,} {post:,}] MCU cycles "
              f"[{t['phase_percent'][0]:.1f}% {t['phase_percent'][1]:.1f}% {t['phase_percent'][2]:.1f}%]",
              f"{t['inf_per_s']:.2f} inf/s on the {board} (CPU {t['cpu_ms']:.4f} ms, NPU {t['npu_ms']:.4f} ms)"]
-    if t["max_cycles"]:
-        lines.append(f"compiler: {t['ops']:,} ops, {t['max_cycles']:,} max cycles → {t['compiler_inf_per_s']:.1f} "
-                     f"inf/s, ideal {t['compiler_ideal_inf_per_s']:.1f} inf/s")
+    line = compiler_line(profile)
+    if line:
+        lines.append(line)
     lines += counter_lines(profile)
     sources = [TRAFFIC_SOURCES[s] for s in dict.fromkeys(e.traffic_source for e in profile.epochs) if s]
     if sources:
@@ -130,11 +155,19 @@ def total_row(profile):
                            _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
 
 
+def title(profile):
+    """The report's first line: which model, under which c-name, on which board (the console
+    prints several models' reports in the order their steps end, and a stored one alone)."""
+    where = profile.board or "the board"
+    return f"profile of {profile.model} (c-name {profile.c_name}) on {where}" + \
+        (" (simulated)" if profile.simulated else "")
+
+
 def table(profile):
     columns = headers(profile)
     text = tabulate(rows(profile) + [total_row(profile)], headers=columns, disable_numparse=True,
                     colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
-    return text + "\n" + "\n".join(summary_lines(profile))
+    return "\n".join([title(profile), text, *summary_lines(profile)])
 
 
 def write_json(path, data):

@@ -17,7 +17,8 @@ def load_measurement(path):
 
 
 def report_step(measurement_path, c_info_path, folder, baseline=None, name=None, log=print):
-    """Write the reports; `baseline` (a profile.json) defaults to the profile this one replaced."""
+    """Write the reports; `baseline` (a profile.json, this folder's own too: it is read before
+    being rewritten) defaults to the profile this one replaced."""
     measurement = load_measurement(measurement_path)
     if os.path.exists(c_info_path):
         profile = merge(measurement, read_c_info(c_info_path), name)
@@ -25,7 +26,11 @@ def report_step(measurement_path, c_info_path, folder, baseline=None, name=None,
         profile = merge(measurement, None, name, f"no c_info.json at {c_info_path}")
     paths = {f: os.path.join(folder, f) for f in FILES}
     outputs = list(paths.values()) + [os.path.join(folder, DIFF)]
-    baseline = baseline or (os.path.join(folder, PREVIOUS) if os.path.exists(os.path.join(folder, PREVIOUS)) else None)
+    previous = os.path.join(folder, PREVIOUS)
+    if baseline and os.path.abspath(baseline) == os.path.abspath(paths["profile.json"]) and \
+            not os.path.exists(baseline):
+        baseline = previous         # the stored profile, moved aside by the measurement replacing it
+    baseline = baseline or (previous if os.path.exists(previous) else None)
     before = diff.read_profile(baseline) if baseline else None    # a bad one: refused with the reports untouched
     try:
         data = profile.to_dict()
