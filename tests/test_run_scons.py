@@ -321,3 +321,19 @@ def test_bundled_nucleo_board_file_validates_on_the_simulated_board(repo):
     proc = scons(repo, "validate", "MODEL=kws_mlp", "BOARD=nucleo-n657x0-q", "BUILD_DIR=build-nucleo")
     assert "  VALIDATE" in proc.stdout and json.load(open(os.path.join(
         repo, "build-nucleo", "kws_mlp", "run", "validate.json")))["passed"]
+
+
+def test_inputs_file_sets_the_runs_unless_runs_is_given(repo, tmp_path):
+    """INPUTS= with three samples and no RUNS=: three runs, one per sample; RUNS=5 takes them in
+    turn. Bytes that are no numpy file: one line saying so (not numpy's advice on pickles)."""
+    x = np.random.default_rng(4).integers(-128, 128, (3, 1, 490)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    scons(repo, "run", "MODEL=kws_mlp", f"INPUTS={tmp_path / 'x.npy'}")
+    run = json.load(open(os.path.join(repo, "build", "kws_mlp", "run", "run.json")))
+    assert [bytes.fromhex(b[0]) for b in run["inputs_data"]] == [s.tobytes() for s in x]
+    scons(repo, "run", "MODEL=kws_mlp", f"INPUTS={tmp_path / 'x.npy'}", "RUNS=5")
+    run = json.load(open(os.path.join(repo, "build", "kws_mlp", "run", "run.json")))
+    assert [bytes.fromhex(b[0]) for b in run["inputs_data"]] == [s.tobytes() for s in (*x, *x[:2])]
+    (tmp_path / "noise.npy").write_bytes(bytes(range(256)) * 4)
+    bad = scons(repo, "run", "MODEL=kws_mlp", f"INPUTS={tmp_path / 'noise.npy'}", check=False)
+    assert bad.returncode == 2 and "numpy finds no array in it" in bad.stderr and "pickle" not in bad.stderr

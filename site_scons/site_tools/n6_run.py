@@ -62,7 +62,8 @@ def run_model(env, spec, board_name, in_project=False):
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
     flash, made_of, flash_step = env.BoardSet(spec.name)
     session = session_options(env)
-    opts = RunOptions(session, flash, board_name, int(env["RUNS"]), int(env["SEED"]),
+    runs = int(env["RUNS"]) if "RUNS" in SCons.Script.ARGUMENTS else None     # unset: every INPUTS= sample
+    opts = RunOptions(session, flash, board_name, runs, int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],
                       env["RUN_MODE"] == "perf")
     run = env.Command([os.path.join(out, "run.json")], made_of + [env.File(session.board_file)] +

@@ -30,7 +30,8 @@ def read_inputs(path):
     except OSError as e:
         raise N6Error(path, f"cannot read inputs: {e.strerror or e}", INPUTS_FIX) from None
     except (ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise N6Error(path, f"not a numpy inputs file: {e}", INPUTS_FIX) from None
+        why = "numpy finds no array in it" if "pickle" in str(e) else e     # numpy calls any unknown bytes a pickle
+        raise N6Error(path, f"not a numpy inputs file: {why}", INPUTS_FIX) from None
     if not arrays:
         raise N6Error(path, "the inputs file holds no array", INPUTS_FIX)
     for a in arrays:
@@ -43,7 +44,8 @@ def read_inputs(path):
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
-    """One list of raw input buffers per run."""
+    """One list of raw input buffers per run; `runs` None: one run per sample of the inputs file
+    (one without it), else the file's samples in turn."""
     if inputs_path:
         arrays = read_inputs(inputs_path)
         if len(arrays) != len(model.inputs):
@@ -57,7 +59,8 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
                               f"got {arr.dtype} x {arr.size}", "save the inputs in the model's type and layout")
             per_input.append(arr.reshape(-1, desc.size))
         n = per_input[0].shape[0]
-        return [[per_input[i][r % n].tobytes() for i in range(len(model.inputs))] for r in range(runs)]
+        return [[per_input[i][r % n].tobytes() for i in range(len(model.inputs))] for r in range(runs or n)]
+    runs = runs or 1
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(runs):
