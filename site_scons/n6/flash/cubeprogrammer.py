@@ -30,6 +30,11 @@ class CliInstall:
     simulated: bool
     found_by: str            # how discovery found it, for messages
 
+    @classmethod
+    def simulated_cli(cls, found_by):
+        """The project's simulated STM32_Programmer_CLI."""
+        return cls(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True, found_by)
+
     @property
     def bin_dir(self):
         """The install's bin folder, where the executable really is (`cli` may be a symlink)."""
@@ -75,7 +80,7 @@ def find_cli(environ=os.environ, host=HOST, root=os.sep):
     for bin_dir in cube_programmer_bins(host, environ, root):
         if executable(os.path.join(bin_dir, host.exe(CLI_NAME))):
             return CliInstall(os.path.join(bin_dir, host.exe(CLI_NAME)), False, "STM32CubeProgrammer's install folder")
-    return CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True, "simulated (no STM32_Programmer_CLI found)")
+    return CliInstall.simulated_cli("simulated (no STM32_Programmer_CLI found)")
 
 
 # -- argv ------------------------------------------------------------------------------------------

@@ -48,13 +48,11 @@ class FlashOptions:
 
 def find_programmer(choice, board, environ=os.environ):
     """(backend name, CliInstall or None) for FLASH_BACKEND= / the board file's choice."""
-    from .cubeprogrammer import CLI_NAME, CliInstall, find_cli
-    from ..paths import SIM_PROGRAMMER_BIN
+    from .cubeprogrammer import CliInstall, find_cli
     if choice == "pyocd":
         return "pyocd", None
     if choice == "simulated":
-        return "stm32cubeprogrammer", CliInstall(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True,
-                                                 "FLASH_BACKEND=simulated")
+        return "stm32cubeprogrammer", CliInstall.simulated_cli("FLASH_BACKEND=simulated")
     install = find_cli(environ)
     if choice == "stm32cubeprogrammer" and install.simulated:
         raise N6Error(board.path, "programmer stm32cubeprogrammer requested but STM32_Programmer_CLI was not found",
