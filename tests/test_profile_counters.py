@@ -398,3 +398,115 @@ def test_a_measurement_stored_before_bursts_and_engine_roles_is_a_profile_again_
         steps.load_measurement(str(path))
     assert str(e.value).startswith(f"{path}: not a stored measurement") and "profile again" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+# A software epoch, then a HYBRID epoch and the EXTRA epoch that follows it, one sample in one pass
+# with every counter. Per epoch: kind code, MCU and NPU (pre, core, post) cycles, bursts of 1/2/4/8
+# beats (port0 read, port0 write, port1 read, port1 write), NPU cache read/write records, active
+# input engines (id → cycles), and the compiler's ops.
+FOLD = {4: (2, (40, 320, 40), (50, 400, 50), ((0, 0, 0, 1), (0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0)),
+            ((0, 0, 0, 0), (0, 0, 0, 0)), {}, 400),
+        5: (3, (100, 2000, 300), (120, 2400, 360), ((1, 0, 0, 10), (0, 0, 0, 5), (0, 0, 0, 0), (0, 0, 0, 0)),
+            ((10, 1, 0, 0), (5, 0, 0, 0)), {0: 1500}, 7000),
+        6: (1, (50, 1000, 150), (60, 1100, 180), ((0, 0, 0, 20), (0, 0, 0, 0), (2, 0, 0, 0), (0, 0, 0, 1)),
+            ((99, 9, 0, 0), (7, 0, 0, 0)), {3: 900}, 1000)}
+
+
+def _fold_recording():
+    """[(opt, messages)] of one pass, one sample, in the firmware's log format."""
+    option = messages.STRG_I_ACTIVE | messages.EPOCH_LEN | messages.NPU_CACHE | messages.BUSIF_RW_DATA
+    msgs = []
+    for n, (code, mcu, npu, bus, cache, engines, _) in FOLD.items():
+        kind = {1: "EXTRA", 2: "SW", 3: "HYBRID"}[code]
+        logs = [f"s:node:evt_pre_start:{n - 1}:{n}:{n}:{n}:00000000:{(5 << 24) | code:08X}:{kind}",
+                "s:node:mcu_cycles:%d:%d:%d" % mcu, "s:node:npu_cycles:%d:%d:%d" % npu,
+                *(f"s:node:streng_active:i:{i}:{c}:{npu[1]}" for i, c in engines.items()),
+                "s:node:streng_active:max:i:%d:%d" % max([(i, c) for i, c in engines.items()] or [(-1, 0)],
+                                                         key=lambda ic: ic[1]),
+                "s:node:npu_cache:r:%d:%d:%d:%d" % cache[0], "s:node:npu_cache:w:%d:%d:%d:%d" % cache[1],
+                *(f"s:node:{port}:burst:{rw}:%d:%d:%d:%d" % b
+                  for (port, rw), b in zip((("port0", "r"), ("port0", "w"), ("port1", "r"), ("port1", "w")), bus))]
+        msgs += [{"log": {"level": 1, "str": s}} for s in logs]
+        msgs.append({"op": {"name": "", "type": (5 << 24) | code, "id": n << 16 | n, "duration": 0.0,
+                            "counter_type": 1 << 16, "counters": list(mcu)}})
+    final = sum(sum(e[1]) for e in FOLD.values())
+    msgs.append({"op": {"name": "network", "type": 0, "id": 0, "duration": 0.0, "counter_type": 0,
+                        "counters": [0, 0, 0, 0, 0, 0, final, 0, 0, 0]}})
+    return [(messages.run_opt(option, 0), msgs)]
+
+
+def _fold_c_info(path):
+    nodes = [(n, "NODE_SW" if FOLD[n][0] == 2 else "NODE_HW", FOLD[n][6]) for n in FOLD]
+    data = {"json_schema_version": "2.0",
+            "graphs": [{"nodes": [{"id": n, "name": f"epoch_{n}", "mapping": m} for n, m, _ in nodes]}],
+            "memory_pools": [],
+            "power_estimates": [{"node_id": n, "ops": o, "compute_cycles": o, "max_cycles": o} for n, _, o in nodes],
+            "memory_accesses": []}
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_an_extra_epoch_is_folded_into_the_hybrid_epoch_before_it(tmp_path):
+    """As ST's profiler: the EXTRA epoch's MCU cycles are kept apart yet counted in the HYBRID
+    block's time and the totals, its NPU cycles and bus bursts are added, its cache and stream
+    engines are not; the row names both epochs."""
+    folder = str(tmp_path / "profile")
+    os.makedirs(folder)
+    path = os.path.join(folder, "measurement.json")
+    measure.save_measurement(messages.parse_run(_fold_recording(), "network", CLOCKS, "recording"), path)
+    logged = []
+    steps.report_step(path, _fold_c_info(tmp_path / "network_c_info.json"), folder, log=logged.append)
+    data = json.loads(_read(folder, "profile.json"))
+    sw, hybrid = data["epochs"]                                   # no row of its own for the EXTRA epoch
+    assert (hybrid["name"], hybrid["epochs"], hybrid["kind"], hybrid["extra"]) == (
+        "epoch_5", ["epoch_5", "epoch_6"], "HYBRID", 1)
+    assert hybrid["mcu_cycles"] == {"pre": 100, "core": 2000, "post": 300}          # the HYBRID epoch's own
+    assert hybrid["extra_mcu_cycles"] == {"pre": 50, "core": 1000, "post": 150}
+    assert (sw["extra"], sw["extra_mcu_cycles"]) == (0, None)
+    # time: 2400 + 1200 MCU cycles at 800 MHz = 4.5 µs of 4.5 + 0.5 µs (the SW epoch's 400 cycles)
+    assert hybrid["time_ms"] == pytest.approx(0.0045) and hybrid["percent"] == pytest.approx(90.0)
+    assert hybrid["npu_cycles"] == {"pre": 180, "core": 3500, "post": 540}          # 120+60, 2400+1100, 360+180
+    assert hybrid["npu_clock_cycles"] == 4220
+    # bursts added: port0 read (1·1 + 30·8 beats)·8 = 1928 B, write 5·8·8 = 320 B; port1 read 2·1·8 = 16 B,
+    # write 1·8·8 = 64 B
+    bus = hybrid["bus"]
+    assert (bus["busif0"]["read_bursts"], bus["busif0"]["write_bursts"]) == ([1, 0, 0, 30], [0, 0, 0, 5])
+    assert (bus["busif1"]["read_bursts"], bus["busif1"]["write_bursts"]) == ([2, 0, 0, 0], [0, 0, 0, 1])
+    assert (bus["total"]["read_bytes"], bus["total"]["write_bytes"]) == (1944, 384)
+    # cache and stream engines: the HYBRID epoch's alone (engine 0, 1500 of 3500 core NPU cycles)
+    assert hybrid["npu_cache"]["r_hit"] == 10 and hybrid["npu_cache"]["w_hit"] == 5
+    assert [e["id"] for e in hybrid["stream_engines"]] == [0]
+    assert hybrid["busiest_engine"]["percent"] == pytest.approx(150000 / 3500)
+    # the compiler's figures of both epochs: 7000 + 1000 ops over 4220 NPU cycles
+    assert hybrid["ops"] == 8000 and hybrid["ops_per_cycle"] == pytest.approx(8000 / 4220)
+    t = data["totals"]
+    assert (t["epochs"], t["extra"]) == (2, 1)
+    assert t["mcu_cycles"] == [190, 3320, 490]              # 40+100+50, 320+2000+1000, 40+300+150: 4000 cycles
+    assert t["time_ms"] == pytest.approx(0.005) and t["inf_per_s"] == pytest.approx(200000.0)
+    assert (t["npu_pre_cycles"], t["npu_core_cycles"], t["npu_post_cycles"]) == (230, 3900, 590)
+    lines = logged[0].splitlines()[1:]
+    # SW: 400 cycles = 0.5 µs = 10%, NPU core 0.4 µs = 80%, 400 ops / 500 NPU cycles, 64 B / 0.5 µs = 128 MB/s
+    assert lines[2].split() == ["epoch_4", "CPU", "SW", "0.0005", "10.0", "40", "320", "40", "80.0", "400", "0.80",
+                                "128.0", "none"]
+    # HYBRID + EXTRA: phases 100+50, 2000+1000, 300+150; NPU core 3.5 µs of 4.5 µs = 77.8%; 8000 ops / 4220 = 1.90;
+    # (1944 + 384) B / 4.5 µs = 517.3 MB/s; engine 0 1500/3500 = 42.9%
+    assert lines[3].split() == ["epoch_5..epoch_6", "NPU", "HYBRID", "0.0045", "90.0", "150", "3000", "450", "77.8",
+                                "8000", "1.90", "517.3", "#0", "i", "42.9%"]
+    # total: NPU core 3.9 µs of 5 µs = 78.0%; 8400 ops / 4720 NPU cycles = 1.78; 2392 B / 5 µs = 478.4 MB/s;
+    # engine 0 1500/3900 = 38.5%
+    assert lines[4].split() == ["total", "0.0050", "100.0", "190", "3320", "490", "78.0", "8400", "1.78", "478.4",
+                                "#0", "i", "38.5%"]
+
+
+def test_a_measurement_stored_before_the_fold_loads_folded(tmp_path, monkeypatch):
+    """measurement.json written before EXTRA epochs were folded: its EXTRA block is folded on load."""
+    monkeypatch.setattr(messages, "fold_extra", list)             # the blocks as stored then
+    data = messages.parse_run(_fold_recording(), "network", CLOCKS, "recording").to_dict()
+    for e in data["epochs"]:
+        del e["extra"], e["extra_mcu_cycles"]
+    assert [e["kind"] for e in data["epochs"]] == ["SW", "HYBRID", "EXTRA"]
+    path = tmp_path / "measurement.json"
+    path.write_text(json.dumps(data))
+    sw, hybrid = steps.load_measurement(str(path)).epochs
+    assert (hybrid.index, hybrid.last, hybrid.extra, hybrid.mcu_total) == (5, 6, 1, 3600)
+    assert hybrid.extra_mcu_cycles.as_list() == [50, 1000, 150] and hybrid.npu_cycles.as_list() == [180, 3500, 540]

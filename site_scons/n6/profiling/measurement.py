@@ -19,6 +19,9 @@ class Phases:
     def as_list(self):
         return [self.pre, self.core, self.post]
 
+    def __add__(self, other):
+        return Phases(self.pre + other.pre, self.core + other.core, self.post + other.post)
+
 
 @dataclass(frozen=True)
 class PoolTraffic:
@@ -56,6 +59,10 @@ class Bursts:
     def write_bytes(self):
         return self.nbytes(self.writes)
 
+    def __add__(self, other):
+        return Bursts(tuple(a + b for a, b in zip(self.reads, other.reads)),
+                      tuple(a + b for a, b in zip(self.writes, other.writes)))
+
 
 @dataclass(frozen=True)
 class StreamEngine:
@@ -79,6 +86,8 @@ class EpochMeasurement:
     busif: dict = None           # "port0"/"port1" → Bursts (BUSIF_RW_DATA)
     npu_cache: dict = None       # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
     streng_active: dict = None   # stream-engine id → StreamEngine, in the order the board first reported them
+    extra: int = 0               # EXTRA epochs folded into this (HYBRID) block
+    extra_mcu_cycles: Phases = None   # their MCU cycles per phase, summed (None: none folded)
 
     @property
     def name(self):
@@ -97,6 +106,41 @@ class EpochMeasurement:
         """Names of the NPU counters the board did not report for this block (`memory` is the
         simulated board's own count, never expected from a real one)."""
         return [k for k in ("npu_cycles", "busif", "npu_cache", "streng_active") if getattr(self, k) is None]
+
+    def fold(self, extra):
+        """Take in the EXTRA epoch that follows this block, as ST's profiler merges it into the
+        HYBRID epoch before it: its MCU cycles kept apart but in the block's time, its NPU cycles,
+        bus-interface bursts (and simulated memory traffic) summed; cache and stream engines not."""
+        self.last = extra.last
+        self.extra += 1
+        self.extra_mcu_cycles = _add(self.extra_mcu_cycles, extra.mcu_cycles)
+        self.mcu_total += extra.mcu_cycles.total      # ST: the extra time from the summed phase means
+        self.npu_cycles = _add(self.npu_cycles, extra.npu_cycles)
+        self.busif = _add_each(self.busif, extra.busif)
+        self.memory = _add_each(self.memory, extra.memory)
+
+
+def _add(a, b):
+    """a + b where None is an absent counter (absent in both: None)."""
+    return b if a is None else a if b is None else a + b
+
+
+def _add_each(a, b):
+    """Two dicts of counters summed key by key (None: absent)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return {k: _add(a.get(k), b.get(k)) for k in {**a, **b}}
+
+
+def fold_extra(epochs):
+    """Blocks with each EXTRA epoch folded into the block before it (one that comes first stays)."""
+    out = []
+    for e in epochs:
+        if e.kind == "EXTRA" and out:
+            out[-1].fold(e)
+        else:
+            out.append(e)
+    return out
 
 
 @dataclass
@@ -123,6 +167,7 @@ class Measurement:
                 e = dict(e)
                 e["mcu_cycles"] = Phases(**e["mcu_cycles"])
                 e["npu_cycles"] = Phases(**e["npu_cycles"]) if e.get("npu_cycles") else None
+                e["extra_mcu_cycles"] = Phases(**e["extra_mcu_cycles"]) if e.get("extra_mcu_cycles") else None
                 if e.get("memory") is not None:
                     e["memory"] = {k: PoolTraffic(**v) for k, v in e["memory"].items()}
                 if e.get("busif") is not None:
@@ -131,7 +176,7 @@ class Measurement:
                     e["streng_active"] = {int(k): StreamEngine(**v) for k, v in e["streng_active"].items()}
                 epochs.append(EpochMeasurement(**e))
             regions = {k: tuple(v) for k, v in d.get("regions", {}).items()}
-            return cls(**{**d, "epochs": epochs, "regions": regions})
+            return cls(**{**d, "epochs": fold_extra(epochs), "regions": regions})
         except (KeyError, TypeError, ValueError) as e:
             raise N6Error(path, f"not a stored measurement ({type(e).__name__}: {e})",
                           "delete it and profile again (FORCE=1)") from None

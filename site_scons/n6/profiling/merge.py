@@ -28,7 +28,9 @@ class EpochProfile:
     mapping: str                 # the compiler's NODE_* mapping (the compiler's figures: None without c_info.json)
     time_ms: float
     percent: float
-    mcu_cycles: Phases
+    mcu_cycles: Phases           # the block's own, without its folded EXTRA epochs'
+    extra: int                   # EXTRA epochs folded into this (HYBRID) block, as ST's profiler does
+    extra_mcu_cycles: Phases     # their MCU cycles (None: none), counted in time_ms and the totals
     npu_cycles: Phases           # None when the board did not count them
     npu_clock_cycles: int        # measured NPU cycles, else MCU cycles scaled to the NPU clock
     ops: int
@@ -49,6 +51,11 @@ class EpochProfile:
     traffic_source: str          # what `bandwidth` counts: a TRAFFIC_SOURCES key, None: nothing
     bandwidth: dict              # pool or bus interface → MB/s of `traffic` over the epoch's time
     absent: list                 # counters the board did not report
+
+    @property
+    def all_mcu_cycles(self):
+        """MCU cycles per phase with the folded EXTRA epochs' (the cycles of time_ms)."""
+        return self.mcu_cycles + self.extra_mcu_cycles if self.extra_mcu_cycles else self.mcu_cycles
 
     @property
     def block(self):
@@ -137,7 +144,7 @@ def merge(measurement, info, name=None, why=None):
         row = EpochProfile(
             names[0], m.index, m.last, names, m.kind, m.unit,
             "+".join(dict.fromkeys(c.mapping for c in covered)) if info else None, ms, _ratio(ms * 100, total_ms),
-            m.mcu_cycles, m.npu_cycles, npu_cycles, ops, compute_cycles, max_cycles,
+            m.mcu_cycles, m.extra, m.extra_mcu_cycles, m.npu_cycles, npu_cycles, ops, compute_cycles, max_cycles,
             ops_per_cycle=info and _ratio(ops, npu_cycles), compiler_ops_per_cycle=info and _ratio(ops, max_cycles),
             ideal_ops_per_cycle=info and _ratio(ops, compute_cycles), core_ops_per_cycle=_ops_per(ops, core),
             gops=info and _ratio(npu_hz * ops, npu_cycles * 1e9),
@@ -155,7 +162,7 @@ def merge(measurement, info, name=None, why=None):
 
 def _totals(measurement, rows, total_ms):
     clk = measurement.clocks
-    mcu = Phases(*(sum(getattr(r.mcu_cycles, k) for r in rows) for k in ("pre", "core", "post")))
+    mcu = Phases(*(sum(getattr(r.all_mcu_cycles, k) for r in rows) for k in ("pre", "core", "post")))
     ops = _sum([r.ops for r in rows])
     max_cycles, compute_cycles = _sum([r.max_cycles for r in rows]), _sum([r.compute_cycles for r in rows])
     compiler = ops is not None         # False: no c_info.json figures
@@ -169,6 +176,7 @@ def _totals(measurement, rows, total_ms):
     core = hw["npu_core_cycles"]
     return {
         "epochs": len(rows),
+        "extra": sum(r.extra for r in rows),
         "time_ms": total_ms,
         "run_ms": measurement.run_cycles * 1e3 / clk["mcu_freq"] if measurement.run_cycles else None,
         "inf_per_s": _ratio(clk["mcu_freq"], mcu.total),

@@ -16,14 +16,15 @@ c_info.json pool it holds. A counter the board does not send is absent, never ze
 
 Records are averaged as ST's profiler does: phases and stream-engine cycles by their mean rounded
 up, cache counters rounded down; the bus-interface bursts of the first record are kept as sent,
-and each stream engine keeps the role (input/output) it was first reported with.
+and each stream engine keeps the role (input/output) it was first reported with. Each EXTRA
+epoch is then folded into the block before it, as ST's profiler does (EpochMeasurement.fold).
 """
 import math
 
 from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, DEVID_N6, EPOCH_KINDS
 from ..aivalidation.messages import OP_INTERNAL as OPERATOR_INTERNAL
 from ..errors import N6Error
-from .measurement import Bursts, EpochMeasurement, Measurement, Phases, PoolTraffic, StreamEngine
+from .measurement import Bursts, EpochMeasurement, Measurement, Phases, PoolTraffic, StreamEngine, fold_extra
 
 # Counter options (bits of `reqMsg.opt >> 8`).
 EPOCH_LEN, STRG_ACTIVE, STRG_HENV, BUSIF_RW_DATA, NPU_CACHE, STRG_I_ACTIVE, STRG_O_ACTIVE = \
@@ -277,6 +278,6 @@ def parse_run(runs, model, clocks, source, simulated=False, board=""):
         p.run(messages)
     if p.order is None:
         p.fail("no profile run was recorded")
-    return Measurement(model, dict(clocks), [p.epochs[k].measurement() for k in p.order],
+    return Measurement(model, dict(clocks), fold_extra([p.epochs[k].measurement() for k in p.order]),
                        run_cycles=_ceil_mean(p.run_cycles), options=options, simulated=simulated, board=board,
                        regions=p.regions)

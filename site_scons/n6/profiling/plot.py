@@ -45,7 +45,7 @@ def _time_panel(ax, profile, x, unit, scale):
     hz = profile.clocks["mcu_freq"]
     base = [0.0] * len(profile.epochs)
     for i, phase in enumerate(("pre", "core", "post")):
-        t = [getattr(e.mcu_cycles, phase) * scale / hz for e in profile.epochs]
+        t = [getattr(e.all_mcu_cycles, phase) * scale / hz for e in profile.epochs]
         ax.bar(x, t, bottom=base, color=[SHADES[e.unit][i] for e in profile.epochs], edgecolor="white", linewidth=0.5)
         base = [b + v for b, v in zip(base, t)]
     if max(base) > 0:       # a stacked bar's top is a sticky edge (no margin): room above the tallest

@@ -48,7 +48,7 @@ def rows(profile):
     out = []
     for e in profile.epochs:
         out.append(_keep(profile, [e.block, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
-                                   *e.mcu_cycles.as_list(),
+                                   *e.all_mcu_cycles.as_list(),
                                    "-" if e.npu_core_percent is None else f"{e.npu_core_percent:.1f}",
                                    e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
                                    "" if e.bandwidth is None else f"{sum(e.bandwidth.values()):.1f}",

@@ -59,13 +59,13 @@ def trace_events(profile):
     slices, npu, starts = [], [], []
     cycle = 0
     for e in profile.epochs:
-        bounds = [cycle, cycle + e.mcu_cycles.pre, cycle + e.mcu_cycles.pre + e.mcu_cycles.core,
-                  cycle + e.mcu_cycles.total]
+        mcu = e.all_mcu_cycles          # with the folded EXTRA epochs'
+        bounds = [cycle, cycle + mcu.pre, cycle + mcu.pre + mcu.core, cycle + mcu.total]
         ts = [_us(b, hz) for b in bounds]
         slices.append({"ph": "X", "name": e.name, "cat": e.unit, "pid": 1, "tid": 1, "ts": ts[0],
                        "dur": round(ts[3] - ts[0], 3),
                        "args": {"kind": e.kind, "unit": e.unit, "epochs": e.epochs, "ops": e.ops,
-                                "mcu_cycles": e.mcu_cycles.as_list(), "percent": round(e.percent, 2),
+                                "mcu_cycles": mcu.as_list(), "extra": e.extra, "percent": round(e.percent, 2),
                                 **_counter_args(e)}})
         for phase, a, b in zip(("pre", "core", "post"), ts, ts[1:]):
             if b > a:
