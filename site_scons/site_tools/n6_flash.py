@@ -41,6 +41,10 @@ class _Flashing:
     users: list = field(default_factory=list)     # (model, nodes) of the steps that talk to the board
     broken: dict = field(default_factory=dict)    # model folders that cannot be read: name → error
 
+    def turns(self):
+        """model → the index of its set in the order the sets go on the board."""
+        return {m: i for i, models in enumerate(self.plans) for m in models}
+
     def once(self, key, make):
         if key not in self.known:
             self.known[key] = make()
@@ -90,7 +94,7 @@ def deploy_models(env, *verbs):
     order SCons starts their steps in when deploy_order does not chain them: under -k), and the
     models of the verbs' bare targets."""
     state = env["N6_FLASHING"]
-    turn = {m: i for i, models in enumerate(state.plans) for m in models}
+    turn = state.turns()
     return sorted({m for v in verbs for m in state.requests.get(v, ())}, key=lambda m: (turn.get(m, 0), m)), \
         state.project
 
@@ -140,7 +144,7 @@ def deploy_order(env):
     read and fails once the other models are done."""
     state = env["N6_FLASHING"]
     if not SCons.Script.GetOption("keep_going"):
-        turn = {m: i for i, models in enumerate(state.plans) for m in models}
+        turn = state.turns()
         ordered = [nodes for _, nodes in sorted(state.users, key=lambda u: turn.get(u[0], 0))]
         for before, after in zip(ordered, ordered[1:]):
             env.Requires(after, before)

@@ -1,8 +1,9 @@
 """`scons profile` / `scons profile-<model>`: the per-epoch profile of each model on the board,
 merged with its c_info.json, as reports in build/<model>/profile/.
 
-  MEASURE  measurement.json ← on_board.json (what the board holds: a changed image is flashed
-           first), the board file, a Value with the profile options, the measuring code.
+  MEASURE  measurement.json ← what the model's set is made of (images, firmwares, board file: the
+           step puts the set on the board first unless it is there), the profile options
+           (varlist), the measuring code.
            FORCE=1 measures again. The profile it replaces becomes the diff's baseline.
   REPORT   profile.json/.svg/.png/.trace.json/.html/.txt (+ profile.diff.json) ← measurement.json,
            c_info.json (if any), PROFILE_BASELINE (its path; its content unless it is the model's

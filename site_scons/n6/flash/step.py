@@ -18,6 +18,7 @@ from .gate import check_external_pools, check_firmware, check_installs, check_la
 from .records import RecordStore
 
 ST_USB_VENDOR = 0x0483
+STAMP = "on_board.json"     # per model, in its flash folder: what the flash step put on the board for it
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def held_set(build_dir, models, all_models):
     on_board.json; a flash that overwrote a model removed its file), or () when unknown."""
     for m in models:
         try:
-            with open(os.path.join(build_dir, m, "flash", "on_board.json"), encoding="utf-8") as f:
+            with open(os.path.join(build_dir, m, "flash", STAMP), encoding="utf-8") as f:
                 held = tuple(json.load(f).get("set", ()))
         except (OSError, ValueError, AttributeError, TypeError):
             continue
@@ -223,7 +224,7 @@ def invalidate_other_stamps(build_dir, own, result):
     """Another model's on_board.json whose bytes this flash overwrote no longer holds: remove it,
     so its next flash runs (and finds, by the records, what to write back)."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
-    for stamp in glob.glob(os.path.join(build_dir, "*", "flash", "on_board.json")):
+    for stamp in glob.glob(os.path.join(build_dir, "*", "flash", STAMP)):
         if os.path.abspath(stamp) in own:
             continue
         try:
@@ -237,8 +238,8 @@ def invalidate_other_stamps(build_dir, own, result):
 
 
 def on_board_path(opts, model):
-    """The model's on_board.json: what the flash step put on the board for it (a deploy stamp)."""
-    return os.path.join(opts.build_dir, model, "flash", "on_board.json")
+    """The model's on_board.json (a deploy stamp)."""
+    return os.path.join(opts.build_dir, model, "flash", STAMP)
 
 
 def stamp_paths(opts):
@@ -327,14 +328,14 @@ def flash_step(opts, reports, say=print, verbose=False):
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
               "notes": result.notes, "images": [r.as_dict() for r in result.images]}
     own = set()
-    for m, (on_board_path, flash_json) in zip(opts.models, reports):
+    for m, (stamp, flash_json) in zip(opts.models, reports):
         on_board = {"board": board.key, "probe": result.serial, "simulated": opts.simulated, "model": m,
                     "set": opts.models,
                     "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
                                 "size": len(r.image.data), "sha256": r.image.sha256}
                                for r in result.images if m in r.image.models]}
-        os.makedirs(os.path.dirname(on_board_path), exist_ok=True)     # a step's own flash (ensure_on_board)
-        write_text(on_board_path, json.dumps(on_board, indent=1) + "\n")
+        os.makedirs(os.path.dirname(stamp), exist_ok=True)     # a step's own flash (ensure_on_board)
+        write_text(stamp, json.dumps(on_board, indent=1) + "\n")
         write_text(flash_json, json.dumps(report, indent=1) + "\n")
-        own.add(os.path.abspath(on_board_path))
+        own.add(os.path.abspath(stamp))
     invalidate_other_stamps(opts.build_dir, own, result)
