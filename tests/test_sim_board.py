@@ -14,7 +14,7 @@ from conftest import ROOT, copy_repo, host_outputs, scons
 from n6.aivalidation import IO_ONLY, PER_LAYER, BoardError, Client, Timeouts
 from n6.reloc.image import Image, off
 from n6.run.session import simulated_board
-from n6board.emulator import Cpu, Fault, NpuAccess, Region
+from n6board.emulator import Cpu, Fault, NotEmulated, NpuAccess, Region
 from n6board.firmware import InstalledModel
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
@@ -280,3 +280,29 @@ def test_no_simulated_blob_reaches_a_real_npu(built):
             refuse_simulated_blobs(on_board(model))
     for model in ("kws_mlp", "big_mlp", "fusion_mlp", "tiny_prebuilt"):
         refuse_simulated_blobs(on_board(model))
+
+
+def _vector_code(tmp_path, body):
+    """A Cpu holding `f: <body>; bx lr` assembled for the Cortex-M55 with Helium."""
+    (tmp_path / "v.s").write_text(f".syntax unified\n.thumb\n.global f\nf:\n{body}\n    bx lr\n")
+    subprocess.run(["arm-none-eabi-as", "-march=armv8.1-m.main+mve.fp", "-mthumb", "v.s", "-o", "v.o"],
+                   cwd=tmp_path, check=True)
+    subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "v.o", "v.bin"], cwd=tmp_path, check=True)
+    cpu = Cpu([Region("code", 0x1000_0000, 0x1000), Region("firmware", 0x3400_0000, 0x6_0000)], 0x3400_0000, [])
+    cpu.write(0x1000_0000, (tmp_path / "v.bin").read_bytes())
+    return cpu
+
+
+def test_a_vector_access_to_the_npu_registers_is_a_hardware_epoch_on_the_board(tmp_path):
+    """A Helium kernel that reads the NPU's registers is reported as the NPU access it is (the run's
+    'hardware epochs are not executable' line), not as a bus fault."""
+    cpu = _vector_code(tmp_path, "    ldr r1, =0x580E0010\n    vldrw.u32 q0, [r1]")
+    with pytest.raises(NpuAccess) as e:
+        cpu.call(0x1000_0000, 1)
+    assert e.value.addr == 0x580E0010
+
+
+def test_a_helium_form_the_board_does_not_carry_out_stops_with_its_encoding(tmp_path):
+    cpu = _vector_code(tmp_path, "    vrmlalvh.s32 r0, r1, q0, q1")
+    with pytest.raises(NotEmulated, match=r"^Helium \(MVE\) instruction ee80 0f02 at pc 0x10000000$"):
+        cpu.call(0x1000_0000, 1)

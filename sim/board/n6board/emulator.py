@@ -32,7 +32,6 @@ PAGE = 0x1000
 NPU_REGS = ((0x480E0000, 0x10000), (0x580E0000, 0x10000))   # the NPU register block (ATON_BASE), both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
-EXCP_NOCP = 17                       # unicorn's (QEMU's) number for a coprocessor-space instruction
 
 
 class Fault(Exception):
@@ -177,24 +176,28 @@ class Cpu:
         try:
             uc.emu_start(fn | 1, self.ret, timeout=int(timeout_s * 1e6))
         except UcError as e:
-            pc = uc.reg_read(UC_ARM_REG_PC)
-            if self._stop_reason:
-                raise self._stop_reason from None
-            if self._bad_access:
-                kind, addr = self._bad_access
-                if any(b <= addr < b + n for b, n in NPU_REGS):
-                    raise NpuAccess("NPU register access (hardware epoch)", pc, addr) from None
-                raise Fault(f"bus fault ({kind})", pc, addr) from None
-            raise Fault(f"{e}", pc) from None
+            self._raise_stop()
+            raise Fault(f"{e}", uc.reg_read(UC_ARM_REG_PC)) from None
         finally:
             self._count_blocks()
             self._count_accesses()
-        if self._stop_reason:
-            raise self._stop_reason
+        self._raise_stop()      # a hook stopped the run (a vector access ends it without an UcError)
         pc = uc.reg_read(UC_ARM_REG_PC)
         if pc & ~1 != self.ret:
             raise Fault(f"execution did not return within {timeout_s} s", pc)
         return uc.reg_read(UC_ARM_REG_R0)
+
+    def _raise_stop(self):
+        """Raise what a hook recorded: its reason, or the bad access (the NPU's registers: a
+        hardware epoch)."""
+        if self._stop_reason:
+            raise self._stop_reason from None
+        if self._bad_access:
+            kind, addr = self._bad_access
+            pc = self.uc.reg_read(UC_ARM_REG_PC)
+            if any(b <= addr < b + n for b, n in NPU_REGS):
+                raise NpuAccess("NPU register access (hardware epoch)", pc, addr) from None
+            raise Fault(f"bus fault ({kind})", pc, addr) from None
 
     # -- hooks ----------------------------------------------------------------------------------
     def _count_blocks(self):
@@ -242,7 +245,7 @@ class Cpu:
     def _on_interrupt(self, uc, number, _):
         """Vector loads, stores and VPST/VCMP sit in the coprocessor space: unicorn's M33 raises
         NOCP for them. Any other CPU exception stops the run as before."""
-        if number == EXCP_NOCP and self._complete(uc):
+        if number == mve.EXCP_NOCP and self._complete(uc):
             return
         if self._stop_reason is None and self._bad_access is None:
             self._stop_reason = Fault("Unhandled CPU exception (UC_ERR_EXCEPTION)", uc.reg_read(UC_ARM_REG_PC) & ~1)

@@ -19,7 +19,7 @@ from .exceptions import SVCALL, SYSTICK, ExceptionUnit
 NEVER = 0xFFFF_FFFF                  # an end address unicorn never reaches (code addresses are even)
 WFI, WFE, WFI_W, WFE_W = 0xBF30, 0xBF20, (0xF3AF, 0x8003), (0xF3AF, 0x8002)
 BRANCH_TO_SELF = 0xE7FE              # `b .`: an error handler's endless loop
-EXCP_SWI, EXCP_BKPT, EXCP_EXCEPTION_EXIT, EXCP_NOCP = 2, 7, 8, 17                # unicorn's (QEMU's) exception numbers
+EXCP_SWI, EXCP_BKPT, EXCP_EXCEPTION_EXIT = 2, 7, 8                # unicorn's (QEMU's) exception numbers
 QEMU_EXCEPTIONS = {3: "prefetch abort", 4: "data abort", 17: "coprocessor access (NOCP)",
                    18: "invalid state (INVSTATE)", 19: "stack overflow (STKOF)", 21: "lazy FP state error",
                    22: "unaligned access", 23: "division by zero"}
@@ -226,7 +226,7 @@ class Core:
 
     def _on_interrupt(self, uc, number, _):
         pc = uc.reg_read(UC_ARM_REG_PC) & ~1
-        if number == EXCP_NOCP and mve.is_helium(*struct.unpack("<HH", bytes(uc.mem_read(pc, 4)))):
+        if number == mve.EXCP_NOCP and mve.is_helium(*struct.unpack("<HH", bytes(uc.mem_read(pc, 4)))):
             self._complete(uc)             # vector loads, stores, VPST, VCMP: the coprocessor space
         elif number == EXCP_EXCEPTION_EXIT and self.exceptions.active:
             self.exceptions.leave()

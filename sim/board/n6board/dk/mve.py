@@ -31,6 +31,8 @@ from unicorn.arm_const import UC_ARM_REG_FPSCR, UC_ARM_REG_LR, UC_ARM_REG_PC, UC
 
 from . import vfp_double as fp
 
+EXCP_NOCP = 17                    # unicorn's (QEMU's) exception for a coprocessor-space instruction: vector
+                                  # loads/stores, VPST, VCMP arrive this way, not as invalid instructions
 ALL = 0xFFFF                      # one predicate bit per byte of a vector
 QC = 1 << 27                      # FPSCR's cumulative saturation flag
 STANDARD_FPSCR = fp.FZ | fp.DN    # round to nearest
