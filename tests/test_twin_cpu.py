@@ -422,3 +422,12 @@ def test_a_sleep_only_timers_wake_stops_with_what_it_waits_for(tmp_path):
                                    r"is never raised at pc 0x1000004A in snippet$"):
         s.core.run()
     assert s.core.exceptions.taken[15] == 2000
+
+
+@pytest.mark.parametrize("value, saturates", [(0x7FFF_FFF0, True), (0x1000, False)])
+def test_saturation_sets_the_cumulative_flag(tmp_path, value, saturates):
+    """VQADD beyond the lane's range sets QC (kept by the executor: unicorn's FPSCR has no such bit,
+    so the QEMU judge cannot compare it); within range it stays clear."""
+    s = Snippet(tmp_path, f"    ldr r0, ={value:#x}\n    vdup.32 q0, r0\n    vqadd.s32 q1, q0, q0")
+    s.run()
+    assert s.core.helium.state.qc is saturates
