@@ -12,6 +12,11 @@ def busif_of(engine):
     return 0 if engine < 5 else 1
 
 
+def shown(value, fmt=""):
+    """A figure as the reports print it: `-` for one that is not known (None)."""
+    return "-" if value is None else format(value, fmt)
+
+
 def percent(part, whole):
     return part * 100 / whole if whole else None
 

@@ -4,11 +4,7 @@ and bursts, stream engines, NPU cache. A table is left out when no block reporte
 and a block without them shows "-"."""
 from tabulate import tabulate
 
-from .counters import CACHE_KEYS
-
-
-def _n(v, fmt=""):
-    return "-" if v is None else format(v, fmt)
+from .counters import CACHE_KEYS, shown
 
 
 def _bursts(counts):
@@ -18,14 +14,15 @@ def _bursts(counts):
 def _npu(profile):
     headers = ["epoch", "NPU pre", "NPU core", "NPU post", "core % of epoch", "ideal ops/cycle",
                "compiler ops/cycle", "core-only ops/cycle", "measured ops/cycle"]
-    rows = [[e.block, *(e.npu_cycles.as_list() if e.npu_cycles else ["-"] * 3), _n(e.npu_core_percent, ".1f"),
-             _n(e.ideal_ops_per_cycle, ".2f"), _n(e.compiler_ops_per_cycle, ".2f"), _n(e.core_ops_per_cycle, ".2f"),
-             _n(e.ops_per_cycle, ".2f")] for e in profile.epochs]
+    rows = [[e.block, *(e.npu_cycles.as_list() if e.npu_cycles else ["-"] * 3), shown(e.npu_core_percent, ".1f"),
+             shown(e.ideal_ops_per_cycle, ".2f"), shown(e.compiler_ops_per_cycle, ".2f"),
+             shown(e.core_ops_per_cycle, ".2f"),
+             shown(e.ops_per_cycle, ".2f")] for e in profile.epochs]
     t = profile.totals
-    rows.append(["total", _n(t["npu_pre_cycles"]), _n(t["npu_core_cycles"]), _n(t["npu_post_cycles"]),
-                 _n(t["npu_core_percent"], ".1f"),
-                 _n(t["ideal_ops_per_cycle"], ".2f"), _n(t["compiler_ops_per_cycle"], ".2f"),
-                 _n(t["core_ops_per_cycle"], ".2f"), _n(t["ops_per_cycle"], ".2f")])
+    rows.append(["total", shown(t["npu_pre_cycles"]), shown(t["npu_core_cycles"]), shown(t["npu_post_cycles"]),
+                 shown(t["npu_core_percent"], ".1f"),
+                 shown(t["ideal_ops_per_cycle"], ".2f"), shown(t["compiler_ops_per_cycle"], ".2f"),
+                 shown(t["core_ops_per_cycle"], ".2f"), shown(t["ops_per_cycle"], ".2f")])
     if not profile.c_info:
         headers, rows = headers[:5], [r[:5] for r in rows]
     return "NPU cycles and ops per cycle", headers, rows
@@ -37,8 +34,8 @@ def _bus_cells(bus):
     cells = []
     for k in ("busif0", "busif1"):
         v = bus.get(k)
-        cells += ["-"] * 3 if v is None else [v["read_bytes"], v["write_bytes"], _n(v["gb_per_s"], ".3f")]
-    return cells + [_n(bus["total"]["gb_per_s"], ".3f")]
+        cells += ["-"] * 3 if v is None else [v["read_bytes"], v["write_bytes"], shown(v["gb_per_s"], ".3f")]
+    return cells + [shown(bus["total"]["gb_per_s"], ".3f")]
 
 
 def _bus(profile):
@@ -66,7 +63,7 @@ def _engine_rows(name, engines, busiest):
         return [[name, "-", "-", "-", "-", "-", ""]]
     if not engines:
         return [[name, "none", "", "", "", "", ""]]
-    return [[name if i == 0 else "", e["id"], e["role"], e["busif"], e["cycles"], _n(e["percent"], ".1f"),
+    return [[name if i == 0 else "", e["id"], e["role"], e["busif"], e["cycles"], shown(e["percent"], ".1f"),
              "*" if busiest and e["id"] == busiest["id"] else ""] for i, e in enumerate(engines)]
 
 

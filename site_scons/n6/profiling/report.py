@@ -5,6 +5,7 @@ import json
 from tabulate import tabulate
 
 from ..atomic import write_text
+from .counters import shown
 from .merge import TRAFFIC_SOURCES
 
 HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "NPU core %", "ops", "ops/cycle", "MB/s",
@@ -49,7 +50,7 @@ def rows(profile):
     for e in profile.epochs:
         out.append(_keep(profile, [e.block, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
                                    *e.all_mcu_cycles.as_list(),
-                                   "-" if e.npu_core_percent is None else f"{e.npu_core_percent:.1f}",
+                                   shown(e.npu_core_percent, ".1f"),
                                    e.ops, profile.c_info and f"{e.ops_per_cycle:.2f}",
                                    "" if e.bandwidth is None else f"{sum(e.bandwidth.values()):.1f}",
                                    _busiest(e.busiest_engine, e.stream_engines is not None)]))
@@ -65,10 +66,6 @@ def _absent_line(profile):
     return "not reported by the board: " + "; ".join(parts) if parts else None
 
 
-def _n(v, fmt):
-    return "-" if v is None else format(v, fmt)
-
-
 def _gb(v):
     return "-" if v is None else f"{v:.3f} GB/s"
 
@@ -82,7 +79,7 @@ def counter_lines(profile):
         if t["ops"] is not None:        # the compiler's ideal: of NPU work, none in an all-software model
             ideal = f"ideal {t['ideal_ops_per_cycle']:.2f}, " if t["npu_blocks"] else ""
             line += (f"; ops/cycle {ideal}core-only "
-                     f"{'-' if t['core_ops_per_cycle'] is None else format(t['core_ops_per_cycle'], '.2f')}, "
+                     f"{shown(t['core_ops_per_cycle'], '.2f')}, "
                      f"measured {t['ops_per_cycle']:.2f}")
         lines.append(line)
     if t["bus"]:
@@ -121,7 +118,7 @@ def compiler_line(profile):
     est_ms = t["npu_max_cycles"] * 1e3 / profile.clocks["npu_freq"]
     return (f"compiler{which}: {t['npu_ops']:,} ops, {t['npu_max_cycles']:,} max cycles = {est_ms:.4f} ms "
             f"(measured {npu_ms:.4f} ms) → {t['compiler_inf_per_s']:.1f} inf/s, ideal "
-            f"{_n(t['compiler_ideal_inf_per_s'], '.1f')} inf/s" + ("" if not which else " for them alone"))
+            f"{shown(t['compiler_ideal_inf_per_s'], '.1f')} inf/s" + ("" if not which else " for them alone"))
 
 
 def summary_lines(profile):
@@ -149,7 +146,7 @@ def summary_lines(profile):
 def total_row(profile):
     t = profile.totals
     return _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"],
-                           "-" if t["npu_core_percent"] is None else f"{t['npu_core_percent']:.1f}", t["ops"],
+                           shown(t["npu_core_percent"], ".1f"), t["ops"],
                            profile.c_info and f"{t['ops_per_cycle']:.2f}",
                            f"{sum(v['mb_per_s'] for v in t['traffic'].values()):.1f}" if t["traffic"] else "",
                            _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
