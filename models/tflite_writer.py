@@ -10,6 +10,13 @@ from stedgeai_sim.ir import Tensor
 
 TFL_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}      # logical (N, C, H, W) axis → TFLite (N, H, W, C) axis
 LOGICAL_AXIS = {v: k for k, v in TFL_AXIS.items()}
+
+
+def tflite_shape(shape):
+    """A logical (N, C, H, W) shape in TFLite's (N, H, W, C) order; other ranks as they are."""
+    return (shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else tuple(shape)
+
+
 LUT_OPS = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU",
            "LeakyRelu": "LEAKY_RELU"}
 
@@ -35,7 +42,7 @@ class _Writer:
         if t.name in self.index:
             return self.index[t.name]
         if shape is None:
-            shape = (t.shape[0], t.shape[2], t.shape[3], t.shape[1]) if len(t.shape) == 4 else t.shape
+            shape = tflite_shape(t.shape)
         buf = 0
         if data is not None:
             self.buffers.append(np.ascontiguousarray(data).astype(data.dtype.newbyteorder("<")).tobytes())
@@ -119,6 +126,7 @@ class _Writer:
                       "FilterHeight": a["kernel"][0], "FilterWidth": a["kernel"][1]}
         elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape", "Squeeze", "Unsqueeze") and \
                 all(len(t.shape) != 4 or t.shape[2:] == (1, 1) for t in (x, y)):   # same bytes in TFLite's order
+            ins.append(self.ints(layer.name + "_shape", tflite_shape(y.shape)))   # LiteRT reads the shape input
             op, table, opt, fields = self.OP.RESHAPE, None, self.OPT.NONE, {}
         elif layer.kind == "gather" and a["label"] == "Concat":
             ins = [self.tensor(p["input"]) for p in a["parts"]]
