@@ -10,7 +10,7 @@ from .errors import N6Error
 from .jsonfile import read_json
 
 MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict,
-                 "generate_options": list}
+                 "generate_options": list, "source": str}
 RELOC_OPTIONS = {"secure": bool, "split": bool, "dbg_info": bool, "ecblob_in_params": bool, "name": str}
 DATA_TYPES = ("int8", "uint8", "float32", "float")
 # ST's scripts write `float`; the tool's documented spelling is `float32`.
@@ -48,6 +48,7 @@ class ModelSpec:
     network_c: str = None       # prebuilt: the generated C file
     inputs: list = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
     generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
+    source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
 
 
 def c_identifier(value, where, what, fix):
@@ -129,6 +130,22 @@ def _generate_options(file, items):
                           "remove it" + (f" and use {owner} in model.json" if owner.startswith('"') else ""))
 
 
+def _source(path, opts, generated):
+    """The model.json `source` of a prebuilt folder (a path from the folder), checked."""
+    if "source" not in opts:
+        return None
+    file = os.path.join(path, "model.json")
+    if not generated:
+        raise N6Error(file, "'source' names the model of a prebuilt folder; this folder builds its own model",
+                      "remove 'source'")
+    source = os.path.normpath(os.path.join(path, opts["source"]))
+    if not source.endswith((".tflite", ".onnx")) or not os.path.isfile(source):
+        what = "not found" if source.endswith((".tflite", ".onnx")) else "not a .tflite or .onnx file"
+        raise N6Error(file, f"'source' {opts['source']!r} is {what}",
+                      'write "source": "<model file the network was generated from, relative to the folder>"')
+    return source
+
+
 def read_model(path, reserved=()):
     path = str(path)
     name = os.path.basename(os.path.normpath(path))
@@ -138,9 +155,10 @@ def read_model(path, reserved=()):
     if name in reserved or name.startswith(RESERVED_PREFIXES):
         raise N6Error(path, f"model folder name '{name}' is also a build target or folder",
                       f"rename the folder (reserved: {', '.join(sorted(reserved))})")
-    models = _model_files(path)
     generated = _generated_network(path)
     opts = _options(path)
+    source = _source(path, opts, generated)
+    models = [f for f in _model_files(path) if f != source]
     if models and generated:
         raise N6Error(path, f"holds both a model ({os.path.basename(models[0])}) and a generated network "
                             f"({os.path.basename(generated[0])})",
@@ -151,7 +169,8 @@ def read_model(path, reserved=()):
         stem = network_c[:-2]
         inputs = sorted(glob.glob(glob.escape(stem) + "_*.raw")) + \
             [f for f in [info, stem + "_ecblobs.h"] if f and os.path.exists(f)]
-        return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}))
+        return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}),
+                         source=source)
     if not models:
         raise N6Error(path, "no model file (.onnx/.tflite) and no generated network C (<N>.c with <N>_c_info.json, or "
                             "with <N>.h and <N>_*.raw)",
