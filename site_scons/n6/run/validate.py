@@ -1,6 +1,7 @@
-"""`scons validate`: the board's outputs against a host reference of the same model, reported
-like `stedgeai validate --mode target`: per output L2 relative error, mean / max absolute error
-in LSB, cosine similarity, top-1 agreement, and pass/fail against a tolerance in LSB."""
+"""`scons validate`: the board's outputs against the reference (n6.run.reference), reported
+like `stedgeai validate --mode target`: per output ST's metrics (acc, rmse, mae, l2r, cos on the
+dequantised values) beside ours (mean / max absolute error in LSB, top-1 agreement), pass/fail
+against a tolerance in LSB."""
 import numpy as np
 from tabulate import tabulate
 
@@ -41,30 +42,59 @@ def accuracy_report(board, reference, labels, path, reference_name):
 
 
 def metrics(got, want, lsb=1.0):
-    """Per-output figures over all runs; `got` and `want` are (runs, ...) arrays, `lsb` the size
-    of one LSB in their values (a float output: the scale of its int8 grid)."""
+    """Our per-output figures over all runs: mean and max absolute error in LSB and top-1
+    agreement; `got` and `want` are (runs, ...) arrays, `lsb` the size of one LSB in their values
+    (a float output: the scale of its int8 grid)."""
     g = got.reshape(len(got), -1).astype(np.float64)
     w = want.reshape(len(want), -1).astype(np.float64)
     diff = np.abs(g - w) / lsb
-    norm = np.linalg.norm(w)
-    cos = float(np.sum(g * w) / (np.linalg.norm(g) * norm)) if norm and np.linalg.norm(g) else 1.0 * (norm == 0)
-    return {"l2r": float(np.linalg.norm(g - w) / norm) if norm else float(np.linalg.norm(g - w)),
-            "mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()), "cosine": cos,
+    return {"mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()),
             "top1": float(np.mean(np.argmax(g, axis=1) == np.argmax(w, axis=1)))}
 
 
+def real_values(x, desc):
+    """An output's values as ST's checker compares them: dequantised with the tensor's scale and
+    zero point, in single precision (float outputs as they are)."""
+    x = np.asarray(x).reshape(len(x), -1)
+    if np.dtype(desc.dtype).kind == "f" or not desc.scale:
+        return x.astype(np.float32)
+    return (x.astype(np.float32) - np.float32(desc.zero_point)) * np.float32(desc.scale)
+
+
+def st_metrics(got, want, desc):
+    """ST's validation metrics of one output (`stedgeai validate`, its checker): on the dequantised
+    values, in single precision. acc: share of runs whose top-1 class agrees (for a classifier);
+    rmse, mae: root mean square and mean absolute error; l2r: norm of the error over the norm of
+    the reference; cos: cosine similarity, its denominator's prediction norm taken with float32's
+    epsilon added, and 1 when numerator and denominator agree within that epsilon."""
+    pred, ref = real_values(got, desc), real_values(want, desc)
+    d = ref - pred
+    eps = np.finfo(np.float32).eps
+    num = np.dot(ref.reshape(-1), pred.reshape(-1))
+    den = np.linalg.norm(ref.reshape(-1)) * np.linalg.norm(pred.reshape(-1) + eps)
+    ref_norm = np.linalg.norm(ref.reshape(-1))
+    return {"acc": float(np.mean(np.argmax(pred, axis=1) == np.argmax(ref, axis=1))),
+            "rmse": float(np.sqrt(np.mean(d ** 2))), "mae": float(np.mean(np.abs(d))),
+            "l2r": float(np.linalg.norm(d.reshape(-1)) / ref_norm) if ref_norm else float(np.linalg.norm(d)),
+            "cos": 1.0 if np.isclose(num, den, rtol=eps) else float(np.float32(num / den))}
+
+
 def validate(model, got_outputs, ref_outputs, tolerance, reference, lsb=None):
-    """(text, JSON-able dict, passed). `lsb`: per output, the size of one LSB (output_lsb)."""
+    """(text, JSON-able dict, passed): per output ST's metrics (`st`) beside ours, pass/fail on
+    ours. `lsb`: per output, the size of one LSB (n6.run.reference.Reference.lsb)."""
     rows, per = [], []
     passed = True
     for desc, got, want, unit in zip(model.outputs, got_outputs, ref_outputs, lsb or [1.0] * len(model.outputs)):
-        m = metrics(got, want.reshape(got.shape), unit)
+        want = want.reshape(got.shape)
+        m, st = metrics(got, want, unit), st_metrics(got, want, desc)
         ok = m["max_abs_lsb"] <= tolerance and m["top1"] == 1.0
         passed &= ok
-        per.append({"name": desc.name, **m, "passed": ok})
-        rows.append([desc.name, f"{m['l2r']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}",
-                     f"{m['cosine']:.6f}", f"{m['top1'] * 100:.1f}%", "ok" if ok else "FAIL"])
-    table = tabulate(rows, headers=["output", "l2r", "mean |err| LSB", "max |err| LSB", "cosine", "top-1", ""],
-                     tablefmt="simple")
-    text = f"  reference: {reference}; tolerance {tolerance} LSB and the same top-1\n{table}"
+        per.append({"name": desc.name, **m, "st": st, "passed": ok})
+        rows.append([desc.name, f"{st['acc'] * 100:.2f}%", f"{st['rmse']:.8f}", f"{st['mae']:.8f}", f"{st['l2r']:.8f}",
+                     f"{st['cos']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}", f"{m['top1'] * 100:.1f}%",
+                     "ok" if ok else "FAIL"])
+    table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
+                                    "top-1", ""], tablefmt="simple", disable_numparse=True)
+    text = (f"  reference: {reference}; tolerance {tolerance} LSB and the same top-1\n"
+            f"  acc rmse mae l2r cos: ST's metrics on the dequantised values; LSB and top-1: ours\n{table}")
     return text, {"reference": reference, "tolerance_lsb": tolerance, "outputs": per, "passed": passed}, passed
