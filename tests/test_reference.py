@@ -128,3 +128,36 @@ def test_bad_model_json_source_is_one_line(tmp_path, value, says):
     with pytest.raises(N6Error) as e:
         read_model(folder)
     assert str(e.value).startswith(f"{folder}/model.json: {says} (fix: ")
+
+
+@pytest.mark.slow
+def test_tflite_source_validates_against_litert_and_a_3_lsb_board_error_fails(tmp_path):
+    """kws_mlp as a .tflite source: the simulated board equals LiteRT to the LSB and the report
+    names LiteRT; with the board's first output value 3 LSB off (N6_SIM_BOARD_FAULT lsb-error)
+    validate fails with max 3 LSB, mean 3/12 LSB, and ST's rmse sqrt(9/12) and mae 3/12 of the
+    output's step (1/256), l2r and cos those of that error."""
+    from conftest import copy_repo, scons
+    from n6.run.validate import st_metrics
+    repo = copy_repo(tmp_path / "repo")
+    folder = os.path.join(repo, "models", "kws_tfl")
+    os.makedirs(folder)
+    kws_tflite(os.path.join(folder, "model.tflite"))
+    for f in ("neural_art.json", "kws_mlp.mpool"):
+        shutil.copy(os.path.join(MODELS, "kws_mlp", f), folder)
+    args = ("validate", "MODEL=kws_tfl", "RUNS=3", "SEED=5", "VALIDATE_TOLERANCE=0")
+    proc = scons(repo, *args)
+    run_dir = os.path.join(repo, "build", "kws_tfl", "run")
+    val = json.load(open(os.path.join(run_dir, "validate.json")))
+    assert f"  reference: LiteRT 2.3.0 on {folder}/model.tflite; tolerance 0.0 LSB" in proc.stdout
+    assert val["passed"] and val["outputs"][0]["max_abs_lsb"] == 0 and val["outputs"][0]["st"]["rmse"] == 0
+    failed = scons(repo, *args[:3], "SEED=6", args[4], env={"N6_SIM_BOARD_FAULT": "lsb-error:network:3"}, check=False)
+    assert failed.returncode != 0 and "beyond 0.0 LSB (see validate-failed.json)" in failed.stderr
+    out = json.load(open(os.path.join(run_dir, "validate-failed.json")))["outputs"][0]
+    assert (out["max_abs_lsb"], out["mean_abs_lsb"]) == (3, 0.25)
+    assert out["st"]["rmse"] == pytest.approx(np.sqrt(9 / 12) / 256, rel=1e-6)
+    assert out["st"]["mae"] == pytest.approx(3 / 12 / 256, rel=1e-6)
+    board = np.load(os.path.join(run_dir, "output_q_18.npy")).reshape(3, 12)
+    ref = board.copy()
+    ref[:, 0] -= np.where(board[:, 0] >= -125, 3, -3).astype(np.int8)     # the fault, undone
+    assert out["st"] == st_metrics(board, ref, KWS_OUT)
+    assert f"{out['st']['rmse']:.8f}" in failed.stdout and "FAIL" in failed.stdout
