@@ -63,11 +63,17 @@ def board_grid(desc):
     return (float(desc.scale), int(desc.zero_point)) if desc.scale and np.dtype(desc.dtype).kind != "f" else None
 
 
+def same_grid(a, b):
+    """Two (scale, zero point) agree as the single-precision numbers the generated code holds
+    (c_info.json and network.c print 9 digits of the scale a .tflite stores in full)."""
+    return a == b or (a is not None and b is not None and np.float32(a[0]) == np.float32(b[0]) and a[1] == b[1])
+
+
 def convert(x, dtype, grid, to_dtype, to_grid):
     """Values of one type and grid in another: unchanged where the two agree, else through their
     real values, quantised as the deployed model's conversions do."""
     to = np.dtype(to_dtype)
-    if np.dtype(dtype) == to and (to.kind == "f" or grid == to_grid):
+    if np.dtype(dtype) == to and (to.kind == "f" or same_grid(grid, to_grid)):
         return np.asarray(x).astype(to)
     real = dequantize_as_deployed(x, *grid) if grid else np.asarray(x, np.float32)
     return real.astype(to) if to.kind == "f" else quantize_as_deployed(real, *(to_grid or (1.0, 0)), to)
