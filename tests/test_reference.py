@@ -114,7 +114,7 @@ def test_prebuilt_reference_is_its_source_else_the_host_build_of_cpu_epochs(tmp_
         reference.source_of(read_model(folder))
     assert str(e.value) == (f"{folder}/model.json: no reference to validate network.c against: 1 of its epochs run "
                             "on the NPU, which no host build reproduces (fix: name the source model in model.json: "
-                            '"source": "model.tflite" (or .onnx))')
+                            '"source": "model.tflite" (or .onnx), or reference data: "reference_data": "data.npz")')
     kws_tflite(folder / "model.tflite")                  # beside the generated network: not a model to build
     (folder / "model.json").write_text('{"source": "model.tflite"}')
     spec = read_model(folder)
@@ -161,3 +161,47 @@ def test_tflite_source_validates_against_litert_and_a_3_lsb_board_error_fails(tm
     ref[:, 0] -= np.where(board[:, 0] >= -125, 3, -3).astype(np.int8)     # the fault, undone
     assert out["st"] == st_metrics(board, ref, KWS_OUT)
     assert f"{out['st']['rmse']:.8f}" in failed.stdout and "FAIL" in failed.stdout
+
+
+@pytest.mark.slow
+def test_reference_data_inputs_run_on_the_board_against_their_outputs(tmp_path):
+    """model.json "reference_data": its m_inputs_1 run on the board, compared with its
+    m_outputs_1 (in the board's type, or as float values put on the output's grid); one expected
+    value 2 LSB off fails validate with max 2 LSB."""
+    from conftest import copy_repo, scons
+    repo = copy_repo(tmp_path / "repo")
+    folder = os.path.join(repo, "models", "tiny_prebuilt")
+    run_dir = os.path.join(repo, "build", "tiny_prebuilt", "run")
+    scons(repo, "validate", "MODEL=tiny_prebuilt", "RUNS=4", "SEED=3", "VALIDATE_TOLERANCE=0")   # the host build's
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    (i_desc,), (o_desc,) = run["inputs"], run["outputs"]
+    x = np.stack([np.frombuffer(bytes.fromhex(bufs[0]), i_desc["dtype"]) for bufs in run["inputs_data"]])
+    y = np.load(os.path.join(run_dir, f"output_{o_desc['name']}.npy")).reshape(4, -1)
+    with open(os.path.join(folder, "model.json"), "w") as f:
+        json.dump({"reference_data": "data.npz"}, f)
+    real = (y.astype(np.float32) - o_desc["zero_point"]) * np.float32(o_desc["scale"]) if o_desc["scale"] else y
+    for expected in (y, real):
+        np.savez(os.path.join(folder, "data.npz"), m_inputs_1=x, m_outputs_1=expected)
+        proc = scons(repo, "validate", "MODEL=tiny_prebuilt", "VALIDATE_TOLERANCE=0")
+        assert f"  reference: reference data {folder}/data.npz; tolerance 0.0 LSB" in proc.stdout
+    off = y.copy()
+    off[1, 2] += 2 if off[1, 2] < 100 else -2
+    np.savez(os.path.join(folder, "data.npz"), m_inputs_1=x, m_outputs_1=off)
+    failed = scons(repo, "validate", "MODEL=tiny_prebuilt", "VALIDATE_TOLERANCE=0", check=False)
+    assert failed.returncode != 0
+    out = json.load(open(os.path.join(run_dir, "validate-failed.json")))["outputs"][0]
+    assert out["max_abs_lsb"] == 2 and out["mean_abs_lsb"] == pytest.approx(2 / y.size)
+    np.savez(os.path.join(folder, "data.npz"), m_inputs_1=x)          # inputs only: no source, no outputs
+    scons(repo, "validate", "MODEL=tiny_prebuilt", "VALIDATE_TOLERANCE=0")     # the host build computes them
+
+
+def test_reference_data_of_other_shape_is_one_line(tmp_path):
+    model = ModelInfo("kws", [KWS_IN], [KWS_OUT])
+    np.savez(tmp_path / "d.npz", m_inputs_1=np.zeros((3, 490), np.int8), m_outputs_1=np.zeros((3, 10), np.int8))
+    with pytest.raises(N6Error) as e:
+        reference.read_data(str(tmp_path / "d.npz"), model)
+    assert "'q_18' takes 3 x 12 int8 values, the data holds int8 [3, 10]" in str(e.value)
+    np.savez(tmp_path / "d.npz", x=np.zeros((3, 490), np.int8))
+    with pytest.raises(N6Error) as e:
+        reference.read_data(str(tmp_path / "d.npz"), model)
+    assert "holds x: not one m_inputs_<k> per input (1)" in str(e.value)

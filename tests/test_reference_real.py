@@ -124,7 +124,8 @@ def test_real_sample_without_source_stops_validate_in_one_line(tmp_path):
     proc = scons(repo, "validate", "MODEL=nucleo_mnv1", check=False)
     assert proc.returncode != 0 and proc.stderr.strip().splitlines() == [
         "scons: *** models/nucleo_mnv1/model.json: no reference to validate network.c against: 30 of its epochs run on the NPU, "
-        'which no host build reproduces (fix: name the source model in model.json: "source": "model.tflite" (or .onnx))']
+        'which no host build reproduces (fix: name the source model in model.json: "source": "model.tflite" (or .onnx), '
+        'or reference data: "reference_data": "data.npz")']
     assert not os.path.exists(os.path.join(repo, "build", "nucleo_mnv1"))       # stopped before any step
 
     assert "  PACK     build/nucleo_mnv1/network_rel.bin" in scons(repo, "-n", "run", "MODEL=nucleo_mnv1").stdout

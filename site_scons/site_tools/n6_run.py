@@ -78,16 +78,17 @@ def run_model(env, spec, board_name, in_project=False, validated=True):
     c_dir = spec.path if spec.kind != "source" else os.path.join(env.subst("$BUILD_DIR"), spec.name, "st_ai_output")
     test_data = os.path.join(spec.path, "test_data.npz")
     test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
+    data = os.path.abspath(spec.reference_data) if spec.reference_data else ""
     vopts = ValidateOptions(session, flash, float(env["VALIDATE_TOLERANCE"]), os.path.abspath(source) if source else "",
-                            os.path.abspath(c_dir), test_data)
+                            os.path.abspath(c_dir), test_data, data)
     val = env.Command(os.path.join(out, "validate.json"),
-                      [run[0]] + ([test_data] if test_data else []) +
+                      [run[0]] + [f for f in (test_data, data) if f] +
                       ([source] if source else env.Glob(os.path.join(spec.path, "*")) if spec.kind != "source" else []),
                       _VALIDATE_ACTION, N6_VALIDATE_OPTIONS=vopts)
     env.Depends(val, step_code(env, "validate", RUN_MODULES, __file__))
     if flash_step:               # `scons flash run`: the flash first
         env.Requires(run, flash_step)
-    env.UsesBoard(spec.name, run + (val if test_data else []))
+    env.UsesBoard(spec.name, run + (val if test_data or data else []))
     env.DeployResult("run", spec.name, run)
     env.DeployResult("validate", spec.name, val)
     env.Alias(f"run-{spec.name}", run)

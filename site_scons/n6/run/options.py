@@ -45,3 +45,4 @@ class ValidateOptions:
     source: str              # the source model (absolute, .tflite/.onnx), or "": the host build of `model_dir`
     model_dir: str           # the generated C of the model
     test_data: str           # the model folder's test_data.npz, or ""
+    reference_data: str = ""  # model.json "reference_data" (absolute): inputs and expected outputs, or ""

@@ -15,7 +15,8 @@ from ..errors import N6Error
 
 # Epochs of a generated network that only the NPU runs: hardware, hybrid, epoch-controller blobs
 NPU_EPOCH = re.compile(r"EpochBlock_Flags_(?:pure_hw|hybrid|blob)\b")
-SOURCE_FIX = 'name the source model in model.json: "source": "model.tflite" (or .onnx)'
+SOURCE_FIX = 'name the source model in model.json: "source": "model.tflite" (or .onnx), or reference data: ' \
+             '"reference_data": "data.npz"'
 
 
 @dataclass
@@ -35,17 +36,49 @@ def npu_epochs(network_c):
 def source_of(spec):
     """The source model validate runs for `spec` (n6.models.ModelSpec), or "" for the host build
     of its generated C, which is faithful only when every epoch runs on the CPU (the simulated
-    tool's outputs): a prebuilt network with NPU epochs and no `source` has no reference."""
+    tool's outputs): a prebuilt network with NPU epochs and neither `source` nor `reference_data`
+    has no reference."""
     if spec.kind == "source":
         return spec.model_file
-    if spec.source:
-        return spec.source
+    if spec.source or spec.reference_data:
+        return spec.source or ""
     n = npu_epochs(spec.network_c)
     if n:
         raise N6Error(os.path.join(spec.path, "model.json"),
                       f"no reference to validate {os.path.basename(spec.network_c)} against: {n} of its epochs run "
                       "on the NPU, which no host build reproduces", SOURCE_FIX)
     return ""
+
+
+DATA_FIX = "save m_inputs_1.. (as the board takes them) and m_outputs_1.. (expected) with numpy.savez"
+
+
+def read_data(path, model):
+    """(inputs, expected) of a reference-data .npz (model.json "reference_data", like ST's
+    validation inputs and outputs): `m_inputs_<k>` per board input, samples first, in its type;
+    `m_outputs_<k>` per output, in its type or as float values put on its grid; `expected` None
+    when the file gives no outputs (the source model then computes them)."""
+    try:
+        data = np.load(path)
+        arrays = {k: np.asarray(data[k]) for k in data.files}
+    except (OSError, ValueError, AttributeError) as e:
+        raise N6Error(path, f"cannot read the reference data: {e}", DATA_FIX) from None
+    ins = [arrays.get(f"m_inputs_{k}") for k in range(1, len(model.inputs) + 1)]
+    outs = [arrays.get(f"m_outputs_{k}") for k in range(1, len(model.outputs) + 1)]
+    if any(a is None for a in ins) or (any(a is None for a in outs) and any(a is not None for a in outs)):
+        raise N6Error(path, f"holds {', '.join(sorted(arrays)) or 'no array'}: not one m_inputs_<k> per input "
+                      f"({len(model.inputs)}) and none or one m_outputs_<k> per output ({len(model.outputs)})", DATA_FIX)
+    runs = len(ins[0])
+    for k, (a, d) in enumerate(zip(ins + outs, model.inputs + model.outputs)):
+        dtype_ok = a is None or a.dtype == np.dtype(d.dtype) or (k >= len(ins) and a.dtype.kind == "f")
+        if a is not None and (a.size != runs * d.size or not dtype_ok):
+            raise N6Error(path, f"'{d.name}' takes {runs} x {d.size} {d.dtype} values, the data holds {a.dtype} "
+                          f"{list(a.shape)}", DATA_FIX)
+    inputs = [[a[r].tobytes() for a in ins] for r in range(runs)]
+    if outs[0] is None:
+        return inputs, None
+    return inputs, [convert(a.reshape(runs, -1), a.dtype, board_grid(d) if a.dtype == np.dtype(d.dtype) else None,
+                            d.dtype, board_grid(d)) for a, d in zip(outs, model.outputs)]
 
 
 def run_source(model_file, model, inputs):

@@ -33,6 +33,15 @@ def run_step(opts, on_board_path, out_dir, say=print):
     say(text)
 
 
+def run_on_board(opts, on_board_path, model, inputs, say):
+    """The board's outputs (one array per output, runs first) on `inputs`, the model's set put
+    on the board first unless it is there."""
+    ensure_on_board(opts.flash, say)
+    with board_session(opts.session, on_board_path, say) as (client, _, _):
+        board_model, results = inference.run_model(client, model.name, inputs)
+    return inference.outputs_arrays(board_model, results)
+
+
 def validate_step(opts, run_json, on_board_path, target, say=print):
     """The run's outputs against the reference: validate.json, or validate-failed.json and an
     error (no validate.json a later look could take for this run's verdict)."""
@@ -52,15 +61,19 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                                     for j, d in enumerate(model.outputs)], [1.0] * len(model.outputs),
                                    f"host build of {opts.model_dir}/network.c (CPU epochs only)")
 
-    ref = reference_of(record.inputs)
+    if opts.reference_data:      # its inputs on the board, against its outputs (else the source's)
+        inputs, expected = reference.read_data(opts.reference_data, model)
+        got = run_on_board(opts, on_board_path, model, inputs, say)
+        ref = reference_of(inputs) if expected is None else \
+            reference.Reference(expected, reference_of(inputs[:1]).lsb if opts.source else [1.0] * len(expected),
+                                f"reference data {opts.reference_data}")
+    else:
+        ref = reference_of(record.inputs)
     text, report, passed = validate.validate(model, got, ref.outputs, opts.tolerance, ref.name, ref.lsb)
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference
         samples, labels = validate.test_set(opts.test_data, model)
-        ensure_on_board(opts.flash, say)
-        with board_session(opts.session, on_board_path, say) as (client, _, _):
-            board_model, results = inference.run_model(client, model.name, samples)
-        board = inference.outputs_arrays(board_model, results)[0]
+        board = run_on_board(opts, on_board_path, model, samples, say)[0]
         table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples).outputs[0], labels,
                                                              opts.test_data, ref.name.split(" on ")[0])
         text += "\n" + table
