@@ -34,8 +34,9 @@ def _inputs(n, size=490, seed=0):
 
 
 def test_litert_and_onnxruntime_agree_on_the_same_model(tmp_path):
-    """The same model through both frameworks: 1 of 600 values 1 LSB apart (measured; the two
-    round a requantisation tie differently), same top-1; each reference names its framework."""
+    """The same model through both frameworks: equal on 600 of 600 values (LiteRT as ST's checker
+    makes it, with XNNPACK; its builtin kernels put 1 value 1 LSB apart); each reference names
+    its framework."""
     model = ModelInfo("kws", [KWS_IN], [KWS_OUT])
     inputs = _inputs(50)
     litert = reference.run_source(kws_tflite(tmp_path / "kws.tflite"), model, inputs)
@@ -43,8 +44,7 @@ def test_litert_and_onnxruntime_agree_on_the_same_model(tmp_path):
     assert litert.name.startswith("LiteRT 2.3.0 on ") and ort.name.startswith("onnxruntime ")
     assert litert.lsb == ort.lsb == [1.0] and litert.outputs[0].dtype == np.int8
     diff = np.abs(litert.outputs[0].astype(int) - ort.outputs[0].astype(int))
-    assert diff.max() == 1 and np.count_nonzero(diff) == 1
-    assert np.array_equal(litert.outputs[0].argmax(1), ort.outputs[0].argmax(1))
+    assert diff.max() == 0
 
 
 def test_float_board_io_goes_through_the_source_models_grids(tmp_path):

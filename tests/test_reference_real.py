@@ -55,7 +55,7 @@ def test_source_reference_matches_the_images_buffer_infos(name):
     ins, outs = interp.get_input_details(), interp.get_output_details()
     reference.check_io(source, model, ins, outs)
     assert [d["name"].replace(":", "") for d in ins] == original_inputs
-    grids_in, grids_out = reference.tflite_grids(interp)
+    grids_in, grids_out = reference.tflite_grids(source)
     for theirs, ours, grid in list(zip(model.inputs, ins, grids_in)) + list(zip(model.outputs, outs, grids_out)):
         assert reference.fit(np.zeros(theirs.shape), ours["shape"]).shape == tuple(ours["shape"])
         if theirs.dtype != "float32":          # an integer buffer is on the source tensor's grid
