@@ -173,10 +173,10 @@ def load_tflite(model_file, delegate=True):
     return interp
 
 
-def check_io(model_file, model, ins, outs):
+def check_io(model_file, model, in_shapes, out_shapes):
     """The source model takes and gives as many tensors, of as many values, as the image."""
-    for side, theirs, ours in (("inputs", model.inputs, ins), ("outputs", model.outputs, outs)):
-        sizes = [int(np.prod(d["shape"])) for d in ours]
+    for side, theirs, shapes in (("inputs", model.inputs, in_shapes), ("outputs", model.outputs, out_shapes)):
+        sizes = [int(np.prod(shape)) for shape in shapes]
         if [d.size for d in theirs] != sizes:
             raise N6Error(model_file, f"its {side} ({', '.join(map(str, sizes))} values) are not the image's "
                           f"({', '.join(str(d.size) for d in theirs)})", "give the model the image was generated from")
@@ -188,7 +188,7 @@ def tflite_reference(model_file, model, inputs):
     the grid of the DEQUANTIZE that gives it."""
     interp = load_tflite(model_file)
     ins, outs = interp.get_input_details(), interp.get_output_details()
-    check_io(model_file, model, ins, outs)
+    check_io(model_file, model, [d["shape"] for d in ins], [d["shape"] for d in outs])
     grids_in, grids_out = tflite_grids(model_file)
     got = [[] for _ in model.outputs]
     for bufs in inputs:
@@ -274,6 +274,10 @@ def onnx_reference(model_file, model, inputs, grids):
         raise N6Error(model_file, "onnxruntime is not installed", "install requirements.txt (./n6 setup)") from None
     sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
     feeds = sess.get_inputs()
+
+    def shape(meta):
+        return [d if isinstance(d, int) else 1 for d in meta.shape]    # a named (batch) dimension: 1
+    check_io(model_file, model, [shape(m) for m in feeds], [shape(m) for m in sess.get_outputs()])
     grids_in, grids_out = grids
     outs = [[] for _ in model.outputs]
     for bufs in inputs:
@@ -284,8 +288,7 @@ def onnx_reference(model_file, model, inputs, grids):
             if grid:
                 x = dequantize_as_deployed(quantize_as_deployed(x, *grid), *grid)
             x = (x.astype(np.float32) - desc.zero_point) * desc.scale if desc.scale else x.astype(np.float32)
-            shape = [d if isinstance(d, int) else 1 for d in meta.shape]
-            feed[meta.name] = np.ascontiguousarray(fit(x, shape), dtype=np.float32)
+            feed[meta.name] = np.ascontiguousarray(fit(x, shape(meta)), dtype=np.float32)
         for j, (y, desc) in enumerate(zip(sess.run(None, feed), model.outputs)):
             y = fit(np.asarray(y), desc.shape)
             grid = float_grid(desc, grids_out, j)
