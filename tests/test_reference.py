@@ -150,6 +150,7 @@ def test_tflite_source_validates_against_litert_and_a_3_lsb_board_error_fails(tm
     run_dir = os.path.join(repo, "build", "kws_tfl", "run")
     val = json.load(open(os.path.join(run_dir, "validate.json")))
     assert f"  reference: LiteRT 2.3.0 on {folder}/model.tflite; tolerance 0.0 LSB" in proc.stdout
+    assert "XNNPACK" not in proc.stdout + proc.stderr           # LiteRT's own INFO line kept out of the report
     assert val["passed"] and val["outputs"][0]["max_abs_lsb"] == 0 and val["outputs"][0]["st"]["rmse"] == 0
     failed = scons(repo, *args[:3], "SEED=6", args[4], env={"N6_SIM_BOARD_FAULT": "lsb-error:network:3"}, check=False)
     assert failed.returncode != 0 and "beyond 0.0 LSB (see validate-failed.json)" in failed.stderr

@@ -4,8 +4,10 @@ validate` runs the original model; or, for a prebuilt folder of the simulated to
 all run on the CPU, the host build of its generated C (host_reference). Inputs go from the
 board's type and grid to the source model's, outputs from the source model's to the board's, and
 between the board's channel-last buffers and a channel-first source."""
+import contextlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from importlib.metadata import version
 
@@ -153,6 +155,20 @@ def tflite_grids(model_file):
             [grid(d["index"], "DEQUANTIZE", "outputs") for d in interp.get_output_details()])
 
 
+@contextlib.contextmanager
+def _stderr_closed():
+    """File descriptor 2 to /dev/null for the duration (C++ code writes there, not to sys.stderr)."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def load_tflite(model_file, delegate=True):
     """The LiteRT interpreter of a .tflite as ST's checker makes it by default (op resolver
     AUTO: the XNNPACK delegate where it applies); `delegate` False: builtin kernels only. The two
@@ -165,7 +181,8 @@ def load_tflite(model_file, delegate=True):
     try:
         interp = Interpreter(model_path=model_file, experimental_op_resolver_type=OpResolverType.AUTO if delegate
                              else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-        interp.allocate_tensors()
+        with _stderr_closed():     # LiteRT's C++ says "INFO: Created ... delegate" there; errors come as exceptions
+            interp.allocate_tensors()
     except (ValueError, RuntimeError) as e:
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise N6Error(model_file, f"LiteRT cannot load the model: {why}",
