@@ -26,8 +26,8 @@ def _bundled():
 # What each bundled model meets against its reference, in output LSB (max over the outputs), with
 # the same top-1 everywhere. ONNX source models against onnxruntime's default session (integer
 # QLinear operators), measured on seeds 5-7: kws_mlp, cifar_cnn, big_mlp 0 and digits_mlp 1 (1
-# allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The prebuilt
-# folder and the .tflite source (ds_cnn) against the host build of the same generated C: exact.
+# allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The .tflite source
+# (ds_cnn) against LiteRT, the prebuilt folder against the host build of its generated C: exact.
 # The board equals the host build exactly in every case. kws_mlp_f32 is kws_mlp built with float
 # inputs and outputs: the same tolerance as its int8 form, in LSB of the int8 grid behind its outputs.
 TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
@@ -57,8 +57,9 @@ def test_flash_run_validate(repo, model):
     val = json.load(open(os.path.join(run_dir, "validate.json")))
     assert val["passed"] and len(run["inputs_data"]) == n and len(set(map(str, run["inputs_data"]))) == n
     assert all(o["max_abs_lsb"] <= TOLERANCE_LSB[model] and o["top1"] == 1.0 for o in val["outputs"])
-    onnx = os.path.exists(os.path.join(repo, "models", model, "model.onnx"))
-    assert ("onnxruntime" if onnx else "host build") in val["reference"]
+    framework = {"model.onnx": "onnxruntime ", "model.tflite": "LiteRT "}
+    source = [f for f in framework if os.path.exists(os.path.join(repo, "models", model, f))]
+    assert (framework[source[0]] if source else "host build") in val["reference"]
     test_data = os.path.join(repo, "models", model, "test_data.npz")
     if os.path.exists(test_data):    # the trained model's test set: accuracy on the board next to the reference's
         acc, labels = val["accuracy"], np.load(test_data)["y"]
@@ -93,7 +94,7 @@ def test_float_io_model_validates_like_its_int8_form(repo, tmp_path):
     the float inputs and dequantises the int8 outputs, so its outputs are kws_mlp's on the
     quantised inputs, dequantised; validate passes within kws_mlp's tolerance, on inputs with
     rounding ties and out-of-range values too, and counts errors in LSB of the output's int8 grid."""
-    from n6.run.validate import dequantize_as_deployed, io_quantization, quantize_as_deployed
+    from n6.run.reference import dequantize_as_deployed, io_quantization, quantize_as_deployed
     assert TOLERANCE_LSB["kws_mlp_f32"] == TOLERANCE_LSB["kws_mlp"]
     (grid_in,), (grid_out,) = io_quantization(os.path.join(repo, "models", "kws_mlp_f32", "model.onnx"))
     rng = np.random.default_rng(11)

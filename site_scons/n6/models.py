@@ -10,7 +10,7 @@ from .errors import N6Error
 from .jsonfile import read_json
 
 MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict,
-                 "generate_options": list}
+                 "generate_options": list, "source": str, "reference_data": str}
 RELOC_OPTIONS = {"secure": bool, "split": bool, "dbg_info": bool, "ecblob_in_params": bool, "name": str}
 DATA_TYPES = ("int8", "uint8", "float32", "float")
 # ST's scripts write `float`; the tool's documented spelling is `float32`.
@@ -48,6 +48,8 @@ class ModelSpec:
     network_c: str = None       # prebuilt: the generated C file
     inputs: list = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
     generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
+    source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
+    reference_data: str = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
 
 
 def c_identifier(value, where, what, fix):
@@ -129,6 +131,26 @@ def _generate_options(file, items):
                           "remove it" + (f" and use {owner} in model.json" if owner.startswith('"') else ""))
 
 
+def _model_json_file(path, opts, key, suffixes, example):
+    """The file model.json `key` names (a path from the folder), checked; None without the key."""
+    if key not in opts:
+        return None
+    value = os.path.normpath(os.path.join(path, opts[key]))
+    if not value.endswith(suffixes) or not os.path.isfile(value):
+        what = "not found" if value.endswith(suffixes) else f"not a {' or '.join(suffixes)} file"
+        raise N6Error(os.path.join(path, "model.json"), f"'{key}' {opts[key]!r} is {what}",
+                      f'write "{key}": "{example}" (a path from the model folder)')
+    return value
+
+
+def _source(path, opts, generated):
+    """The model.json `source` of a prebuilt folder: the model its network was generated from."""
+    if "source" in opts and not generated:
+        raise N6Error(os.path.join(path, "model.json"),
+                      "'source' names the model of a prebuilt folder; this folder builds its own model", "remove 'source'")
+    return _model_json_file(path, opts, "source", (".tflite", ".onnx"), "model.tflite")
+
+
 def read_model(path, reserved=()):
     path = str(path)
     name = os.path.basename(os.path.normpath(path))
@@ -138,9 +160,11 @@ def read_model(path, reserved=()):
     if name in reserved or name.startswith(RESERVED_PREFIXES):
         raise N6Error(path, f"model folder name '{name}' is also a build target or folder",
                       f"rename the folder (reserved: {', '.join(sorted(reserved))})")
-    models = _model_files(path)
     generated = _generated_network(path)
     opts = _options(path)
+    source = _source(path, opts, generated)
+    data = _model_json_file(path, opts, "reference_data", (".npz",), "data.npz")
+    models = [f for f in _model_files(path) if f != source]
     if models and generated:
         raise N6Error(path, f"holds both a model ({os.path.basename(models[0])}) and a generated network "
                             f"({os.path.basename(generated[0])})",
@@ -151,7 +175,8 @@ def read_model(path, reserved=()):
         stem = network_c[:-2]
         inputs = sorted(glob.glob(glob.escape(stem) + "_*.raw")) + \
             [f for f in [info, stem + "_ecblobs.h"] if f and os.path.exists(f)]
-        return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}))
+        return ModelSpec(name, path, "prebuilt", network_c=network_c, inputs=inputs, reloc=opts.get("reloc", {}),
+                         source=source, reference_data=data)
     if not models:
         raise N6Error(path, "no model file (.onnx/.tflite) and no generated network C (<N>.c with <N>_c_info.json, or "
                             "with <N>.h and <N>_*.raw)",
@@ -168,7 +193,8 @@ def read_model(path, reserved=()):
     return ModelSpec(name, path, "source", model_file=models[0], profile_file=profile_file,
                      profile=opts.get("profile", "default"), c_name=opts.get("name"),
                      input_data_type=opts.get("input_data_type"), output_data_type=opts.get("output_data_type"),
-                     reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())))
+                     reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())),
+                     reference_data=data)
 
 
 def discover(models_dir, reserved=RESERVED_NAMES):

@@ -16,6 +16,7 @@ import SCons.Script
 from n6.errors import N6Error
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
+from n6.run.reference import source_of as reference_source
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code
 
@@ -51,12 +52,14 @@ def run_targets(env, specs, names):
     if wanted and env["INPUTS"]:     # a bad file: one line now, before any flash or board
         from n6.run.inference import read_inputs
         read_inputs(env["INPUTS"])
-    return [run_model(env, by_name[name], names[name], name in project) for name in wanted]
+    validated = env.DeployModels("validate")[0]
+    return [run_model(env, by_name[name], names[name], name in project, name in validated) for name in wanted]
 
 
-def run_model(env, spec, board_name, in_project=False):
+def run_model(env, spec, board_name, in_project=False, validated=True):
     """(run node, validate node) of one model, known on the board as `board_name` (`in_project`:
-    also under the bare `run` and `validate`); call after FlashTargets. The run puts the model's set on the board first unless
+    also under the bare `run` and `validate`; `validated`: validate asked for, so its reference
+    must exist); call after FlashTargets. The run puts the model's set on the board first unless
     it is there (env.BoardSet): it depends on what the set is made of, so a changed image is
     flashed before it runs, whatever ran on the board before."""
     out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
@@ -71,21 +74,21 @@ def run_model(env, spec, board_name, in_project=False):
     env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__)] + sim_board_code(env, session))
     env.NoCache(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
-    onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""
-    # No ONNX (a prebuilt folder, a .tflite source): the host build of the generated C is the reference
+    source = reference_source(spec) if validated else ""
     c_dir = spec.path if spec.kind != "source" else os.path.join(env.subst("$BUILD_DIR"), spec.name, "st_ai_output")
     test_data = os.path.join(spec.path, "test_data.npz")
     test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
-    vopts = ValidateOptions(session, flash, float(env["VALIDATE_TOLERANCE"]), os.path.abspath(onnx) if onnx else "",
-                            os.path.abspath(c_dir), test_data)
+    data = os.path.abspath(spec.reference_data) if spec.reference_data else ""
+    vopts = ValidateOptions(session, flash, float(env["VALIDATE_TOLERANCE"]), os.path.abspath(source) if source else "",
+                            os.path.abspath(c_dir), test_data, data)
     val = env.Command(os.path.join(out, "validate.json"),
-                      [run[0]] + ([test_data] if test_data else []) +
-                      ([onnx] if onnx else env.Glob(os.path.join(spec.path, "*")) if spec.kind != "source" else []),
+                      [run[0]] + [f for f in (test_data, data) if f] +
+                      ([source] if source else env.Glob(os.path.join(spec.path, "*")) if spec.kind != "source" else []),
                       _VALIDATE_ACTION, N6_VALIDATE_OPTIONS=vopts)
     env.Depends(val, step_code(env, "validate", RUN_MODULES, __file__))
     if flash_step:               # `scons flash run`: the flash first
         env.Requires(run, flash_step)
-    env.UsesBoard(spec.name, run + (val if test_data else []))
+    env.UsesBoard(spec.name, run + (val if test_data or data else []))
     env.DeployResult("run", spec.name, run)
     env.DeployResult("validate", spec.name, val)
     env.Alias(f"run-{spec.name}", run)

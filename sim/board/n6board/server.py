@@ -3,12 +3,15 @@ host requests, answer with bare `respMsg`s, wait for the host's ack after every 
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
 `slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short),
-`wrong-output:NAME` (the model NAME's outputs sent with their first byte changed).
+`wrong-output:NAME` (the model NAME's outputs sent with their first byte changed), `lsb-error:NAME:N`
+(the first value of the model NAME's first output N LSB off).
 PER_LAYER runs count instructions per epoch; with the BUSIF_RW_DATA counter option also reads and
 writes per memory region, with the region's base and size (`s:sim:mem:` logs)."""
 import os
 import select
 import time
+
+import numpy as np
 
 from n6.aivalidation import n6_aivalidation_pb2 as pb
 from n6.aivalidation.framing import Framing, Link, LinkError, LinkTimeout
@@ -55,10 +58,22 @@ class Disconnect(Exception):
     pass
 
 
+def lsb_error(model, fault_arg, dtype, out):
+    """`lsb-error:NAME:N`: the model NAME's first output value N LSB off (N below it when N above
+    would leave the integer type's range): a known, small board error for validate's figures."""
+    name, _, n = fault_arg.rpartition(":")
+    if name != model:
+        return out
+    values = np.frombuffer(out, dtype).copy()
+    n = int(n)
+    values[0] += n if int(values[0]) + n <= np.iinfo(dtype).max else -n
+    return values.tobytes()
+
+
 class Board:
     def __init__(self, port, header, models, install_error=None, fault="", log=None):
         kind, _, arg = (fault or "").partition(":")
-        self.fault, self.fault_arg = kind, arg if kind == "wrong-output" else float(arg) if arg else 0
+        self.fault, self.fault_arg = kind, arg if kind in ("wrong-output", "lsb-error") else float(arg) if arg else 0
         if self.fault == "header":
             header = "1byte" if header == "2byte" else "2byte"
         self.header = header
@@ -213,6 +228,8 @@ class Board:
             last = j == len(model.outputs) - 1
             if self.fault == "wrong-output" and model.name == self.fault_arg:
                 out = bytes([out[0] ^ 0x40]) + out[1:]
+            if self.fault == "lsb-error" and j == 0:
+                out = lsb_error(model.name, self.fault_arg, buf.dtype, out)
             self.send_tensor(buf, TENSOR_OUTPUT | no_data | (TENSOR_LAST if last else 0), out,
                              pb.S_DONE if last else pb.S_PROCESSING)
 

@@ -42,6 +42,7 @@ class ValidateOptions:
     session: SessionOptions  # to run the model's test set on the board
     flash: object            # as RunOptions.flash (the test set's run)
     tolerance: float         # LSB
-    onnx: str                # the source model (absolute), or "": the host build of `model_dir`
+    source: str              # the source model (absolute, .tflite/.onnx), or "": the host build of `model_dir`
     model_dir: str           # the generated C of the model
     test_data: str           # the model folder's test_data.npz, or ""
+    reference_data: str = ""  # model.json "reference_data" (absolute): inputs and expected outputs, or ""

@@ -8,7 +8,7 @@ import numpy as np
 from ..atomic import write_text
 from ..errors import N6Error
 from ..flash.step import ensure_on_board
-from . import inference, validate
+from . import inference, reference, validate
 from .session import board_session
 
 VALIDATED, VALIDATE_FAILED = "validate.json", "validate-failed.json"      # the validate step's verdicts
@@ -33,6 +33,15 @@ def run_step(opts, on_board_path, out_dir, say=print):
     say(text)
 
 
+def run_on_board(opts, on_board_path, model, inputs, say):
+    """The board's outputs (one array per output, runs first) on `inputs`, the model's set put
+    on the board first unless it is there."""
+    ensure_on_board(opts.flash, say)
+    with board_session(opts.session, on_board_path, say) as (client, _, _):
+        board_model, results = inference.run_model(client, model.name, inputs)
+    return inference.outputs_arrays(board_model, results)
+
+
 def validate_step(opts, run_json, on_board_path, target, say=print):
     """The run's outputs against the reference: validate.json, or validate-failed.json and an
     error (no validate.json a later look could take for this run's verdict)."""
@@ -42,28 +51,31 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                       "validate with RUN_MODE=io")
     model, out_dir = record.model, os.path.dirname(run_json)
     got = [np.load(inference.output_path(out_dir, d.name)) for d in model.outputs]
-    grids = validate.io_quantization(opts.onnx) if opts.onnx else ([], [])
 
     def reference_of(inputs):
-        if opts.onnx:
-            return validate.onnx_reference(opts.onnx, model, inputs, grids), f"onnxruntime on {opts.onnx}"
-        from . import host_reference          # prebuilt folder: the host build of its generated C
+        if opts.source:
+            return reference.run_source(opts.source, model, inputs)
+        from . import host_reference          # a prebuilt folder of CPU epochs: the host build of its C
         raw = host_reference.run(opts.model_dir, opts.session.install_root, inputs, len(model.outputs))
-        return ([np.stack([np.frombuffer(r[j], d.dtype) for r in raw]) for j, d in enumerate(model.outputs)],
-                f"host build of {opts.model_dir}/network.c")
+        return reference.Reference([np.stack([np.frombuffer(r[j], d.dtype) for r in raw])
+                                    for j, d in enumerate(model.outputs)], [1.0] * len(model.outputs),
+                                   f"host build of {opts.model_dir}/network.c (CPU epochs only)")
 
-    ref, reference = reference_of(record.inputs)
-    lsb = validate.output_lsb(grids[1], model)
-    text, report, passed = validate.validate(model, got, ref, opts.tolerance, reference, lsb)
+    if opts.reference_data:      # its inputs on the board, against its outputs (else the source's)
+        inputs, expected = reference.read_data(opts.reference_data, model)
+        got = run_on_board(opts, on_board_path, model, inputs, say)
+        ref = reference_of(inputs) if expected is None else \
+            reference.Reference(expected, reference_of(inputs[:1]).lsb if opts.source else [1.0] * len(expected),
+                                f"reference data {opts.reference_data}")
+    else:
+        ref = reference_of(record.inputs)
+    text, report, passed = validate.validate(model, got, ref.outputs, opts.tolerance, ref.name, ref.lsb)
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference
         samples, labels = validate.test_set(opts.test_data, model)
-        ensure_on_board(opts.flash, say)
-        with board_session(opts.session, on_board_path, say) as (client, _, _):
-            board_model, results = inference.run_model(client, model.name, samples)
-        board = inference.outputs_arrays(board_model, results)[0]
-        table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples)[0][0], labels,
-                                                             opts.test_data, reference.split(" on ")[0])
+        board = run_on_board(opts, on_board_path, model, samples, say)[0]
+        table, report["accuracy"] = validate.accuracy_report(board, reference_of(samples).outputs[0], labels,
+                                                             opts.test_data, ref.name.split(" on ")[0])
         text += "\n" + table
     say(text)
     failed = os.path.join(out_dir, VALIDATE_FAILED)

@@ -1,109 +1,12 @@
-"""`scons validate`: the board's outputs against a host reference of the same model, reported
-like `stedgeai validate --mode target`: per output L2 relative error, mean / max absolute error
-in LSB, cosine similarity, top-1 agreement, and pass/fail against a tolerance in LSB."""
+"""`scons validate`: the board's outputs against the reference (n6.run.reference), reported
+like `stedgeai validate --mode target`: per output ST's metrics (acc, rmse, mae, l2r, cos on the
+dequantised values) beside ours (mean / max absolute error in LSB, top-1 agreement), pass/fail
+against a tolerance in LSB."""
 import numpy as np
 from tabulate import tabulate
 
 from ..errors import N6Error
-
-
-def io_quantization(model_file):
-    """(inputs, outputs) of a QDQ ONNX model: per graph input the (scale, zero point) of the
-    QuantizeLinear that takes it, per graph output those of the DequantizeLinear that gives it;
-    None where there is none or it is per-axis. A model built with float inputs/outputs
-    (`input_data_type`/`output_data_type` float32) computes on these int8 grids: its generated
-    code quantises the float inputs and dequantises the int8 outputs with them."""
-    import onnx
-    from onnx import numpy_helper
-    graph = onnx.load(model_file).graph
-    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute:
-            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-
-    def grid(node):
-        scale = consts.get(node.input[1])
-        zp = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else np.int8(0)
-        if scale is None or np.size(scale) != 1 or zp is None or np.size(zp) != 1:
-            return None
-        return float(np.float32(scale.reshape(-1)[0])), int(zp.reshape(-1)[0])
-
-    first = {n.input[0]: n for n in graph.node if n.op_type == "QuantizeLinear"}
-    last = {n.output[0]: n for n in graph.node if n.op_type == "DequantizeLinear"}
-    return ([grid(first[i.name]) if i.name in first else None for i in graph.input if i.name not in consts],
-            [grid(last[o.name]) if o.name in last else None for o in graph.output])
-
-
-def quantize_as_deployed(x, scale, zero_point):
-    """Float values to int8 the way the generated input conversion does (the runtime's
-    nr_quantize_f32): x / scale in single precision, nearest integer with ties to even, plus the
-    zero point, saturated to [-128, 127] (a quotient beyond the int32 range saturates first)."""
-    with np.errstate(over="ignore"):
-        v = np.asarray(x, np.float32) / np.float32(scale)
-    q = np.rint(np.clip(v, -2.0 ** 31, 2.0 ** 31 - 128)).astype(np.int64) + zero_point
-    return np.clip(q, -128, 127).astype(np.int8)
-
-
-def dequantize_as_deployed(q, scale, zero_point):
-    """int8 values to float the way the generated output conversion does (nr_dequantize_s8):
-    (float)(q - zero_point) * scale in single precision."""
-    return (np.asarray(q, np.int32) - zero_point).astype(np.float32) * np.float32(scale)
-
-
-def float_grid(desc, grids, k):
-    """The int8 grid behind tensor `k` when it is a float tensor of the board (None otherwise)."""
-    return grids[k] if np.dtype(desc.dtype).kind == "f" and k < len(grids) else None
-
-
-def output_lsb(grids, model):
-    """Per output, the size of one LSB in the board's output values: 1 for an integer output,
-    the scale of the int8 grid behind a float output (`grids`: io_quantization's outputs; 1
-    when the model gives none)."""
-    return [(float_grid(d, grids, j) or (1.0,))[0] for j, d in enumerate(model.outputs)]
-
-
-def onnx_reference(model_file, model, inputs, grids):
-    """Evaluate the ONNX model with onnxruntime on the board's inputs; returns the outputs
-    quantised like the board's outputs, one array (runs, n) per output. A float input or output
-    goes through the model's int8 grid (`grids`: io_quantization's) as the deployed model's conversions do: the input is
-    quantised (then given to onnxruntime dequantised), the output quantised then dequantised."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise N6Error(model_file, "onnxruntime is not installed", "install requirements.txt (./n6 setup)") from None
-    sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
-    feeds = sess.get_inputs()
-    grids_in, grids_out = grids
-    outs = [[] for _ in model.outputs]
-    for bufs in inputs:
-        feed = {}
-        for k, (meta, desc, raw) in enumerate(zip(feeds, model.inputs, bufs)):
-            x = np.frombuffer(raw, desc.dtype).reshape(desc.shape)
-            grid = float_grid(desc, grids_in, k)
-            if grid:
-                x = dequantize_as_deployed(quantize_as_deployed(x, *grid), *grid)
-            x = (x.astype(np.float32) - desc.zero_point) * desc.scale if desc.scale else x.astype(np.float32)
-            shape = [d if isinstance(d, int) else 1 for d in meta.shape]
-            if len(shape) == 4 and x.size == np.prod(shape) and tuple(x.shape[-3:]) == (shape[2], shape[3], shape[1]):
-                x = x.reshape(1, shape[2], shape[3], shape[1]).transpose(0, 3, 1, 2)   # channel-last buffer
-            feed[meta.name] = np.ascontiguousarray(x.reshape(shape), dtype=np.float32)
-        for j, (y, desc) in enumerate(zip(sess.run(None, feed), model.outputs)):
-            y = np.asarray(y)
-            if y.ndim == 4 and tuple(desc.shape[-3:]) == (y.shape[2], y.shape[3], y.shape[1]) != y.shape[1:]:
-                y = y.transpose(0, 2, 3, 1)        # the board's buffer is channel-last, like its inputs
-            grid = float_grid(desc, grids_out, j)
-            if grid:
-                y = dequantize_as_deployed(quantize_as_deployed(y, *grid), *grid)
-            outs[j].append(quantize(y.reshape(-1), desc))
-    return [np.stack(o) for o in outs]
-
-
-def quantize(y, desc):
-    dt = np.dtype(desc.dtype)
-    if dt.kind == "f" or not desc.scale:
-        return y.astype(dt)
-    info = np.iinfo(dt)
-    return np.clip(np.round(y / desc.scale) + desc.zero_point, info.min, info.max).astype(dt)
+from .reference import quantize
 
 
 def test_set(path, model):
@@ -139,30 +42,59 @@ def accuracy_report(board, reference, labels, path, reference_name):
 
 
 def metrics(got, want, lsb=1.0):
-    """Per-output figures over all runs; `got` and `want` are (runs, ...) arrays, `lsb` the size
-    of one LSB in their values (a float output: the scale of its int8 grid)."""
+    """Our per-output figures over all runs: mean and max absolute error in LSB and top-1
+    agreement; `got` and `want` are (runs, ...) arrays, `lsb` the size of one LSB in their values
+    (a float output: the scale of its int8 grid)."""
     g = got.reshape(len(got), -1).astype(np.float64)
     w = want.reshape(len(want), -1).astype(np.float64)
     diff = np.abs(g - w) / lsb
-    norm = np.linalg.norm(w)
-    cos = float(np.sum(g * w) / (np.linalg.norm(g) * norm)) if norm and np.linalg.norm(g) else 1.0 * (norm == 0)
-    return {"l2r": float(np.linalg.norm(g - w) / norm) if norm else float(np.linalg.norm(g - w)),
-            "mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()), "cosine": cos,
+    return {"mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()),
             "top1": float(np.mean(np.argmax(g, axis=1) == np.argmax(w, axis=1)))}
 
 
+def real_values(x, desc):
+    """An output's values as ST's checker compares them: dequantised with the tensor's scale and
+    zero point, in single precision (float outputs as they are)."""
+    x = np.asarray(x).reshape(len(x), -1)
+    if np.dtype(desc.dtype).kind == "f" or not desc.scale:
+        return x.astype(np.float32)
+    return (x.astype(np.float32) - np.float32(desc.zero_point)) * np.float32(desc.scale)
+
+
+def st_metrics(got, want, desc):
+    """ST's validation metrics of one output (`stedgeai validate`, its checker): on the dequantised
+    values, in single precision. acc: share of runs whose top-1 class agrees (for a classifier);
+    rmse, mae: root mean square and mean absolute error; l2r: norm of the error over the norm of
+    the reference; cos: cosine similarity, its denominator's prediction norm taken with float32's
+    epsilon added, and 1 when numerator and denominator agree within that epsilon."""
+    pred, ref = real_values(got, desc), real_values(want, desc)
+    d = ref - pred
+    eps = np.finfo(np.float32).eps
+    num = np.dot(ref.reshape(-1), pred.reshape(-1))
+    den = np.linalg.norm(ref.reshape(-1)) * np.linalg.norm(pred.reshape(-1) + eps)
+    ref_norm = np.linalg.norm(ref.reshape(-1))
+    return {"acc": float(np.mean(np.argmax(pred, axis=1) == np.argmax(ref, axis=1))),
+            "rmse": float(np.sqrt(np.mean(d ** 2))), "mae": float(np.mean(np.abs(d))),
+            "l2r": float(np.linalg.norm(d.reshape(-1)) / ref_norm) if ref_norm else float(np.linalg.norm(d)),
+            "cos": 1.0 if np.isclose(num, den, rtol=eps) else float(np.float32(num / den))}
+
+
 def validate(model, got_outputs, ref_outputs, tolerance, reference, lsb=None):
-    """(text, JSON-able dict, passed). `lsb`: per output, the size of one LSB (output_lsb)."""
+    """(text, JSON-able dict, passed): per output ST's metrics (`st`) beside ours, pass/fail on
+    ours. `lsb`: per output, the size of one LSB (n6.run.reference.Reference.lsb)."""
     rows, per = [], []
     passed = True
     for desc, got, want, unit in zip(model.outputs, got_outputs, ref_outputs, lsb or [1.0] * len(model.outputs)):
-        m = metrics(got, want.reshape(got.shape), unit)
+        want = want.reshape(got.shape)
+        m, st = metrics(got, want, unit), st_metrics(got, want, desc)
         ok = m["max_abs_lsb"] <= tolerance and m["top1"] == 1.0
         passed &= ok
-        per.append({"name": desc.name, **m, "passed": ok})
-        rows.append([desc.name, f"{m['l2r']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}",
-                     f"{m['cosine']:.6f}", f"{m['top1'] * 100:.1f}%", "ok" if ok else "FAIL"])
-    table = tabulate(rows, headers=["output", "l2r", "mean |err| LSB", "max |err| LSB", "cosine", "top-1", ""],
-                     tablefmt="simple")
-    text = f"  reference: {reference}; tolerance {tolerance} LSB and the same top-1\n{table}"
+        per.append({"name": desc.name, **m, "st": st, "passed": ok})
+        rows.append([desc.name, f"{st['acc'] * 100:.2f}%", f"{st['rmse']:.8f}", f"{st['mae']:.8f}", f"{st['l2r']:.8f}",
+                     f"{st['cos']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}", f"{m['top1'] * 100:.1f}%",
+                     "ok" if ok else "FAIL"])
+    table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
+                                    "top-1", ""], tablefmt="simple", disable_numparse=True)
+    text = (f"  reference: {reference}; tolerance {tolerance} LSB and the same top-1\n"
+            f"  acc rmse mae l2r cos: ST's metrics on the dequantised values; LSB and top-1: ours\n{table}")
     return text, {"reference": reference, "tolerance_lsb": tolerance, "outputs": per, "passed": passed}, passed
