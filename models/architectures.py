@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from qdq_quantize import quantize_qdq
+from qdq_quantize import TFLITE_FIXED, quantize_qdq
 
 F32 = np.float32
 
@@ -108,8 +108,8 @@ class FloatGraph:
         onnx.checker.check_model(model)
         return model
 
-    def quantised(self, out, samples, per_channel=True):
-        return quantize_qdq(self.model(out), samples, per_channel, self.fuse)
+    def quantised(self, out, samples, per_channel=True, fixed=None):
+        return quantize_qdq(self.model(out), samples, per_channel, self.fuse, fixed)
 
 
 def _samples(seed, shape, n=16):
@@ -134,13 +134,14 @@ def mobilenet_v2():
 
 def ds_cnn():
     """Keyword spotting on 49x10 MFCC → 12 classes: 10x4 conv (asymmetric SAME padding), four
-    depthwise-separable blocks, average pool, dense, softmax."""
+    depthwise-separable blocks, average pool, dense, softmax. Bundled as .tflite, so quantised with
+    the output ranges TFLite's int8 kernels require."""
     g = FloatGraph("ds_cnn", [1, 1, 49, 10], seed=22)
     x = g.conv("x", 32, k=(10, 4), stride=2, pads=[4, 1, 5, 1], act="relu")
     for _ in range(4):
         x = g.conv(x, 32, group=32, act="relu")
         x = g.conv(x, 32, k=1, act="relu")
-    return g.quantised(g.classifier(x, 12), _samples(122, g.in_shape))
+    return g.quantised(g.classifier(x, 12), _samples(122, g.in_shape), fixed=TFLITE_FIXED)
 
 
 def tiny_yolo():

@@ -3,13 +3,15 @@ activations per tensor (asymmetric, ranges calibrated with onnxruntime on sample
 weights symmetric per channel or per tensor, biases int32. Deterministic for given samples.
 
 `fuse` names float values that stay unquantised, so that their producer and consumer form one
-group (Conv → BatchNormalization → Relu → Q)."""
+group (Conv → BatchNormalization → Relu → Q). `fixed` gives, by operator type, an output range used
+instead of the calibrated one (TFLITE_FIXED: what TFLite's int8 kernels require)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 WEIGHT_AXIS = {"Conv": 0, "MatMul": 1}      # Gemm: 0 with transB=1, else 1
 CONST_OPERANDS = ("Add", "Mul", "Concat", "PRelu")
+TFLITE_FIXED = {"Softmax": (0.0, 255 / 256)}     # int8 softmax output: scale 1/256, zero point -128
 
 
 def calibrate(model, samples):
@@ -44,8 +46,8 @@ def act_qparams(lo, hi):
 
 
 class _Builder:
-    def __init__(self, model, ranges, per_channel, fuse):
-        self.src, self.ranges, self.per_channel, self.fuse = model, ranges, per_channel, set(fuse)
+    def __init__(self, model, ranges, per_channel, fuse, fixed):
+        self.src, self.ranges, self.per_channel, self.fuse, self.fixed = model, ranges, per_channel, set(fuse), fixed
         self.inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
         self.nodes, self.new_inits, self.rename, self.scales = [], [], {}, {}
 
@@ -125,7 +127,7 @@ class _Builder:
                 self.rename[orig] = out
                 self.scales[out] = None
             else:
-                self.ranges[out] = self.ranges[orig]
+                self.ranges[out] = self.fixed.get(n.op_type, self.ranges[orig])
                 self.rename[orig] = self.qdq(out, orig if orig in final else None)
 
     def build(self):
@@ -143,6 +145,6 @@ class _Builder:
         return model
 
 
-def quantize_qdq(model, samples, per_channel=True, fuse=()):
+def quantize_qdq(model, samples, per_channel=True, fuse=(), fixed=None):
     ranges = calibrate(model, samples)
-    return _Builder(model, ranges, per_channel, fuse).build()
+    return _Builder(model, ranges, per_channel, fuse, fixed or {}).build()
