@@ -67,10 +67,6 @@ def add_io_conversions(net, input_type, output_type):
 def allocate(net, mpool):
     uses = [PoolUse(p, i + 1) for i, p in enumerate(mpool.pools)]
     by_pool = {id(u.pool): u for u in uses}
-    for p in mpool.pools:
-        if p.fformat != "FORMAT_RAW":
-            raise N6Error(mpool.path, f"pool '{p.fname}' has fformat {p.fformat}",
-                          'set "fformat": "FORMAT_RAW" on every pool')
 
     params = net.params
     cpool = params_pool(mpool)

@@ -135,8 +135,10 @@ class CWriter:
             L.append(f"/* global pool {u.index} is {human_size(u.used)} */")
             L.append(f"/* index={u.index} file postfix={p.fname} name={p.name} offset=0x{p.offset:08x} {mode} "
                      f"size={max(p.size - 8, 0)} {rights} THROUGHPUT={p.throughput} LATENCY={p.latency} "
-                     f"byte width={p.byte_width} freq ratio={p.freq_ratio:g} burst max length=MAXINT "
-                     f"burst penalty=0 pipelined=ON cacheable={'ON' if p.cacheable else 'OFF'} "
+                     f"byte width={p.byte_width} freq ratio={p.freq_ratio:g} burst max length="
+                     f"{'MAXINT' if p.burst_max_length == 0xFFFF_FFFF else p.burst_max_length} "
+                     f"burst penalty={p.burst_penalty} pipelined={'ON' if p.pipelined else 'OFF'} "
+                     f"cacheable={'ON' if p.cacheable else 'OFF'} "
                      f"read_power={p.read_power:g} write_power={p.write_power:g} use4initializers=YES "
                      f"score={50 if p.external else 94}  */")
         L.append("")
