@@ -86,3 +86,25 @@ def test_a_size_0_pool_holds_no_buffer_of_a_generated_model(stedgeai, tmp_path):
     first = info["memory_pools"][0]
     assert (first["id"], first["name"], first["size_bytes"], first["buffers"]) == (1, "axiflexmem", 0, [])
     assert all(b["mpool_id"] != 1 for b in info["buffers"])
+
+
+def test_a_refused_mpool_is_named_for_any_target_of_its_model(tmp_path):
+    """`scons build/<model>/network_rel.bin` of a model whose .mpool is refused: the file's one
+    line, not SCons's "Do not know how to make"."""
+    import shutil
+
+    from conftest import MODELS, copy_repo, scons
+    repo = copy_repo(tmp_path / "repo")
+    folder = repo / "models" / "bad_pools"
+    folder.mkdir()
+    for f in ("model.onnx", "neural_art.json"):
+        shutil.copyfile(f"{MODELS}/kws_mlp/{f}", folder / f)
+    data = json.load(open(f"{MODELS}/kws_mlp/kws_mlp.mpool"))
+    data["memory"]["mempools"][0]["size"] = {"value": "-1", "magnitude": "KBYTES"}
+    (folder / "kws_mlp.mpool").write_text(json.dumps(data))
+    for target in ("build/bad_pools/network_rel.bin", "build/bad_pools/st_ai_output/network.c"):
+        proc = scons(repo, target, check=False)
+        assert proc.returncode != 0
+        assert "Do not know how to make" not in proc.stdout + proc.stderr
+        assert f"scons: *** [{target}] models/bad_pools/kws_mlp.mpool: pool '" in proc.stderr
+        assert "size is -1024" in proc.stderr and "Traceback" not in proc.stderr
