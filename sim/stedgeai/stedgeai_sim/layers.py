@@ -164,6 +164,11 @@ def resize(name, x, out, bilinear, coord, nearest, scales):
         "scales": (F32(scales[0]), F32(scales[1]))})
 
 
+def convert(name, x, out, mode):
+    """A change of type at the graph's edge: float32 / uint8 ↔ int8 (mode "<from>_to_<to>")."""
+    return Layer("convert", name, [x], out, attrs={"mode": mode})
+
+
 def softmax(name, x, out):
     n = x.shape[1] if len(x.shape) == 4 else x.shape[-1]
     return Layer("softmax", name, [x], out, attrs={"n": n})

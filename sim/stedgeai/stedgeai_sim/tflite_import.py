@@ -15,6 +15,8 @@ from .ir import Network, Tensor
 F32 = np.float32
 NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
 TFL_AXIS = {v: k for k, v in NHWC_AXIS.items()}
+BOUNDARY_TYPES = {"INT8": "int8", "UINT8": "uint8", "FLOAT32": "float32"}   # TFLite type → tensor dtype
+TYPE_NAMES = {v: k for k, v in BOUNDARY_TYPES.items()}
 
 
 def _logical_axis(axis, rank):
@@ -76,16 +78,23 @@ class _Importer:
     def _logical(self, shape):
         return (shape[0], shape[3], shape[1], shape[2]) if len(shape) == 4 else shape
 
-    def act(self, where, i):
+    def act(self, where, i, types=("INT8",)):
+        """Activation tensor i, of one of `types` (the boundary QUANTIZE / DEQUANTIZE take others)."""
         if i in self.values:
-            return self.values[i]
+            t = self.values[i]
+            if t.dtype.upper() not in types:
+                self.fail(where, f"tensor '{t.name}' is {TYPE_NAMES[t.dtype]}, not int8",
+                          "convert the model with full int8 quantisation")
+            return t
         t, shape, scale, zp, data = self._raw(i)
         if data is not None:
             return self.const(i)
-        if self.type_names.get(t.Type()) != "INT8":
-            self.fail(where, f"tensor '{t.Name().decode()}' is {self.type_names.get(t.Type())}, not int8",
+        kind = self.type_names.get(t.Type())
+        if kind not in types:
+            self.fail(where, f"tensor '{t.Name().decode()}' is {kind}, not int8",
                       "convert the model with full int8 quantisation")
-        out = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        out = Tensor(t.Name().decode(), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
+                     int(zp[0]))
         self.values[i] = out
         return out
 
@@ -102,13 +111,14 @@ class _Importer:
         t, shape, scale, zp, data = self._raw(i)
         return np.frombuffer(data.tobytes(), dtype).reshape(shape), scale, zp
 
-    def out(self, op, k=0):
+    def out(self, op, k=0, types=("INT8",)):
         i = op.Outputs(k)
         t, shape, scale, zp, _ = self._raw(i)
-        if self.type_names.get(t.Type()) != "INT8":
-            self.fail(t.Name().decode(), f"output is {self.type_names.get(t.Type())}, not int8",
-                      "convert the model with full int8 quantisation")
-        y = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        kind = self.type_names.get(t.Type())
+        if kind not in types:
+            self.fail(t.Name().decode(), f"output is {kind}, not int8", "convert the model with full int8 quantisation")
+        y = Tensor(t.Name().decode(), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
+                   int(zp[0]))
         self.values[i] = y
         return y
 
@@ -150,7 +160,7 @@ class _Importer:
                 self.fail(where, f"operator '{name}' is not supported",
                           "use " + ", ".join(sorted(n[1:] for n in dir(self) if n[1:].isupper() and n[0] == "_")))
             self.layers.append(handler(op, where))
-        inputs = [self.act("input", self.g.Inputs(i)) for i in range(self.g.InputsLength())]
+        inputs = [self.act("input", self.g.Inputs(i), tuple(BOUNDARY_TYPES)) for i in range(self.g.InputsLength())]
         outputs = [self.values[self.g.Outputs(i)] for i in range(self.g.OutputsLength())]
         if not self.layers:
             raise N6Error(self.path, "the model has no operator", "export the model again as .tflite")
@@ -214,7 +224,27 @@ class _Importer:
         x, y = self.act(where, op.Inputs(0)), self.out(op)
         return L.reshape(y.name, x, y, memory_order=True)
 
-    _SQUEEZE = _QUANTIZE = _EXPAND_DIMS = _RESHAPE
+    _SQUEEZE = _EXPAND_DIMS = _RESHAPE
+
+    def _QUANTIZE(self, op, where):
+        """float32 or uint8 into the int8 graph (a model-zoo input), or int8 requantised."""
+        x = self.act(where, op.Inputs(0), ("INT8", "UINT8", "FLOAT32"))
+        y = self.out(op)
+        if x.dtype == "float32":
+            return L.convert(y.name, x, y, "float32_to_int8")
+        if x.dtype == "uint8":
+            if x.scale != y.scale or y.zero_point != x.zero_point - 128:
+                self.fail(where, f"uint8 to int8 with scale {x.scale:g} -> {y.scale:g}, zero point {x.zero_point} -> "
+                          f"{y.zero_point}", "quantise the uint8 input with the int8 graph's scale, zero point + 128")
+            return L.convert(y.name, x, y, "uint8_to_int8")
+        if (x.scale, x.zero_point) == (y.scale, y.zero_point):
+            return L.reshape(y.name, x, y, memory_order=True)
+        return L.lut(y.name, x, y, lambda v: v, "Requantize")
+
+    def _DEQUANTIZE(self, op, where):
+        """int8 out of the graph as float32 (a model-zoo output)."""
+        x = self.act(where, op.Inputs(0))
+        return L.convert(self.out(op, types=("FLOAT32",)).name, x, self.values[op.Outputs(0)], "int8_to_float32")
 
     def _TRANSPOSE(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)

@@ -1,0 +1,80 @@
+"""ST's published N6 sources (the test bed's sources/ and ec-workspace/ .tflite files, the very
+files ST compiled) through the simulated tool: uint8 / float32 inputs through QUANTIZE, float32
+outputs through DEQUANTIZE, as ST keeps them. The host build of the generated C against LiteRT
+(its default interpreter, as a user runs it) on seeded inputs: exact-match rate and max error in
+LSB of each output's int8 grid, printed; top-1 agrees. Opt-in: needs N6_REAL_STEDGEAI."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import generate, host_build
+from test_tflite_litert import litert
+
+REAL = os.environ.get("N6_REAL_STEDGEAI")
+pytestmark = pytest.mark.skipif(not REAL, reason="set N6_REAL_STEDGEAI to ST's test bed folder")
+RELOC_MPOOL = ("2.2", "scripts", "N6_reloc", "test", "mpools", "stm32n6_reloc.mpool")
+# source → (model, .mpool ST's flow used or one that holds it, inputs, measured max LSB)
+SOURCES = {"nucleo_mnv1": (("sources", "nucleo_mnv1", "model.tflite"), RELOC_MPOOL, 4, 0),
+           "blazeface": (("sources", "blazeface", "model.tflite"), RELOC_MPOOL, 4, 0),
+           "yolox_nano": (("ec-workspace", "model.tflite"), ("ec-workspace", "stm32n6-app2_STM32N6570-DK.mpool"), 1, 38)}
+
+
+def seeded_inputs(detail, n, seed=38):
+    """n inputs for a model input: images in [0, 1] for float32, every code for (u)int8."""
+    rng = np.random.default_rng(seed)
+    if detail["dtype"] == np.float32:
+        return [rng.uniform(0, 1, detail["shape"]).astype(np.float32) for _ in range(n)]
+    info = np.iinfo(detail["dtype"])
+    return [rng.integers(info.min, info.max + 1, detail["shape"]).astype(detail["dtype"]) for _ in range(n)]
+
+
+def lsb_of_outputs(interpreter):
+    """Each output's LSB: its own scale, or for a float32 output the scale of the DEQUANTIZE input."""
+    scales = {t["index"]: t["quantization"][0] for t in interpreter.get_tensor_details()}
+    producer = {o["outputs"][0]: o["inputs"][0] for o in interpreter._get_ops_details() if o["op_name"] == "DEQUANTIZE"}
+    return [scales[d["index"]] or scales[producer[d["index"]]] for d in interpreter.get_output_details()]
+
+
+def compare_with_litert(model, exe, workdir, inputs):
+    """[(output name, exact-match rate, max LSB, top-1 agreement)] of the host build against LiteRT."""
+    from n6.run import host_reference
+    interpreter = litert(model)
+    ind, outd = interpreter.get_input_details()[0], interpreter.get_output_details()
+    want = [[] for _ in outd]
+    for x in inputs:
+        interpreter.set_tensor(ind["index"], x)
+        interpreter.invoke()
+        for k, d in enumerate(outd):
+            want[k].append(interpreter.get_tensor(d["index"]).copy())
+    got = host_reference.execute(str(exe), str(workdir), [b"".join(x.tobytes() for x in inputs)], len(outd))
+    rows = []
+    for d, w, g, lsb in zip(outd, want, got, lsb_of_outputs(interpreter)):
+        w = np.stack(w)
+        g = np.frombuffer(g, w.dtype).reshape(w.shape)
+        diff = np.rint(np.abs(g.astype(np.float64) - w.astype(np.float64)) / lsb)
+        n = len(inputs)
+        rows.append((d["name"], float(np.mean(diff == 0)), int(diff.max()),
+                     float(np.mean(g.reshape(n, -1).argmax(1) == w.reshape(n, -1).argmax(1)))))
+    return rows
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_published_source_builds_and_computes_what_litert_does(sim_install, tmp_path, source):
+    model_parts, mpool_parts, n, max_lsb = SOURCES[source]
+    model = os.path.join(REAL, *model_parts)
+    shutil.copyfile(os.path.join(REAL, *mpool_parts), tmp_path / "st.mpool")
+    (tmp_path / "p.json").write_text(json.dumps({"Profiles": {"default": {"memory_pool": "./st.mpool",
+                                                                          "options": "--optimization 3"}}}))
+    out = generate(model, tmp_path / "st_ai_output", tmp_path / "p.json")
+    exe, info = host_build(out, sim_install("2.2"), tmp_path)
+    ind = litert(model).get_input_details()[0]
+    inp = info["graphs"][0]["original_inputs"][0]
+    assert inp["data_format"]["type"] == np.dtype(ind["dtype"]).name        # the model's input type, as ST keeps it
+    rows = compare_with_litert(model, exe, tmp_path, seeded_inputs(ind, n))
+    for name, equal, lsb, top1 in rows:
+        print(f"{source} {name}: {100 * equal:.2f} % equal LiteRT's, max {lsb} LSB, top-1 {top1:.2f}")
+    assert all(top1 == 1.0 for *_, top1 in rows)
+    assert max(lsb for _, _, lsb, _ in rows) <= max_lsb
