@@ -58,6 +58,10 @@ def buffer_layout(t):
     return (b, h, w, c), logical, ChPos.FIRST if len(logical) == 3 else ChPos.UNDEFINED, 1
 
 
+ELTWISE_OPS = {("add", False): "LL_SW_ELTWISE_ADD", ("add", True): "LL_SW_ELTWISE_ADD_FIXED",
+               ("mul", False): "LL_SW_ELTWISE_MUL"}
+
+
 def f32(x):
     return float(np.float32(x)).hex() + "f"
 
@@ -243,8 +247,8 @@ class CWriter:
             return ("LL_SW_Eltwise_Int8_Info", "ll_sw_forward_eltwise_int8",
                     f".a = {self.addr(ta, 'const int8_t')},\n.b = {self.addr(tb, 'const int8_t')},\n"
                     f".out = {self.addr(y, 'int8_t')},\n.desc = {prefix}_desc, .mult_a = {f32(a['mult_a'])}, "
-                    f".mult_b = {f32(a['mult_b'])},\n.ndim = {len(a['desc']) // 3}, "
-                    f".op = {'LL_SW_ELTWISE_MUL' if a['op'] == 'mul' else 'LL_SW_ELTWISE_ADD'},\n"
+                    f".mult_b = {f32(a['mult_b'])},\n.fixed_a = {a.get('fixed_a', 0)}, .fixed_b = {a.get('fixed_b', 0)}, "
+                    f".shift = {a.get('shift', 0)}, .ndim = {len(a['desc']) // 3}, .op = {ELTWISE_OPS[a['op'], 'shift' in a]},\n"
                     f".a_zp = {ta.zero_point}, .b_zp = {tb.zero_point}, .out_zp = {y.zero_point}, "
                     f".act_min = {amin}, .act_max = {amax},", pre)
         if layer.kind == "lut":

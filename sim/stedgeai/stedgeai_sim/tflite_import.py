@@ -295,7 +295,7 @@ class _Importer:
         if len(a.shape) != len(b.shape):
             self.fail(where, "operands of different ranks are not supported", "broadcast with equal ranks")
         opts = self.options(op, "AddOptions" if kind == "add" else "MulOptions")
-        return L.eltwise(y.name, kind, a, b, y, self.fused(opts, y, where))
+        return L.eltwise(y.name, kind, a, b, y, self.fused(opts, y, where), fixed=True)
 
     def _ADD(self, op, where):
         return self._eltwise(op, where, "add")
