@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import generate, host_build
-from test_tflite_litert import litert
+from test_tflite_litert import compare_with_litert, litert, seeded_inputs
 
 REAL = os.environ.get("N6_REAL_STEDGEAI")
 pytestmark = pytest.mark.skipif(not REAL, reason="set N6_REAL_STEDGEAI to ST's test bed folder")
@@ -20,45 +20,6 @@ RELOC_MPOOL = ("2.2", "scripts", "N6_reloc", "test", "mpools", "stm32n6_reloc.mp
 SOURCES = {"nucleo_mnv1": (("sources", "nucleo_mnv1", "model.tflite"), RELOC_MPOOL, 4, 0),
            "blazeface": (("sources", "blazeface", "model.tflite"), RELOC_MPOOL, 4, 0),
            "yolox_nano": (("ec-workspace", "model.tflite"), ("ec-workspace", "stm32n6-app2_STM32N6570-DK.mpool"), 2, 0)}
-
-
-def seeded_inputs(detail, n, seed=7):
-    """n inputs for a model input: images in [0, 1] for float32, every code for (u)int8."""
-    rng = np.random.default_rng(seed)
-    if detail["dtype"] == np.float32:
-        return [rng.uniform(0, 1, detail["shape"]).astype(np.float32) for _ in range(n)]
-    info = np.iinfo(detail["dtype"])
-    return [rng.integers(info.min, info.max + 1, detail["shape"]).astype(detail["dtype"]) for _ in range(n)]
-
-
-def lsb_of_outputs(interpreter):
-    """Each output's LSB: its own scale, or for a float32 output the scale of the DEQUANTIZE input."""
-    scales = {t["index"]: t["quantization"][0] for t in interpreter.get_tensor_details()}
-    producer = {o["outputs"][0]: o["inputs"][0] for o in interpreter._get_ops_details() if o["op_name"] == "DEQUANTIZE"}
-    return [scales[d["index"]] or scales[producer[d["index"]]] for d in interpreter.get_output_details()]
-
-
-def compare_with_litert(model, exe, workdir, inputs):
-    """[(output name, exact-match rate, max LSB, top-1 agreement)] of the host build against LiteRT."""
-    from n6.run import host_reference
-    interpreter = litert(model)
-    ind, outd = interpreter.get_input_details()[0], interpreter.get_output_details()
-    want = [[] for _ in outd]
-    for x in inputs:
-        interpreter.set_tensor(ind["index"], x)
-        interpreter.invoke()
-        for k, d in enumerate(outd):
-            want[k].append(interpreter.get_tensor(d["index"]).copy())
-    got = host_reference.execute(str(exe), str(workdir), [b"".join(x.tobytes() for x in inputs)], len(outd))
-    rows = []
-    for d, w, g, lsb in zip(outd, want, got, lsb_of_outputs(interpreter)):
-        w = np.stack(w)
-        g = np.frombuffer(g, w.dtype).reshape(w.shape)
-        diff = np.rint(np.abs(g.astype(np.float64) - w.astype(np.float64)) / lsb)
-        n = len(inputs)
-        rows.append((d["name"], float(np.mean(diff == 0)), int(diff.max()),
-                     float(np.mean(g.reshape(n, -1).argmax(1) == w.reshape(n, -1).argmax(1)))))
-    return rows
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -20,36 +20,67 @@ def litert(path):
     return interpreter
 
 
-def litert_outputs(path, inputs):
-    """LiteRT's first output on each int8 input (in the model's own NHWC order)."""
-    interpreter = litert(path)
-    inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-    outs = []
+def seeded_inputs(detail, n, seed=7):
+    """n inputs for a model input: images in [0, 1] for float32, every code for (u)int8."""
+    rng = np.random.default_rng(seed)
+    if detail["dtype"] == np.float32:
+        return [rng.uniform(0, 1, detail["shape"]).astype(np.float32) for _ in range(n)]
+    info = np.iinfo(detail["dtype"])
+    return [rng.integers(info.min, info.max + 1, detail["shape"]).astype(detail["dtype"]) for _ in range(n)]
+
+
+def lsb_of_outputs(interpreter):
+    """Each output's LSB: its own scale, or for a float32 output the scale of the DEQUANTIZE input."""
+    scales = {t["index"]: t["quantization"][0] for t in interpreter.get_tensor_details()}
+    producer = {o["outputs"][0]: o["inputs"][0] for o in interpreter._get_ops_details() if o["op_name"] == "DEQUANTIZE"}
+    return [scales[d["index"]] or scales[producer[d["index"]]] for d in interpreter.get_output_details()]
+
+
+def compare_with_litert(model, exe, workdir, inputs):
+    """[(output name, exact-match rate, max LSB, top-1 agreement)] of the host build against LiteRT."""
+    from n6.run import host_reference
+    interpreter = litert(model)
+    ind, outd = interpreter.get_input_details()[0], interpreter.get_output_details()
+    want = [[] for _ in outd]
     for x in inputs:
-        interpreter.set_tensor(inp["index"], x)
+        interpreter.set_tensor(ind["index"], x)
         interpreter.invoke()
-        outs.append(interpreter.get_tensor(out["index"]).copy())
-    return outs
+        for k, d in enumerate(outd):
+            want[k].append(interpreter.get_tensor(d["index"]).copy())
+    got = host_reference.execute(str(exe), str(workdir), [b"".join(x.tobytes() for x in inputs)], len(outd))
+    rows = []
+    for d, w, g, lsb in zip(outd, want, got, lsb_of_outputs(interpreter)):
+        w = np.stack(w)
+        g = np.frombuffer(g, w.dtype).reshape(w.shape)
+        diff = np.rint(np.abs(g.astype(np.float64) - w.astype(np.float64)) / lsb)
+        n = len(inputs)
+        rows.append((d["name"], float(np.mean(diff == 0)), int(diff.max()),
+                     float(np.mean(g.reshape(n, -1).argmax(1) == w.reshape(n, -1).argmax(1)))))
+    return rows
 
 
 def test_models_are_bundled_as_tflite():
-    assert [os.path.basename(os.path.dirname(p)) for p in BUNDLED_TFLITE] == ["ds_cnn"]
+    assert [os.path.basename(os.path.dirname(p)) for p in BUNDLED_TFLITE] == ["ds_cnn", "mobilenet_v2_u8"]
+
+
+def test_a_bundled_tflite_has_the_edges_of_a_model_zoo_export():
+    """uint8 pixels in through QUANTIZE, float32 scores out of DEQUANTIZE, as ST's published sources."""
+    interpreter = litert(os.path.join(MODELS, "mobilenet_v2_u8", "model.tflite"))
+    ops = [o["op_name"] for o in interpreter._get_ops_details()]
+    assert "QUANTIZE" in ops and "DEQUANTIZE" in ops
+    assert [d["dtype"] for d in interpreter.get_input_details()] == [np.uint8]
+    assert [d["dtype"] for d in interpreter.get_output_details()] == [np.float32]
 
 
 @pytest.mark.parametrize("path", BUNDLED_TFLITE, ids=lambda p: os.path.basename(os.path.dirname(p)))
 def test_simulated_tool_computes_what_litert_does(sim_install, tmp_path, path):
     name = os.path.basename(os.path.dirname(path))
-    shape = litert(path).get_input_details()[0]["shape"]
-    rng = np.random.default_rng(38)
-    inputs = [rng.integers(-128, 128, size=shape, dtype=np.int8) for _ in range(16)]
-    want = np.stack(litert_outputs(path, inputs))
     out = generate(path, tmp_path / "st_ai_output", os.path.join(MODELS, name, "neural_art.json"))
     exe, _ = host_build(out, sim_install("2.2"), tmp_path)
-    got = np.frombuffer(host_run(exe, tmp_path, np.concatenate([x.reshape(-1) for x in inputs])), np.int8)
-    got = got.reshape(want.shape)
-    diff = np.abs(got.astype(int) - want.astype(int))
-    print(f"{name}: {100 * np.mean(diff == 0):.1f} % of {diff.size} outputs equal LiteRT's, max {diff.max()} LSB")
-    assert diff.max() == 0
+    rows = compare_with_litert(path, exe, tmp_path, seeded_inputs(litert(path).get_input_details()[0], 16))
+    for output, equal, lsb, top1 in rows:
+        print(f"{name} {output}: {100 * equal:.1f} % equal LiteRT's, max {lsb} LSB, top-1 {top1:.2f}")
+    assert [lsb for _, _, lsb, _ in rows] == [0] * len(rows)
 
 
 def test_add_rounds_as_litert_does(sim_install, tmp_path):

@@ -78,24 +78,32 @@ void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int
 
 void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int in_w, int c, int out_h,
                 int out_w, int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
-                int in_zp, int out_zp, int is_max)
+                int in_zp, int out_zp, int mode)
 {
+  int is_max = mode == NR_POOL_MAX;
   for (int oy = 0; oy < out_h; oy++) {
     for (int ox = 0; ox < out_w; ox++) {
       for (int ch = 0; ch < c; ch++) {
-        int32_t acc = is_max ? -128 : 0;
+        int32_t acc = is_max ? -128 : 0, inside_cells = 0;
         for (int ky = 0; ky < k_h; ky++) {
           int iy = oy * stride_h - pad_top + ky;
           for (int kx = 0; kx < k_w; kx++) {
             int ix = ox * stride_w - pad_left + kx;
             int inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
             int v = inside ? in[(iy * in_w + ix) * c + ch] - in_zp : 0;
+            inside_cells += inside;
             if (is_max) {
               if (inside && v + in_zp > acc) acc = v + in_zp;
             } else {
               acc += v;
             }
           }
+        }
+        if (mode == NR_POOL_AVG_CODES) {
+          int32_t sum = acc + inside_cells * in_zp;
+          *out++ = (int8_t)clamp(sum > 0 ? (sum + inside_cells / 2) / inside_cells
+                                         : (sum - inside_cells / 2) / inside_cells, -128, 127);
+          continue;
         }
         if (is_max) acc -= in_zp;
         *out++ = (int8_t)clamp(nr_round((float)acc * multiplier) + out_zp, -128, 127);

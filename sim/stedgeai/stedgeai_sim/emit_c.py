@@ -228,7 +228,7 @@ class CWriter:
                     f"{common}\n.multiplier = {f32(a['multiplier'])},\n.in_h = {ih}, .in_w = {iw}, .c = {c}, "
                     f".out_h = {oh}, .out_w = {ow},\n.k_h = {kh}, .k_w = {kw}, .stride_h = {sh}, .stride_w = {sw}, "
                     f".pad_top = {pads[0]}, .pad_left = {pads[1]},\n.in_zp = {x.zero_point}, "
-                    f".out_zp = {y.zero_point}, .is_max = {int(layer.kind == 'maxpool')},", pre)
+                    f".out_zp = {y.zero_point}, .mode = {a['mode']},", pre)
         if layer.kind == "gather":
             parts = []
             for k, p in enumerate(a["parts"]):
@@ -404,7 +404,7 @@ class CWriter:
             else:
                 (ih, iw, c), (oh, ow, _) = self.hwc(x), self.hwc(y)
                 args = [ref(x), ref(y), fl(a["multiplier"]), ih, iw, c, oh, ow, *a["kernel"], *a["strides"],
-                        a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), int(layer.kind == "maxpool")]
+                        a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), a["mode"]]
             words += [EC_OPS[layer.kind] | len(args) << 8] + args
         words[0] = SIMULATED_EC_MAGIC | len(layers) << 32
         return words

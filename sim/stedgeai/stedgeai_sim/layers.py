@@ -52,12 +52,18 @@ def dense(name, x, w, w_scale, bias, out, act):
                       has_bias=bias is not None))
 
 
-def pool(name, x, out, kind, kernel, strides, pads):
+POOL_MODES = {"avgpool": 0, "maxpool": 1, "avgpool_codes": 2}     # nr_pool_s8's NR_POOL_* modes
+
+
+def pool(name, x, out, kind, kernel, strides, pads, codes=False):
+    """codes: an average of the codes themselves, rounded half away from zero (TFLite's
+    AVERAGE_POOL_2D, whose output keeps the input's grid); else of the values, requantised."""
     mult = multiplier(x.scale, out.scale)
     if kind == "avgpool":
         mult = F32(mult / F32(kernel[0] * kernel[1]))
+    mode = POOL_MODES["avgpool_codes" if codes else kind]
     return Layer(kind, name, [x], out, attrs={"kernel": tuple(kernel), "strides": tuple(strides),
-                                              "pads": tuple(pads[:2]), "multiplier": mult})
+                                              "pads": tuple(pads[:2]), "multiplier": mult, "mode": mode})
 
 
 def lut(name, x, out, fn, label, per_channel=0, **facts):

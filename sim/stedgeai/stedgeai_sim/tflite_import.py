@@ -205,7 +205,7 @@ class _Importer:
         pads = self.pads(opts, x, y, kernel, strides)
         if kind == "avgpool" and any(pads):
             self.fail(where, "SAME-padded average pooling is not supported", "use VALID padding")
-        return L.pool(y.name, x, y, kind, kernel, strides, pads)
+        return L.pool(y.name, x, y, kind, kernel, strides, pads, codes=kind == "avgpool")
 
     def _AVERAGE_POOL_2D(self, op, where):
         return self._pool(op, where, "avgpool")

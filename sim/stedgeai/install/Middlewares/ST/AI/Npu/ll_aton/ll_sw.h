@@ -35,7 +35,7 @@ typedef struct {
   uint16_t in_h, in_w, c, out_h, out_w;
   uint16_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
   int8_t in_zp, out_zp;
-  uint8_t is_max;
+  uint8_t mode;               /* NR_POOL_AVG, NR_POOL_MAX or NR_POOL_AVG_CODES */
 } LL_SW_Pool_Int8_Info;
 
 typedef struct {

@@ -21,7 +21,7 @@ void ll_sw_forward_pool_int8(const void *sw_info)
 {
   const LL_SW_Pool_Int8_Info *p = sw_info;
   nr_pool_s8(p->in, p->out, p->multiplier, p->in_h, p->in_w, p->c, p->out_h, p->out_w, p->k_h, p->k_w,
-             p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->in_zp, p->out_zp, p->is_max);
+             p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->in_zp, p->out_zp, p->mode);
 }
 
 void ll_sw_forward_softmax_int8(const void *sw_info)
