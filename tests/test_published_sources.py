@@ -39,3 +39,31 @@ def test_published_source_builds_and_computes_what_litert_does(sim_install, tmp_
         print(f"{source} {name}: {100 * equal:.2f} % equal LiteRT's, max {lsb} LSB, top-1 {top1:.2f}")
     assert all(top1 == 1.0 for *_, top1 in rows)
     assert max(lsb for _, _, lsb, _ in rows) <= max_lsb
+
+
+@pytest.fixture(scope="module")
+def repo_with_sources(tmp_path_factory):
+    """A clone with the published sources as model folders (their .mpool from the test bed)."""
+    from conftest import copy_repo
+    repo = copy_repo(tmp_path_factory.mktemp("sources-repo"))
+    for source in ("nucleo_mnv1", "blazeface"):
+        model_parts, mpool_parts, _, _ = SOURCES[source]
+        folder = os.path.join(repo, "models", source)
+        os.makedirs(folder)
+        shutil.copyfile(os.path.join(REAL, *model_parts), os.path.join(folder, "model.tflite"))
+        shutil.copyfile(os.path.join(REAL, *mpool_parts), os.path.join(folder, "st.mpool"))
+        with open(os.path.join(folder, "neural_art.json"), "w") as f:
+            json.dump({"Profiles": {"default": {"memory_pool": "./st.mpool",
+                                                  "options": "--optimization 3 --all-buffers-info"}}}, f)
+    return repo
+
+
+@pytest.mark.parametrize("source", ["nucleo_mnv1", "blazeface"])
+def test_published_source_runs_on_the_simulated_board(repo_with_sources, source):
+    """flash, run and validate with SCons: the board's outputs equal the host build's (0 LSB),
+    which equals LiteRT's (above). About 1e9 emulated instructions per inference."""
+    from conftest import scons
+    scons(repo_with_sources, "flash", "run", "validate", f"MODEL={source}", "RUNS=1", "VALIDATE_TOLERANCE=0",
+          timeout=900)
+    val = json.load(open(os.path.join(repo_with_sources, "build", source, "run", "validate.json")))
+    assert val["passed"] and all(o["max_abs_lsb"] == 0 and o["top1"] == 1.0 for o in val["outputs"])
