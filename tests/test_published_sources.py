@@ -58,12 +58,14 @@ def repo_with_sources(tmp_path_factory):
     return repo
 
 
-@pytest.mark.parametrize("source", ["nucleo_mnv1", "blazeface"])
-def test_published_source_runs_on_the_simulated_board(repo_with_sources, source):
+@pytest.mark.parametrize("source, firmware", [("nucleo_mnv1", "own"), ("blazeface", "own"), ("nucleo_mnv1", "st")])
+def test_published_source_runs_on_the_simulated_board(repo_with_sources, source, firmware):
     """flash, run and validate with SCons: the board's outputs equal the host build's (0 LSB),
-    which equals LiteRT's (above). About 1e9 emulated instructions per inference."""
+    which equals LiteRT's (above), with the simulated board's firmware and with ST's validation
+    firmware on the DK twin (SIM_FIRMWARE). About 1e9 emulated instructions per inference."""
     from conftest import scons
-    scons(repo_with_sources, "flash", "run", "validate", f"MODEL={source}", "RUNS=1", "VALIDATE_TOLERANCE=0",
+    extra = [f"SIM_FIRMWARE={os.path.join(REAL, '2.2')}"] if firmware == "st" else []
+    scons(repo_with_sources, "flash", "run", "validate", f"MODEL={source}", "RUNS=1", "VALIDATE_TOLERANCE=0", *extra,
           timeout=900)
     val = json.load(open(os.path.join(repo_with_sources, "build", source, "run", "validate.json")))
     assert val["passed"] and all(o["max_abs_lsb"] == 0 and o["top1"] == 1.0 for o in val["outputs"])
