@@ -117,9 +117,11 @@ def _samples(seed, shape, n=16):
     return [rng.standard_normal(shape).astype(F32) for _ in range(n)]
 
 
-def mobilenet_v2():
+def mobilenet_v2(images=False):
     """32x32 RGB → 10 classes: stem, inverted residual blocks (1x1 expand, 3x3 depthwise,
-    1x1 linear projection, residual Add), ReLU6, BatchNormalization folded into the convs."""
+    1x1 linear projection, residual Add), ReLU6, BatchNormalization folded into the convs.
+    images: calibrated on images in [0, 1] (an input grid of 1/255 from 0, as uint8 pixels have)
+    and quantised with TFLite's fixed output ranges, for a .tflite export."""
     g = FloatGraph("mobilenet_v2", [1, 3, 32, 32], seed=21)
     x = g.conv("x", 16, stride=2)
     for c_out, stride, expand in ((16, 1, 1), (24, 2, 4), (24, 1, 4), (32, 2, 4), (32, 1, 4)):
@@ -129,6 +131,10 @@ def mobilenet_v2():
         h = g.conv(h, c_out, k=1, act=None)
         x = g.add(x, h) if stride == 1 and c_in == c_out else h
     x = g.conv(x, 64, k=1)
+    if images:
+        rng = np.random.default_rng(121)
+        return g.quantised(g.classifier(x, 10), [rng.uniform(0, 1, g.in_shape).astype(F32) for _ in range(16)],
+                           fixed=TFLITE_FIXED)
     return g.quantised(g.classifier(x, 10), _samples(121, g.in_shape))
 
 

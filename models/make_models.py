@@ -270,19 +270,32 @@ def tiny_yolo(path):
     _save_onnx(architectures.tiny_yolo(), path)
 
 
-def ds_cnn(path):
-    """Bundled as .tflite: the QDQ model lowered by the simulated tool, written with TFLite's schema."""
+def _save_tflite(model, path, input_type=None, output_type=None):
+    """The QDQ model lowered by the simulated tool, written with TFLite's schema; input_type /
+    output_type: edges converted as a model-zoo export has them (QUANTIZE in, DEQUANTIZE out)."""
     import tempfile
 
+    from stedgeai_sim.allocate import add_io_conversions
     from stedgeai_sim.onnx_import import import_onnx
     from tflite_writer import tflite_bytes
     with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "ds_cnn.onnx")
-        onnx.save(architectures.ds_cnn(), src)
-        data = tflite_bytes(import_onnx(src))
+        src = os.path.join(tmp, "model.onnx")
+        onnx.save(model, src)
+        net = import_onnx(src)
+    add_io_conversions(net, input_type, output_type)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(os.path.splitext(path)[0] + ".tflite", "wb") as f:
-        f.write(data)
+        f.write(tflite_bytes(net))
+
+
+def ds_cnn(path):
+    """Bundled as .tflite, int8 in and out."""
+    _save_tflite(architectures.ds_cnn(), path)
+
+
+def mobilenet_v2_u8(path):
+    """The MobileNetV2 as a model-zoo .tflite: uint8 pixels in (QUANTIZE), float32 scores out (DEQUANTIZE)."""
+    _save_tflite(architectures.mobilenet_v2(images=True), path, "uint8", "float32")
 
 
 def digits_mlp(path):
@@ -296,7 +309,7 @@ def digits_mlp(path):
 
 
 MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp, "mobilenet_v2": mobilenet_v2,
-          "ds_cnn": ds_cnn, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp, "fusion_mlp": fusion_mlp}
+          "ds_cnn": ds_cnn, "mobilenet_v2_u8": mobilenet_v2_u8, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp, "fusion_mlp": fusion_mlp}
 PREBUILT_FILES = ("network.c", "network.h", "network_c_info.json", "network_atonbuf.xSPI2.raw",
                   "network_generate_report.txt")
 

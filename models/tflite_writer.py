@@ -1,6 +1,7 @@
 """Write an int8 network (the simulated tool's lowered layers of a QDQ ONNX model) as a .tflite
 flatbuffer, with the builders of the `tflite` package: the same weights, scales and zero points,
-in TFLite's channel-last layout. Layers without a TFLite equivalent raise ValueError."""
+in TFLite's channel-last layout; edge conversions (uint8 / float32) as QUANTIZE and DEQUANTIZE.
+Layers without a TFLite equivalent raise ValueError."""
 import importlib
 
 import flatbuffers
@@ -83,7 +84,30 @@ class _Writer:
             return self.PAD.VALID
         if list(a["pads"]) == same:
             return self.PAD.SAME
-        raise ValueError(f"{layer.name}: padding {a['pads']} is neither VALID nor SAME")
+        return None
+
+    def explicit_pad(self, layer):
+        """A PAD (with the input's zero point) before a VALID window, for pads neither VALID nor SAME
+        give: what converters write for a symmetric pad. Returns the padded tensor's index."""
+        a, x, y = layer.attrs, layer.inputs[0], layer.output
+        dil = a.get("dilations", (1, 1))
+        size = [(y.shape[2 + d] - 1) * a["strides"][d] + (a["kernel"][d] - 1) * dil[d] + 1 for d in range(2)]
+        after = [max(size[d] - x.shape[2 + d] - a["pads"][d], 0) for d in range(2)]
+        padded = Tensor(layer.name + "_padded", (x.shape[0], x.shape[1], x.shape[2] + a["pads"][0] + after[0],
+                                                 x.shape[3] + a["pads"][1] + after[1]), x.dtype, x.scale, x.zero_point)
+        paddings = self.ints(layer.name + "_paddings", [[0, 0], [a["pads"][0], after[0]], [a["pads"][1], after[1]], [0, 0]])
+        self.ops.append((self.opcode(self.OP.PAD), [self.tensor(x), paddings], [self.tensor(padded)], self.OPT.NONE,
+                         None, {}))
+        return self.tensor(padded)
+
+    def window_input(self, layer):
+        """(input index, Padding) of a convolution or pooling window."""
+        padding = self.padding(layer)
+        if padding is None:
+            if layer.kind != "conv2d":      # a pool's padding is not a value: no PAD can stand for it
+                raise ValueError(f"{layer.name}: padding {layer.attrs['pads']} is neither VALID nor SAME")
+            return self.explicit_pad(layer), self.PAD.VALID
+        return self.tensor(layer.inputs[0]), padding
 
     def operand(self, t):
         if not t.is_param:
@@ -98,6 +122,8 @@ class _Writer:
     def layer(self, layer):
         a, x, y = layer.attrs, layer.inputs[0], layer.output
         ins = [self.tensor(x)]
+        if layer.kind in ("conv2d", "maxpool", "avgpool"):
+            ins[0], padding = self.window_input(layer)
         if layer.kind == "conv2d":
             w, b = layer.params[0], layer.params[1] if a["has_bias"] else None
             depthwise = a["group"] > 1
@@ -106,7 +132,7 @@ class _Writer:
             data = w.data.transpose(3, 1, 2, 0) if depthwise else w.data      # OHWI → 1HWO for depthwise
             ins.append(self.tensor(w, data, data.shape, 3 if depthwise else 0))
             ins.append(self.tensor(b, b.data, b.data.shape) if b is not None else -1)
-            fields = {"Padding": self.padding(layer), "StrideH": a["strides"][0], "StrideW": a["strides"][1],
+            fields = {"Padding": padding, "StrideH": a["strides"][0], "StrideW": a["strides"][1],
                       "DilationHFactor": a["dilations"][0], "DilationWFactor": a["dilations"][1],
                       "FusedActivationFunction": self.act(layer)}
             if depthwise:
@@ -123,10 +149,12 @@ class _Writer:
             # a global average that rescales: TFLite's AVERAGE_POOL_2D keeps its input's scale, MEAN rescales
             ins.append(self.ints(layer.name + "_axes", [1, 2]))
             op, table, opt, fields = self.OP.MEAN, "ReducerOptions", self.OPT.ReducerOptions, {"KeepDims": True}
+        elif layer.kind == "avgpool" and x.scale != y.scale:
+            raise ValueError(f"{layer.name}: TFLite's AVERAGE_POOL_2D keeps its input's scale; this one rescales")
         elif layer.kind in ("avgpool", "maxpool"):
             op = self.OP.AVERAGE_POOL_2D if layer.kind == "avgpool" else self.OP.MAX_POOL_2D
             table, opt = "Pool2DOptions", self.OPT.Pool2DOptions
-            fields = {"Padding": self.padding(layer), "StrideH": a["strides"][0], "StrideW": a["strides"][1],
+            fields = {"Padding": padding, "StrideH": a["strides"][0], "StrideW": a["strides"][1],
                       "FilterHeight": a["kernel"][0], "FilterWidth": a["kernel"][1]}
         elif layer.kind == "gather" and a["label"] in ("Flatten", "Reshape", "Squeeze", "Unsqueeze") and \
                 all(len(t.shape) != 4 or t.shape[2:] == (1, 1) for t in (x, y)):   # same bytes in TFLite's order
@@ -181,6 +209,11 @@ class _Writer:
                 opt = self.OPT.ResizeNearestNeighborOptions
             if a["coord"] not in (0, 1, 2):
                 raise ValueError(f"{layer.name}: no TFLite resize with this coordinate mode")
+        elif layer.kind == "convert":     # the edges of a model-zoo export: uint8 / float32 in, float32 out
+            op = self.OP.DEQUANTIZE if a["mode"] == "int8_to_float32" else self.OP.QUANTIZE
+            if a["mode"] not in ("float32_to_int8", "uint8_to_int8", "int8_to_float32"):
+                raise ValueError(f"{layer.name}: {a['mode']} has no TFLite operator")
+            table, opt, fields = None, self.OPT.NONE, {}
         elif layer.kind == "softmax":
             op, table, opt, fields = self.OP.SOFTMAX, "SoftmaxOptions", self.OPT.SoftmaxOptions, {"Beta": 1.0}
         else:
@@ -200,12 +233,14 @@ class _Writer:
         b = self.b
         tensors = []
         for name, shape, dtype, scale, zp, buf, qdim in self.tensors:
-            sc = self.vector(_t("QuantizationParameters").StartScaleVector, list(scale), b.PrependFloat32)
-            zps = self.vector(_t("QuantizationParameters").StartZeroPointVector, [zp] * len(scale), b.PrependInt64)
-            q = self.options("QuantizationParameters", {"Scale": sc, "ZeroPoint": zps, "QuantizedDimension": qdim})
-            nm, sh = b.CreateString(name), self.int_vector("Tensor", "Shape", shape)
-            tensors.append(self.options("Tensor", {"Shape": sh, "Type": getattr(self.TYPE, dtype.upper()),
-                                                   "Buffer": buf, "Name": nm, "Quantization": q}))
+            fields = {"Type": getattr(self.TYPE, dtype.upper()), "Buffer": buf}
+            if dtype != "float32":        # a float tensor is not quantised
+                sc = self.vector(_t("QuantizationParameters").StartScaleVector, list(scale), b.PrependFloat32)
+                zps = self.vector(_t("QuantizationParameters").StartZeroPointVector, [zp] * len(scale), b.PrependInt64)
+                fields["Quantization"] = self.options("QuantizationParameters",
+                                                      {"Scale": sc, "ZeroPoint": zps, "QuantizedDimension": qdim})
+            fields.update(Shape=self.int_vector("Tensor", "Shape", shape), Name=b.CreateString(name))
+            tensors.append(self.options("Tensor", fields))
         ops = []
         for code, ins, outs, opt_type, table, fields in self.ops:
             opt = self.options(table, fields) if table else None

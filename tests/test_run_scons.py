@@ -31,9 +31,9 @@ def _bundled():
 # The board equals the host build exactly in every case. kws_mlp_f32 is kws_mlp built with float
 # inputs and outputs: the same tolerance as its int8 form, in LSB of the int8 grid behind its outputs.
 TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
-                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0, "kws_mlp_f32": 1}
+                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0, "kws_mlp_f32": 1, "mobilenet_v2_u8": 0}
 # Runs per seed: 3, or 1 where the emulator is slow for the model.
-RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1}
+RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1, "mobilenet_v2_u8": 1}
 
 
 def test_every_bundled_model_has_a_tolerance():

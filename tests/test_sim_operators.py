@@ -104,11 +104,12 @@ CASES = {
     "softmax_last_axis": ([N("Softmax", ["x"], ["y"], axis=-1)], [1, 10], {}, False),
     "softmax_channels_4d": ([N("Softmax", ["x"], ["y"], axis=1)], [1, 6, 2, 3], {}, False),
 }
-# operators that TFLite has too (models/tflite_writer.py writes them)
+# operators that TFLite has too (models/tflite_writer.py writes them); not "averagepool": its output
+# has a grid of its own, and TFLite's AVERAGE_POOL_2D keeps its input's (LiteRT averages the codes)
 TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add_residual", "add_broadcast_channel",
                 "mul_squeeze_excite", "concat_channels", "concat_last_axis_2d", "resize_nearest_asymmetric",
                 "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes", "sigmoid", "hardswish",
-                "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
+                "leakyrelu", "pad_constant", "maxpool_padded", "global_average_pool",
                 "gemm_per_channel_relu", "softmax_last_axis", "transpose_4d", "transpose_3d", "slice_channels_and_step",
                 "prelu_per_channel", "unsqueeze_to_4d"}
 # Operators whose onnxruntime semantics the kernels reproduce step for step (float32 tables over the
@@ -184,9 +185,3 @@ def test_epoch_controller_blobs_match_onnxruntime(sim_install, tmp_path, case):
     assert "_ec_blob_" in (out / "network_ecblobs.h").read_text()
     check_within(model, exe, info, tmp_path, samples[:3], 1)
 
-
-TFLITE_CASES = ["conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add_residual", "add_broadcast_channel",
-                "mul_squeeze_excite", "concat_channels", "concat_last_axis_2d", "resize_nearest_asymmetric",
-                "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes", "sigmoid", "hardswish",
-                "leakyrelu", "pad_constant", "maxpool_padded", "averagepool", "global_average_pool",
-                "gemm_per_channel_relu", "softmax_last_axis"]

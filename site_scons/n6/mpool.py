@@ -1,4 +1,10 @@
-"""The `.mpool` memory-pool file of the Neural-ART compiler (input form)."""
+"""The `.mpool` memory-pool file of the Neural-ART compiler (input form).
+
+ST writes two spellings of the same keys: snake_case in the 2.x files (`mem_file_prefix`,
+`read_power`, `constants_preferred`) and camelCase in the 3.x ones (`memFilePrefix`, `readPower`,
+`constantsPreferred`, a JSON boolean); both are read. A pool of size 0 is a memory the compiler
+must not use (ST's files list every memory of the chip that way); a FORMAT_C pool holds C arrays,
+not memory at an address."""
 from dataclasses import dataclass, field
 
 from .errors import N6Error
@@ -27,6 +33,15 @@ class MemPool:
     freq_ratio: float = 1.0
     read_power: float = 0.0
     write_power: float = 0.0
+    burst_max_length: int = 0xFFFF_FFFF
+    burst_penalty: int = 0
+    pipelined: bool = True
+    bus_node: int = 0
+
+    @property
+    def usable(self):
+        """A memory the compiler may place buffers in: raw memory with a size."""
+        return self.size > 0 and self.fformat == "FORMAT_RAW"
 
     @property
     def relative(self):
@@ -41,11 +56,22 @@ class MemPool:
         return self.offset >= EXTERNAL_BASE
 
 
+@dataclass(frozen=True)
+class CacheInfo:
+    """The NPU cache in front of the external memories (`cacheinfo`)."""
+    nlines: int
+    linesize: int
+    associativity: int
+    bypass_enable: bool
+
+
 @dataclass
 class MpoolFile:
     path: str
     mem_file_prefix: str
     pools: list = field(default_factory=list)
+    caches: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)     # `params.param[]`: name → bytes (max_onchip_sram_size)
 
     def pool(self, fname):
         return next((p for p in self.pools if p.fname == fname), None)
@@ -67,7 +93,9 @@ def _quantity(path, pool, key, obj):
     return value * _MAGNITUDE[magnitude]
 
 
-_FLAGS = {True: True, False: False, "true": True, "false": False, "cacheable_on": True, "cacheable_off": False}
+_FLAGS = {True: True, False: False, "true": True, "false": False, "cacheable_on": True, "cacheable_off": False,
+          "pipelined_on": True, "pipelined_off": False}
+_FLAG_WORDS = {"cacheable": '"CACHEABLE_ON" or "CACHEABLE_OFF"', "pipelined": '"PIPELINED_ON" or "PIPELINED_OFF"'}
 
 
 def _flag(path, pool, key, value):
@@ -77,8 +105,7 @@ def _flag(path, pool, key, value):
     flag = _FLAGS.get(value.lower() if isinstance(value, str) else value)
     if flag is None:
         raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}",
-                      f"write \"{key}\": " + ('"CACHEABLE_ON" or "CACHEABLE_OFF"' if key == "cacheable"
-                                               else '"true" or "false"'))
+                      f"write \"{key}\": " + _FLAG_WORDS.get(key, '"true" or "false"'))
     return flag
 
 
@@ -91,11 +118,18 @@ def _number(path, pool, key, value, kind):
         raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}, not a number", f"write a number for {key}") from None
 
 
+def _either(obj, snake, camel, default):
+    """A key as ST 2.x (snake_case) or 3.x (camelCase) spells it."""
+    return obj.get(snake, obj.get(camel, default))
+
+
 def _check_layout(path, pools):
-    """Every pool within the 32-bit address space, no two pools sharing an address."""
+    """Every usable pool within the 32-bit address space, no two sharing an address."""
     for p in pools:
-        if p.size <= 0:
-            raise N6Error(path, f"pool '{p.fname}': size is {p.size}", "give the pool a positive size")
+        if p.size < 0:
+            raise N6Error(path, f"pool '{p.fname}': size is {p.size}", "give the pool a size of 0 (unused) or more")
+    pools = [p for p in pools if p.usable]
+    for p in pools:
         if p.offset + p.size > 1 << 32:
             raise N6Error(path, f"pool '{p.fname}': 0x{p.offset:X} + {p.size} bytes ends beyond the 32-bit "
                           "address space", "fix its offset or size")
@@ -132,25 +166,49 @@ def parse_mpool(data, path):
         rights = prop.get("rights", "ACC_WRITE")
         if rights not in ("ACC_READ", "ACC_WRITE"):
             raise N6Error(path, f"pool '{p['fname']}': unknown rights '{rights}'", "use ACC_READ or ACC_WRITE")
+        pid = p["fname"]
         pools.append(MemPool(
             fname=str(p["fname"]), name=str(p["name"]),
-            offset=_quantity(path, p["fname"], "offset", p["offset"]),
-            size=_quantity(path, p["fname"], "size", p["size"]),
+            offset=_quantity(path, pid, "offset", p["offset"]),
+            size=_quantity(path, pid, "size", p["size"]),
             rights=rights, mode=mode, fformat=p.get("fformat", "FORMAT_RAW"),
-            cacheable=_flag(path, p["fname"], "cacheable", prop.get("cacheable", "")),
-            constants_preferred=_flag(path, p["fname"], "constants_preferred", prop.get("constants_preferred", "")),
+            cacheable=_flag(path, pid, "cacheable", prop.get("cacheable", "")),
+            constants_preferred=_flag(path, pid, "constants_preferred",
+                                      _either(prop, "constants_preferred", "constantsPreferred", "")),
             throughput=prop.get("throughput", "MID"), latency=prop.get("latency", "MID"),
-            byte_width=_number(path, p["fname"], "byteWidth", prop.get("byteWidth", 8), int),
-            freq_ratio=_number(path, p["fname"], "freqRatio", prop.get("freqRatio", 1.0), float),
-            read_power=_number(path, p["fname"], "read_power", prop.get("read_power", 0.0), float),
-            write_power=_number(path, p["fname"], "write_power", prop.get("write_power", 0.0), float),
+            byte_width=_number(path, pid, "byteWidth", prop.get("byteWidth", 8), int),
+            freq_ratio=_number(path, pid, "freqRatio", prop.get("freqRatio", 1.0), float),
+            read_power=_number(path, pid, "read_power", _either(prop, "read_power", "readPower", 0.0), float),
+            write_power=_number(path, pid, "write_power", _either(prop, "write_power", "writePower", 0.0), float),
+            burst_max_length=_number(path, pid, "burstMaxLength", prop.get("burstMaxLength", 0xFFFF_FFFF), int),
+            burst_penalty=_number(path, pid, "burstPenalty", prop.get("burstPenalty", 0), int),
+            pipelined=_flag(path, pid, "pipelined", prop.get("pipelined", "PIPELINED_ON")),
+            bus_node=_number(path, pid, "busNode", p.get("busNode", 0), int),
         ))
     names = [p.fname for p in pools]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise N6Error(path, f"pool file postfix {dup[0]!r} appears twice", "give every pool a unique fname")
     _check_layout(path, pools)
-    return MpoolFile(path=str(path), mem_file_prefix=memory.get("mem_file_prefix", "atonbuf"), pools=pools)
+    return MpoolFile(path=str(path), mem_file_prefix=_either(memory, "mem_file_prefix", "memFilePrefix", "atonbuf"),
+                     pools=pools, caches=_caches(path, memory.get("cacheinfo", [])), params=_params(path, data))
+
+
+def _caches(path, entries):
+    if not isinstance(entries, list) or not all(isinstance(c, dict) for c in entries):
+        raise N6Error(path, "malformed .mpool: 'cacheinfo' is not a list of objects", "write cacheinfo as [{...}]")
+    return [CacheInfo(*(_number(path, "cacheinfo", key, _either(c, key, camel, 0), int)
+                        for key, camel in (("nlines", "nlines"), ("linesize", "linesize"),
+                                           ("associativity", "associativity"), ("bypass_enable", "bypassEnable"))))
+            for c in entries]
+
+
+def _params(path, data):
+    entries = (data.get("params") or {}).get("param", []) if isinstance(data.get("params", {}), dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "paramname" in e for e in entries):
+        raise N6Error(path, "malformed .mpool: 'params.param' is not a list of {paramname, value, magnitude}",
+                      'write "params": {"param": [{"paramname": ..., "value": ..., "magnitude": ...}]}')
+    return {e["paramname"]: _quantity(path, "params", e["paramname"], e) for e in entries}
 
 
 def read_mpool(path):

@@ -139,7 +139,18 @@ def broken_models(env, broken, good):
     for name in broken:
         if name not in SCons.Node.Alias.default_ans:
             env.Alias(name, node)
+    build = os.path.normpath(env.subst("$BUILD_DIR"))
+    for t in SCons.Script.COMMAND_LINE_TARGETS:   # a path in a broken model's folder: its line, not "Do not know"
+        name = os.path.relpath(os.path.normpath(t), build).split(os.sep)[0]
+        if name in broken and t not in SCons.Node.Alias.default_ans:
+            env.AlwaysBuild(env.Alias(t, [], SCons.Action.Action(_fail_with(broken[name]), None)))
     return node
+
+
+def _fail_with(error):
+    def fail(target, source, env):
+        raise SCons.Errors.BuildError(errstr=str(error), exitstatus=2)
+    return fail
 
 
 def generate(env):

@@ -78,24 +78,32 @@ void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int
 
 void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int in_w, int c, int out_h,
                 int out_w, int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
-                int in_zp, int out_zp, int is_max)
+                int in_zp, int out_zp, int mode)
 {
+  int is_max = mode == NR_POOL_MAX;
   for (int oy = 0; oy < out_h; oy++) {
     for (int ox = 0; ox < out_w; ox++) {
       for (int ch = 0; ch < c; ch++) {
-        int32_t acc = is_max ? -128 : 0;
+        int32_t acc = is_max ? -128 : 0, inside_cells = 0;
         for (int ky = 0; ky < k_h; ky++) {
           int iy = oy * stride_h - pad_top + ky;
           for (int kx = 0; kx < k_w; kx++) {
             int ix = ox * stride_w - pad_left + kx;
             int inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
             int v = inside ? in[(iy * in_w + ix) * c + ch] - in_zp : 0;
+            inside_cells += inside;
             if (is_max) {
               if (inside && v + in_zp > acc) acc = v + in_zp;
             } else {
               acc += v;
             }
           }
+        }
+        if (mode == NR_POOL_AVG_CODES) {
+          int32_t sum = acc + inside_cells * in_zp;
+          *out++ = (int8_t)clamp(sum > 0 ? (sum + inside_cells / 2) / inside_cells
+                                         : (sum - inside_cells / 2) / inside_cells, -128, 127);
+          continue;
         }
         if (is_max) acc -= in_zp;
         *out++ = (int8_t)clamp(nr_round((float)acc * multiplier) + out_zp, -128, 127);
@@ -149,18 +157,27 @@ static int next_index(int32_t *idx, const int32_t *desc, int ndim, int stride_wo
 }
 
 void nr_eltwise_s8(const int8_t *a, const int8_t *b, int8_t *out, int ndim, const int32_t *desc, int op,
-                   float mult_a, float mult_b, int a_zp, int b_zp, int out_zp, int act_min, int act_max)
+                   float mult_a, float mult_b, int32_t fixed_a, int32_t fixed_b, int shift, int a_zp, int b_zp,
+                   int out_zp, int act_min, int act_max)
 {
   int32_t idx[NR_MAX_DIMS] = {0};
+  /* fixed: out = (rounding - fixed_a * a_zp - fixed_b * b_zp + fixed_a * a + fixed_b * b) >> shift, in int32
+   * (multipliers below 2^22, so no overflow); the shift is arithmetic, the bias rounds half up */
+  int32_t bias = op == NR_ELTWISE_ADD_FIXED ? (INT32_C(1) << (shift - 1)) - fixed_a * a_zp - fixed_b * b_zp : 0;
   do {
     int32_t ia = 0, ib = 0;
     for (int d = 0; d < ndim; d++) {
       ia += idx[d] * desc[d * 3 + 1];    /* count, a_stride, b_stride */
       ib += idx[d] * desc[d * 3 + 2];
     }
-    float v = op == NR_ELTWISE_MUL ? (float)((a[ia] - a_zp) * (b[ib] - b_zp)) * mult_a
-                                   : (float)(a[ia] - a_zp) * mult_a + (float)(b[ib] - b_zp) * mult_b;
-    *out++ = (int8_t)clamp(nr_round(v) + out_zp, act_min, act_max);
+    int32_t q;
+    if (op == NR_ELTWISE_ADD_FIXED)
+      q = (bias + fixed_a * a[ia] + fixed_b * b[ib]) >> shift;
+    else if (op == NR_ELTWISE_MUL)
+      q = nr_round((float)((a[ia] - a_zp) * (b[ib] - b_zp)) * mult_a);
+    else
+      q = nr_round((float)(a[ia] - a_zp) * mult_a + (float)(b[ib] - b_zp) * mult_b);
+    *out++ = (int8_t)clamp(q + out_zp, act_min, act_max);
   } while (next_index(idx, desc, ndim, 3));
 }
 

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from n6.errors import N6Error
 from n6.placement import activation_pools, params_pool
 
-from .ir import Layer, Tensor
+from . import layers as L
+from .ir import Tensor
 
 ALIGN = 8
 EC_KINDS = ("conv2d", "dense", "maxpool", "avgpool")   # what the epoch-controller blobs encode
@@ -44,22 +45,40 @@ class PoolUse:
         return bytes(buf)
 
 
+def _boundary_types(tensors, wanted, option):
+    """The edge tensors to convert for `wanted`: the int8 ones. One already of another type (a
+    model's own uint8 / float32 edge) stays as the model has it only if that is what is asked."""
+    for t in tensors:
+        if t.dtype not in ("int8", wanted):
+            raise N6Error(None, f"'{t.name}' is {t.dtype} in the model; {option} {wanted} cannot change it",
+                          f"drop {option} or give {option} {t.dtype}")
+    return [t for t in tensors if t.dtype == "int8"]
+
+
 def add_io_conversions(net, input_type, output_type):
     """`--input-data-type` / `--output-data-type`: convert epochs at the graph boundary."""
     if input_type not in (None, "int8"):
         new = []
+        convert = _boundary_types(net.inputs, input_type, "--input-data-type")
         for t in net.inputs:
+            if t not in convert:
+                new.append(t)
+                continue
             src = Tensor(t.name + "_" + input_type, t.shape, input_type, t.scale,
                          t.zero_point + 128 if input_type == "uint8" else 0)
-            net.layers.insert(0, Layer("convert", "input_conversion", [src], t, attrs={"mode": f"{input_type}_to_int8"}))
+            net.layers.insert(0, L.convert("input_conversion", src, t, f"{input_type}_to_int8"))
             new.append(src)
         net.inputs = new
     if output_type not in (None, "int8"):
         new = []
+        convert = _boundary_types(net.outputs, output_type, "--output-data-type")
         for t in net.outputs:
+            if t not in convert:
+                new.append(t)
+                continue
             dst = Tensor(t.name + "_" + output_type, t.shape, output_type, t.scale,
                          t.zero_point + 128 if output_type == "uint8" else 0)
-            net.layers.append(Layer("convert", "output_conversion", [t], dst, attrs={"mode": f"int8_to_{output_type}"}))
+            net.layers.append(L.convert("output_conversion", t, dst, f"int8_to_{output_type}"))
             new.append(dst)
         net.outputs = new
 
@@ -67,10 +86,6 @@ def add_io_conversions(net, input_type, output_type):
 def allocate(net, mpool):
     uses = [PoolUse(p, i + 1) for i, p in enumerate(mpool.pools)]
     by_pool = {id(u.pool): u for u in uses}
-    for p in mpool.pools:
-        if p.fformat != "FORMAT_RAW":
-            raise N6Error(mpool.path, f"pool '{p.fname}' has fformat {p.fformat}",
-                          'set "fformat": "FORMAT_RAW" on every pool')
 
     params = net.params
     cpool = params_pool(mpool)

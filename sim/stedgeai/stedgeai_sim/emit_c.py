@@ -58,6 +58,10 @@ def buffer_layout(t):
     return (b, h, w, c), logical, ChPos.FIRST if len(logical) == 3 else ChPos.UNDEFINED, 1
 
 
+ELTWISE_OPS = {("add", False): "LL_SW_ELTWISE_ADD", ("add", True): "LL_SW_ELTWISE_ADD_FIXED",
+               ("mul", False): "LL_SW_ELTWISE_MUL"}
+
+
 def f32(x):
     return float(np.float32(x)).hex() + "f"
 
@@ -135,8 +139,10 @@ class CWriter:
             L.append(f"/* global pool {u.index} is {human_size(u.used)} */")
             L.append(f"/* index={u.index} file postfix={p.fname} name={p.name} offset=0x{p.offset:08x} {mode} "
                      f"size={max(p.size - 8, 0)} {rights} THROUGHPUT={p.throughput} LATENCY={p.latency} "
-                     f"byte width={p.byte_width} freq ratio={p.freq_ratio:g} burst max length=MAXINT "
-                     f"burst penalty=0 pipelined=ON cacheable={'ON' if p.cacheable else 'OFF'} "
+                     f"byte width={p.byte_width} freq ratio={p.freq_ratio:g} burst max length="
+                     f"{'MAXINT' if p.burst_max_length == 0xFFFF_FFFF else p.burst_max_length} "
+                     f"burst penalty={p.burst_penalty} pipelined={'ON' if p.pipelined else 'OFF'} "
+                     f"cacheable={'ON' if p.cacheable else 'OFF'} "
                      f"read_power={p.read_power:g} write_power={p.write_power:g} use4initializers=YES "
                      f"score={50 if p.external else 94}  */")
         L.append("")
@@ -222,7 +228,7 @@ class CWriter:
                     f"{common}\n.multiplier = {f32(a['multiplier'])},\n.in_h = {ih}, .in_w = {iw}, .c = {c}, "
                     f".out_h = {oh}, .out_w = {ow},\n.k_h = {kh}, .k_w = {kw}, .stride_h = {sh}, .stride_w = {sw}, "
                     f".pad_top = {pads[0]}, .pad_left = {pads[1]},\n.in_zp = {x.zero_point}, "
-                    f".out_zp = {y.zero_point}, .is_max = {int(layer.kind == 'maxpool')},", pre)
+                    f".out_zp = {y.zero_point}, .mode = {a['mode']},", pre)
         if layer.kind == "gather":
             parts = []
             for k, p in enumerate(a["parts"]):
@@ -241,8 +247,8 @@ class CWriter:
             return ("LL_SW_Eltwise_Int8_Info", "ll_sw_forward_eltwise_int8",
                     f".a = {self.addr(ta, 'const int8_t')},\n.b = {self.addr(tb, 'const int8_t')},\n"
                     f".out = {self.addr(y, 'int8_t')},\n.desc = {prefix}_desc, .mult_a = {f32(a['mult_a'])}, "
-                    f".mult_b = {f32(a['mult_b'])},\n.ndim = {len(a['desc']) // 3}, "
-                    f".op = {'LL_SW_ELTWISE_MUL' if a['op'] == 'mul' else 'LL_SW_ELTWISE_ADD'},\n"
+                    f".mult_b = {f32(a['mult_b'])},\n.fixed_a = {a.get('fixed_a', 0)}, .fixed_b = {a.get('fixed_b', 0)}, "
+                    f".shift = {a.get('shift', 0)}, .ndim = {len(a['desc']) // 3}, .op = {ELTWISE_OPS[a['op'], 'shift' in a]},\n"
                     f".a_zp = {ta.zero_point}, .b_zp = {tb.zero_point}, .out_zp = {y.zero_point}, "
                     f".act_min = {amin}, .act_max = {amax},", pre)
         if layer.kind == "lut":
@@ -398,7 +404,7 @@ class CWriter:
             else:
                 (ih, iw, c), (oh, ow, _) = self.hwc(x), self.hwc(y)
                 args = [ref(x), ref(y), fl(a["multiplier"]), ih, iw, c, oh, ow, *a["kernel"], *a["strides"],
-                        a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), int(layer.kind == "maxpool")]
+                        a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), a["mode"]]
             words += [EC_OPS[layer.kind] | len(args) << 8] + args
         words[0] = SIMULATED_EC_MAGIC | len(layers) << 32
         return words

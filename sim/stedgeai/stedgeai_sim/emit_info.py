@@ -31,14 +31,16 @@ def c_info(ctx, files):
     for u in ctx.uses:
         p = u.pool
         pools.append({"address": str(p.offset), "alignment": 8,
-                      "attributes": {"burst_max_length": 4294967295, "burst_penalty": 0, "byte_width": p.byte_width,
+                      "attributes": {"burst_max_length": p.burst_max_length, "burst_penalty": p.burst_penalty,
+                                     "byte_width": p.byte_width,
                                      "freq_ratio": p.freq_ratio, "latency": p.latency, "read_power": p.read_power,
                                      "score": 50 if p.external else 94, "throughput": p.throughput,
                                      "use_for_initrs": True, "write_power": p.write_power},
                       "buffers": [t.id for t in u.tensors],
                       "cacheable": "CACHEABLE_ON" if p.cacheable else ("CACHEABLE_OFF" if rel.core >= "3" else "CACHEABLE_UNDEF"),
                       "fname": f"{ctx.mpool.mem_file_prefix}.{p.fname}.raw", "id": u.index, "name": p.name,
-                      "offset_start": 0, "persistent": True, "pipelined": "PIPELINED_ON", "rights": p.rights,
+                      "offset_start": 0, "persistent": True, "rights": p.rights,
+                      "pipelined": "PIPELINED_ON" if p.pipelined else "PIPELINED_OFF",
                       "size_bytes": p.size, "used_size_bytes": u.used, "subpools": [], "user_allocated": False})
     nodes, edges = [], []
     producer = {l.output.name: l.epoch for l in net.layers}

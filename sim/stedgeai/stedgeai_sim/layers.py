@@ -52,12 +52,18 @@ def dense(name, x, w, w_scale, bias, out, act):
                       has_bias=bias is not None))
 
 
-def pool(name, x, out, kind, kernel, strides, pads):
+POOL_MODES = {"avgpool": 0, "maxpool": 1, "avgpool_codes": 2}     # nr_pool_s8's NR_POOL_* modes
+
+
+def pool(name, x, out, kind, kernel, strides, pads, codes=False):
+    """codes: an average of the codes themselves, rounded half away from zero (TFLite's
+    AVERAGE_POOL_2D, whose output keeps the input's grid); else of the values, requantised."""
     mult = multiplier(x.scale, out.scale)
     if kind == "avgpool":
         mult = F32(mult / F32(kernel[0] * kernel[1]))
+    mode = POOL_MODES["avgpool_codes" if codes else kind]
     return Layer(kind, name, [x], out, attrs={"kernel": tuple(kernel), "strides": tuple(strides),
-                                              "pads": tuple(pads[:2]), "multiplier": mult})
+                                              "pads": tuple(pads[:2]), "multiplier": mult, "mode": mode})
 
 
 def lut(name, x, out, fn, label, per_channel=0, **facts):
@@ -141,17 +147,28 @@ def _broadcast_strides(t, out):
     return {a: (st[a - (n - r)] if a - (n - r) >= 0 and t.shape[a - (n - r)] > 1 else 0) for a in range(n)}
 
 
-def eltwise(name, op, a, b, out, act):
+def fixed_multipliers(ma, mb):
+    """Add's two scale ratios as integers and a shift, the way LiteRT's default (XNNPACK) kernels
+    compute a TFLite ADD: the larger ratio gets 22 significant bits, out = (sum + 2^(shift-1)) >> shift."""
+    shift = 20 - (int(np.frexp(max(ma, mb))[1]) - 1)
+    return int(np.rint(np.ldexp(np.float64(ma), shift))), int(np.rint(np.ldexp(np.float64(mb), shift))), shift
+
+
+def eltwise(name, op, a, b, out, act, fixed=False):
+    """fixed: an Add with integer multipliers (fixed_multipliers), for TFLite models; else float ratios."""
     sa, sb = _broadcast_strides(a, out), _broadcast_strides(b, out)
     rows = [(out.shape[ax], sa[ax], sb[ax]) for ax in out.mem_axes]
     if op == "mul":
         ma, mb = F32(F32(a.scale) * F32(b.scale) / F32(out.scale)), F32(0)
     else:
         ma, mb = multiplier(a.scale, out.scale), multiplier(b.scale, out.scale)
+    facts = {}
+    if fixed and op == "add":
+        facts = dict(zip(("fixed_a", "fixed_b", "shift"), fixed_multipliers(ma, mb)))
     params = [t for t in (a, b) if t.is_param]
     return Layer("eltwise", name, [t for t in (a, b) if not t.is_param], out, params,
-                 dict(act, op=op, a=a, b=b, desc=np.asarray(rows, np.int32).reshape(-1), mult_a=ma, mult_b=mb,
-                      label="Add" if op == "add" else "Mul", macc=out.count))
+                 dict(act, **facts, op=op, a=a, b=b, desc=np.asarray(rows, np.int32).reshape(-1), mult_a=ma,
+                      mult_b=mb, label="Add" if op == "add" else "Mul", macc=out.count))
 
 
 COORD = {"half_pixel": 0, "asymmetric": 1, "align_corners": 2, "pytorch_half_pixel": 3}
@@ -162,6 +179,11 @@ def resize(name, x, out, bilinear, coord, nearest, scales):
     return Layer("resize", name, [x], out, attrs={
         "bilinear": int(bilinear), "coord": COORD[coord], "nearest": NEAREST[nearest],
         "scales": (F32(scales[0]), F32(scales[1]))})
+
+
+def convert(name, x, out, mode):
+    """A change of type at the graph's edge: float32 / uint8 ↔ int8 (mode "<from>_to_<to>")."""
+    return Layer("convert", name, [x], out, attrs={"mode": mode})
 
 
 def softmax(name, x, out):

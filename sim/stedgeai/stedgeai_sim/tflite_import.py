@@ -4,6 +4,7 @@ The flatbuffer is read with the `tflite` package (code generated from TFLite's s
 TFLite is channel-last (N, H, W, C): 4-D tensors become (N, C, H, W) logical shapes, whose
 channel-last memory is the TFLite layout byte for byte."""
 import os
+import struct
 
 import numpy as np
 
@@ -11,10 +12,26 @@ from n6.errors import N6Error
 
 from . import layers as L
 from .ir import Network, Tensor
+from .tflite_verify import Damaged, verify
 
 F32 = np.float32
 NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
 TFL_AXIS = {v: k for k, v in NHWC_AXIS.items()}
+BOUNDARY_TYPES = {"INT8": "int8", "UINT8": "uint8", "FLOAT32": "float32"}   # TFLite type → tensor dtype
+TYPE_NAMES = {v: k for k, v in BOUNDARY_TYPES.items()}
+ITEM_SIZE = {"FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2, "INT8": 1,
+             "FLOAT64": 8, "UINT64": 8, "UINT32": 4, "UINT16": 2}
+ZERO_POINTS = {"INT8": (-128, 127), "UINT8": (0, 255)}
+# Inputs each operator takes in TFLite (its kernel's NumInputs check): (fewest, most).
+N_INPUTS = {"ADD": (2, 2), "MUL": (2, 2), "CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3),
+            "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1), "SOFTMAX": (1, 1), "MEAN": (2, 2), "PAD": (2, 3),
+            "MAX_POOL_2D": (1, 1), "AVERAGE_POOL_2D": (1, 1), "RESHAPE": (1, 2), "SQUEEZE": (1, 1),
+            "EXPAND_DIMS": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "RESIZE_BILINEAR": (2, 2), "LOGISTIC": (1, 1),
+            "TANH": (1, 1), "RELU": (1, 1), "RELU6": (1, 1), "HARD_SWISH": (1, 1), "LEAKY_RELU": (1, 1),
+            "STRIDED_SLICE": (4, 4), "TRANSPOSE": (2, 2), "PRELU": (2, 2), "CONCATENATION": (1, 1 << 16)}
+# What reading a damaged flatbuffer raises: offsets past the end, short vectors, bad strings.
+DAMAGE = (IndexError, struct.error, ValueError, TypeError, AttributeError, UnicodeDecodeError, OverflowError,
+          RecursionError, MemoryError)
 
 
 def _logical_axis(axis, rank):
@@ -50,12 +67,64 @@ class _Importer:
             raise N6Error(path, "the model file is empty", "export the model again as .tflite")
         if len(buf) < 8 or not tflite.Model.ModelBufferHasIdentifier(buf, 0):
             raise N6Error(path, "not a TFLite flatbuffer (no TFL3 identifier)", "export the model again as .tflite")
+        try:
+            verify(buf)
+        except Damaged as e:
+            raise N6Error(path, f"damaged .tflite file: {e}", "export the model again as .tflite") from None
         self.model = tflite.Model.GetRootAs(buf, 0)
         if self.model.SubgraphsLength() != 1:
             raise N6Error(path, f"{self.model.SubgraphsLength()} subgraphs", "export a model with one subgraph")
         self.g = self.model.Subgraphs(0)
         self.values = {}          # tensor index → activation Tensor
         self.layers = []
+        self._check_structure()
+
+    def _check_structure(self):
+        """The consistency LiteRT checks before it runs a model: every index names an existing
+        tensor, buffer and operator code; a constant's bytes match its shape and type."""
+        n_tensors, n_buffers, n_codes = self.g.TensorsLength(), self.model.BuffersLength(), \
+            self.model.OperatorCodesLength()
+
+        def bad(problem):
+            raise N6Error(self.path, f"inconsistent .tflite file: {problem}", "export the model again as .tflite")
+        for k in range(self.g.OperatorsLength()):
+            op = self.g.Operators(k)
+            if not 0 <= op.OpcodeIndex() < n_codes:
+                bad(f"operator {k} has operator code {op.OpcodeIndex()} of {n_codes}")
+            for what, ids, optional in (("input", op.InputsAsNumpy() if op.InputsLength() else [], True),
+                                        ("output", op.OutputsAsNumpy() if op.OutputsLength() else [], False)):
+                for i in ids:
+                    if not (-1 if optional else 0) <= int(i) < n_tensors:
+                        bad(f"operator {k} {what} is tensor {int(i)} of {n_tensors}")
+            if not op.OutputsLength():
+                bad(f"operator {k} has no output")
+        for what, ids in (("input", self.g.InputsAsNumpy() if self.g.InputsLength() else []),
+                          ("output", self.g.OutputsAsNumpy() if self.g.OutputsLength() else [])):
+            for i in ids:
+                if not 0 <= int(i) < n_tensors:
+                    bad(f"graph {what} is tensor {int(i)} of {n_tensors}")
+        for i in range(n_tensors):
+            t = self.g.Tensors(i)
+            if not 0 <= t.Buffer() < n_buffers:
+                bad(f"tensor {i} uses buffer {t.Buffer()} of {n_buffers}")
+            data = self.model.Buffers(t.Buffer()).DataLength() if t.Buffer() else 0
+            shape = t.ShapeAsNumpy() if t.ShapeLength() else np.zeros(0, np.int32)
+            if np.any(shape < 0):
+                bad(f"tensor {i} has shape {shape.tolist()}")
+            q = t.Quantization()
+            if q is not None and q.ScaleLength() and q.ZeroPointLength() != q.ScaleLength():
+                bad(f"tensor {i} has {q.ScaleLength()} scales and {q.ZeroPointLength()} zero points")
+            if q is not None and q.ScaleLength() > 1 and not (
+                    0 <= q.QuantizedDimension() < len(shape) and shape[q.QuantizedDimension()] == q.ScaleLength()):
+                bad(f"tensor {i} {shape.tolist()} has {q.ScaleLength()} scales along axis {q.QuantizedDimension()}")
+            lo, hi = ZERO_POINTS.get(self.type_names.get(t.Type()), (-1 << 63, 1 << 63))
+            if q is not None and q.ZeroPointLength() and not np.all((q.ZeroPointAsNumpy() >= lo) &
+                                                                    (q.ZeroPointAsNumpy() <= hi)):
+                bad(f"tensor {i} has a zero point outside [{lo}, {hi}]")
+            size = ITEM_SIZE.get(self.type_names.get(t.Type()))
+            if data and size and data < int(np.prod(shape, dtype=np.int64)) * size:     # more is LiteRT's padding
+                bad(f"tensor {i} ({self.type_names.get(t.Type())} {shape.tolist()}) holds {data} bytes, not "
+                    f"{int(np.prod(shape, dtype=np.int64)) * size}")
 
     # -- tensors -----------------------------------------------------------------------------
     def fail(self, where, problem, fix):
@@ -65,7 +134,7 @@ class _Importer:
         t = self.g.Tensors(i)
         shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
         if t.ShapeSignatureLength() and any(int(d) < 0 for d in t.ShapeSignatureAsNumpy()[1:]):
-            raise N6Error(self.path, f"tensor '{t.Name().decode()}' has a dynamic dimension",
+            raise N6Error(self.path, f"tensor '{t.Name().decode('utf-8', 'replace')}' has a dynamic dimension",
                           "export the model with fixed input dimensions")
         q = t.Quantization()
         scale = q.ScaleAsNumpy().astype(F32) if q is not None and q.ScaleLength() else np.ones(1, F32)
@@ -76,16 +145,23 @@ class _Importer:
     def _logical(self, shape):
         return (shape[0], shape[3], shape[1], shape[2]) if len(shape) == 4 else shape
 
-    def act(self, where, i):
+    def act(self, where, i, types=("INT8",)):
+        """Activation tensor i, of one of `types` (the boundary QUANTIZE / DEQUANTIZE take others)."""
         if i in self.values:
-            return self.values[i]
+            t = self.values[i]
+            if t.dtype.upper() not in types:
+                self.fail(where, f"tensor '{t.name}' is {TYPE_NAMES[t.dtype]}, not int8",
+                          "convert the model with full int8 quantisation")
+            return t
         t, shape, scale, zp, data = self._raw(i)
         if data is not None:
             return self.const(i)
-        if self.type_names.get(t.Type()) != "INT8":
-            self.fail(where, f"tensor '{t.Name().decode()}' is {self.type_names.get(t.Type())}, not int8",
+        kind = self.type_names.get(t.Type())
+        if kind not in types:
+            self.fail(where, f"tensor '{t.Name().decode('utf-8', 'replace')}' is {kind}, not int8",
                       "convert the model with full int8 quantisation")
-        out = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        out = Tensor(t.Name().decode('utf-8', 'replace'), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
+                     int(zp[0]))
         self.values[i] = out
         return out
 
@@ -95,20 +171,31 @@ class _Importer:
         arr = np.frombuffer(data.tobytes(), np.int8).reshape(shape)
         if arr.ndim == 4:
             arr = arr.transpose(0, 3, 1, 2)
-        return Tensor(t.Name().decode(), tuple(arr.shape), "int8", float(scale[0]), int(zp[0]),
+        return Tensor(t.Name().decode('utf-8', 'replace'), tuple(arr.shape), "int8", float(scale[0]), int(zp[0]),
                       np.ascontiguousarray(arr))
 
     def array(self, i, dtype):
         t, shape, scale, zp, data = self._raw(i)
-        return np.frombuffer(data.tobytes(), dtype).reshape(shape), scale, zp
+        count = int(np.prod(shape, dtype=np.int64))      # a buffer may hold more bytes than its tensor
+        return np.frombuffer(data.tobytes(), dtype)[:count].reshape(shape), scale, zp
 
-    def out(self, op, k=0):
+    def bias(self, op, where):
+        """The int32 bias of a convolution or dense operator, or None; its zero point must be 0 (LiteRT's rule)."""
+        if op.InputsLength() <= 2 or op.Inputs(2) < 0:
+            return None
+        bias, _, zp = self.array(op.Inputs(2), np.int32)
+        if np.any(zp != 0):
+            self.fail(where, "bias has a non-zero zero point", "quantise the bias with zero point 0")
+        return bias
+
+    def out(self, op, k=0, types=("INT8",)):
         i = op.Outputs(k)
         t, shape, scale, zp, _ = self._raw(i)
-        if self.type_names.get(t.Type()) != "INT8":
-            self.fail(t.Name().decode(), f"output is {self.type_names.get(t.Type())}, not int8",
-                      "convert the model with full int8 quantisation")
-        y = Tensor(t.Name().decode(), self._logical(shape), "int8", float(scale[0]), int(zp[0]))
+        kind = self.type_names.get(t.Type())
+        if kind not in types:
+            self.fail(t.Name().decode('utf-8', 'replace'), f"output is {kind}, not int8", "convert the model with full int8 quantisation")
+        y = Tensor(t.Name().decode('utf-8', 'replace'), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
+                   int(zp[0]))
         self.values[i] = y
         return y
 
@@ -144,13 +231,17 @@ class _Importer:
             op = self.g.Operators(k)
             code = self.model.OperatorCodes(op.OpcodeIndex())
             name = self.op_names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "CUSTOM")
-            where = f"'{self.g.Tensors(op.Outputs(0)).Name().decode()}' ({name})"
+            where = f"'{self.g.Tensors(op.Outputs(0)).Name().decode('utf-8', 'replace')}' ({name})"
             handler = getattr(self, "_" + name, None)
+            fewest, most = N_INPUTS.get(name, (0, 1 << 16))
+            if handler is not None and not fewest <= op.InputsLength() <= most:
+                self.fail(where, f"{op.InputsLength()} inputs, where {name} takes {fewest}" +
+                          (f" to {most}" if most > fewest else ""), "export the model again as .tflite")
             if handler is None:
                 self.fail(where, f"operator '{name}' is not supported",
                           "use " + ", ".join(sorted(n[1:] for n in dir(self) if n[1:].isupper() and n[0] == "_")))
             self.layers.append(handler(op, where))
-        inputs = [self.act("input", self.g.Inputs(i)) for i in range(self.g.InputsLength())]
+        inputs = [self.act("input", self.g.Inputs(i), tuple(BOUNDARY_TYPES)) for i in range(self.g.InputsLength())]
         outputs = [self.values[self.g.Outputs(i)] for i in range(self.g.OutputsLength())]
         if not self.layers:
             raise N6Error(self.path, "the model has no operator", "export the model again as .tflite")
@@ -168,7 +259,7 @@ class _Importer:
         opts = self.options(op, "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions")
         wq = w.transpose(3, 0, 1, 2) if depthwise else w.transpose(0, 3, 1, 2)     # → OIHW
         group = x.shape[1] if depthwise else x.shape[1] // wq.shape[1]
-        bias = self.array(op.Inputs(2), np.int32)[0] if op.InputsLength() > 2 and op.Inputs(2) >= 0 else None
+        bias = self.bias(op, where)
         strides, dil = (opts.StrideH(), opts.StrideW()), (opts.DilationHFactor(), opts.DilationWFactor())
         w_scale = np.broadcast_to(w_scale, (wq.shape[0],)).astype(F32)
         return L.conv2d(y.name, x, wq, w_scale, bias, y, strides, self.pads(opts, x, y, wq.shape[2:], strides, dil),
@@ -183,7 +274,7 @@ class _Importer:
     def _FULLY_CONNECTED(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
         w, w_scale, _ = self.array(op.Inputs(1), np.int8)
-        bias = self.array(op.Inputs(2), np.int32)[0] if op.InputsLength() > 2 and op.Inputs(2) >= 0 else None
+        bias = self.bias(op, where)
         opts = self.options(op, "FullyConnectedOptions")
         return L.dense(y.name, x, w, np.broadcast_to(w_scale, (w.shape[0],)).astype(F32), bias, y,
                        self.fused(opts, y, where))
@@ -195,7 +286,7 @@ class _Importer:
         pads = self.pads(opts, x, y, kernel, strides)
         if kind == "avgpool" and any(pads):
             self.fail(where, "SAME-padded average pooling is not supported", "use VALID padding")
-        return L.pool(y.name, x, y, kind, kernel, strides, pads)
+        return L.pool(y.name, x, y, kind, kernel, strides, pads, codes=kind == "avgpool")
 
     def _AVERAGE_POOL_2D(self, op, where):
         return self._pool(op, where, "avgpool")
@@ -214,7 +305,27 @@ class _Importer:
         x, y = self.act(where, op.Inputs(0)), self.out(op)
         return L.reshape(y.name, x, y, memory_order=True)
 
-    _SQUEEZE = _QUANTIZE = _EXPAND_DIMS = _RESHAPE
+    _SQUEEZE = _EXPAND_DIMS = _RESHAPE
+
+    def _QUANTIZE(self, op, where):
+        """float32 or uint8 into the int8 graph (a model-zoo input), or int8 requantised."""
+        x = self.act(where, op.Inputs(0), ("INT8", "UINT8", "FLOAT32"))
+        y = self.out(op)
+        if x.dtype == "float32":
+            return L.convert(y.name, x, y, "float32_to_int8")
+        if x.dtype == "uint8":
+            if x.scale != y.scale or y.zero_point != x.zero_point - 128:
+                self.fail(where, f"uint8 to int8 with scale {x.scale:g} -> {y.scale:g}, zero point {x.zero_point} -> "
+                          f"{y.zero_point}", "quantise the uint8 input with the int8 graph's scale, zero point + 128")
+            return L.convert(y.name, x, y, "uint8_to_int8")
+        if (x.scale, x.zero_point) == (y.scale, y.zero_point):
+            return L.reshape(y.name, x, y, memory_order=True)
+        return L.lut(y.name, x, y, lambda v: v, "Requantize")
+
+    def _DEQUANTIZE(self, op, where):
+        """int8 out of the graph as float32 (a model-zoo output)."""
+        x = self.act(where, op.Inputs(0))
+        return L.convert(self.out(op, types=("FLOAT32",)).name, x, self.values[op.Outputs(0)], "int8_to_float32")
 
     def _TRANSPOSE(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
@@ -265,7 +376,7 @@ class _Importer:
         if len(a.shape) != len(b.shape):
             self.fail(where, "operands of different ranks are not supported", "broadcast with equal ranks")
         opts = self.options(op, "AddOptions" if kind == "add" else "MulOptions")
-        return L.eltwise(y.name, kind, a, b, y, self.fused(opts, y, where))
+        return L.eltwise(y.name, kind, a, b, y, self.fused(opts, y, where), fixed=True)
 
     def _ADD(self, op, where):
         return self._eltwise(op, where, "add")
@@ -335,4 +446,8 @@ class _Importer:
 
 
 def import_tflite(path):
-    return _Importer(path).run()
+    try:
+        return _Importer(path).run()
+    except DAMAGE as e:      # the reader went off the flatbuffer: a damaged file, not a model to compile
+        raise N6Error(path, f"damaged .tflite file ({type(e).__name__}: {str(e)[:80]})",
+                      "export the model again as .tflite") from None

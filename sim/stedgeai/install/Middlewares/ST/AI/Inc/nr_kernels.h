@@ -7,8 +7,14 @@
 #include <stdint.h>
 
 #define NR_MAX_DIMS 6
+/* nr_pool_s8 modes. NR_POOL_AVG_CODES is TFLite's AVERAGE_POOL_2D: the codes themselves averaged
+ * over the window's inside cells, rounded half away from zero (input and output share one grid). */
+#define NR_POOL_AVG 0
+#define NR_POOL_MAX 1
+#define NR_POOL_AVG_CODES 2
 #define NR_ELTWISE_ADD 0
 #define NR_ELTWISE_MUL 1
+#define NR_ELTWISE_ADD_FIXED 2   /* Add with integer multipliers and a shift: LiteRT's arithmetic */
 #define NR_COORD_HALF_PIXEL 0
 #define NR_COORD_ASYMMETRIC 1
 #define NR_COORD_ALIGN_CORNERS 2
@@ -29,12 +35,14 @@ void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int
                  const float *multiplier, int n_in, int n_out, int in_zp, int out_zp, int act_min, int act_max);
 void nr_pool_s8(const int8_t *in, int8_t *out, float multiplier, int in_h, int in_w, int c, int out_h,
                 int out_w, int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
-                int in_zp, int out_zp, int is_max);
+                int in_zp, int out_zp, int mode);
 void nr_softmax_s8(const int8_t *in, int8_t *out, float in_scale, float out_scale, int rows, int n,
                    int in_zp, int out_zp);
-/* Broadcasting Add/Mul: desc holds ndim x {count, a_stride, b_stride}; output contiguous. */
+/* Broadcasting Add/Mul: desc holds ndim x {count, a_stride, b_stride}; output contiguous.
+ * NR_ELTWISE_ADD_FIXED uses fixed_a, fixed_b and shift instead of mult_a, mult_b. */
 void nr_eltwise_s8(const int8_t *a, const int8_t *b, int8_t *out, int ndim, const int32_t *desc, int op,
-                   float mult_a, float mult_b, int a_zp, int b_zp, int out_zp, int act_min, int act_max);
+                   float mult_a, float mult_b, int32_t fixed_a, int32_t fixed_b, int shift, int a_zp, int b_zp,
+                   int out_zp, int act_min, int act_max);
 /* Unary operators as 256-entry tables; table (i / inner) % n_tables serves element i. */
 void nr_lut_s8(const int8_t *in, int8_t *out, const int8_t *table, int count, int inner, int n_tables);
 void nr_resize_s8(const int8_t *in, int8_t *out, int in_h, int in_w, int c, int out_h, int out_w, int bilinear,

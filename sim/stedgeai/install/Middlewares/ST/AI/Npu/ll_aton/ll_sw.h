@@ -35,7 +35,7 @@ typedef struct {
   uint16_t in_h, in_w, c, out_h, out_w;
   uint16_t k_h, k_w, stride_h, stride_w, pad_top, pad_left;
   int8_t in_zp, out_zp;
-  uint8_t is_max;
+  uint8_t mode;               /* NR_POOL_AVG, NR_POOL_MAX or NR_POOL_AVG_CODES */
 } LL_SW_Pool_Int8_Info;
 
 typedef struct {
@@ -56,13 +56,15 @@ typedef struct {             /* Transpose, Slice, Pad, Concat (one part per inpu
 
 #define LL_SW_ELTWISE_ADD 0
 #define LL_SW_ELTWISE_MUL 1
+#define LL_SW_ELTWISE_ADD_FIXED 2
 
 typedef struct {             /* Add / Mul with broadcasting */
   const int8_t *a, *b;
   int8_t *out;
   const int32_t *desc;        /* ndim x {count, a_stride, b_stride} over the output */
   float mult_a, mult_b;       /* add: a_scale/out_scale, b_scale/out_scale; mul: a*b/out */
-  uint8_t ndim, op;
+  int32_t fixed_a, fixed_b;   /* add fixed: the two ratios times 2^shift, rounded */
+  uint8_t ndim, op, shift;
   int8_t a_zp, b_zp, out_zp, act_min, act_max;
 } LL_SW_Eltwise_Int8_Info;
 

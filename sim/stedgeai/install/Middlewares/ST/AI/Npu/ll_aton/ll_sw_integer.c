@@ -21,7 +21,7 @@ void ll_sw_forward_pool_int8(const void *sw_info)
 {
   const LL_SW_Pool_Int8_Info *p = sw_info;
   nr_pool_s8(p->in, p->out, p->multiplier, p->in_h, p->in_w, p->c, p->out_h, p->out_w, p->k_h, p->k_w,
-             p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->in_zp, p->out_zp, p->is_max);
+             p->stride_h, p->stride_w, p->pad_top, p->pad_left, p->in_zp, p->out_zp, p->mode);
 }
 
 void ll_sw_forward_softmax_int8(const void *sw_info)
@@ -33,8 +33,8 @@ void ll_sw_forward_softmax_int8(const void *sw_info)
 void ll_sw_forward_eltwise_int8(const void *sw_info)
 {
   const LL_SW_Eltwise_Int8_Info *p = sw_info;
-  nr_eltwise_s8(p->a, p->b, p->out, p->ndim, p->desc, p->op, p->mult_a, p->mult_b, p->a_zp, p->b_zp, p->out_zp,
-                p->act_min, p->act_max);
+  nr_eltwise_s8(p->a, p->b, p->out, p->ndim, p->desc, p->op, p->mult_a, p->mult_b, p->fixed_a, p->fixed_b,
+                p->shift, p->a_zp, p->b_zp, p->out_zp, p->act_min, p->act_max);
 }
 
 void ll_sw_forward_lut_int8(const void *sw_info)
