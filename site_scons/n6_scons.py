@@ -14,6 +14,7 @@ import SCons.Errors
 
 from n6.errors import N6Error
 from n6.paths import ROOT, SIM_BOARD, SITE_SCONS
+from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
 def say(text):
@@ -76,6 +77,34 @@ def code_version(env, label, paths):
 
 
 _CODE_VERSIONS = {}
+
+
+def scons_variables(arguments):
+    """SCons's Variables for n6.variables.VARIABLES, read from the command line's `arguments`,
+    printing one `NAME=value  help (values) [default: ...]` line each for `scons -h`."""
+    from SCons.Variables import BoolVariable, EnumVariable, PathVariable, Variables
+    variables = Variables(None, arguments)
+    for v in VARIABLES:
+        default = v.default_value()
+        if v.kind == BOOL:
+            variables.Add(BoolVariable(v.name, v.help, default))
+        elif v.kind == CHOICE:
+            variables.Add(EnumVariable(v.name, v.help, default, allowed_values=v.choices, map=dict(v.aliases),
+                                       ignorecase=2 if v.ignorecase else 0))
+        elif v.kind == PATH:
+            variables.Add(PathVariable(v.name, v.help, default, PathVariable.PathAccept))
+        elif v.kind == NUMBER:
+            variables.Add(v.name, v.help, default, None, functools.partial(v.parse, v.name))
+        else:
+            variables.Add(v.name, v.help, default)
+    variables.FormatVariableHelpText = _variable_help
+    return variables
+
+
+def _variable_help(env, key, text, default, actual, aliases=None):
+    v = BY_NAME[key]
+    values = f" ({v.shown_values()})" if v.shown_values() else ""
+    return f"  {key + '=' + str(actual):<34} {v.help}{values} [default: {v.shown_default()}]\n"
 
 
 def describe_targets(env, *entries):

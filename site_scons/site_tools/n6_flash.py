@@ -18,9 +18,10 @@ import SCons.Action
 import SCons.Node.FS
 import SCons.Script
 
-from n6.board_files import DEFAULT_BOARD, board_path
+from n6.board_files import board_path
 from n6.errors import N6Error
 from n6.flash.step import DEPLOY_VERBS
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
 
 
@@ -272,8 +273,7 @@ _FLASH_ACTION = SCons.Action.Action(_flash_action, None, varlist=["N6_FLASH_OPTI
 def generate(env):
     describe_targets(env, ("flash", "put the chosen model(s) on the board (BOARD=, MODEL=), writing changed sectors "
                                     "only"), ("flash-<model>", "put that model on the board"))
-    env.SetDefault(BOARD=DEFAULT_BOARD, MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
-                   DRY_RUN=False)
+    env.SetDefault(**defaults("BOARD", "MODEL", "PROBE", "FORCE", "FLASH_BACKEND", "FLASH_RESET", "DRY_RUN"))
     env.AddMethod(flash_targets, "FlashTargets")
     env.AddMethod(on_board, "OnBoard")
     env.AddMethod(deploy_models, "DeployModels")

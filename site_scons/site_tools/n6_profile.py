@@ -17,6 +17,7 @@ import SCons.Script
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES, console_part
 from n6.run.options import ProfileOptions
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code
 
@@ -80,7 +81,7 @@ def profile_targets(env, c_infos):
         c_info, c_name = c_infos[name]
         out = os.path.join("$BUILD_DIR", name, "profile")
         flash, made_of, flash_step = env.BoardSet(name)
-        opts = ProfileOptions(session_options(env), flash, c_name, int(env.get("PROFILE_SAMPLES", 1)))
+        opts = ProfileOptions(session_options(env), flash, c_name, int(env["PROFILE_SAMPLES"]))
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   made_of + [env.File(opts.session.board_file),
                                              step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +
@@ -118,6 +119,7 @@ def profile_targets(env, c_infos):
 def generate(env):
     describe_targets(env, ("profile", "the per-epoch profile of the chosen model(s), else every model: table, JSON, picture, trace, HTML, diff"),
                      ("profile-<model>", "the same for that model"))
+    env.SetDefault(**defaults("PROFILE_SAMPLES", "PROFILE_BASELINE"))
     env.AddMethod(profile_targets, "ProfileTargets")
 
 

@@ -16,6 +16,7 @@ import SCons.Script
 from n6.errors import N6Error
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code
 
@@ -107,6 +108,8 @@ def generate(env):
                                   "timing, run.json"), ("run-<model>", "the same for that model"),
                      ("validate", "run + compare with the reference (validate.json)"),
                      ("validate-<model>", "the same for that model"))
+    env.SetDefault(**defaults("RUNS", "SEED", "INPUTS", "PORT", "SIM_FIRMWARE", "RUN_PER_LAYER", "RUN_MODE",
+                              "VALIDATE_TOLERANCE"))
     env.AddMethod(run_targets, "RunTargets")
 
 

@@ -18,12 +18,13 @@ import SCons.Builder
 import SCons.Scanner.C
 
 from n6 import gcc_flags
-from n6.board_files import DEFAULT_BOARD, board_path
+from n6.board_files import board_path
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, size_budgets
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
+from n6.variables import VARIABLES, defaults
 from n6_scons import describe_targets, progress, reports_errors, say, step_code
 
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -147,7 +148,7 @@ def _budget_board(env):
     """The board file the size gate reads, if any budget comes from it (a missing one: one line)."""
     if "board" not in budgets(env).values():
         return None
-    path = board_path(env.get("BOARD", DEFAULT_BOARD))
+    path = board_path(env["BOARD"])
     if not os.path.isfile(path):
         from n6.board import load_board
         load_board(path)   # says which boards there are
@@ -206,9 +207,7 @@ def generate(env):
     describe_targets(env, ("build", "every model: generate, relocatable image, size report (default)"),
                      ("<model>", "that model's images"),
                      ("check", "run the image checker (XIP and COPY install) on every image"))
-    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
-                   RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
-                   RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
+    env.SetDefault(**defaults("BOARD", *(v.name for v in VARIABLES if v.name.startswith("RELOC_"))))
     env["BUILDERS"]["RelocCompile"] = SCons.Builder.Builder(   # one C file, the cc tool's command line
         action=SCons.Action.Action("$CCCOM", "$CCCOMSTR"), source_scanner=SCons.Scanner.C.CScanner())
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(

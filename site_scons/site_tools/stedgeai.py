@@ -18,6 +18,7 @@ from n6 import gcc_flags
 from n6.errors import N6Error
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
+from n6.variables import defaults
 from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
 
 from n6.paths import SIM_STEDGEAI
@@ -194,7 +195,7 @@ def generate_model(env, spec, outdir):
 
 
 def generate(env):
-    env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build", STEDGEAI_TIMEOUT=3600)
+    env.SetDefault(**defaults("STEDGEAI_CORE_DIR", "STEDGEAI_SIM_RELEASE", "BUILD_DIR", "STEDGEAI_TIMEOUT"))
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
