@@ -16,7 +16,7 @@ from onnx import numpy_helper
 
 from n6.mpool import read_mpool
 from n6.placement import params_pool
-from n6.profile import read_profile
+from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons

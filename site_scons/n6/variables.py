@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
 from . import numbers
+from .errors import N6Error
 from .board import BACKENDS
 from .board_files import DEFAULT_BOARD
+from .build_layout import DEFAULT_BUILD_DIR
 from .flash.backend import RESET_MODES
 from .releases import DEFAULT_RELEASE, RELEASES
 from .run.options import PER_LAYER_MODES, RUN_MODES
@@ -27,6 +29,12 @@ class Variable:
     ignorecase: bool = False                # CHOICE: any case, read as the lower-case value
     parse: Optional[Callable] = None        # NUMBER: (name, text) → number, N6Error when out of range
     environ: Optional[str] = None           # an environment variable that sets the default
+    empty: bool = True                      # "" is a value (False: refused, e.g. BUILD_DIR= would build in the tree)
+
+    def check(self, value):
+        """Refuse what no table of SCons's checks: an empty value where there must be one."""
+        if not self.empty and str(value).strip() == "":
+            raise N6Error(None, f"{self.name}= is empty", f"give {self.name} a value (default: {self.shown_default()})")
 
     def default_value(self, environ: Mapping = os.environ):
         """The default in effect: the environment variable's value when it is set."""
@@ -52,7 +60,7 @@ _BUDGET = "0x.., K/M suffixes; none: gate off; empty: the board file's"
 
 VARIABLES = (
     Variable("VERBOSE", "show full command lines instead of short progress lines", False, BOOL),
-    Variable("BUILD_DIR", "where every output goes", "build", PATH),
+    Variable("BUILD_DIR", "where every output goes", DEFAULT_BUILD_DIR, PATH, empty=False),
     Variable("STEDGEAI_CORE_DIR", "ST Edge AI Core install (empty: the simulated one)", "", PATH,
              environ="STEDGEAI_CORE_DIR"),
     Variable("STEDGEAI_TIMEOUT", "seconds `stedgeai generate` may take per model before it is stopped", 3600,

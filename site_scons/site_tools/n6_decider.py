@@ -12,13 +12,38 @@ byte flipped, a file cut short or replaced outside the build is rebuilt by the n
 that costs one stat per output: the stat cache recorded each output's stat after it was written."""
 import atexit
 import os
+import re
 
+import SCons
 import SCons.Node
 import SCons.Node.FS
 import SCons.Util
 
+from n6.errors import N6Error
+from n6.paths import ROOT
 from n6.statcache import StatCache
 
+PATCHED = ("get_max_drift_csig", "is_up_to_date", "explain")   # the methods of SCons's File replaced here
+USED = ("get_stored_info", "get_abspath", "has_builder", "get_state", "hash_chunksize")
+
+
+REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
+
+
+def check_scons(version, file_class, requirements=REQUIREMENTS):
+    """The SCons this build runs is the one the patch was written for (requirements.txt's pin)
+    and still has what it replaces and calls: otherwise one line, not a decider that misses a change."""
+    with open(requirements, encoding="utf-8") as f:
+        pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]
+    missing = [f"File.{m}" for m in PATCHED + USED if not hasattr(file_class, m)] + \
+        [f"SCons.Util.{f}" for f in ("hash_file_signature", "get_hash_format") if not hasattr(SCons.Util, f)]
+    if version != pinned or missing:
+        raise N6Error(None, f"SCons {version} is not {pinned}, the version n6_decider replaces File methods of"
+                      + (f" ({', '.join(missing)} missing)" if missing else ""),
+                      f"install SCons=={pinned} (./n6 setup)")
+
+
+check_scons(SCons.__version__, SCons.Node.FS.File)
 _CACHE = [None]
 
 

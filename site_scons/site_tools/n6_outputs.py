@@ -84,7 +84,7 @@ def outputs(env, build_dir):
         roots.extend(node.sources)
         roots.extend(node.depends)
         roots.extend(node.prerequisites or ())
-    for target, extra in SCons.Environment.CleanTargets.items():
+    for extra in SCons.Environment.CleanTargets.values():
         for node in extra:
             path = node.get_abspath()
             if path.startswith(prefix):
@@ -129,17 +129,22 @@ def broken_models(env, broken, good):
             sys.stderr.write(f"scons: *** {line}\n")
         return None
 
+    node = env.Alias("broken-models", good, SCons.Action.Action(_failing(lines), None))
+    env.AlwaysBuild(node)
+    env.Alias("build", node)
+    for name, error in broken.items():   # `scons <broken model>`: its line at once, no other model built
+        if name not in SCons.Node.Alias.default_ans:
+            env.AlwaysBuild(env.Alias(name, [], SCons.Action.Action(_failing([str(error)]), None)))
+    return node
+
+
+def _failing(lines):
+    """An action that reports `lines` and fails the build (exit 2)."""
     def fail(target, source, env):
         for line in lines[:-1]:
             sys.stderr.write(f"scons: *** {line}\n")
         raise SCons.Errors.BuildError(errstr=lines[-1], exitstatus=2)
-    node = env.Alias("broken-models", good, SCons.Action.Action(fail, None))
-    env.AlwaysBuild(node)
-    env.Alias("build", node)
-    for name in broken:
-        if name not in SCons.Node.Alias.default_ans:
-            env.Alias(name, node)
-    return node
+    return fail
 
 
 def generate(env):
