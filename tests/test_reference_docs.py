@@ -1,6 +1,7 @@
-"""The variables are declared once (n6.variables): `scons -h`, the declaration and
-docs/variables.md say the same, and a value the library's tables gain is one the command line
-takes."""
+"""The reference under docs/ says what the code does: the variables are declared once
+(n6.variables) and `scons -h`, the declaration and docs/variables.md say the same; a value the
+library's tables gain is one the command line takes; every key of a bundled board file is in
+docs/boards.md."""
 import os
 import re
 
@@ -40,3 +41,21 @@ def test_a_release_added_to_the_table_is_accepted(tmp_path):
     refused = scons(repo, "-h", "STEDGEAI_SIM_RELEASE=3.2", check=False)
     assert refused.returncode == 2 and "Invalid value for enum variable 'STEDGEAI_SIM_RELEASE': '3.2'" in \
         refused.stderr, refused.stderr
+
+
+def test_every_bundled_board_key_is_documented():
+    """docs/boards.md names every key the bundled board files use (as `table.key`)."""
+    import glob
+    import tomllib
+    with open(os.path.join(ROOT, "docs", "boards.md"), encoding="utf-8") as f:
+        documented = set(re.findall(r"^\| `([\w.]+)` \|", f.read(), re.M))
+
+    def keys(table, prefix=""):
+        for k, v in table.items():
+            yield prefix + k
+            if isinstance(v, dict) and not prefix:
+                yield from keys(v, k + ".")
+    for path in glob.glob(os.path.join(ROOT, "firmware", "boards", "*.toml")):
+        with open(path, "rb") as f:
+            used = {k for k in keys(tomllib.load(f)) if "." in k or k == "name"}
+        assert used <= documented, (path, sorted(used - documented))
