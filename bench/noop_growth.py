@@ -1,0 +1,96 @@
+"""What a no-op costs as the project grows, as ratios measured in one run:
+
+    .venv/bin/python bench/noop_growth.py [--clean] [--profile]
+
+Projects of 1, 10 and 40 copies of the prebuilt `tiny_prebuilt` (each built once, outside the
+timings). Reported: each no-op's time against an empty SConstruct's no-op (median of interleaved
+pairs: both see the same machine load), the growth per model from 1 to 40 models (goal <= 3 ms),
+and the peak RSS of the 40-model no-op. `--clean`: also a 40-model clean build's compiles and
+time against 40 times one model's. `--profile`: write a cProfile of each no-op next to the
+report (noop-<N>.prof; `python -m pstats` reads them)."""
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from conftest import copy_repo  # noqa: E402
+
+SIZES = (1, 10, 40)
+PAIRS = 9
+CC = re.compile(r"^  CC\s", re.M)
+# Measure what a user's shell does: Python caches the build's own modules as bytecode.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# The peak RSS of one child, read by a wrapper so that the bench's own memory is not counted.
+RSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); " \
+      "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def scons(cwd, *args, profile=None):
+    """(seconds, CC lines) of one `scons -Q` that must succeed."""
+    argv = [sys.executable] + (["-m", "cProfile", "-o", profile] if profile else []) + ["-m", "SCons", "-Q", *args]
+    t = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=ENV)
+    elapsed = time.perf_counter() - t
+    if proc.returncode:
+        sys.exit(proc.stdout + proc.stderr)
+    return elapsed, len(CC.findall(proc.stdout))
+
+
+def project(tmp, n):
+    """A copy of the repository whose models/ holds `n` copies of tiny_prebuilt."""
+    repo = copy_repo(os.path.join(tmp, f"repo{n}"))
+    models = os.path.join(repo, "models")
+    for entry in os.listdir(models):
+        if os.path.isdir(os.path.join(models, entry)):
+            shutil.rmtree(os.path.join(models, entry))
+    for i in range(n):
+        shutil.copytree(os.path.join(ROOT, "models", "tiny_prebuilt"), os.path.join(models, f"tiny{i:02d}"))
+    return repo
+
+
+def main():
+    clean, profile = "--clean" in sys.argv, "--profile" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty")
+        os.makedirs(empty)
+        open(os.path.join(empty, "SConstruct"), "w").close()
+        repos = {n: project(tmp, n) for n in SIZES}
+        builds = {n: scons(repo) for n, repo in repos.items()}
+        noop, ratio = {}, {}
+        for n, repo in repos.items():
+            pairs = [(scons(repo)[0], scons(empty)[0]) for _ in range(PAIRS)]
+            noop[n] = statistics.median(a for a, _ in pairs)
+            ratio[n] = statistics.median(a / b for a, b in pairs)
+            if profile:
+                scons(repo, profile=os.path.abspath(f"noop-{n}.prof"))
+        empty_t = statistics.median(scons(empty)[0] for _ in range(PAIRS))
+        rss = subprocess.run([sys.executable, "-c", RSS, sys.executable, "-m", "SCons", "-Q"], cwd=repos[40],
+                             capture_output=True, text=True, env=ENV, check=True).stdout.split()[-1]
+        if clean:
+            one = project(tmp, 1)
+            shutil.rmtree(os.path.join(repos[40], "build"))
+            many = scons(repos[40])
+            single = scons(one)
+
+    print(f"empty SConstruct no-op {empty_t * 1000:7.0f} ms")
+    for n in SIZES:
+        print(f"no-op, {n:2d} model(s)     {noop[n] * 1000:7.0f} ms  = {ratio[n]:.2f}x an empty SConstruct's "
+              f"(median of {PAIRS} interleaved pairs; goal <= 1.3 at 3 models)")
+    growth = (noop[40] - noop[1]) / 39
+    print(f"growth per model (1 → 40): {growth * 1000:.1f} ms (goal <= 3 ms)")
+    print(f"peak RSS of the 40-model no-op: {int(rss) / 1024:.0f} MB")
+    print("first builds: " + ", ".join(f"{n} model(s) {t:.1f} s, {cc} compiles" for n, (t, cc) in builds.items()))
+    if clean:
+        print(f"clean build of 40 models: {many[0]:.1f} s, {many[1]} compiles = {many[0] / (40 * single[0]):.2f}x "
+              f"the time and {many[1] / (40 * single[1]):.2f}x the compiles of 40 one-model builds")
+
+
+if __name__ == "__main__":
+    main()
