@@ -43,7 +43,7 @@ class Release:
         return self.header_words * 4
 
     @property
-    def multi_model(self):
+    def multi_model(self) -> bool:
         """Its validation firmware loads a set of models (3.x): the image header grew past 2.x's
         24 words with the words that place an image among others."""
         return self.header_words > SINGLE_MODEL_HEADER_WORDS

@@ -17,7 +17,7 @@ PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
             "n6board": os.path.join(SIM, "board", "n6board")}
 
 
-def sources(package, recursive=False):
+def sources(package: str, recursive: bool = False) -> list:
     """The files a simulator package is made of (its Python and C files; `recursive`: its
     subpackages' too), sorted: a step whose result it makes reruns when one changes."""
     pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")

@@ -11,8 +11,6 @@ identity: the serial numbers of the attached ST-LINKs as USB enumerates them (th
 board's probe.json), so a swapped board reflashes while nothing changed costs no programmer call.
 What another tool did to the board is only seen when a flash runs (read-back) or with FORCE=1.
 The policy is the library's (n6.flash.step); this tool declares the nodes."""
-from dataclasses import dataclass, field
-
 import SCons.Action
 import SCons.Node.FS
 import SCons.Script
@@ -20,36 +18,10 @@ import SCons.Script
 from n6.board_files import board_path
 from n6.build_layout import model_step
 from n6.errors import N6Error
+from n6.flash.project import Deployment
 from n6.flash.step import DEPLOY_VERBS
 from n6.variables import defaults
 from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
-
-
-@dataclass
-class _Flashing:
-    """What this run knows about the board, kept on the environment: the models' images, the
-    install's release, the model sets planned (set → (FlashOptions, what they sign)), the flash
-    steps declared (set → nodes), the set flashed so far, what the command line deploys."""
-    model_images: dict
-    release: object
-    plans: dict = field(default_factory=dict)
-    steps: dict = field(default_factory=dict)
-    flashed: list = None
-    known: dict = field(default_factory=dict)     # board files, programmers, probes: looked up once
-    requests: dict = field(default_factory=dict)  # verb (run, validate, profile) → models the command line asks
-    project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
-    results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
-    users: list = field(default_factory=list)     # (model, nodes) of the steps that talk to the board
-    broken: dict = field(default_factory=dict)    # model folders that cannot be read: name → error
-
-    def turns(self):
-        """model → the index of its set in the order the sets go on the board."""
-        return {m: i for i, models in enumerate(self.plans) for m in models}
-
-    def once(self, key, make):
-        if key not in self.known:
-            self.known[key] = make()
-        return self.known[key]
 
 
 def flash_targets(env, model_images, install_release, broken=None):
@@ -62,7 +34,7 @@ def flash_targets(env, model_images, install_release, broken=None):
     from n6.board import load_board
     from n6.flash.step import (board_sets, check_deploy_targets, chosen_models, deploy_requests, held_set,
                                models_to_flash)
-    state = env["N6_FLASHING"] = _Flashing(model_images, install_release, broken=broken or {})
+    state = env["N6_FLASHING"] = Deployment(model_images, install_release, broken=broken or {})
     targets = SCons.Script.COMMAND_LINE_TARGETS
     check_deploy_targets(targets, model_images, state.broken)
     requested = [t for t in targets if t == "flash" or t.startswith("flash-") and t[6:] in model_images]

@@ -129,7 +129,7 @@ def models_to_flash(chosen, requested, all_models, board, multi):
 DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
 
 
-def check_deploy_targets(targets, all_models, broken):
+def check_deploy_targets(targets: list, all_models: dict, broken: dict) -> None:
     """`validate-kws_mpl`: one line naming the models (or the folder's own error), not SCons's
     "Do not know how to make"."""
     for t in targets:
@@ -139,7 +139,7 @@ def check_deploy_targets(targets, all_models, broken):
                                               f"choose from {', '.join(sorted(all_models))}")
 
 
-def ext_ram_budget(value, board):
+def ext_ram_budget(value: str, board) -> int | None:
     """External RAM the firmware gives the model: RELOC_EXT_RAM_SIZE's `value`, else the board
     file's, as the pack step's size gate reads it (None: no check)."""
     if value in (None, ""):
