@@ -121,7 +121,8 @@ def main():
             ("weight-only change", weight, f"{weight[0] / copy_t:.2f}x copy+crc32 of its params (goal <= 1.3), "
                                            f"{100 * weight[0] / clean[0]:.1f}% of a clean build (goal <= 5%); "
                                            f"beyond the no-op: {(weight[0] - noop[0]) / copy_t:.2f}x copy+crc32; "
-                                           f"its pack step: {weight[3] * 1000:.0f} ms = {weight[3] / copy_t:.2f}x copy+crc32"),
+                                           f"its pack step: {weight[3] * 1000:.0f} ms = "
+                                           f"{weight[3] / copy_t:.2f}x copy+crc32"),
             ("code-only change", code_t, f"{100 * code_t[0] / clean[0]:.1f}% of a clean build")]
     for label, (t, cc, link, _), note in rows:
         print(f"{label:<20} {t * 1000:8.0f} ms  compiles {cc:3d}  links {link}" + (f"   {note}" if note else ""))

@@ -2,7 +2,6 @@
 `scons: *** [target] <file>: <problem> (fix: ...)` line, short progress lines, and nodes
 standing for the code a step runs."""
 import functools
-import glob
 import hashlib
 import os
 import re
@@ -12,8 +11,11 @@ import threading
 import SCons.Action
 import SCons.Errors
 
+from n6 import build_layout
 from n6.errors import N6Error
-from n6.paths import ROOT, SIM_BOARD, SITE_SCONS
+from n6.paths import ROOT, SITE_SCONS
+from n6.simulators import sources as simulator_sources
+from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
 def say(text):
@@ -78,6 +80,40 @@ def code_version(env, label, paths):
 _CODE_VERSIONS = {}
 
 
+def scons_variables(arguments):
+    """SCons's Variables for n6.variables.VARIABLES, read from the command line's `arguments`,
+    printing one `NAME=value  help (values) [default: ...]` line each for `scons -h`."""
+    from SCons.Variables import BoolVariable, EnumVariable, PathVariable, Variables
+    variables = Variables(None, arguments)
+    for v in VARIABLES:
+        default = v.default_value()
+        if v.kind == BOOL:
+            variables.Add(BoolVariable(v.name, v.help, default))
+        elif v.kind == CHOICE:
+            variables.Add(EnumVariable(v.name, v.help, default, allowed_values=v.choices, map=dict(v.aliases),
+                                       ignorecase=2 if v.ignorecase else 0))
+        elif v.kind == PATH:
+            variables.Add(PathVariable(v.name, v.help, default, lambda key, value, env, v=v: v.check(value)))
+        elif v.kind == NUMBER:
+            variables.Add(v.name, v.help, default, None, functools.partial(v.parse, v.name))
+        else:
+            variables.Add(v.name, v.help, default)
+    variables.FormatVariableHelpText = _variable_help
+    return variables
+
+
+def _variable_help(env, key, text, default, actual, aliases=None):
+    v = BY_NAME[key]
+    values = f" ({v.shown_values()})" if v.shown_values() else ""
+    return f"  {key + '=' + str(actual):<34} {v.help}{values} [default: {v.shown_default()}]\n"
+
+
+def uses_tool(env, name):
+    """Load the tool `name` that this one depends on, unless it is loaded already."""
+    if name not in env["TOOLS"]:
+        env.Tool(name)
+
+
 def describe_targets(env, *entries):
     """Record (target, what it does) pairs for `scons -h`: each tool declares its own targets, and
     the help lists them in the order the tools were loaded."""
@@ -113,9 +149,7 @@ def sim_firmware(env):
 def sim_board_code(env, session):
     """The simulated board's code (the DK twin's included) and the firmware ELF it runs, if one
     is named: a step on the simulated board reruns when they change."""
-    board = os.path.join(SIM_BOARD, "n6board")
-    code = code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True)
-                                                         + glob.glob(os.path.join(board, "*.c"))))
+    code = code_version(env, "sim-board", lambda: simulator_sources("n6board", recursive=True))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 
@@ -123,7 +157,7 @@ def sim_board_dir(env):
     """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
     programmer and board read), else <build dir>/sim-board."""
     named = os.environ.get("N6_SIM_BOARD")
-    return os.path.abspath(named) if named else env.Dir("$BUILD_DIR/sim-board").abspath
+    return os.path.abspath(named) if named else env.Dir(build_layout.sim_board("$BUILD_DIR")).abspath
 
 
 def step_code(env, step, modules, tool=None):

@@ -210,6 +210,7 @@ CASES = [
     ("size-negative", _args("RELOC_EXEC_RAM_SIZE=-640K"), ["RELOC_EXEC_RAM_SIZE: size '-640K' is negative"]),
     ("size-garbage", _args("RELOC_EXT_RAM_SIZE=lots"), ["RELOC_EXT_RAM_SIZE: size 'lots' is not a byte count"]),
     ("bool-garbage", _args("RELOC_SPLIT=maybe"), ["'RELOC_SPLIT' Invalid value for boolean variable: 'maybe'"]),
+    ("build-dir-empty", _args("BUILD_DIR="), ["BUILD_DIR= is empty", "give BUILD_DIR a value (default: build)"]),
     ("build-dir-is-a-file", _file_as_dir("BUILD_DIR"), ["afile: BUILD_DIR is a file, not a folder"]),
     ("build-dir-cannot-be-made", _under_file, ["afile/build: cannot create BUILD_DIR: Not a directory"]),
     ("cache-dir-is-a-file", _file_as_dir("CACHE_DIR"), ["afile: CACHE_DIR is a file, not a folder"]),

@@ -10,7 +10,7 @@ import pytest
 
 from n6.errors import N6Error
 from n6.flash import validation_firmware as vf
-from n6.flash.runner import ToolResult, ToolRunner
+from n6.tool_runner import ToolResult, ToolRunner
 from n6.run import firmware_start as fw
 
 @pytest.mark.parametrize("kwargs,name", [

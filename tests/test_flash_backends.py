@@ -11,7 +11,7 @@ from n6.flash import cubeprogrammer as cp
 from n6.flash.backend import Download, ProgrammerError
 from n6.flash.cubeprogrammer import CliInstall, CubeProgrammer, call_argv, find_cli, list_argv
 from n6.flash.pyocd_backend import PyOCD
-from n6.flash.runner import ToolResult, ToolRunner
+from n6.tool_runner import ToolResult, ToolRunner
 
 CLI = "/opt/st/bin/STM32_Programmer_CLI"
 LDR = "/opt/st/bin/ExternalLoader/MX66UW1G45G_STM32N6570-DK.stldr"

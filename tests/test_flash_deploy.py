@@ -15,7 +15,7 @@ from n6.flash.cubeprogrammer import CubeProgrammer, find_cli
 from n6.flash.deploy import FlashImage, ModelFiles, deploy, layout
 from n6.flash.gate import Placed, check_firmware, check_layout, default_firmware
 from n6.flash.records import RecordStore, changed_sectors, runs
-from n6.flash.runner import ToolRunner
+from n6.tool_runner import ToolRunner
 from programmer_sim.board_state import BoardState
 
 S = 0x10000

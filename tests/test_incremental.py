@@ -16,7 +16,7 @@ from onnx import numpy_helper
 
 from n6.mpool import read_mpool
 from n6.placement import params_pool
-from n6.profile import read_profile
+from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
@@ -57,6 +57,28 @@ def test_touching_inputs_without_change_rebuilds_nothing(repo):
                 "models/cifar_cnn/model.onnx", "models/cifar_cnn/cifar_cnn.mpool", "models/kws_mlp/neural_art.json"):
         bump(os.path.join(repo, rel))
     assert steps(scons(repo)) == []
+    assert scons(repo, "-q", check=False).returncode == 0
+
+
+def test_a_no_op_leaves_the_signature_database_as_it_is(repo):
+    """A no-op writes nothing (SCons would rewrite the whole .sconsign); a change stores what it
+    built, and what it stored decides the next run (a change of the one input, then its undoing,
+    each rebuild)."""
+    db = os.path.join(repo, "build", ".sconsign.dblite")
+    scons(repo)
+    before = os.stat(db).st_mtime_ns, open(db, "rb").read()
+    assert "up to date" in scons(repo).stdout
+    assert (os.stat(db).st_mtime_ns, open(db, "rb").read()) == before
+    c = os.path.join(repo, "models", "tiny_prebuilt", "network.c")
+    original = open(c, "rb").read()
+    try:
+        _rewrite(c, original.replace(b".act_max = 127,", b".act_max = 126,", 1))
+        assert ("PREPARE", "tiny_prebuilt") in steps(scons(repo))
+        assert os.stat(db).st_mtime_ns != before[0]
+        assert scons(repo, "-q", check=False).returncode == 0
+    finally:
+        _rewrite(c, original)
+    assert ("PREPARE", "tiny_prebuilt") in steps(scons(repo))
     assert scons(repo, "-q", check=False).returncode == 0
 
 

@@ -9,7 +9,7 @@ from n6.jsonfile import loads_lenient
 from n6.models import discover, read_model
 from n6.mpool import read_mpool
 from n6.placement import activation_pools, params_pool
-from n6.profile import read_profile, split_profile_arg
+from n6.neural_art_profile import read_profile, split_profile_arg
 from n6.releases import c_symbol, generate_outputs, release
 
 from conftest import MODELS, stedgeai_output_folder
@@ -320,7 +320,7 @@ def test_json_files_encoding_and_shape(tmp_path, data, problem):
 
 
 def test_profile_options_unknown_and_unbalanced(tmp_path):
-    from n6.profile import parse_options
+    from n6.neural_art_profile import parse_options
     assert parse_options("p.json", "d", "--Os --csv-file x.csv --optimization 3 -O3") == \
         (("--Os", "--csv-file", "x.csv", "--optimization", "3", "-O3"), ())
     for text, problem in (("--Os enable-epoch-controller", "follows --Os, which takes no value"),

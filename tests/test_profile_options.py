@@ -10,7 +10,7 @@ import pytest
 
 from n6.errors import N6Error
 from n6.models import read_model
-from n6.profile import parse_options, read_profile
+from n6.neural_art_profile import parse_options, read_profile
 
 from conftest import MODELS, copy_repo, scons
 

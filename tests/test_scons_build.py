@@ -92,3 +92,15 @@ def test_help_lists_every_declared_target_and_each_works(built):
         target = name.replace("<model>", "kws_mlp")
         proc = scons(repo, "-n", target, check=False)
         assert "Do not know how to make" not in proc.stderr, (target, proc.stderr)
+
+
+def test_a_broken_model_asked_for_alone_builds_nothing_else(tmp_path):
+    """`scons kws_mlp` with a broken kws_mlp folder: its one line at once, no other model built."""
+    repo = copy_repo(tmp_path / "repo")
+    with open(os.path.join(repo, "models", "kws_mlp", "kws_mlp.mpool"), "w") as f:
+        f.write('{"memory": {"mempools": [ }')
+    proc = scons(repo, "kws_mlp", check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert len(errors) == 1 and "models/kws_mlp/kws_mlp.mpool: malformed .mpool file" in errors[0], proc.stderr
+    assert not re.search(r"^  (GEN|PREPARE|CC|LINK|PACK) ", proc.stdout, re.M), proc.stdout

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from .board_files import available_boards
 from .errors import N6Error
 from .jsonfile import read_text
+from .serial_link import BAUDRATE, DEFAULT_HEADER, HEADERS
 from .reloc.firmware import Firmware
 from .tomlfile import parse_toml
 
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
-HEADERS = ("2byte", "1byte")
 # [validation] firmware: ST's validation firmware of the install (built for the STM32N6570-DK), none
 # this board can run, or else the path of the board's own firmware ELF
 ST_FIRMWARE, NO_FIRMWARE = "st", "none"
@@ -168,8 +168,8 @@ def _parse_board(path, data):
     if firmware not in (ST_FIRMWARE, NO_FIRMWARE):
         firmware = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), firmware))
     validation = Validation(r.value(val_t, "port", str, default=""),
-                            r.value(val_t, "baudrate", int, positive=True, default=921600),
-                            r.value(val_t, "header", str, choices=HEADERS, default="2byte"),
+                            r.value(val_t, "baudrate", int, positive=True, default=BAUDRATE),
+                            r.value(val_t, "header", str, choices=HEADERS, default=DEFAULT_HEADER),
                             r.value(val_t, "usbc", bool, default=False), firmware)
     r.only(val_t, {"port", "baudrate", "header", "usbc", "firmware"})
 

@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from .build_layout import FOLDERS
 from .errors import N6Error
 from .jsonfile import read_json
 
@@ -23,7 +24,7 @@ BUILD_GENERATE_OPTIONS = {"-m": "the model file", "--model": "the model file", "
                           "--input-data-type": '"input_data_type"', "--output-data-type": '"output_data_type"'}
 # Targets and folders of the build itself: a model folder may not take these names.
 RESERVED_NAMES = {"build", "check", "flash", "run", "validate", "profile", "clean", "install", "test", "help",
-                  "all", "broken-models", "stedgeai-sim", "sim-board", "obj", "deploy-records"}
+                  "all", "broken-models", "obj", *FOLDERS}
 # Per-model targets are `<step>-<model>`: a folder named like one would shadow another model's target.
 RESERVED_PREFIXES = ("flash-", "run-", "validate-", "profile-")
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -156,7 +157,7 @@ def read_model(path, reserved=()):
     name = os.path.basename(os.path.normpath(path))
     if not FOLDER_NAME.fullmatch(name):
         raise N6Error(path, f"model folder name {name!r} is not a plain name",
-                      "rename the folder with letters, digits, '_', '.', '-' only")
+                      "rename the folder with letters, digits, '_', '.', '+', '-' only (a letter or digit first)")
     if name in reserved or name.startswith(RESERVED_PREFIXES):
         raise N6Error(path, f"model folder name '{name}' is also a build target or folder",
                       f"rename the folder (reserved: {', '.join(sorted(reserved))})")

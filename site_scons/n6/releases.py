@@ -4,6 +4,9 @@ from dataclasses import dataclass
 from .errors import N6Error
 
 
+SINGLE_MODEL_HEADER_WORDS = 24   # 2.x: one model on the board at a time
+
+
 @dataclass(frozen=True)
 class Release:
     core: str               # "2.2"
@@ -38,6 +41,12 @@ class Release:
     @property
     def header_size(self):
         return self.header_words * 4
+
+    @property
+    def multi_model(self) -> bool:
+        """Its validation firmware loads a set of models (3.x): the image header grew past 2.x's
+        24 words with the words that place an image among others."""
+        return self.header_words > SINGLE_MODEL_HEADER_WORDS
 
 
 RELEASES = {

@@ -4,6 +4,7 @@ touching sys.path. The product otherwise finds a simulated tool exactly as it fi
 the simulated install by its folder, the simulated programmer by its executable, the simulated
 board by its port. What it takes from here is what a real tool has no counterpart for: laying out
 the simulated install, the simulated probe's serial number."""
+import glob
 import importlib
 import importlib.util
 import os
@@ -12,7 +13,15 @@ import sys
 from .paths import SIM
 
 PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
-            "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim")}
+            "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim"),
+            "n6board": os.path.join(SIM, "board", "n6board")}
+
+
+def sources(package: str, recursive: bool = False) -> list:
+    """The files a simulator package is made of (its Python and C files; `recursive`: its
+    subpackages' too), sorted: a step whose result it makes reruns when one changes."""
+    pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")
+    return sorted(glob.glob(pattern + "py", recursive=recursive) + glob.glob(pattern + "c", recursive=recursive))
 
 
 def load(module):

@@ -17,13 +17,26 @@ def generate(env):
     env.AddMethod(expanded_flags, "ExpandedFlags")
 
 
+FLAGS = {"CPPPATH": "_CPPINCFLAGS", "CPPDEFINES": "_CPPDEFFLAGS"}   # a variable → its expanded -I / -D flags
+_EXPANDED = {}
+
+
 def expanded_flags(env, **overrides):
     """`overrides` (CPPPATH, CPPDEFINES, ...) plus their -I/-D flags expanded once, here: SCons
     would expand them again for every object's signature on every run, the largest cost of a
-    no-op build. CPPPATH stays for the header scanner."""
-    e = env.Override(overrides)
-    return dict(overrides, **{var: [str(arg) for arg in e.subst_list(f"${var}")[0]]
-                              for var in ("_CPPINCFLAGS", "_CPPDEFFLAGS")})
+    no-op build. Each entry's flags are expanded once per build (models share all but their own
+    folder). CPPPATH stays for the header scanner."""
+    out = dict(overrides)
+    for var, flags in FLAGS.items():
+        out[flags] = [f for item in overrides.get(var, env.get(var, [])) for f in _entry_flags(env, var, item)]
+    return out
+
+
+def _entry_flags(env, var, item):
+    key = (var, item)
+    if key not in _EXPANDED:
+        _EXPANDED[key] = [str(arg) for arg in env.Override({var: [item]}).subst_list(f"${FLAGS[var]}")[0]]
+    return _EXPANDED[key]
 
 
 def exists(env):

@@ -9,16 +9,45 @@ was hashed. DECIDER=content hashes every file once per run (for comparisons).
 Outputs are verified the same way before they are trusted: a built file is up to date only if it
 still holds what the build wrote (its signature now equals the one stored when it was built), so a
 byte flipped, a file cut short or replaced outside the build is rebuilt by the next run. In a no-op
-that costs one stat per output: the stat cache recorded each output's stat after it was written."""
+that costs one stat per output: the stat cache recorded each output's stat after it was written.
+A no-op also writes nothing: SCons rewrites its whole signature database after every run, here
+only entries that changed are stored and the database is written only then."""
 import atexit
 import os
+import re
 
+import SCons
 import SCons.Node
 import SCons.Node.FS
+import SCons.SConsign
 import SCons.Util
 
+from n6.errors import N6Error
+from n6.paths import ROOT
 from n6.statcache import StatCache
 
+PATCHED = ("get_max_drift_csig", "is_up_to_date", "explain")   # the methods of SCons's File replaced here
+USED = ("get_stored_info", "get_abspath", "has_builder", "get_state", "hash_chunksize", "get_ninfo",
+        "get_binfo")
+REQUIREMENTS = os.path.join(ROOT, "requirements.txt")
+
+
+def check_scons(version, file_class, requirements=REQUIREMENTS):
+    """The SCons this build runs is the one the patch was written for (requirements.txt's pin)
+    and still has what it replaces and calls: otherwise one line, not a decider that misses a change."""
+    with open(requirements, encoding="utf-8") as f:
+        pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]
+    missing = [f"File.{m}" for m in PATCHED + USED if not hasattr(file_class, m)] + \
+        [f"SCons.Util.{f}" for f in ("hash_file_signature", "get_hash_format") if not hasattr(SCons.Util, f)] + \
+        [f"SConsign.Base.{m}" for m in ("store_info", "dirty") if not hasattr(SCons.SConsign.Base(), m)] + \
+        [f"SConsign.{m}" for m in ("write", "sig_files") if not hasattr(SCons.SConsign, m)]
+    if version != pinned or missing:
+        raise N6Error(None, f"SCons {version} is not {pinned}, the version n6_decider replaces File methods of"
+                      + (f" ({', '.join(missing)} missing)" if missing else ""),
+                      f"install SCons=={pinned} (./n6 setup)")
+
+
+check_scons(SCons.__version__, SCons.Node.FS.File)
 _CACHE = [None]
 
 
@@ -58,8 +87,50 @@ def _explain(node):
     return _SCONS_EXPLAIN(node)
 
 
+def _store_info(sconsign, name, node):
+    """Replaces SConsign.Base.store_info: SCons marks the entry of every file it visits for writing,
+    so a no-op pickles and rewrites the whole .sconsign. An entry that would be written as it is
+    stored (the file's signature, stat and, for an output this run did not build, the signatures
+    of everything it was built from and its action's) is left alone."""
+    if not _as_stored(node):
+        _SCONS_STORE_INFO(sconsign, name, node)
+
+
+def _write_sconsign():
+    """Replaces SConsign.write, which rewrites the whole database at the end of every run: only
+    when an entry changed."""
+    if any(f.dirty for f in SCons.SConsign.sig_files):
+        _SCONS_WRITE_SCONSIGN()
+
+
+def _as_stored(node):
+    stored = node.get_stored_info()
+    if _state(stored.ninfo) != _state(node.get_ninfo()):
+        return False
+    if not node.has_builder():
+        return True
+    if node.get_state() == SCons.Node.executed:   # built by this run: its new build info is stored
+        return False
+    new, old = node.get_binfo(), stored.binfo
+    return new.bactsig == old.bactsig and all(
+        len(a) == len(b) and all(map(_same_state, a, b))
+        for a, b in ((new.bsourcesigs, old.bsourcesigs), (new.bdependsigs, old.bdependsigs),
+                     (new.bimplicitsigs, old.bimplicitsigs)))
+
+
+def _state(info):
+    """What a file's, a value's or an alias's signature info records."""
+    return getattr(info, "csig", None), getattr(info, "timestamp", None), getattr(info, "size", None)
+
+
+def _same_state(a, b):
+    return _state(a) == _state(b)
+
+
 _SCONS_IS_UP_TO_DATE = SCons.Node.FS.File.is_up_to_date
 _SCONS_EXPLAIN = SCons.Node.FS.File.explain
+_SCONS_STORE_INFO = SCons.SConsign.Base.store_info
+_SCONS_WRITE_SCONSIGN = SCons.SConsign.write
 _CHANGED_OUTSIDE = set()
 
 
@@ -77,6 +148,8 @@ def generate(env):
         SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
         SCons.Node.FS.File.is_up_to_date = _is_up_to_date
         SCons.Node.FS.File.explain = _explain
+        SCons.SConsign.Base.store_info = _store_info
+        SCons.SConsign.write = _write_sconsign
         atexit.register(_save)
     env.Decider("content")
     env.AddMethod(_content_signature, "N6ContentSignature")

@@ -11,44 +11,17 @@ identity: the serial numbers of the attached ST-LINKs as USB enumerates them (th
 board's probe.json), so a swapped board reflashes while nothing changed costs no programmer call.
 What another tool did to the board is only seen when a flash runs (read-back) or with FORCE=1.
 The policy is the library's (n6.flash.step); this tool declares the nodes."""
-import os
-from dataclasses import dataclass, field
-
 import SCons.Action
 import SCons.Node.FS
 import SCons.Script
 
-from n6.board_files import DEFAULT_BOARD, board_path
+from n6.board_files import board_path
+from n6.build_layout import model_step
 from n6.errors import N6Error
+from n6.flash.project import Deployment
 from n6.flash.step import DEPLOY_VERBS
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
-
-
-@dataclass
-class _Flashing:
-    """What this run knows about the board, kept on the environment: the models' images, the
-    install's release, the model sets planned (set → (FlashOptions, what they sign)), the flash
-    steps declared (set → nodes), the set flashed so far, what the command line deploys."""
-    model_images: dict
-    release: object
-    plans: dict = field(default_factory=dict)
-    steps: dict = field(default_factory=dict)
-    flashed: list = None
-    known: dict = field(default_factory=dict)     # board files, programmers, probes: looked up once
-    requests: dict = field(default_factory=dict)  # verb (run, validate, profile) → models the command line asks
-    project: list = field(default_factory=list)   # the models of a bare `run` / `validate` / `profile`
-    results: dict = field(default_factory=dict)   # verb → {model: its node whose reports the summary reads}
-    users: list = field(default_factory=list)     # (model, nodes) of the steps that talk to the board
-    broken: dict = field(default_factory=dict)    # model folders that cannot be read: name → error
-
-    def turns(self):
-        """model → the index of its set in the order the sets go on the board."""
-        return {m: i for i, models in enumerate(self.plans) for m in models}
-
-    def once(self, key, make):
-        if key not in self.known:
-            self.known[key] = make()
-        return self.known[key]
 
 
 def flash_targets(env, model_images, install_release, broken=None):
@@ -59,21 +32,18 @@ def flash_targets(env, model_images, install_release, broken=None):
     one reads the board file and lists the attached probes). `broken`: model folders that cannot
     be read (name → error)."""
     from n6.board import load_board
-    from n6.flash.step import board_sets, chosen_models, deploy_requests, held_set, models_to_flash
-    state = env["N6_FLASHING"] = _Flashing(model_images, install_release, broken=broken or {})
+    from n6.flash.step import (board_sets, check_deploy_targets, chosen_models, deploy_requests, held_set,
+                               models_to_flash)
+    state = env["N6_FLASHING"] = Deployment(model_images, install_release, broken=broken or {})
     targets = SCons.Script.COMMAND_LINE_TARGETS
-    for t in targets:                  # `validate-kws_mpl`: one line naming the models, not SCons's "Do not know"
-        verb, dash, name = t.partition("-")
-        if dash and verb in DEPLOY_VERBS + ("flash",) and name not in model_images:
-            raise state.broken.get(name) or N6Error(None, f"{t}: no model {name}",
-                                                    f"choose from {', '.join(sorted(model_images))}")
+    check_deploy_targets(targets, model_images, state.broken)
     requested = [t for t in targets if t == "flash" or t.startswith("flash-") and t[6:] in model_images]
     if not requested and not any(t.partition("-")[0] in DEPLOY_VERBS for t in targets):
         return []
     bpath = board_path(env["BOARD"])
     board = state.once(("board", bpath), lambda: load_board(bpath))
     chosen = chosen_models(env.get("MODEL", ""), board, model_images, state.broken)
-    multi = install_release.header_words > 24
+    multi = install_release.multi_model
     nodes = []
     if requested:
         nodes = _flash_step(env, models_to_flash(chosen, requested, model_images, board, multi))
@@ -172,9 +142,7 @@ def _summaries(summaries, build_dir, broken):
     for failure in SCons.Script.GetBuildFailures():
         if not isinstance(failure.node, SCons.Node.FS.Base):      # an alias (broken-models): rows of its own
             continue
-        model, *rest = os.path.relpath(failure.node.abspath, build_dir.abspath).split(os.sep)
-        step = rest[0] if rest and rest[0] in ("flash", "profile") else \
-            ("validate" if rest[-1] == "validate.json" else "run") if rest and rest[0] == "run" else "build"
+        model, step = model_step(build_dir.abspath, failure.node.abspath)
         failures.setdefault(model, {}).setdefault(step, failure.errstr)
     for verb, results in summaries.items():
         rows = []
@@ -192,7 +160,7 @@ def _summaries(summaries, build_dir, broken):
 def _plan(env, models):
     """(FlashOptions, source nodes) of the model set `models`, planned once per run."""
     from n6.board import load_board
-    from n6.flash.step import FlashOptions, attached_probes, find_programmer, firmware_files
+    from n6.flash.step import FlashOptions, attached_probes, ext_ram_budget, find_programmer, firmware_files
     state = env["N6_FLASHING"]
     if models in state.plans:
         return state.plans[models]
@@ -212,12 +180,12 @@ def _plan(env, models):
         files.append((m, next(n.path for n in imgs if n.name.endswith("_rel.bin")),
                       next((n.path for n in imgs if n.name.endswith("_rel_params.bin")), None)))
         images += imgs
-    opts = FlashOptions(board=bpath, files=tuple(files), multi=state.release.header_words > 24,
+    opts = FlashOptions(board=bpath, files=tuple(files), multi=state.release.multi_model,
                         release=state.release.core, backend=backend, cli=install.cli if install else None,
                         simulated=simulated, found_by=install.found_by if install else "pyocd", probes=probes,
-                        probe=env.get("PROBE") or None, force=bool(env.get("FORCE")),
-                        reset=env.get("FLASH_RESET", "none"), dry_run=bool(env.get("DRY_RUN")),
-                        copy_mode=bool(env.get("RELOC_COPY_MODE")), ext_ram=_ext_ram_budget(env, board),
+                        probe=env["PROBE"] or None, force=bool(env["FORCE"]), reset=env["FLASH_RESET"],
+                        dry_run=bool(env["DRY_RUN"]), copy_mode=bool(env["RELOC_COPY_MODE"]),
+                        ext_ram=ext_ram_budget(env["RELOC_EXT_RAM_SIZE"], board),
                         build_dir=env.Dir("$BUILD_DIR").path, sim_board=sim_board_dir(env),
                         install_root=env.StedgeaiInstall()[0])
     firmwares = [env.File(p) for p in firmware_files(board, opts.release, opts.copy_mode, opts.install_root)]
@@ -242,15 +210,6 @@ def _flash_step(env, models):
     return nodes
 
 
-def _ext_ram_budget(env, board):
-    """External RAM the firmware gives the model: RELOC_EXT_RAM_SIZE, else the board's (None: no check)."""
-    from n6.sizes import parse_size
-    value = env.get("RELOC_EXT_RAM_SIZE")
-    if value in (None, ""):
-        return board.budgets["ext_ram"]   # as the pack step's size gate reads it (none on the board: no check)
-    return parse_size(value, "RELOC_EXT_RAM_SIZE", allow_none=True)
-
-
 @reports_errors
 @board_action()
 def _flash_action(target, source, env):
@@ -272,8 +231,8 @@ _FLASH_ACTION = SCons.Action.Action(_flash_action, None, varlist=["N6_FLASH_OPTI
 def generate(env):
     describe_targets(env, ("flash", "put the chosen model(s) on the board (BOARD=, MODEL=), writing changed sectors "
                                     "only"), ("flash-<model>", "put that model on the board"))
-    env.SetDefault(BOARD=DEFAULT_BOARD, MODEL="", PROBE="", FORCE=False, FLASH_BACKEND="", FLASH_RESET="none",
-                   DRY_RUN=False)
+    env.SetDefault(**defaults("BOARD", "MODEL", "PROBE", "FORCE", "FLASH_BACKEND", "FLASH_RESET", "DRY_RUN",
+                              "RELOC_COPY_MODE", "RELOC_EXT_RAM_SIZE"))
     env.AddMethod(flash_targets, "FlashTargets")
     env.AddMethod(on_board, "OnBoard")
     env.AddMethod(deploy_models, "DeployModels")

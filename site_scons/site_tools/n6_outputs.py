@@ -84,7 +84,7 @@ def outputs(env, build_dir):
         roots.extend(node.sources)
         roots.extend(node.depends)
         roots.extend(node.prerequisites or ())
-    for target, extra in SCons.Environment.CleanTargets.items():
+    for extra in SCons.Environment.CleanTargets.values():
         for node in extra:
             path = node.get_abspath()
             if path.startswith(prefix):
@@ -129,27 +129,26 @@ def broken_models(env, broken, good):
             sys.stderr.write(f"scons: *** {line}\n")
         return None
 
-    def fail(target, source, env):
-        for line in lines[:-1]:
-            sys.stderr.write(f"scons: *** {line}\n")
-        raise SCons.Errors.BuildError(errstr=lines[-1], exitstatus=2)
-    node = env.Alias("broken-models", good, SCons.Action.Action(fail, None))
+    node = env.Alias("broken-models", good, SCons.Action.Action(_failing(lines), None))
     env.AlwaysBuild(node)
     env.Alias("build", node)
-    for name in broken:
+    for name, error in broken.items():   # `scons <broken model>`: its line at once, no other model built
         if name not in SCons.Node.Alias.default_ans:
-            env.Alias(name, node)
+            env.AlwaysBuild(env.Alias(name, [], SCons.Action.Action(_failing([str(error)]), None)))
     build = os.path.normpath(env.subst("$BUILD_DIR"))
     for t in SCons.Script.COMMAND_LINE_TARGETS:   # a path in a broken model's folder: its line, not "Do not know"
         name = os.path.relpath(os.path.normpath(t), build).split(os.sep)[0]
         if name in broken and t not in SCons.Node.Alias.default_ans:
-            env.AlwaysBuild(env.Alias(t, [], SCons.Action.Action(_fail_with(broken[name]), None)))
+            env.AlwaysBuild(env.Alias(t, [], SCons.Action.Action(_failing([str(broken[name])]), None)))
     return node
 
 
-def _fail_with(error):
+def _failing(lines):
+    """An action that reports `lines` and fails the build (exit 2)."""
     def fail(target, source, env):
-        raise SCons.Errors.BuildError(errstr=str(error), exitstatus=2)
+        for line in lines[:-1]:
+            sys.stderr.write(f"scons: *** {line}\n")
+        raise SCons.Errors.BuildError(errstr=lines[-1], exitstatus=2)
     return fail
 
 

@@ -14,11 +14,13 @@ import os
 import SCons.Action
 import SCons.Script
 
+from n6.build_layout import ModelLayout
 from n6.errors import N6Error
 from n6.profiling import DIFF, FILES, console_part
 from n6.run.options import ProfileOptions
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
-    sim_board_code, step_code
+    sim_board_code, step_code, uses_tool
 
 MEASURE_MODULES = ["n6.aivalidation", "n6.flash.step", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
 REPORT_MODULES = ["n6.profiling.steps"]
@@ -78,9 +80,9 @@ def profile_targets(env, c_infos):
     aliases = []
     for name in models:
         c_info, c_name = c_infos[name]
-        out = os.path.join("$BUILD_DIR", name, "profile")
+        out = ModelLayout("$BUILD_DIR", name).profile
         flash, made_of, flash_step = env.BoardSet(name)
-        opts = ProfileOptions(session_options(env), flash, c_name, int(env.get("PROFILE_SAMPLES", 1)))
+        opts = ProfileOptions(session_options(env), flash, c_name, int(env["PROFILE_SAMPLES"]))
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   made_of + [env.File(opts.session.board_file),
                                              step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +
@@ -116,8 +118,11 @@ def profile_targets(env, c_infos):
 
 
 def generate(env):
-    describe_targets(env, ("profile", "the per-epoch profile of the chosen model(s), else every model: table, JSON, picture, trace, HTML, diff"),
+    uses_tool(env, "n6_flash")   # the model sets on the board, the deploy order (its FlashTargets comes first)
+    describe_targets(env, ("profile", "the per-epoch profile of the chosen model(s), else every model: table, JSON, "
+                                      "picture, trace, HTML, diff"),
                      ("profile-<model>", "the same for that model"))
+    env.SetDefault(**defaults("PROFILE_SAMPLES", "PROFILE_BASELINE"))
     env.AddMethod(profile_targets, "ProfileTargets")
 
 

@@ -13,12 +13,14 @@ import os
 import SCons.Action
 import SCons.Script
 
+from n6.build_layout import ModelLayout
 from n6.errors import N6Error
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
 from n6.run.reference import source_of as reference_source
+from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
-    sim_board_code, step_code
+    sim_board_code, step_code, uses_tool
 
 RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and all it imports)
 
@@ -62,26 +64,26 @@ def run_model(env, spec, board_name, in_project=False, validated=True):
     must exist); call after FlashTargets. The run puts the model's set on the board first unless
     it is there (env.BoardSet): it depends on what the set is made of, so a changed image is
     flashed before it runs, whatever ran on the board before."""
-    out = os.path.join(env.subst("$BUILD_DIR"), spec.name, "run")
+    layout = ModelLayout(env.subst("$BUILD_DIR"), spec.name)
     flash, made_of, flash_step = env.BoardSet(spec.name)
     session = session_options(env)
     runs = int(env["RUNS"]) if "RUNS" in SCons.Script.ARGUMENTS else None     # unset: every INPUTS= sample
     opts = RunOptions(session, flash, board_name, runs, int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],
                       env["RUN_MODE"] == "perf")
-    run = env.Command([os.path.join(out, "run.json")], made_of + [env.File(session.board_file)] +
+    run = env.Command([layout.run_report], made_of + [env.File(session.board_file)] +
                       ([env.File(opts.inputs)] if opts.inputs else []), _RUN_ACTION, N6_RUN_OPTIONS=opts)
     env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__)] + sim_board_code(env, session))
     env.NoCache(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
     source = reference_source(spec) if validated else ""
-    c_dir = spec.path if spec.kind != "source" else os.path.join(env.subst("$BUILD_DIR"), spec.name, "st_ai_output")
+    c_dir = spec.path if spec.kind != "source" else layout.st_ai_output
     test_data = os.path.join(spec.path, "test_data.npz")
     test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
     data = os.path.abspath(spec.reference_data) if spec.reference_data else ""
     vopts = ValidateOptions(session, flash, float(env["VALIDATE_TOLERANCE"]), os.path.abspath(source) if source else "",
                             os.path.abspath(c_dir), test_data, data)
-    val = env.Command(os.path.join(out, "validate.json"),
+    val = env.Command(layout.validate_report,
                       [run[0]] + [f for f in (test_data, data) if f] +
                       ([source] if source else env.Glob(os.path.join(spec.path, "*")) if spec.kind != "source" else []),
                       _VALIDATE_ACTION, N6_VALIDATE_OPTIONS=vopts)
@@ -106,10 +108,13 @@ _VALIDATE_ACTION = SCons.Action.Action(_validate_action, None, varlist=["N6_VALI
 
 
 def generate(env):
-    describe_targets(env, ("run", "run the chosen model(s), else every model, on the board (simulated without PORT=): .npy, "
-                                  "timing, run.json"), ("run-<model>", "the same for that model"),
+    uses_tool(env, "n6_flash")   # the model sets on the board, the deploy order (its FlashTargets comes first)
+    describe_targets(env, ("run", "run the chosen model(s), else every model, on the board (simulated without "
+                                  "PORT=): .npy, timing, run.json"), ("run-<model>", "the same for that model"),
                      ("validate", "run + compare with the reference (validate.json)"),
                      ("validate-<model>", "the same for that model"))
+    env.SetDefault(**defaults("RUNS", "SEED", "INPUTS", "PORT", "SIM_FIRMWARE", "RUN_PER_LAYER", "RUN_MODE",
+                              "VALIDATE_TOLERANCE"))
     env.AddMethod(run_targets, "RunTargets")
 
 

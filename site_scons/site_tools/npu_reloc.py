@@ -18,12 +18,13 @@ import SCons.Builder
 import SCons.Scanner.C
 
 from n6 import gcc_flags
-from n6.board_files import DEFAULT_BOARD, board_path
+from n6.board_files import board_path
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, size_budgets
 from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
+from n6.variables import VARIABLES, defaults
 from n6_scons import describe_targets, progress, reports_errors, say, step_code
 
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
@@ -50,7 +51,8 @@ def _prepare_action(target, source, env):
 
 def reloc_options(env, spec):
     """Per-model options: model.json "reloc" overrides the command-line variables."""
-    return ImageOptions.of({"secure": env["RELOC_SECURE"], "split": env["RELOC_SPLIT"], "dbg_info": env["RELOC_DBG_INFO"],
+    return ImageOptions.of({"secure": env["RELOC_SECURE"], "split": env["RELOC_SPLIT"],
+                            "dbg_info": env["RELOC_DBG_INFO"],
                             "ecblob_in_params": env["RELOC_ECBLOB_IN_PARAMS"], "name": env.get("RELOC_NAME") or None},
                            spec.reloc, os.path.join(spec.path, "model.json"))
 
@@ -68,10 +70,11 @@ def check_variables(env):
     _budget_board(env)
 
 
-def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
-    """Nodes of the relocatable image of one model. `inputs`: the files next to `network_c` that
-    the steps read: c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees
-    only their names, so new weights never rerun it)."""
+def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
+    """Nodes of the relocatable image of one model, in its build folder `layout`
+    (n6.build_layout.ModelLayout). `inputs`: the files next to `network_c` that the steps read:
+    c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees only their names, so
+    new weights never rerun it)."""
     opts = reloc_options(env, spec)
     name = reloc_name(env, spec, network_c)
     install_root, install_rel, simulated = env.StedgeaiInstall()
@@ -79,7 +82,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     sw_inc = os.path.join(install_root, SW_LIB_INC)
     plt_dir = os.path.join(install_root, PLATFORM)
     runtime_lib = env.StedgeaiRuntimeLib()
-    build = os.path.join(outdir, "reloc")
+    build = layout.reloc
     raws = [n for n in inputs if str(n).endswith(".raw")]
     prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, bool(env["RELOC_ABSOLUTE_FLASH_POOLS"]),
                                simulated, tuple(install_rel.atonn), tuple(sorted(str(r) for r in raws)))
@@ -99,7 +102,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
         if key not in flag_envs:
             flag_envs[key] = cenv.Override(cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
                                                               CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else [])))
-        return flag_envs[key].RelocCompile(os.path.join(build, "obj", os.path.splitext(name_)[0] + ".o"), src)
+        return flag_envs[key].RelocCompile(layout.obj(name_), src)
 
     # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
     # include the model's configuration header from the model's build folder.
@@ -108,13 +111,13 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, outdir):
     # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
-    elf = cenv.RelocLink(os.path.join(build, f"{name}.elf"), _longest_first([first[0], late[0]], first[1:] + late[1:]),
+    elf = cenv.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
                          RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
-    code = env.RelocCode(os.path.join(build, f"{name}_rel_code.bin"), elf[0])
+    code = env.RelocCode(layout.code(name), elf[0])
     board = _budget_board(env)
     pack_opts = PackOptions(name, opts.split, tuple(budgets(env).items()), board, bool(env["RELOC_COPY_MODE"]))
-    image = env.RelocPack(os.path.join(outdir, f"{name}_rel.bin"), code + [params_desc] + raws,
+    image = env.RelocPack(layout.image(name), code + [params_desc] + raws,
                           N6_PACK_OPTIONS=pack_opts)
     env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
     env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
@@ -147,7 +150,7 @@ def _budget_board(env):
     """The board file the size gate reads, if any budget comes from it (a missing one: one line)."""
     if "board" not in budgets(env).values():
         return None
-    path = board_path(env.get("BOARD", DEFAULT_BOARD))
+    path = board_path(env["BOARD"])
     if not os.path.isfile(path):
         from n6.board import load_board
         load_board(path)   # says which boards there are
@@ -206,9 +209,7 @@ def generate(env):
     describe_targets(env, ("build", "every model: generate, relocatable image, size report (default)"),
                      ("<model>", "that model's images"),
                      ("check", "run the image checker (XIP and COPY install) on every image"))
-    env.SetDefault(RELOC_ABSOLUTE_FLASH_POOLS=False, RELOC_SECURE=True, RELOC_SPLIT=False, RELOC_DBG_INFO=True,
-                   RELOC_ECBLOB_IN_PARAMS=False, RELOC_COPY_MODE=False, RELOC_FLASH_SIZE="", RELOC_PARAMS_FLASH_SIZE="",
-                   RELOC_EXEC_RAM_SIZE="", RELOC_EXT_RAM_SIZE="")
+    env.SetDefault(**defaults("BOARD", *(v.name for v in VARIABLES if v.name.startswith("RELOC_"))))
     env["BUILDERS"]["RelocCompile"] = SCons.Builder.Builder(   # one C file, the cc tool's command line
         action=SCons.Action.Action("$CCCOM", "$CCCOMSTR"), source_scanner=SCons.Scanner.C.CScanner())
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(

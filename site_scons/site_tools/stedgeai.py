@@ -14,14 +14,14 @@ import SCons.Builder
 import SCons.Node.FS
 import SCons.Script
 
-from n6 import gcc_flags
+from n6 import build_layout, gcc_flags
 from n6.errors import N6Error
 from n6.releases import generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
+from n6.variables import defaults
 from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
 
-from n6.paths import SIM_STEDGEAI
-from n6.simulators import load as load_simulator
+from n6.simulators import load as load_simulator, sources as simulator_sources
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -38,14 +38,14 @@ def _install(env):
             _INSTALLS[key] = check_install(root), install_release(root), False
         else:
             rel = release(key[1])
-            _INSTALLS[key] = env.Dir(f"$BUILD_DIR/stedgeai-sim/{rel.core}").abspath, rel, True
+            _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).abspath, rel, True
     return _INSTALLS[key]
 
 
 @functools.cache
 def sim_python_sources():
     """The simulated tool's own code and the n6 modules it runs: a change regenerates every model."""
-    own = glob.glob(os.path.join(SIM_STEDGEAI, "stedgeai_sim", "*.py"))
+    own = [f for f in simulator_sources("stedgeai_sim") if f.endswith(".py")]
     return sorted(own) + sorted(module_closure({m for f in own for m in n6_imports(f)}))
 
 
@@ -58,7 +58,8 @@ def build_sim_install(env, arm_env):
     if not (SCons.Script.GetOption("help") or SCons.Script.GetOption("clean")):
         if sim.sync(root, rel.core, sys.executable, env.N6ContentSignature):
             say(f"  INSTALL  {os.path.relpath(root)} (simulated ST Edge AI Core {rel.core_full})")
-    objs = [arm_env.Object(os.path.join(root, "..", "obj", rel.core, os.path.basename(src)[:-2] + ".o"), src,
+    objs = [arm_env.Object(os.path.join(build_layout.sim_install_objects(env.subst("$BUILD_DIR"), rel.core),
+                                        os.path.basename(src)[:-2] + ".o"), src,
                            CPPPATH=[os.path.join(root, SW_LIB_INC)],
                            CCFLAGS=gcc_flags.RUNTIME_LIB)
             for src in sim.runtime_lib_sources()]
@@ -83,7 +84,7 @@ def runtime_lib(env):
 
 def _generate_args(env, spec):
     """Normalised generate options: the same dict feeds the emitter, the action and a Value node."""
-    from n6.profile import read_profile   # source models only: a prebuilt-only tree never loads it
+    from n6.neural_art_profile import read_profile   # source models only: a prebuilt-only tree never loads it
     root, rel, simulated = _install(env)
     profile = read_profile(spec.profile_file, spec.profile)
     return {"release": rel.core, "model": spec.model_file, "profile": spec.profile, "profile_file": spec.profile_file,
@@ -121,7 +122,7 @@ def _generate_argv(args, outdir):
 
 @reports_errors
 def _generate_action(target, source, env):
-    from n6.flash.runner import ToolRunner
+    from n6.tool_runner import ToolRunner
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
     for warning in args["warnings"]:
@@ -194,7 +195,7 @@ def generate_model(env, spec, outdir):
 
 
 def generate(env):
-    env.SetDefault(STEDGEAI_SIM_RELEASE="2.2", BUILD_DIR="build", STEDGEAI_TIMEOUT=3600)
+    env.SetDefault(**defaults("STEDGEAI_CORE_DIR", "STEDGEAI_SIM_RELEASE", "BUILD_DIR", "STEDGEAI_TIMEOUT"))
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)

@@ -6,7 +6,7 @@ import shlex
 import sys
 
 from n6.errors import N6Error
-from n6.profile import split_profile_arg
+from n6.neural_art_profile import split_profile_arg
 from n6.releases import DEFAULT_RELEASE, release
 
 PROG = "stedgeai"

@@ -11,7 +11,7 @@ import numpy as np
 from n6.atomic import write_bytes, write_text
 from n6.errors import N6Error
 from n6.mpool import read_mpool
-from n6.profile import read_profile
+from n6.neural_art_profile import read_profile
 from n6.releases import c_symbol, generate_outputs
 
 from . import emit_info

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from google.protobuf.message import DecodeError
 
 from ..errors import N6Error
+from ..serial_link import BAUDRATE, DEFAULT_HEADER
 from . import n6_aivalidation_pb2 as pb
 from .framing import Framing, Link, LinkError, LinkTimeout
 from .messages import (CONF_CONST_VALUE, ERROR_NAMES, IO_ONLY, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES,
@@ -78,7 +79,7 @@ class Client:
         self.board_logs = []       # log strings that are not `s:` records (firmware messages)
 
     @classmethod
-    def open(cls, url, baudrate=921600, header="2byte", timeouts=None):
+    def open(cls, url, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None):
         import serial
         try:
             port = serial.serial_for_url(url, baudrate=baudrate, timeout=0.1, exclusive=True)

@@ -4,11 +4,12 @@ the 0xAA flow-control byte, length-delimited host messages and bare board messag
 import time
 from dataclasses import dataclass
 
+from ..serial_link import DEFAULT_HEADER, HEADERS
+
 PACKET_SIZE = 32            # payload bytes per packet until a USB board negotiates more
 EOM = 0x80                  # end-of-message bit in the first header byte (board → host only)
 SYNC_BYTE = 0xAA            # the board's "send the next packet"
 LARGE_PACKET_SIZE = 4094    # largest payload of the 2-byte variant
-HEADERS = ("2byte", "1byte")
 
 
 class LinkTimeout(Exception):
@@ -46,7 +47,7 @@ def read_varint(buf):
 @dataclass
 class Framing:
     """One header variant and the current payload size P; a packet is always header + P bytes."""
-    header: str = "2byte"
+    header: str = DEFAULT_HEADER
     payload: int = PACKET_SIZE
 
     def __post_init__(self):

@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 
-from ..board import load_board
+from ..board import BACKENDS, load_board
 from ..board_files import DEFAULT_BOARD, board_path
+from ..build_layout import DEFAULT_BUILD_DIR, sim_board
 from ..errors import N6Error
 from ..releases import DEFAULT_RELEASE, release_for_atonn
 from ..reloc.image import Image
@@ -20,10 +21,10 @@ def main(argv=None):
     p.add_argument("--params", help="the split params image (<name>_rel_params.bin)")
     p.add_argument("--board", default=DEFAULT_BOARD, help="board file: a bundled name or a .toml path")
     p.add_argument("--probe", help="serial number of the ST-LINK (default: the only one attached)")
-    p.add_argument("--backend", choices=("auto", "stm32cubeprogrammer", "pyocd", "simulated"))
+    p.add_argument("--backend", choices=BACKENDS)
     p.add_argument("--force", action="store_true", help="write every sector")
     p.add_argument("--dry-run", action="store_true", help="print the programmer commands instead")
-    p.add_argument("--sim-board", default=os.environ.get("N6_SIM_BOARD") or os.path.join("build", "sim-board"),
+    p.add_argument("--sim-board", default=os.environ.get("N6_SIM_BOARD") or sim_board(DEFAULT_BUILD_DIR),
                    help="the simulated board's folder (default: N6_SIM_BOARD, else build/sim-board)")
     p.add_argument("--install", default="", help="the ST Edge AI Core install (its validation firmware's facts)")
     p.add_argument("--out", help="where the reports go (default: <image folder>/flash)")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..atomic import write_text
 from ..board import load_board
+from ..build_layout import ModelLayout, deploy_records
 from ..errors import N6Error
 from . import mrel
 from .deploy import ModelFiles, deploy, layout
@@ -18,7 +19,6 @@ from .gate import check_external_pools, check_firmware, check_installs, check_la
 from .records import RecordStore
 
 ST_USB_VENDOR = 0x0483
-STAMP = "on_board.json"     # per model, in its flash folder: what the flash step put on the board for it
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def make_programmer(opts, board, log_path, verbose=False):
     """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
     from .cubeprogrammer import CliInstall, CubeProgrammer
     from .pyocd_backend import PyOCD
-    from .runner import ToolRunner
+    from ..tool_runner import ToolRunner
     if opts.backend == "pyocd":
         return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
     install = CliInstall(opts.cli, opts.simulated, opts.found_by)
@@ -129,6 +129,25 @@ def models_to_flash(chosen, requested, all_models, board, multi):
 DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
 
 
+def check_deploy_targets(targets: list, all_models: dict, broken: dict) -> None:
+    """`validate-kws_mpl`: one line naming the models (or the folder's own error), not SCons's
+    "Do not know how to make"."""
+    for t in targets:
+        verb, dash, name = t.partition("-")
+        if dash and verb in DEPLOY_VERBS + ("flash",) and name not in all_models:
+            raise broken.get(name) or N6Error(None, f"{t}: no model {name}",
+                                              f"choose from {', '.join(sorted(all_models))}")
+
+
+def ext_ram_budget(value: str, board) -> int | None:
+    """External RAM the firmware gives the model: RELOC_EXT_RAM_SIZE's `value`, else the board
+    file's, as the pack step's size gate reads it (None: no check)."""
+    if value in (None, ""):
+        return board.budgets["ext_ram"]
+    from ..sizes import parse_size
+    return parse_size(value, "RELOC_EXT_RAM_SIZE", allow_none=True)
+
+
 def deploy_requests(targets, chosen, all_models):
     """verb → the models the command line asks it for: `<verb>-<model>`, and for a bare `<verb>`
     the chosen models, else every model (a whole-project run)."""
@@ -157,7 +176,7 @@ def held_set(build_dir, models, all_models):
     on_board.json; a flash that overwrote a model removed its file), or () when unknown."""
     for m in models:
         try:
-            with open(os.path.join(build_dir, m, "flash", STAMP), encoding="utf-8") as f:
+            with open(ModelLayout(build_dir, m).on_board, encoding="utf-8") as f:
                 held = tuple(json.load(f).get("set", ()))
         except (OSError, ValueError, AttributeError, TypeError):
             continue
@@ -224,7 +243,7 @@ def invalidate_other_stamps(build_dir, own, result):
     """Another model's on_board.json whose bytes this flash overwrote no longer holds: remove it,
     so its next flash runs (and finds, by the records, what to write back)."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
-    for stamp in glob.glob(os.path.join(build_dir, "*", "flash", STAMP)):
+    for stamp in glob.glob(ModelLayout(build_dir, "*").on_board):
         if os.path.abspath(stamp) in own:
             continue
         try:
@@ -239,12 +258,12 @@ def invalidate_other_stamps(build_dir, own, result):
 
 def on_board_path(opts, model):
     """The model's on_board.json (a deploy stamp)."""
-    return os.path.join(opts.build_dir, model, "flash", STAMP)
+    return ModelLayout(opts.build_dir, model).on_board
 
 
 def stamp_paths(opts):
     """(on_board.json, flash.json) of each model of the set: what the flash step leaves."""
-    return [(on_board_path(opts, m), os.path.join(opts.build_dir, m, "flash", "flash.json")) for m in opts.models]
+    return [(ModelLayout(opts.build_dir, m).on_board, ModelLayout(opts.build_dir, m).flash_report) for m in opts.models]
 
 
 def holds(opts):
@@ -306,7 +325,7 @@ def flash_step(opts, reports, say=print, verbose=False):
     probes = list(opts.probes) or ([] if opts.probe or opts.dry_run else backend.probes())
     if not opts.probe and len(probes) > 1:
         raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
-    store = RecordStore(os.path.join(opts.build_dir, "deploy-records"))
+    store = RecordStore(deploy_records(opts.build_dir))
     bar = ProgressBar(tag)
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
         try:

@@ -17,6 +17,7 @@ from ..board import NO_FIRMWARE, ST_FIRMWARE
 from ..reloc.firmware import Firmware
 from ..errors import N6Error
 from ..releases import RELEASES
+from ..serial_link import BAUDRATE
 from ..stedgeai_install import VALIDATION_FIRMWARE_DIR as FIRMWARE_DIR
 
 EXEC_RAM = 640 << 10                    # internal exec RAM of the plain firmwares
@@ -43,7 +44,7 @@ class Variant:
         return EXT_EXEC_RAM[1] if self.ext else EXEC_RAM
 
 
-LINKS = ("921600", "5529600", "usbc")    # the board's aiValidation link: ST-LINK VCP at either rate, or USB-C
+LINKS = (str(BAUDRATE), "5529600", "usbc")    # the board's aiValidation link: ST-LINK VCP at either rate, or USB-C
 
 
 def choose_variant(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False, where=None,

@@ -8,6 +8,7 @@ from tabulate import tabulate
 
 from ..errors import N6Error
 from .image import align8, off
+from .names import params_path
 
 RESULTS_VERSION = "1.0"
 
@@ -57,13 +58,13 @@ def _bar(used, total, width=20):
     return f"[{'=' * filled}{' ' * (width - filled)}] {100 * frac:5.1f}% (used {used} of {total} bytes)"
 
 
-def usage(res, budgets):
-    """(label, used, budget) rows for the gate and the bars."""
+def usage(res, budgets, path):
+    """(label, used, budget) rows for the gate and the bars of the image `path`."""
     r = res["reloc_binary_image"]
     split = r["params_offset"] == 0 and r["params_size"] > 0
-    rows = [("flash (network_rel.bin)", r["img_size"], budgets.flash)]
+    rows = [(f"flash ({os.path.basename(path)})", r["img_size"], budgets.flash)]
     if split:
-        rows.append(("flash (network_rel_params.bin)", r["params_size"], budgets.params_flash))
+        rows.append((f"flash ({os.path.basename(params_path(path))})", r["params_size"], budgets.params_flash))
     rows.append(("exec RAM (" + ("COPY" if budgets.copy_mode else "XIP") + ")",
                  r["copy_size"] if budgets.copy_mode else r["xip_size"], budgets.exec_ram))
     if r["ext_ram_size"]:
@@ -80,12 +81,12 @@ def text(res, budgets, path):
     table = [[d["name"], d["flags_raw"], d["flags_desc"], d["foff"], d["dst"], d["size"]]
              for d in r["mempool_c_descriptors"]]
     lines += ["  " + line for line in tabulate(table, ["pool", "flags", "decoded", "foff", "dst", "size"]).splitlines()]
-    lines += [f"  {label:<32} {_bar(used, total)}" for label, used, total in usage(res, budgets) if total]
+    lines += [f"  {label:<32} {_bar(used, total)}" for label, used, total in usage(res, budgets, path) if total]
     return "\n".join(lines)
 
 
 def gate(res, budgets, path):
-    for label, used, total in usage(res, budgets):
+    for label, used, total in usage(res, budgets, path):
         if total and used > total:
             raise N6Error(path, f"does not fit: {label} needs {used} bytes, {total} available",
                           "set RELOC_SPLIT=1 to flash the params separately, shrink the model, or raise the RELOC_*_SIZE budget")

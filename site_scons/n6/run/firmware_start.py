@@ -13,7 +13,7 @@ import threading
 import time
 
 from ..errors import N6Error
-from ..flash.runner import ToolRunner
+from ..tool_runner import ToolRunner
 from ..host_layout import HOST, ide_tool, on_path
 
 GDB_PORT = 36789

@@ -3,6 +3,9 @@ build's variables, they make each step's signature (their repr is what SCons sig
 idiom) and are what the step's code receives."""
 from dataclasses import dataclass
 
+PER_LAYER_MODES = ("no", "yes", "data")   # RUN_PER_LAYER=: none, the epochs' counters, and their tensors
+RUN_MODES = ("io", "perf")               # RUN_MODE=: inputs sent and outputs saved, or ST's timing-only run
+
 
 @dataclass(frozen=True)
 class SessionOptions:

@@ -11,6 +11,7 @@ import time
 from ..aivalidation import BoardError, Client, Timeouts
 from ..errors import N6Error
 from ..paths import SIM_BOARD
+from ..serial_link import BAUDRATE, DEFAULT_HEADER
 
 
 
@@ -65,7 +66,7 @@ def _last_line(log):
 
 
 @contextlib.contextmanager
-def connect(port, baudrate=921600, header="2byte", timeouts=None):
+def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None):
     """Open the port and run the connect sequence; yields (client, device)."""
     client = Client.open(port, baudrate, header, timeouts or Timeouts())
     try:

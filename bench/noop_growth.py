@@ -1,0 +1,103 @@
+"""What a no-op costs as the project grows, as ratios measured in one run:
+
+    .venv/bin/python bench/noop_growth.py [--clean] [--profile]
+
+Projects of 1, 10 and 40 copies of the prebuilt `tiny_prebuilt` (each built once, outside the
+timings). Reported: each no-op's time against an empty SConstruct's no-op (median of interleaved
+pairs: both see the same machine load), the growth per model from 1 to 40 models (goal <= 3 ms),
+and the peak RSS of the 40-model no-op. `--clean`: also a 40-model clean build's compiles and
+time against 40 times one model's. `--profile`: write a cProfile of each no-op next to the
+report (noop-<N>.prof; `python -m pstats` reads them)."""
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from conftest import copy_repo  # noqa: E402
+
+SIZES = (1, 10, 40)
+PAIRS = 9
+CC = re.compile(r"^  CC\s", re.M)
+# Measure what a user's shell does: Python caches the build's own modules as bytecode.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# The peak RSS of one child, read by a wrapper so that the bench's own memory is not counted.
+RSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); " \
+      "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def scons(cwd, *args, profile=None):
+    """(seconds, CC lines, CPU seconds) of one `scons -Q` that must succeed. CPU time (user +
+    system) is the steadier figure on a shared machine: waiting for a core is not counted."""
+    argv = [sys.executable] + (["-m", "cProfile", "-o", profile] if profile else []) + ["-m", "SCons", "-Q", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=ENV)
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        sys.exit(proc.stdout + proc.stderr)
+    return elapsed, len(CC.findall(proc.stdout)), after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def project(tmp, n):
+    """A copy of the repository whose models/ holds `n` copies of tiny_prebuilt."""
+    repo = copy_repo(os.path.join(tmp, f"repo{n}"))
+    models = os.path.join(repo, "models")
+    for entry in os.listdir(models):
+        if os.path.isdir(os.path.join(models, entry)):
+            shutil.rmtree(os.path.join(models, entry))
+    for i in range(n):
+        shutil.copytree(os.path.join(ROOT, "models", "tiny_prebuilt"), os.path.join(models, f"tiny{i:02d}"))
+    return repo
+
+
+def main():
+    clean, profile = "--clean" in sys.argv, "--profile" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty")
+        os.makedirs(empty)
+        open(os.path.join(empty, "SConstruct"), "w").close()
+        repos = {n: project(tmp, n) for n in SIZES}
+        builds = {n: scons(repo) for n, repo in repos.items()}
+        noop, ratio, cpu, cpu_ratio = {}, {}, {}, {}
+        for n, repo in repos.items():
+            pairs = [(scons(repo), scons(empty)) for _ in range(PAIRS)]
+            noop[n] = statistics.median(a[0] for a, _ in pairs)
+            ratio[n] = statistics.median(a[0] / b[0] for a, b in pairs)
+            cpu[n] = statistics.median(a[2] for a, _ in pairs)
+            cpu_ratio[n] = statistics.median(a[2] / b[2] for a, b in pairs)
+            if profile:
+                scons(repo, profile=os.path.abspath(f"noop-{n}.prof"))
+        empty_runs = [scons(empty) for _ in range(PAIRS)]
+        empty_t, empty_cpu = (statistics.median(r[i] for r in empty_runs) for i in (0, 2))
+        rss = subprocess.run([sys.executable, "-c", RSS, sys.executable, "-m", "SCons", "-Q"], cwd=repos[40],
+                             capture_output=True, text=True, env=ENV, check=True).stdout.split()[-1]
+        if clean:
+            one = project(tmp, 1)
+            shutil.rmtree(os.path.join(repos[40], "build"))
+            many = scons(repos[40])
+            single = scons(one)
+
+    print(f"empty SConstruct no-op {empty_t * 1000:7.0f} ms, CPU {empty_cpu * 1000:6.0f} ms")
+    for n in SIZES:
+        print(f"no-op, {n:2d} model(s)     {noop[n] * 1000:7.0f} ms  = {ratio[n]:.2f}x an empty SConstruct's; CPU "
+              f"{cpu[n] * 1000:6.0f} ms = {cpu_ratio[n]:.2f}x (medians of {PAIRS} interleaved pairs)")
+    print(f"growth per model (1 → 40): {(noop[40] - noop[1]) / 39 * 1000:.1f} ms, CPU "
+          f"{(cpu[40] - cpu[1]) / 39 * 1000:.1f} ms (goal <= 3 ms)")
+    print(f"peak RSS of the 40-model no-op: {int(rss) / 1024:.0f} MB")
+    print("first builds: " + ", ".join(f"{n} model(s) {t:.1f} s, {cc} compiles" for n, (t, cc, _) in builds.items()))
+    if clean:
+        print(f"clean build of 40 models: {many[0]:.1f} s, {many[1]} compiles = {many[0] / (40 * single[0]):.2f}x "
+              f"the time and {many[1] / (40 * single[1]):.2f}x the compiles of 40 one-model builds")
+
+
+if __name__ == "__main__":
+    main()
