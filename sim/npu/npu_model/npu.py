@@ -1,0 +1,251 @@
+"""The Neural-ART NPU as a bus device, shared by the simulated board and the DK twin: the register
+file of every ATON unit (aton_map.txt: reset values, read-only fields, self-clearing CLR and
+CONFCLR, CONFCLR restoring a unit's configuration), unit enable and running, the interrupt
+controller (INTREG, INTSET, INTCLR and the four lines' OR and AND masks) and the stream engines'
+end-of-frame interrupts the runtime waits for.
+
+A chain starts when it is closed: every enabled unit that the stream switch connects to it is
+enabled too, and it writes memory through at least one stream engine. Its program is decoded
+then (program.py). Units whose arithmetic is not modelled (all, in this part: convolution,
+arithmetic, pooling, activation, decompression, the reconfigurable buffer, and stream-engine data
+movement) stop the run in one line naming the epoch and the unit, unless the mode is "control":
+then the chain runs to its end with the bytes its output engines write set to zero, and
+`not_computed` lists them.
+
+Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
+one NPU cycle per BUS_BYTES bytes it moves; the NPU clock is NPU_HZ."""
+from .program import STREAMING_UNITS, decode, switch_routes
+from .registers import ATON_BASE, aton_map
+
+NPU_HZ = 1_000_000_000
+BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream engine
+START_CYCLES = 64               # configuration latch and pipeline fill of a chain
+MODES = ("stop", "control")
+MODELLED = frozenset()          # unit kinds whose arithmetic is modelled (part II adds them)
+WRITE_ONE_TO_CLEAR = {("STRENG", "IRQ"), ("EPOCHCTRL", "IRQ")}
+
+
+class NpuStop(Exception):
+    """The run cannot go on: an unmodelled unit, a blob; one line."""
+
+
+class Npu:
+    name = "NPU"
+    size = 0x2_0000
+
+    def __init__(self, memory=None, mode="stop", base=ATON_BASE, aton=None):
+        if mode not in MODES:
+            raise ValueError(f"NPU_MODEL={mode!r}: expected one of {', '.join(MODES)}")
+        self.aton = aton or aton_map()
+        self.base = base
+        self.memory = memory            # .write(address, bytes) for the outputs of control mode
+        self.mode = mode
+        self.regs = self.aton.reset_values()
+        self.intreg = 0
+        self.lines = [lambda asserted: None] * 4     # the NPU's four interrupt lines (NPU0..3)
+        self._line_state = [False] * 4
+        self.schedule = None            # schedule(npu_cycles, callback): the board lets time pass; None: at once
+        self.epoch_label = self._count_label
+        self.stop = self._raise         # how the board stops its run with one line
+        self.enabled = set()            # (unit, index) with CTRL.EN
+        self.running = set()            # ... started, not yet done
+        self.in_chain = set()           # ... part of a started chain
+        self.programs = []              # EpochProgram of every chain started
+        self.not_computed = []          # {"epoch", "unit", "engine", "first", "end", "bytes"} (control mode)
+        self.cycles = 0                 # NPU cycles of every chain, simulated
+        self.bytes_moved = 0
+        self.writes_since = 0
+        self.locate = None              # locate(address) → pool/buffer name, for the programs
+        self._chains_started = 0
+
+    # -- the bus's side --------------------------------------------------------------------------
+    def read(self, offset):
+        unit, i, reg = self.aton.locate(offset)
+        if unit is None:
+            return 0
+        if unit.name == "INTCTRL" and reg is not None and reg.name in ("INTREG", "INTSET"):
+            return self.intreg
+        value = self.regs.get(offset, 0)
+        if reg is not None and reg.name == "CTRL" and unit.name in STREAMING_UNITS + ("EPOCHCTRL",):
+            running = reg.field("RUNNING") if any(f.name == "RUNNING" for f in reg.fields) else None
+            if running is not None:
+                value = running.put(value, int((unit.name, i) in self.running))
+        return value
+
+    def stored(self, offset):
+        return self.regs.get(offset, 0)
+
+    def write(self, offset, value):
+        unit, i, reg = self.aton.locate(offset)
+        self.writes_since += 1
+        if unit is None or reg is None:
+            self.regs[offset] = value
+            return
+        old = self.regs.get(offset, reg.reset)
+        if (unit.name, reg.name) in WRITE_ONE_TO_CLEAR:
+            value = old & ~value
+        keep = sum(((1 << f.width) - 1) << f.lsb for f in reg.fields if f.access == "r")
+        value = value & ~keep | old & keep
+        if unit.name == "INTCTRL":
+            self._write_intctrl(reg.name, value)
+            return
+        if reg.name != "CTRL":
+            self.regs[offset] = value
+            return
+        self._write_ctrl(unit, i, reg, offset, value)
+
+    # -- control ---------------------------------------------------------------------------------
+    def _write_ctrl(self, unit, i, reg, offset, value):
+        f = reg.split(value)
+        key = (unit.name, i)
+        for name in ("CLR", "CONFCLR"):
+            if f.get(name):
+                value = reg.field(name).put(value, 0)
+        self.regs[offset] = value
+        if f.get("CLR") or not f.get("EN"):
+            self.enabled.discard(key)
+            self.running.discard(key)
+            self.in_chain.discard(key)
+        if f.get("CONFCLR"):
+            for r in unit.registers.values():
+                self.regs[unit.instance_base(i) + r.offset] = r.reset
+        if f.get("EN") and key not in self.enabled:
+            self.enabled.add(key)
+            if unit.name == "EPOCHCTRL":
+                self.stop(f"{self.epoch_label()}: EPOCHCTRL (an epoch-controller command blob) is not modelled")
+                return
+            if unit.name in STREAMING_UNITS:
+                self.running.add(key)
+                self._start_closed_chains()
+
+    def _write_intctrl(self, register, value):
+        base = self.aton.units["INTCTRL"].base
+        if register == "INTSET":
+            self.intreg |= value
+        elif register == "INTCLR":
+            self.intreg &= ~value
+        elif register == "CTRL":
+            ctrl = self.aton.units["INTCTRL"].registers["CTRL"]
+            f = ctrl.split(value)
+            if f["CLR"]:
+                self.intreg = 0
+            value = ctrl.field("CONFCLR").put(ctrl.field("CLR").put(value, 0), 0)
+            if f["CONFCLR"]:
+                for r in self.aton.units["INTCTRL"].registers.values():
+                    self.regs[base + r.offset] = r.reset
+            self.regs[base] = value
+        else:
+            self.regs[base + self.aton.units["INTCTRL"].registers[register].offset] = value
+        self._update_lines()
+
+    def _update_lines(self):
+        unit = self.aton.units["INTCTRL"]
+        value = lambda name: self.regs.get(unit.base + unit.registers[name].offset, unit.registers[name].reset)
+        enabled = value("CTRL") & 1
+        for k in range(4):
+            or_hit = self.intreg & ~value(f"INTORMSK{k}") & 0xFFFFFFFF
+            wanted = ~value(f"INTANDMSK{k}") & 0xFFFFFFFF
+            and_hit = wanted and self.intreg & wanted == wanted
+            asserted = bool(enabled and (or_hit or and_hit))
+            if asserted != self._line_state[k]:
+                self._line_state[k] = asserted
+                self.lines[k](asserted)
+
+    def line_asserted(self, k):
+        return self._line_state[k]
+
+    # -- chains ----------------------------------------------------------------------------------
+    def _start_closed_chains(self):
+        routes = self._routes()
+        by_name = {self.aton.units[u].instance_name(i): (u, i) for u, i in self.running - self.in_chain}
+        neighbours = {name: set() for name in by_name}
+        for dest, source in routes:
+            if dest in neighbours and source in neighbours:
+                neighbours[dest].add(source)
+                neighbours[source].add(dest)
+        connected = {name: {d for d, s in routes if s == name} | {s for d, s in routes if d == name}
+                     for name in by_name}
+        seen = set()
+        for name in sorted(by_name):
+            if name in seen:
+                continue
+            chain, todo = set(), [name]
+            while todo:
+                n = todo.pop()
+                if n not in chain:
+                    chain.add(n)
+                    todo.extend(neighbours[n] - chain)
+            seen |= chain
+            closed = all(connected[n] <= chain for n in chain)
+            writes_memory = any(by_name[n][0] == "STRENG" and self._streng_writes(by_name[n][1]) for n in chain)
+            if closed and writes_memory and len(chain) > 1:
+                self._start([by_name[n] for n in sorted(chain, key=_unit_order)])
+
+    def _routes(self):
+        """(dest unit instance, source unit instance) of every enabled switch route (both contexts)."""
+        out = []
+        for r in switch_routes(self.aton, self.regs):
+            out.append((r.dest, "RECBUF" if r.source.startswith("RECBUF") else r.source))   # RECBUF00..02: its ports
+        return out
+
+    def _streng_writes(self, i):
+        unit = self.aton.units["STRENG"]
+        ctrl = unit.registers["CTRL"]
+        return ctrl.field("DIR").get(self.regs.get(unit.instance_base(i) + ctrl.offset, 0))
+
+    def _start(self, chain):
+        self._chains_started += 1
+        label = self.epoch_label()
+        program = decode(self.aton, self.regs, chain, label, self.writes_since, self.locate)
+        self.writes_since = 0
+        self.programs.append(program)
+        self.in_chain |= set(chain)
+        unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
+        if not unmodelled and "STRENG" not in MODELLED:      # stream engines only: a copy
+            unmodelled = [f"{f.engine} (data movement)" for f in program.footprints if f.direction == "write"]
+        if unmodelled and self.mode != "control":
+            self.stop(f"{label}: {unmodelled[0]} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)")
+            return
+        moved = sum(f.nbytes for f in program.footprints)
+        busiest = max((f.nbytes for f in program.footprints), default=0)
+        cycles = START_CYCLES + -(-busiest // BUS_BYTES)
+        self.cycles += cycles
+        self.bytes_moved += moved
+        done = lambda: self._finish(chain, program, unmodelled)
+        if self.schedule is None:
+            done()
+        else:
+            self.schedule(cycles, done)
+
+    def _finish(self, chain, program, unmodelled):
+        for f in program.footprints:
+            if f.direction != "write":
+                continue
+            if unmodelled:
+                for address, n in f.segments:
+                    if self.memory is not None:
+                        self.memory.write(address, bytes(n))
+                lo, hi = f.span
+                self.not_computed.append({"epoch": program.label, "units": unmodelled, "engine": f.engine,
+                                          "first": lo, "end": hi, "bytes": f.nbytes, "location": f.location})
+        bits = 0
+        for unit, i in chain:
+            self.running.discard((unit, i))
+            if unit == "STRENG":
+                bits |= 1 << self.aton.irqs[f"STRENG{i}"]
+        self.intreg |= bits
+        self._update_lines()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _count_label(self):
+        return f"hardware chain {self._chains_started}"
+
+    @staticmethod
+    def _raise(message):
+        raise NpuStop(message)
+
+
+def _unit_order(name):
+    kinds = ["STRENG", "CONVACC", "DECUN", "ACTIV", "ARITH", "POOL", "RECBUF"]
+    kind = next(k for k in kinds if name.startswith(k))
+    return kinds.index(kind), int(name[len(kind):] or 0)
