@@ -111,11 +111,13 @@ def sim_firmware(env):
 
 
 def sim_board_code(env, session):
-    """The simulated board's code (the DK twin's included) and the firmware ELF it runs, if one
-    is named: a step on the simulated board reruns when they change."""
-    board = os.path.join(SIM_BOARD, "n6board")
+    """The simulated board's code (the DK twin's and the NPU model's included) and the firmware ELF
+    it runs, if one is named: a step on the simulated board reruns when they change."""
+    board, npu = os.path.join(SIM_BOARD, "n6board"), os.path.join(os.path.dirname(SIM_BOARD), "npu", "npu_model")
     code = code_version(env, "sim-board", lambda: sorted(glob.glob(os.path.join(board, "**", "*.py"), recursive=True)
-                                                         + glob.glob(os.path.join(board, "*.c"))))
+                                                         + glob.glob(os.path.join(board, "*.c"))
+                                                         + glob.glob(os.path.join(npu, "*.py"))
+                                                         + glob.glob(os.path.join(npu, "*.txt"))))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 

@@ -27,7 +27,7 @@ class Memory:
     def __init__(self):
         self.writes = []
 
-    def write(self, address, data):
+    def __call__(self, address, data):
         self.writes.append((address, bytes(data)))
 
 

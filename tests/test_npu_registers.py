@@ -1,21 +1,22 @@
 """The NPU model's register table (sim/npu/npu_model/aton_map.txt) against the real install's
 ATON.h, number for number: every unit's count and base, every register's offset and reset value,
 every field's position, width and access, the interrupt bits and the stream-switch link numbers.
-ATON.h is read here with the twin's macro evaluator (n6board.dk.aton_header), apart from the table.
+ATON.h is read here with a macro evaluator of its own (tests/aton_header.py), apart from the table.
 
-Needs the test bed named by N6_REAL_STEDGEAI (its `2.2/` install)."""
+The comparison needs the test bed named by N6_REAL_STEDGEAI (its `2.2/` install)."""
 import os
 import re
 
 import pytest
 
-from n6board.dk.aton_header import Macros, MacroError
+from aton_header import Macros, MacroError
+from n6.stedgeai_install import NPU_DEVICE_HEADER
 from npu_model.registers import AtonMap, Field, Register, Unit, aton_map
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
-HEADER = os.path.join(REAL, "2.2", "Middlewares", "ST", "AI", "Npu", "Devices", "STM32N6XX", "ATON.h")
-pytestmark = pytest.mark.skipif(not (REAL and os.path.isfile(HEADER)),
-                                reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
+HEADER = os.path.join(REAL, "2.2", NPU_DEVICE_HEADER)
+needs_test_bed = pytest.mark.skipif(not (REAL and os.path.isfile(HEADER)),
+                                    reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
 
 
 def read_header(path):
@@ -75,6 +76,29 @@ def read_header(path):
     return AtonMap(ordered, irqs, links)
 
 
+ATON_H = """
+#define ATON_UNITA_BASE(UNIT) \\
+  (ATON_BASE + 0x1000UL + ((UNIT) * 0x1000UL))
+#define ATON_UNITA_VERSION_DT(UNIT) \\
+  (((UNIT) == 0) ? ((0x1dUL << 0UL) | (ATON_UNITA_VERSION_PORTS_DT(UNIT) << 16UL)) : \\
+  (((UNIT) == 1) ? (0x2eUL) : 0UL))
+#define ATON_UNITA_VERSION_PORTS_DT(UNIT) (((UNIT) == 0) ? 4UL : 0UL)
+#define ATON_UNITA_PRIO_BUSPORTN_LSB(IDX)  (0UL + (IDX) * 2)
+#define ATON_UNITA_VERSION_DESC  "Version register"
+"""
+
+
+def test_the_judges_evaluator_reads_atonh_expressions():
+    macros = Macros(ATON_H)
+    macros.defs["ATON_BASE"] = (None, "0")
+    assert [macros.value("ATON_UNITA_BASE", UNIT=i) for i in (0, 1)] == [0x1000, 0x2000]
+    assert [macros.value("ATON_UNITA_VERSION_DT", UNIT=i) for i in (0, 1, 2)] == [0x4001D, 0x2E, 0]
+    assert macros.value("ATON_UNITA_PRIO_BUSPORTN_LSB", IDX=3) == 6
+    with pytest.raises(MacroError):
+        macros.value("ATON_UNITA_VERSION_DESC")
+
+
+@needs_test_bed
 def test_the_table_equals_atonh_number_for_number():
     ours, theirs = aton_map().lines(), read_header(HEADER).lines()
     assert len(ours) == len(theirs) == 227

@@ -20,7 +20,7 @@ from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACT
                                    STRG_O_ACTIVE)
 from google.protobuf.message import DecodeError
 
-from .emulator import Fault, NotEmulated, NpuAccess
+from .emulator import Fault, NotEmulated, NpuAccess, NpuStopped
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ, NPU_HZ
 
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
@@ -186,6 +186,8 @@ class Board:
         model.cpu.set_counting(observed, observed and bool(req.opt >> 8 & BUSIF_RW_DATA))
         try:
             result = model.infer(data)
+        except NpuStopped as e:
+            return self.error(pb.E_GENERIC, 0, str(e))
         except NpuAccess as e:
             ep = model.current_epoch
             return self.error(pb.E_GENERIC, 0, f"epoch {ep.first if ep else '?'} programs the NPU ({e}): hardware "

@@ -33,12 +33,12 @@ class Npu:
     name = "NPU"
     size = 0x2_0000
 
-    def __init__(self, memory=None, mode="stop", base=ATON_BASE, aton=None):
+    def __init__(self, write_memory=None, mode="stop", base=ATON_BASE, aton=None):
         if mode not in MODES:
             raise ValueError(f"NPU_MODEL={mode!r}: expected one of {', '.join(MODES)}")
         self.aton = aton or aton_map()
         self.base = base
-        self.memory = memory            # .write(address, bytes) for the outputs of control mode
+        self.write_memory = write_memory     # write_memory(address, bytes): the outputs of control mode
         self.mode = mode
         self.regs = self.aton.reset_values()
         self.intreg = 0
@@ -154,6 +154,12 @@ class Npu:
     def line_asserted(self, k):
         return self._line_state[k]
 
+    def acknowledge(self, streng_mask):
+        """Clear the end-of-frame bits of the stream engines in `streng_mask` (INTCLR), as the
+        runtime's interrupt handler does."""
+        self.intreg &= ~(streng_mask << self.aton.irqs["STRENG0"])
+        self._update_lines()
+
     # -- chains ----------------------------------------------------------------------------------
     def _start_closed_chains(self):
         routes = self._routes()
@@ -223,8 +229,8 @@ class Npu:
                 continue
             if unmodelled:
                 for address, n in f.segments:
-                    if self.memory is not None:
-                        self.memory.write(address, bytes(n))
+                    if self.write_memory is not None:
+                        self.write_memory(address, bytes(n))
                 lo, hi = f.span
                 self.not_computed.append({"epoch": program.label, "units": unmodelled, "engine": f.engine,
                                           "first": lo, "end": hi, "bytes": f.nbytes, "location": f.location})
