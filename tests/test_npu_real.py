@@ -59,3 +59,21 @@ def test_without_the_opt_in_a_real_image_stops_at_its_first_hardware_epoch_in_on
                      str(e.value))
     assert m and int(m[1]) == first, str(e.value)
     assert m[2] in units[first] and not m[2].startswith("STRENG")
+
+
+@pytest.mark.skipif(SAMPLES.get("nucleo_mnv1") != "2.2", reason="the test bed has no 2.2 nucleo_mnv1 sample")
+def test_npu_trace_prints_and_writes_every_epoch_program_with_c_info_names(tmp_path):
+    import json
+    import subprocess
+    build, _ = st_flow("nucleo_mnv1", "secure")
+    out = tmp_path / "trace.json"
+    proc = subprocess.run([os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "n6"),
+                           "npu-trace", os.path.join(build, "network_rel.bin"), "--c-info",
+                           os.path.join(REAL, "samples", "nucleo_mnv1", "network_c_info.json"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["simulated"] is True
+    assert {p["epoch"] for p in report["programs"]} == {f"epoch {n}" for n in enabled_units("nucleo_mnv1")}
+    assert "Input_0_out_0 in npuRAM5" in proc.stdout and "NPU cycles (simulated)" in proc.stdout
+    assert proc.stdout.count("route      ") == sum(len(p["routes"]) for p in report["programs"])

@@ -214,7 +214,7 @@ class Npu:
             return
         moved = sum(f.nbytes for f in program.footprints)
         busiest = max((f.nbytes for f in program.footprints), default=0)
-        cycles = START_CYCLES + -(-busiest // BUS_BYTES)
+        cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
         done = lambda: self._finish(chain, program, unmodelled)

@@ -70,22 +70,25 @@ class EpochProgram:
     routes: list                    # [Route] into those units
     footprints: list                # [Footprint] of the stream engines started
     writes: int = 0                 # register writes since the previous program started
+    cycles: int = 0                 # NPU cycles the chain takes (simulated: npu.py's stated model)
 
     def unit(self, name):
         return next(u for u in self.units if u.name == name)
 
     def as_dict(self):
-        return {"epoch": self.label, "writes": self.writes, "units": [u.as_dict() for u in self.units],
+        return {"epoch": self.label, "writes": self.writes, "simulated_npu_cycles": self.cycles,
+                "units": [u.as_dict() for u in self.units],
                 "routes": [r.__dict__ for r in self.routes], "streams": [f.as_dict() for f in self.footprints]}
 
     def text(self):
         """A readable dump: one line per unit (non-reset fields), route and stream."""
-        lines = [f"{self.label}: {len(self.units)} units, {self.writes} register writes"]
+        lines = [f"{self.label}: {len(self.units)} units, {self.writes} register writes, "
+                 f"{self.cycles:,} NPU cycles (simulated)"]
         for u in self.units:
             parts = []
             for reg, fields in u.registers.items():
                 if isinstance(fields, dict):
-                    shown = " ".join(f"{k}={v}" for k, v in fields.items() if v)
+                    shown = " ".join(f"{k}=0x{v:08X}" if k == "REG" else f"{k}={v}" for k, v in fields.items() if v)
                     parts.append(f"{reg}[{shown}]")
                 else:
                     parts.append(f"{reg}=0x{fields:08X}")
