@@ -46,12 +46,14 @@ def read_c_info(path):
         nodes = data["graphs"][0]["nodes"]
         pools = {p["id"]: p["name"] for p in data["memory_pools"]}
         addresses = {int(p["address"]): p["name"] for p in data["memory_pools"] if not p.get("subpools")}
-        sizes = {int(p["address"]): int(p["size_bytes"]) for p in data["memory_pools"] if not p.get("subpools")}
+        # where pools and buffers lie (names for addresses; optional: not every c_info.json has them)
+        sizes = {int(p["address"]): int(p.get("size_bytes", 0)) for p in data["memory_pools"] if not p.get("subpools")}
         bases = {p["id"]: int(p["address"]) for p in data["memory_pools"]}
         buffers = [(bases[b["mpool_id"]] + int(b["offset_start"]),
                     bases[b["mpool_id"]] + int(b["offset_start"]) + int(b["size_bytes"]),
                     f"{b['name']} in {pools[b['mpool_id']]}")
-                   for b in data.get("buffers", []) if b.get("mpool_id") in bases]
+                   for b in data.get("buffers", []) if b.get("mpool_id") in bases and "size_bytes" in b
+                   and "offset_start" in b]
         epochs, by_id = {}, {}
         for node in nodes:
             prefix, _, number = node["name"].rpartition("_")
