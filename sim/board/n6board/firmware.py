@@ -11,12 +11,12 @@ from n6.releases import release
 from n6.reloc import callbacks
 from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
 from n6.reloc.image import Image, RtCtx, off
-from npu_model.npu import Npu
+from npu_model.npu import NPU_HZ, Npu
 
 from .emulator import Counters, Cpu, Fault, NpuStopped, Region
 
 FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
-MCU_HZ, NOC_HZ, NPU_HZ, NIC_HZ = 800_000_000, 400_000_000, 1_000_000_000, 900_000_000
+MCU_HZ, NOC_HZ, NIC_HZ = 800_000_000, 400_000_000, 900_000_000
 
 # The STM32N6570-DK memory map (deploy-protocol.md §2); a board file may give other values.
 DEFAULT_LAYOUT = {
@@ -84,6 +84,11 @@ class EpochRun:
     end: Counters
     npu_cycles: int = 0     # the NPU model's, simulated
 
+    @property
+    def wait_cycles(self):
+        """MCU cycles the runtime waits for the epoch's chains between start and end."""
+        return self.npu_cycles * MCU_HZ // NPU_HZ
+
 
 @dataclass
 class Inference:
@@ -92,7 +97,7 @@ class Inference:
 
     @property
     def cycles(self):
-        return sum(e.start.cycles + e.end.cycles for e in self.epochs)
+        return sum(e.start.cycles + e.wait_cycles + e.end.cycles for e in self.epochs)
 
 
 class InstalledModel:

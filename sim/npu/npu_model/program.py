@@ -127,18 +127,28 @@ def decode(aton, regs, started, label, writes=0, locate=None):
 
 def switch_routes(aton, regs):
     """Every enabled route of the stream switch (both contexts)."""
-    switch = aton.units["STRSWITCH"]
     routes = []
-    for r in sorted(switch.registers.values(), key=lambda r: r.offset):
-        if not r.name.startswith("DST"):
+    for address, register, enables, dest, port in _switch_ports(aton):
+        value = regs.get(address, register.reset)
+        if not value & enables:                     # neither context enabled: the common case, decided at once
             continue
-        dest, port = _destination(aton, r.name[3:])
-        value = regs.get(switch.base + r.offset, r.reset)
-        f = r.split(value)
+        f = register.split(value)
         for ctx in (0, 1):
             if f[f"EN{ctx}"]:
                 routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), f[f"FNR{ctx}"]))
     return routes
+
+
+def _switch_ports(aton):
+    """[(address, DST register, mask of its EN bits, unit instance, port)] of the switch, by
+    address (computed once)."""
+    if "_switch_ports" not in aton.__dict__:
+        switch = aton.units["STRSWITCH"]
+        aton.__dict__["_switch_ports"] = [
+            (switch.base + r.offset, r, r.field("EN0").put(0, 1) | r.field("EN1").put(0, 1))
+            + _destination(aton, r.name[3:])
+            for r in sorted(switch.registers.values(), key=lambda r: r.offset) if r.name.startswith("DST")]
+    return aton.__dict__["_switch_ports"]
 
 
 def _destination(aton, suffix):
