@@ -134,13 +134,6 @@ def test_a_scheduled_chain_runs_until_its_time_has_passed():
     assert not npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0b11
 
 
-def test_an_epoch_controller_blob_stops_in_one_line():
-    npu = Npu(mode="control")
-    npu.epoch_label = lambda: "epoch 7"
-    with pytest.raises(NpuStop, match=r"^epoch 7: EPOCHCTRL \(an epoch-controller command blob\) is not modelled$"):
-        npu.write(0x1E000 + CTRL, EN)
-
-
 def test_the_program_names_units_fields_routes_and_footprints():
     npu = Npu(Memory(), mode="control")
     npu.locate = lambda address: "AXISRAM2" if address >> 20 == 0x341 else None
@@ -172,3 +165,62 @@ def test_the_table_reads_back_as_written_and_a_bad_line_names_its_place():
     assert aton_map().lines() == body
     with pytest.raises(ValueError, match=r"^t.txt:2: cannot read 'CTRL zero"):
         AtonMap.parse("unit STRENG 10 0x5000 0x1000\n  CTRL zero 0 EN:0:1\n", "t.txt")
+
+
+# -- epoch-controller blobs through the same register model --------------------------------------
+
+EPOCHCTRL = 0x1E000
+EC_ADDR, EC_IRQ, EC_LABEL = 0x8, 0xC, 0x1C
+BLOB_AT = 0x3410_2000
+
+
+def copy_blob():
+    """The copy program as blob commands (block index = offset >> 12), then a poll of STRENG1's
+    RUNNING bit for 0, a label and the irq."""
+    from npu_model.ecblob import BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, Command
+    commands = []
+    for i, (address, direction) in enumerate(((0x3410_0000, 0), (0x3410_0100, DIR))):
+        block = STRENG(i) >> 12
+        commands += [Command(BURSTWRITEINC, block, ADDR // 4, (address, 16)),
+                     Command(WRITE, block, 0, (RAW | SINGLE | SIZE0_8 | direction,))]
+    commands += [Command(WRITE, 4, DSTSTRENG(1) % 0x1000 // 4, (route(LINK_STRENG(0)),)),
+                 Command(WRITEFIELD, STRENG(1) >> 12, 0, (1,), 0, 0),
+                 Command(WRITEFIELD, STRENG(0) >> 12, 0, (1,), 0, 0),
+                 Command(POLL, STRENG(1) >> 12, 0, (0, 100), 31, 31),
+                 Command(LABEL, number=7), Command(IRQ)]
+    return commands
+
+
+def test_an_epoch_controller_blob_runs_through_the_register_model_to_its_interrupt():
+    from npu_model.ecblob import blob_bytes
+    memory = {BLOB_AT: blob_bytes(copy_blob())}
+    npu = Npu(Memory(), mode="control")
+    npu.read_memory = lambda address, n: memory[BLOB_AT][address - BLOB_AT:address - BLOB_AT + n]
+    writes = []
+    write = npu.write
+    npu.write = lambda offset, value: (writes.append((offset, value)), write(offset, value))[1]
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    npu.write(EPOCHCTRL + CTRL, EN)
+    assert npu.read(INTREG) >> 28 & 1 and npu.read(EPOCHCTRL + EC_IRQ) & 1 and npu.read(EPOCHCTRL + EC_LABEL) == 7
+    assert not npu.read(EPOCHCTRL + CTRL) & RUNNING
+    assert len(npu.programs) == 1 and npu.not_computed[0]["engine"] == "STRENG1"
+    # the blob's register writes are the direct program's, in order
+    direct = Npu(Memory(), mode="control")
+    expected = []
+    dwrite = direct.write
+    direct.write = lambda offset, value: (expected.append((offset, value)), dwrite(offset, value))[1]
+    copy_program(direct)
+    for i in (1, 0):
+        direct.write(STRENG(i) + CTRL, direct.read(STRENG(i) + CTRL) | EN)
+    assert writes[2:] == expected and len(expected) == 9
+
+
+def test_a_blob_polling_for_what_never_happens_stops_in_one_line():
+    from npu_model.ecblob import POLL, Command, blob_bytes
+    data = blob_bytes([Command(POLL, STRENG(3) >> 12, 0, (1, 100), 31, 31)])
+    npu = Npu(mode="control")
+    npu.read_memory = lambda address, n: data[address - BLOB_AT:address - BLOB_AT + n]
+    npu.epoch_label = lambda: "epoch 9"
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    with pytest.raises(NpuStop, match=r"^epoch 9: the blob polls STRENG3.CTRL \[31:31\] for 0x1, which nothing"):
+        npu.write(EPOCHCTRL + CTRL, EN)
