@@ -6,9 +6,11 @@ end-of-frame interrupts the runtime waits for.
 
 A chain starts when it is closed: every enabled unit that the stream switch connects to it is
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
-then (program.py). Units whose arithmetic is not modelled (all, in this part: convolution,
-arithmetic, pooling, activation, decompression, the reconfigurable buffer, and stream-engine data
-movement) stop the run in one line naming the epoch and the unit, unless the mode is "control":
+then (program.py). A chain of stream engines alone moves its bytes: the reading engine's bytes,
+in its access order, land in the writing engine's (items of one layout; packing between widths
+and two-context switching are not modelled). Units whose arithmetic is not modelled (all, in this
+part: convolution, arithmetic, pooling, activation, decompression, the reconfigurable buffer)
+stop the run in one line naming the epoch and the unit, unless the mode is "control":
 then the chain runs to its end with the bytes its output engines write set to zero, and
 `not_computed` lists them.
 
@@ -28,7 +30,7 @@ NPU_HZ = 1_000_000_000
 BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream engine
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
-MODELLED = frozenset()          # unit kinds whose arithmetic is modelled (part II adds them)
+MODELLED = frozenset()          # processing units whose arithmetic is modelled (part II adds them)
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
 
 
@@ -224,8 +226,12 @@ class Npu:
         self.programs.append(program)
         self.in_chain |= set(chain)
         unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        if not unmodelled and "STRENG" not in MODELLED:      # stream engines only: a copy
-            unmodelled = [f"{f.engine} (data movement)" for f in program.footprints if f.direction == "write"]
+        copies = []
+        if not unmodelled:                                    # stream engines only: a copy
+            copies, why = self._copies(program)
+            if why:
+                unmodelled = [f"{f.engine} (data movement: {why})" for f in program.footprints
+                              if f.direction == "write"]
         if unmodelled and self.mode != "control":
             self._halt(f"{label}: {unmodelled[0]} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)")
             return
@@ -234,13 +240,47 @@ class Npu:
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
-        done = lambda: self._finish(chain, program, unmodelled)
+        done = lambda: self._finish(chain, program, unmodelled, copies)
         if self.schedule is None:
             done()
         else:
             self.schedule(cycles, done)
 
-    def _finish(self, chain, program, unmodelled):
+    def _copies(self, program):
+        """([(source footprint, destination footprint)], None) of a chain of stream engines whose
+        data movement is modelled: each writing engine fed in context 0 by one reading engine,
+        items of the same layout (sizes, no gaps) and as many bytes on both sides; else
+        ([], what is not modelled)."""
+        by_engine = {f.engine: f for f in program.footprints}
+        fields = {u.name: u.registers for u in program.units}
+        copies = []
+        for r in program.routes:
+            if r.context or r.frames:
+                return [], "two-context switching"
+            source, dest = by_engine.get(r.source), by_engine[r.dest]
+            if source is None or source.direction != "read":
+                return [], f"{r.dest} fed by {r.source}"
+            layout = lambda name: ({k: v for k, v in fields[name]["CTRL"].items() if k.startswith("SIZE")},
+                                   fields[name].get("STRD", {}).get("FGAP", 0), fields[name].get("STRD", {}).get("BGAP", 0))
+            if layout(r.source) != layout(r.dest) or layout(r.dest)[1:] != (0, 0):
+                return [], f"{source.item_bits}-bit items into {dest.item_bits}-bit"
+            if source.nbytes != dest.nbytes:
+                return [], f"{source.nbytes} bytes read, {dest.nbytes} written"
+            if self.read_memory is None or self.write_memory is None:
+                return [], "no memory given to the model"
+            copies.append((source, dest))
+        return copies, None
+
+    def _move(self, source, dest):
+        data = b"".join(self.read_memory(address, n) for address, n in source.segments)
+        at = 0
+        for address, n in dest.segments:
+            self.write_memory(address, data[at:at + n])
+            at += n
+
+    def _finish(self, chain, program, unmodelled, copies=()):
+        for source, dest in copies:
+            self._move(source, dest)
         for f in program.footprints:
             if f.direction != "write":
                 continue
