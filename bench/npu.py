@@ -4,8 +4,7 @@ host second. Goal: an epoch costs the host less than the CPU code around it (ms,
     .venv/bin/python bench/npu.py [network_rel.bin ...]
 
 Measured in one run: (1) the model alone, CHAINS register programs of a raw copy of CHAIN_BYTES
-each (STRENG0 → STRENG1, control mode: written as zeros), through Npu.write as a bus would call
-it; (2) for each image given (a real ST image with hardware epochs, e.g. ST's nucleo_mnv1), one
+each (STRENG0 → STRENG1: the bytes are moved), through Npu.write as a bus would call it; (2) for each image given (a real ST image with hardware epochs, e.g. ST's nucleo_mnv1), one
 inference on the simulated board in control mode: host seconds per hardware epoch, the share of
 the inference spent in the model, simulated bytes moved per host second. The same as JSON:
 build/bench/npu.json."""
@@ -33,7 +32,8 @@ def model_alone():
 
     def write_memory(address, data):
         memory[address:address + len(data)] = data
-    npu = Npu(write_memory, mode="control")
+    npu = Npu(write_memory, mode="stop")
+    npu.read_memory = lambda address, n: bytes(memory[address:address + n])
     started = time.perf_counter()
     for _ in range(CHAINS):
         for i, (address, direction) in enumerate(((0, 0), (CHAIN_BYTES, DIR))):
