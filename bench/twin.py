@@ -15,14 +15,14 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "board"),
-                os.path.join(ROOT, "sim", "programmer")]
+                os.path.join(ROOT, "sim", "programmer"), os.path.join(ROOT, "sim", "npu")]
 
 from tabulate import tabulate  # noqa: E402
 
 from n6.run.session import connect, simulated_board  # noqa: E402
 from n6.stedgeai_install import VALIDATION_FIRMWARE_DIR  # noqa: E402
 from n6board.dk.host_link import BufferLink  # noqa: E402
-from n6board.dk.twin import DkTwin, aton_header_of  # noqa: E402
+from n6board.dk.twin import DkTwin  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")
@@ -44,7 +44,7 @@ def firmwares(args):
 def boot_in_process(elf):
     """(set-up s, emulation s, emulated cycles, the firmware's CPU clock) to the protocol loop."""
     started = time.perf_counter()
-    twin = DkTwin(elf, BufferLink(), aton_header_of(elf), STATE)
+    twin = DkTwin(elf, BufferLink(), STATE)
     ready = time.perf_counter()
     twin.boot()
     return ready - started, time.perf_counter() - ready, twin.core.clock.now(), twin.cpu_hz()

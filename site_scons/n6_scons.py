@@ -147,9 +147,10 @@ def sim_firmware(env):
 
 
 def sim_board_code(env, session):
-    """The simulated board's code (the DK twin's included) and the firmware ELF it runs, if one
-    is named: a step on the simulated board reruns when they change."""
-    code = code_version(env, "sim-board", lambda: simulator_sources("n6board", recursive=True))
+    """The simulated board's code (the DK twin's and the NPU model's included) and the firmware ELF
+    it runs, if one is named: a step on the simulated board reruns when they change."""
+    code = code_version(env, "sim-board", lambda: simulator_sources("n6board", recursive=True)
+                        + simulator_sources("npu_model"))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 

@@ -16,7 +16,8 @@ MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
 SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
 SIM_BOARD = os.path.join(ROOT, "sim", "board")
-for p in (SITE, SIM, SIM_PROGRAMMER, SIM_BOARD, MODELS):
+SIM_NPU = os.path.join(ROOT, "sim", "npu")
+for p in (SITE, SIM, SIM_PROGRAMMER, SIM_BOARD, SIM_NPU, MODELS):
     if p not in sys.path:
         sys.path.insert(0, p)
 os.environ.pop("N6_SIM_BOARD", None)     # the tests' builds flash <build dir>/sim-board, not the shell's board

@@ -1,22 +1,21 @@
 """The DK twin's device models, each against its register facts: RCC set/clear aliases, ready bits
 and switch status; BSEC's VDDIO fuse word; USART1 flags, data, interrupt and waiting for the host;
-xSPI never busy; the NPU's reset values and self-clearing control bits read from an ATON.h; the
+xSPI never busy; the NPU model on the bus (both aliases, reset values, self-clearing bits); the
 cycle counters and SysTick on the cycle clock; the bus's security aliases and byte lanes."""
 import pytest
 from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 
-from n6board.dk.aton_header import read_aton_header
 from n6board.dk.bus import Bus
 from n6board.dk.clock import CycleClock
 from n6board.dk.exceptions import ExceptionUnit
 from n6board.dk.host_link import BufferLink
 from n6board.dk.peripherals.bsec import Bsec
 from n6board.dk.peripherals.cycle_counters import PmuCycleCounter
-from n6board.dk.peripherals.npu import NpuRegisters
 from n6board.dk.peripherals.rcc import Rcc
 from n6board.dk.peripherals.system_control import SystemControlSpace
 from n6board.dk.peripherals.usart import IDLE_POLLS, Usart
 from n6board.dk.peripherals.xspi import dk_xspi_controllers
+from npu_model.npu import Npu
 
 
 @pytest.fixture
@@ -68,35 +67,14 @@ def test_usart_flags_data_interrupt_and_waiting_for_the_host(bus):
     assert link.from_board == b"X" and stops and usart.waiting_for_host
 
 
-ATON_H = """
-#define ATON_UNITA_NUM 2
-#define ATON_UNITA_BASE(UNIT) \\
-  (ATON_BASE + 0x1000UL + ((UNIT) * 0x1000UL))
-#define ATON_UNITA_CTRL_OFFSET  0x0UL
-#define ATON_UNITA_CTRL_DT \\
-  (ATON_UNITA_CTRL_EN_DT << ATON_UNITA_CTRL_EN_LSB) | (ATON_UNITA_CTRL_CLR_DT << ATON_UNITA_CTRL_CLR_LSB)
-#define ATON_UNITA_CTRL_EN_LSB  0UL
-#define ATON_UNITA_CTRL_EN_DT  0x1UL
-#define ATON_UNITA_CTRL_CLR_LSB  1UL
-#define ATON_UNITA_CTRL_CLR_DT  0x0UL
-#define ATON_UNITA_CTRL_RUNNING_LSB  31UL
-#define ATON_UNITA_VERSION_OFFSET  0x4UL
-#define ATON_UNITA_VERSION_DT(UNIT) \\
-  (((UNIT) == 0) ? ((0x1dUL << 0UL) | (ATON_UNITA_VERSION_PORTS_DT(UNIT) << 16UL)) : \\
-  (((UNIT) == 1) ? (0x2eUL) : 0UL))
-#define ATON_UNITA_VERSION_PORTS_DT(UNIT) (((UNIT) == 0) ? 4UL : 0UL)
-#define ATON_UNITA_VERSION_DESC  "Version register"
-"""
-
-
-def test_npu_registers_start_at_atonh_reset_values_and_clear_bits_self_clear(bus, tmp_path):
-    (tmp_path / "ATON.h").write_text(ATON_H)
-    aton = read_aton_header(str(tmp_path / "ATON.h"))
-    assert aton.reset_values() == {0x1000: 1, 0x1004: 0x4001D, 0x2000: 1, 0x2004: 0x2E}
-    bus.attach(NpuRegisters(aton))
-    assert bus.read(0x580E_1004) == 0x4001D and bus.read(0x480E_2004) == 0x2E
-    bus.write(0x580E_2000, 1 | 1 << 1 | 1 << 31)              # enable, clear, (running)
-    assert bus.read(0x580E_2000) == 1                          # clear self-clears, nothing runs
+def test_the_npu_model_answers_at_both_aliases_with_atonh_reset_values_and_self_clearing_bits(bus):
+    bus.attach(Npu())
+    assert bus.read(0x580E_5004) == 0x003E5001 and bus.read(0x480E_6004) == 0x003E5001   # STRENG0/1 VERSION
+    assert bus.read(0x480F_E004) == 0x0F041121                                           # EPOCHCTRL VERSION
+    bus.write(0x580E_5000, 1 << 8 | 1 << 1)                   # STRENG0: raw, clear
+    assert bus.read(0x480E_5000) == 1 << 8                    # clear self-clears
+    bus.write(0x480E_5002, 0x12, size=1)                      # a byte lane: SIZE0 = 2, SIZE1 = 1
+    assert bus.read(0x580E_5000) == 1 << 8 | 0x12 << 16
 
 
 def test_cycle_counters_and_systick_count_cycles():

@@ -14,14 +14,15 @@ from .paths import SIM
 
 PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
             "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim"),
-            "n6board": os.path.join(SIM, "board", "n6board")}
+            "n6board": os.path.join(SIM, "board", "n6board"),
+            "npu_model": os.path.join(SIM, "npu", "npu_model")}
 
 
 def sources(package: str, recursive: bool = False) -> list:
-    """The files a simulator package is made of (its Python and C files; `recursive`: its
+    """The files a simulator package is made of (its Python, C and table files; `recursive`: its
     subpackages' too), sorted: a step whose result it makes reruns when one changes."""
     pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")
-    return sorted(glob.glob(pattern + "py", recursive=recursive) + glob.glob(pattern + "c", recursive=recursive))
+    return sorted(f for ext in ("py", "c", "txt") for f in glob.glob(pattern + ext, recursive=recursive))
 
 
 def load(module):

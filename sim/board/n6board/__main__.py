@@ -12,6 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "site_scons"))
 sys.path.insert(0, os.path.join(ROOT, "sim", "programmer"))
+sys.path.insert(0, os.path.join(ROOT, "sim", "npu"))
 
 from n6.atomic import write_text  # noqa: E402
 from n6.board import load_board  # noqa: E402
@@ -21,9 +22,10 @@ from n6.releases import release  # noqa: E402
 from n6.reloc.check import LoaderError  # noqa: E402
 from n6.reloc.image import Header, Image, off  # noqa: E402
 
+from npu_model.npu import MODES  # noqa: E402
 from unicorn import UcError  # noqa: E402
 
-from .emulator import Fault, NpuAccess  # noqa: E402
+from .emulator import Fault, NpuAccess, NpuStopped  # noqa: E402
 from .firmware import InstalledModel, layout_from_board  # noqa: E402
 from .server import Board, FdPort  # noqa: E402
 
@@ -86,9 +88,12 @@ def boot(args):
             continue
         try:
             model = InstalledModel(data, params, dict(layout, exec_ram=(exec_base, exec_size)), core=args.release,
-                                   mode=args.mode or mode, board_firmware=board.firmware)
+                                   mode=args.mode or mode, board_firmware=board.firmware, npu_model=args.npu_model)
         except LoaderError as e:
             text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
+            return models, text, banner + [text]
+        except NpuStopped as e:
+            text = f"model initialisation: {e}"
             return models, text, banner + [text]
         except NpuAccess as e:
             text = f"model initialisation programs the NPU ({e}): hardware epochs are not executable on the " \
@@ -120,6 +125,10 @@ def main(argv=None):
                          "variant that loads the flashed image), or 'st' (the install STEDGEAI_CORE_DIR names); "
                          "default: the simulated board's own firmware")
     args = ap.parse_args(argv)
+    args.npu_model = os.environ.get("NPU_MODEL") or "stop"
+    if args.npu_model not in MODES:
+        sys.exit(f"NPU_MODEL={args.npu_model}: not a mode of the NPU model (fix: set NPU_MODEL to one of "
+                 f"{', '.join(MODES)}, or unset it)")
     master, slave = os.openpty()
     tty.setraw(slave)
     tty.setraw(master)

@@ -16,7 +16,8 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
   once per block).
 * Memory counting is optional (a native hook per region, see blockcount): reads and writes per
   memory region in accesses and bytes.
-* Any access to the NPU's register block means the code programs the NPU: not executable here."""
+* The NPU's register block is served by the NPU model (sim/npu) when the board has one; without
+  it, any access there means the code programs the NPU: not executable here."""
 import struct
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from .blockcount import AccessCounter, BlockCounter
 from .dk import mve, vfp_double
 
 PAGE = 0x1000
-NPU_REGS = ((0x480E0000, 0x10000), (0x580E0000, 0x10000))   # the NPU register block (ATON_BASE), both aliases
+NPU_REGS = ((0x480E0000, 0x20000), (0x580E0000, 0x20000))   # the NPU register block (ATON_BASE), both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
 
@@ -45,6 +46,17 @@ class Fault(Exception):
 
 class NpuAccess(Fault):
     """The code touched the NPU registers (a hardware epoch)."""
+
+
+class NpuStopped(Fault):
+    """The NPU model stopped the run: a unit it does not model (one line naming epoch and unit)."""
+
+    def __init__(self, what, pc):
+        super().__init__(what, pc)
+        self.args = (what,)
+
+    def __str__(self):
+        return self.what
 
 
 class NotEmulated(Fault):
@@ -93,7 +105,7 @@ def _align(base, size):
 class Cpu:
     """One emulated core with `regions` mapped; `services[i]` serves callback-table entry i."""
 
-    def __init__(self, regions, firmware_base, services, count=False):
+    def __init__(self, regions, firmware_base, services, count=False, npu=None):
         self.uc = uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M33)
         self.regions = sorted((r for r in regions if r.size), key=lambda r: r.base)   # a board without PSRAM: size 0
@@ -113,6 +125,12 @@ class Cpu:
             uc.mem_write(self.stubs + 4 * i, b"\x70\x47\x00\xbf")         # bx lr; nop
             uc.mem_write(self.table + 4 * i, struct.pack("<I", (self.stubs + 4 * i) | 1))
         self.counters = Counters()
+        self.npu = npu
+        if npu is not None:
+            npu.stop = self._stop_for_npu
+            for base, size in NPU_REGS:
+                uc.mmio_map(base, size, lambda uc, off, size, _: npu.read(off & ~3) >> (off & 3) * 8
+                            & ((1 << 8 * size) - 1), None, self._npu_write, None)
         self.helium = mve.Helium(uc)
         self._block_sizes = {}
         self._blocks = BlockCounter(uc)
@@ -198,6 +216,18 @@ class Cpu:
             if any(b <= addr < b + n for b, n in NPU_REGS):
                 raise NpuAccess("NPU register access (hardware epoch)", pc, addr) from None
             raise Fault(f"bus fault ({kind})", pc, addr) from None
+
+    def _npu_write(self, uc, offset, size, value, _):
+        word = offset & ~3
+        if size < 4:
+            shift, mask = (offset & 3) * 8, (1 << 8 * size) - 1
+            value = self.npu.stored(word) & ~(mask << shift) | (value & mask) << shift
+        self.npu.write(word, value & 0xFFFFFFFF)
+
+    def _stop_for_npu(self, what):
+        if self._stop_reason is None:
+            self._stop_reason = NpuStopped(what, self.uc.reg_read(UC_ARM_REG_PC) & ~1)
+        self.uc.emu_stop()
 
     # -- hooks ----------------------------------------------------------------------------------
     def _count_blocks(self):

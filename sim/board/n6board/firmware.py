@@ -8,14 +8,16 @@ from dataclasses import dataclass, field
 
 from n6.nn_interface import EpochFlag, read_buffer_infos, read_epoch_blocks
 from n6.releases import release
+from n6.stedgeai_install import SIMULATED_EC_MAGIC
 from n6.reloc import callbacks
 from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
 from n6.reloc.image import Image, RtCtx, off
+from npu_model.npu import NPU_HZ, Npu
 
-from .emulator import Counters, Cpu, Fault, Region
+from .emulator import Counters, Cpu, Fault, NpuStopped, Region
 
 FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
-MCU_HZ, NOC_HZ, NPU_HZ, NIC_HZ = 800_000_000, 400_000_000, 1_000_000_000, 900_000_000
+MCU_HZ, NOC_HZ, NIC_HZ = 800_000_000, 400_000_000, 900_000_000
 
 # The STM32N6570-DK memory map (deploy-protocol.md §2); a board file may give other values.
 DEFAULT_LAYOUT = {
@@ -63,6 +65,8 @@ class Epoch:
     flags: EpochFlag
     first: int
     last: int
+    wait_mask: int = 0      # the stream engines whose end the runtime waits for (a blob's: its controller)
+    blob_address: int = 0   # a blob epoch's command blob
 
     @property
     def kind(self):
@@ -80,6 +84,12 @@ class EpochRun:
     epoch: Epoch
     start: Counters
     end: Counters
+    npu_cycles: int = 0     # the NPU model's, simulated
+
+    @property
+    def wait_cycles(self):
+        """MCU cycles the runtime waits for the epoch's chains between start and end."""
+        return self.npu_cycles * MCU_HZ // NPU_HZ
 
 
 @dataclass
@@ -89,13 +99,14 @@ class Inference:
 
     @property
     def cycles(self):
-        return sum(e.start.cycles + e.end.cycles for e in self.epochs)
+        return sum(e.start.cycles + e.wait_cycles + e.end.cycles for e in self.epochs)
 
 
 class InstalledModel:
     """An image installed by the loader model and ready to run in the emulated CPU."""
 
-    def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False, board_firmware=None):
+    def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False, board_firmware=None,
+                 npu_model="stop"):
         layout = layout or DEFAULT_LAYOUT
         rel = release(core)
         self.img = Image.parse(data, params=params)
@@ -114,8 +125,11 @@ class InstalledModel:
             regions.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
         self.table = callbacks.table(core)
         services = [(name, self._service(name)) for name in self.table]
-        self.cpu = Cpu(regions, FIRMWARE_BASE, services, count)
         self.current_epoch = None
+        self.npu = Npu(mode=npu_model)
+        self.npu.epoch_label = lambda: f"epoch {self.current_epoch.first}" if self.current_epoch else "initialisation"
+        self.cpu = Cpu(regions, FIRMWARE_BASE, services, count, npu=self.npu)
+        self.npu.write_memory, self.npu.read_memory = self.cpu.write, self.cpu.read
         for base, buf in self.installed.memory.regions:
             self.cpu.write(base, buf)
         self.r9 = self.installed.ram_base
@@ -131,6 +145,7 @@ class InstalledModel:
         self.outputs = self._buffers("get_output_buffers_info")
         self.internals = self._buffers("get_internal_buffers_info")
         self.epochs = self._epochs()
+        self.npu.locate = self.buffer_at
 
     def _service(self, name):
         if name == "assert_func":
@@ -143,8 +158,22 @@ class InstalledModel:
                                                               f"{cpu.c_string(func)}:{line}", 0))
         if name in callbacks.CACHE_OPS:
             return lambda cpu, *args: None      # no caches in the emulated memory system
+        if name.startswith("ll_aton_lib_"):
+            return lambda cpu, *args: self._library_op(name)
         return lambda cpu, *args: _raise(Fault(f"firmware service {name} is not provided by the simulated board",
                                                0))
+
+    def _library_op(self, name):
+        """An LL_ATON library operation the firmware carries out (its DMA forms program stream
+        engines): not modelled here. It stops the run in one line, or in control mode returns OK
+        with its output left as it was, listed as not computed."""
+        label = self.npu.epoch_label()
+        if self.npu.mode != "control":
+            raise NpuStopped(f"{label}: {name} (a runtime library operation) is not modelled "
+                             "(NPU_MODEL=control runs on with its outputs not computed)", 0)
+        self.npu.not_computed.append({"epoch": label, "units": [name], "engine": None, "first": None, "end": None,
+                                      "bytes": None, "location": "its output buffer, left as it was"})
+        return 0
 
     def _buffers(self, entry):
         """The input or output buffers of the image's table (parameter buffers are listed only
@@ -166,11 +195,56 @@ class InstalledModel:
                                    self.img.flags.dbg_info)
         return [Epoch(eb.address, eb.start_epoch_block, eb.end_epoch_block, eb.flags,
                       i + 1 if eb.epoch_num is None else eb.epoch_num,
-                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num) for i, eb in enumerate(blocks)]
+                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num, eb.wait_mask, eb.blob_address)
+                for i, eb in enumerate(blocks)]
+
+    def buffer_at(self, address):
+        """The name of the buffer (input, output, internal) or memory region holding `address`."""
+        for b in self.inputs + self.outputs + self.internals:
+            if b.addr <= address < b.addr + b.nbytes:
+                return b.name
+        return next((r.name for r in self.cpu.regions if r.base <= address < r.base + r.size), None)
+
+    def _wait_for_npu(self, ep):
+        """What the runtime does between an epoch's start and end: a blob epoch's controller is
+        given its blob and enabled, its interrupt awaited and the controller cleared (a blob of
+        the simulated tool is carried out by the epoch's start function, in software); otherwise
+        the end-of-frame interrupts of the stream engines in its wait mask are awaited. Both are
+        acknowledged."""
+        if EpochFlag.BLOB in ep.flags:       # wait_mask: the epoch controller's number
+            if self.cpu.u32(ep.blob_address) != SIMULATED_EC_MAGIC:   # the simulated tool's: done by its start
+                self._run_blob(ep)
+            return
+        if not ep.wait_mask:
+            return
+        ends = ep.wait_mask << self.npu.aton.irqs["STRENG0"]
+        missing = ends & ~self.npu.intreg
+        if missing:
+            engines = ", ".join(f"STRENG{i}" for i in range(32) if missing >> i & 1)
+            raise NpuStopped(f"epoch {ep.first}: {engines} never ended: no closed chain of enabled units feeds "
+                             "it (the NPU model starts a chain when every unit it connects is enabled)", 0)
+        self.npu.acknowledge(ends)
+
+    def _run_blob(self, ep):
+        unit = self.npu.aton.units["EPOCHCTRL"]
+        ctrl, addr = unit.registers["CTRL"], unit.registers["ADDR"]
+        base = unit.instance_base(ep.wait_mask)
+        for offset, value in ((ctrl.offset, ctrl.reset), (addr.offset, ep.blob_address),
+                              (ctrl.offset, ctrl.field("EN").put(ctrl.reset, 1))):
+            self.npu.write(base + offset, value)
+            if self.npu.stopped:
+                raise NpuStopped(self.npu.stopped, 0)
+        bit = 1 << self.npu.aton.irqs[f"EPOCHCTRL{ep.wait_mask}"]
+        if not self.npu.intreg & bit:
+            raise NpuStopped(f"epoch {ep.first}: the epoch controller's blob never raised its interrupt", 0)
+        self.npu.acknowledge(bit)
+        for field in ("CLR", "CONFCLR"):
+            self.npu.write(base + ctrl.offset, ctrl.field(field).put(ctrl.reset, 1))
 
     def infer(self, inputs):
         """One inference: write the inputs, inference init, every epoch's start and end function
-        (r9 = RAM base), read the outputs. Fault/NpuAccess propagate."""
+        (r9 = RAM base), the NPU model's chains between them, read the outputs. Fault/NpuStopped
+        propagate."""
         for buf, data in zip(self.inputs, inputs):
             self.cpu.write(buf.addr, data)
         self.cpu.call(self.entry("ec_inference_init"), r9=self.r9)
@@ -178,12 +252,14 @@ class InstalledModel:
         for ep in self.epochs:
             self.current_epoch = ep
             counters = []
-            for fn in (ep.start, ep.end):
+            npu_cycles = self.npu.cycles
+            for fn, then in ((ep.start, self._wait_for_npu), (ep.end, lambda ep: None)):
                 self.cpu.counters = Counters()
                 if fn:
                     self.cpu.call(fn, ep.addr, r9=self.r9)
                 counters.append(self.cpu.counters)
-            result.epochs.append(EpochRun(ep, *counters))
+                then(ep)
+            result.epochs.append(EpochRun(ep, *counters, self.npu.cycles - npu_cycles))
         self.current_epoch = None
         result.outputs = [self.cpu.read(b.addr, b.nbytes) for b in self.outputs]
         return result

@@ -23,8 +23,10 @@ from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACT
                                    STRG_O_ACTIVE)
 from google.protobuf.message import DecodeError
 
-from .emulator import Fault, NotEmulated, NpuAccess
-from .firmware import MCU_HZ, NIC_HZ, NOC_HZ, NPU_HZ
+from .emulator import Fault, NotEmulated, NpuAccess, NpuStopped
+from npu_model.npu import NPU_HZ
+
+from .firmware import MCU_HZ, NIC_HZ, NOC_HZ
 
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
 
@@ -201,6 +203,8 @@ class Board:
         model.cpu.set_counting(observed, observed and bool(req.opt >> 8 & BUSIF_RW_DATA))
         try:
             result = model.infer(data)
+        except NpuStopped as e:
+            return self.error(pb.E_GENERIC, 0, str(e))
         except NpuAccess as e:
             ep = model.current_epoch
             return self.error(pb.E_GENERIC, 0, f"epoch {ep.first if ep else '?'} programs the NPU ({e}): hardware "
@@ -240,7 +244,7 @@ class Board:
         self.log_and_wait(f"s:node:evt_pre_start:0:{ep.first}:{ep.first}:{ep.last}:{int(ep.flags):08X}:"
                           f"{(OP_INTERNAL | OP_WITHOUT_TENSOR) << 24 | ep.kind:08X}:{EPOCH_KINDS[ep.kind]}")
         self.log_and_wait(f"s:node:evt_post_end:0:{ep.first}:{ep.first}:{ep.last}:{len(buffers)}")
-        counts = [run.start.cycles, 0, run.end.cycles]
+        counts = [run.start.cycles, run.wait_cycles, run.end.cycles]
         self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
         for text in npu_counter_logs(option, counts):
             self.log_and_wait(text)
@@ -268,10 +272,9 @@ class Board:
 
 
 def npu_counter_logs(option, mcu_counts):
-    """The NPU counter logs ST's firmware sends for an epoch with counter option `option`, for an
-    NPU that stays idle (every epoch of the simulated board runs on the CPU): its free-running
-    clock counts the epoch's time in NPU cycles, stream engines, bus interfaces and the NPU cache
-    count nothing. The firmware's rules: EPOCH_LEN with any stream-engine option, or alone
+    """The NPU counter logs ST's firmware sends for an epoch with counter option `option`: the
+    NPU's free-running clock counts the epoch's time in NPU cycles (its chains' simulated time
+    included); stream engines, bus interfaces and the NPU cache count nothing (not modelled). The firmware's rules: EPOCH_LEN with any stream-engine option, or alone
     unless BUSIF_RW_DATA is asked; the bus-interface counters only without a stream-engine option."""
     strg = option & (STRG_I_ACTIVE | STRG_O_ACTIVE | STRG_ACTIVE | STRG_HENV)
     out = []

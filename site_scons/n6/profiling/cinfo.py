@@ -24,6 +24,16 @@ class CompilerInfo:
     epochs: dict                 # number → CompilerEpoch, in the compiler's order
     pools: list                  # pool names in id order
     addresses: dict = field(default_factory=dict)   # base address → name of each real (not virtual) pool
+    pool_sizes: dict = field(default_factory=dict)  # base address → bytes of each real pool
+    buffers: list = field(default_factory=list)     # (first address, end, "buffer in pool") of each placed buffer
+
+    def name_at(self, address):
+        """The buffer (else the real pool) holding `address`, or None."""
+        for first, end, name in self.buffers:
+            if first <= address < end:
+                return name
+        return next((name for base, name in self.addresses.items()
+                     if base <= address < base + self.pool_sizes.get(base, 0)), None)
 
 
 def read_c_info(path):
@@ -36,6 +46,14 @@ def read_c_info(path):
         nodes = data["graphs"][0]["nodes"]
         pools = {p["id"]: p["name"] for p in data["memory_pools"]}
         addresses = {int(p["address"]): p["name"] for p in data["memory_pools"] if not p.get("subpools")}
+        # where pools and buffers lie (names for addresses; optional: not every c_info.json has them)
+        sizes = {int(p["address"]): int(p.get("size_bytes", 0)) for p in data["memory_pools"] if not p.get("subpools")}
+        bases = {p["id"]: int(p["address"]) for p in data["memory_pools"]}
+        buffers = [(bases[b["mpool_id"]] + int(b["offset_start"]),
+                    bases[b["mpool_id"]] + int(b["offset_start"]) + int(b["size_bytes"]),
+                    f"{b['name']} in {pools[b['mpool_id']]}")
+                   for b in data.get("buffers", []) if b.get("mpool_id") in bases and "size_bytes" in b
+                   and "offset_start" in b]
         epochs, by_id = {}, {}
         for node in nodes:
             prefix, _, number = node["name"].rpartition("_")
@@ -53,4 +71,4 @@ def read_c_info(path):
             e.memory[pool] = e.memory.get(pool, PoolTraffic(0, 0)) + PoolTraffic(int(ma["reads"]), int(ma["writes"]))
     except (KeyError, IndexError, TypeError, ValueError) as e:
         raise N6Error(path, f"c_info.json lacks the epoch information ({type(e).__name__}: {e})", fix) from None
-    return CompilerInfo(str(path), epochs, [pools[k] for k in sorted(pools)], addresses)
+    return CompilerInfo(str(path), epochs, [pools[k] for k in sorted(pools)], addresses, sizes, buffers)

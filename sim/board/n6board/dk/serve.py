@@ -11,7 +11,7 @@ from n6.reloc.image import Image
 
 from .core import Stop
 from .host_link import PtyLink
-from .twin import DkTwin, aton_header_of
+from .twin import DkTwin
 
 INSTALL_FROM_ENVIRONMENT = "st"
 
@@ -50,7 +50,7 @@ def serve(args, board, images, master, publish, say=_progress):
             raise N6Error(args.image, "ST's firmware boots from the simulated flash, not from an image file",
                           "flash the image (scons flash) and give --state")
         started = time.monotonic()
-        twin = DkTwin(elf, PtyLink(master), aton_header_of(elf), args.state or None)
+        twin = DkTwin(elf, PtyLink(master), args.state or None, args.npu_model)
         twin.boot()
         cycles, hz = twin.core.clock.now(), twin.cpu_hz()
         say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / hz * 1e3:.1f} ms "

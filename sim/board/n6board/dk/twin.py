@@ -1,16 +1,13 @@
 """The STM32N6570-DK twin put together: the core, the memories (NOR flash from the simulated
 board's state), the bus with its device models, and ST's validation firmware loaded as gdb loads
 it (segments, then PC = Reset_Handler; SP from the vector table as a reset would set it)."""
-import os
 
 from unicorn import UC_HOOK_CODE, UcError
 from unicorn.arm_const import UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0
 
-from n6.errors import N6Error
 from n6.nn_interface import EPOCH_BLOCK, NN_INSTANCE
-from n6.stedgeai_install import NPU_DEVICE_HEADER, VALIDATION_FIRMWARE_DIR
+from npu_model.npu import NPU_HZ, Npu
 
-from .aton_header import read_aton_header
 from .bus import Bus
 from .core import Core, Stop
 from .exceptions import IRQ0, exception_name
@@ -18,7 +15,6 @@ from .firmware_elf import FirmwareElf
 from .memory_map import MemoryMap, load_nor_flash
 from .peripherals.bsec import Bsec
 from .peripherals.cycle_counters import DwtCycleCounter, PmuCycleCounter
-from .peripherals.npu import NpuRegisters
 from .peripherals.rcc import Rcc
 from .peripherals.system_control import SystemControlSpace
 from .peripherals.usart import USART1_IRQ, Usart
@@ -33,10 +29,10 @@ BOOT_CYCLES = 10 * CPU_HZ
 
 
 class DkTwin:
-    """One board: `link` is the host's end of USART1, `aton_header` the install's ATON.h,
-    `state_dir` the simulated board whose flash the NOR holds."""
+    """One board: `link` is the host's end of USART1, `state_dir` the simulated board whose flash
+    the NOR holds, `npu_model` the NPU model's mode (npu_model.npu.MODES)."""
 
-    def __init__(self, firmware_path, link, aton_header, state_dir=None):
+    def __init__(self, firmware_path, link, state_dir=None, npu_model="stop"):
         self.firmware = FirmwareElf.read(firmware_path)
         self.core = core = Core(self.firmware.function_at)
         self.memory = MemoryMap(core.uc)
@@ -51,7 +47,13 @@ class DkTwin:
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
         core.wait_outside = self.usart.wait_for_host
-        self.bus.attach(NpuRegisters(read_aton_header(aton_header)))
+        self.npu = self.bus.attach(Npu(self.memory.load, npu_model))
+        self.npu.lines = [core.interrupt_line(IRQ0 + n) for n in NPU_IRQS]
+        self.npu.schedule = lambda cycles, done: core.clock.at(core.clock.now() + cycles * self.cpu_hz() // NPU_HZ,
+                                                               done)
+        self.npu.stop = core.stop_with
+        self.npu.read_memory = lambda address, n: bytes(core.uc.mem_read(address, n))
+        self.npu.epoch_label = self.current_epoch
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)
         for addr, data in self.firmware.segments:
@@ -77,7 +79,8 @@ class DkTwin:
             return None
         enabled = self.core.exceptions.enabled
         if enabled & {IRQ0 + n for n in NPU_IRQS}:
-            return f"the firmware waits for the NPU's interrupt: {self.current_epoch()}, and the twin has no NPU model"
+            return (f"the firmware waits for the NPU's interrupt in {self.current_epoch()}: no chain of enabled units "
+                    "the NPU model started ends it")
         names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
         return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
 
@@ -115,7 +118,7 @@ class DkTwin:
             epoch = EPOCH_BLOCK[True].unpack(read(block, EPOCH_BLOCK[True].size))["epoch_num"]
         except UcError:       # the pointers do not lead to mapped memory
             return "a hardware epoch"
-        return f"epoch {epoch} is a hardware epoch"
+        return f"epoch {epoch}"
 
     def cpu_hz(self):
         """The CPU clock the firmware has set up (its SystemCoreClock, computed from RCC), for
@@ -131,23 +134,3 @@ class DkTwin:
         """Run the firmware for the host until it stops (Stop) or the process ends."""
         self.core.run()
 
-
-def install_of(firmware_path):
-    """The ST Edge AI Core install a validation firmware ELF belongs to (it sits in the install's
-    validation firmware folder), else STEDGEAI_CORE_DIR; None when neither."""
-    folder = os.path.dirname(os.path.abspath(firmware_path))
-    root = os.path.normpath(os.path.join(folder, *[os.pardir] * len(VALIDATION_FIRMWARE_DIR.split(os.sep))))
-    if os.path.abspath(folder) == os.path.join(root, VALIDATION_FIRMWARE_DIR):
-        return root
-    return os.environ.get("STEDGEAI_CORE_DIR") or None
-
-
-def aton_header_of(firmware_path):
-    """The install's ATON.h (the NPU's reset values), or a one-line error."""
-    root = install_of(firmware_path)
-    header = os.path.join(root, NPU_DEVICE_HEADER) if root else None
-    if not header or not os.path.isfile(header):
-        raise N6Error(firmware_path, f"no {NPU_DEVICE_HEADER} beside this firmware: the twin takes the NPU's "
-                      "register reset values from the install", "use the firmware from its ST Edge AI Core "
-                      "install, or set STEDGEAI_CORE_DIR to that install")
-    return header

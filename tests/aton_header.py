@@ -1,10 +1,7 @@
-"""The NPU's register map as the install's `ATON.h` documents it, read at run time (facts, not
-code): each unit's base (`ATON_<U>_BASE(UNIT)`, from ATON_BASE), its instance count
-(`ATON_<U>_NUM`), each register's offset (`ATON_<U>_<R>_OFFSET`) and reset value
-(`ATON_<U>_<R>_DT`, per instance when the macro takes UNIT), and field positions (`_LSB`). The
-macros are C integer expressions (shifts, ors, ternaries on UNIT): a small evaluator reads them."""
+"""The integer macros of an `ATON.h` (for the judge of the NPU model's register table,
+test_npu_registers.py): C integer expressions (shifts, ors, ternaries on UNIT or IDX), evaluated
+as the C preprocessor and compiler would."""
 import re
-from dataclasses import dataclass, field
 
 _DEFINE = re.compile(r"^#define\s+(ATON_\w+)(\((\w+)\))?\s+(.*)$")
 _TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|\s*([A-Za-z_]\w*)|\s*(<<|>>|==|!=|<=|>=|&&|\|\||[-+*/%()?:|&^~!<>,])")
@@ -123,61 +120,3 @@ class _Expression:
                 self._take(")")
             return self.macros.value(value, **args)
         raise MacroError(f"unexpected {value!r}")
-
-
-@dataclass
-class AtonUnit:
-    name: str
-    count: int
-    bases: list                                         # offset from ATON_BASE of each instance
-    registers: dict = field(default_factory=dict)      # register → (offset, [reset value per instance])
-
-
-@dataclass
-class AtonMap:
-    units: dict                                         # unit name → AtonUnit
-    lsb: dict                                           # "<U>_<R>_<F>" → bit position
-
-    def reset_values(self):
-        """{offset from ATON_BASE: reset value} of every register of every instance."""
-        return {base + offset: resets[i] for unit in self.units.values()
-                for offset, resets in unit.registers.values() for i, base in enumerate(unit.bases)}
-
-    def field_bits(self, unit, register, names):
-        """The mask of the named fields of a register (those that exist)."""
-        return sum(1 << self.lsb[f"{unit}_{register}_{n}"] for n in names if f"{unit}_{register}_{n}" in self.lsb)
-
-
-def read_aton_header(path):
-    with open(path, encoding="latin-1") as f:
-        macros = Macros(f.read())
-    macros.defs["ATON_BASE"] = (None, "0")
-    units = {}
-    for name, (param, _) in macros.defs.items():
-        if name.endswith("_BASE") and param == "UNIT":
-            unit = name[5:-5]
-            count = macros.value(f"ATON_{unit}_NUM") if f"ATON_{unit}_NUM" in macros.defs else 1
-            units[unit] = AtonUnit(unit, count, [macros.value(name, UNIT=i) for i in range(count)])
-    by_length = sorted(units, key=len, reverse=True)
-    lsb = {}
-    for name, (param, _) in macros.defs.items():
-        unit = next((u for u in by_length if name.startswith(f"ATON_{u}_")), None)
-        if unit is None or param:
-            continue
-        rest = name[len(f"ATON_{unit}_"):]
-        try:
-            if rest.endswith("_OFFSET"):
-                register = rest[:-len("_OFFSET")]
-                units[unit].registers[register] = (macros.value(name), _resets(macros, f"{name[:-7]}_DT", units[unit]))
-            elif rest.endswith("_LSB"):
-                lsb[f"{unit}_{rest[:-4]}"] = macros.value(name)
-        except MacroError:
-            continue                  # not an integer macro (a name, a description)
-    return AtonMap(units, lsb)
-
-
-def _resets(macros, name, unit):
-    if name not in macros.defs:
-        return [0] * unit.count
-    param, _ = macros.defs[name]
-    return [macros.value(name, **({param: i} if param else {})) for i in range(unit.count)]

@@ -1,0 +1,212 @@
+"""An epoch program: what a hardware epoch's register writes configure, decoded from the register
+file when its units start. The units used with their fields by ATON.h name, the stream-switch
+graph (which source feeds which unit port, in which of the two contexts), and each stream
+engine's memory footprint (the bytes it reads or writes, in which pool or buffer).
+
+Footprint model (stated; its edge cases are item 3's to confirm against ST's software DMA):
+raw mode reads/writes FSIZE items back to back; raster mode HEIGHT lines LOFF bytes apart of WIDTH
+pixels DEPTH.OFFSET bytes apart, each DEPTH.SIZE items; an item occupies SIZE0+SIZE1+SIZE2 bits
+plus the front and back gaps, rounded up to bytes. LIMIT frames (1 when SINGLE): frame k starts at
+ADDR + (k // FRAME_RPT) * FRPTOFF + (k % FRAME_RPT) * FOFFSET; in continuous mode (CONT) a frame
+starts where the last ended."""
+from dataclasses import dataclass, field
+
+from .registers import ATON_BASE
+
+PROCESSING_UNITS = ("CONVACC", "DECUN", "ACTIV", "ARITH", "POOL", "RECBUF")
+STREAMING_UNITS = ("STRENG",) + PROCESSING_UNITS        # the units an epoch enables and the switch connects
+
+
+@dataclass
+class UnitConfig:
+    name: str                       # instance name: STRENG3, CONVACC0
+    kind: str                       # unit name in the map: STRENG
+    index: int
+    registers: dict                 # register → {field: value} (registers with fields) or value
+
+    def as_dict(self):
+        return {"unit": self.name, "registers": self.registers}
+
+
+@dataclass(frozen=True)
+class Route:
+    """The switch feeds `dest` (unit instance) input port `port` from `source` in `context`."""
+    dest: str
+    port: int
+    context: int
+    source: str
+    frames: int                     # the FNR field: frames before the context switch (0: no switch)
+
+
+@dataclass
+class Footprint:
+    engine: str
+    direction: str                  # "read" (memory → switch) or "write" (switch → memory)
+    mode: str                       # "raw" or "raster"
+    item_bits: int
+    frames: int
+    segments: list = field(default_factory=list)     # [(address, bytes)], in access order, merged
+    location: str = ""              # the pool/buffer the first byte lies in, when known
+
+    @property
+    def nbytes(self):
+        return sum(n for _, n in self.segments)
+
+    @property
+    def span(self):
+        return (min(a for a, _ in self.segments), max(a + n for a, n in self.segments)) if self.segments else (0, 0)
+
+    def as_dict(self):
+        lo, hi = self.span
+        return {"engine": self.engine, "direction": self.direction, "mode": self.mode, "item_bits": self.item_bits,
+                "frames": self.frames, "bytes": self.nbytes, "first": lo, "end": hi, "location": self.location,
+                "segments": len(self.segments)}
+
+
+@dataclass
+class EpochProgram:
+    label: str
+    units: list                     # [UnitConfig] of the units started
+    routes: list                    # [Route] into those units
+    footprints: list                # [Footprint] of the stream engines started
+    writes: int = 0                 # register writes since the previous program started
+    cycles: int = 0                 # NPU cycles the chain takes (simulated: npu.py's stated model)
+
+    def unit(self, name):
+        return next(u for u in self.units if u.name == name)
+
+    def as_dict(self):
+        return {"epoch": self.label, "writes": self.writes, "simulated_npu_cycles": self.cycles,
+                "units": [u.as_dict() for u in self.units],
+                "routes": [r.__dict__ for r in self.routes], "streams": [f.as_dict() for f in self.footprints]}
+
+    def text(self):
+        """A readable dump: one line per unit (non-reset fields), route and stream."""
+        lines = [f"{self.label}: {len(self.units)} units, {self.writes} register writes, "
+                 f"{self.cycles:,} NPU cycles (simulated)"]
+        for u in self.units:
+            parts = []
+            for reg, fields in u.registers.items():
+                if isinstance(fields, dict):
+                    shown = " ".join(f"{k}=0x{v:08X}" if k == "REG" else f"{k}={v}" for k, v in fields.items() if v)
+                    parts.append(f"{reg}[{shown}]")
+                else:
+                    parts.append(f"{reg}=0x{fields:08X}")
+            lines.append(f"  {u.name:<10} " + " ".join(parts))
+        for r in self.routes:
+            ctx = f" ctx{r.context}" + (f" frames={r.frames}" if r.frames else "")
+            lines.append(f"  route      {r.source} -> {r.dest}.in{r.port}{ctx}")
+        for f in self.footprints:
+            lo, hi = f.span
+            where = f" in {f.location}" if f.location else ""
+            lines.append(f"  stream     {f.engine} {f.direction} {f.mode} {f.item_bits}-bit x{f.frames} frames: "
+                         f"{f.nbytes} bytes in 0x{lo:08X}..0x{hi:08X}{where}")
+        return "\n".join(lines)
+
+
+def decode(aton, regs, started, label, writes=0, locate=None):
+    """The program of the unit instances `started` ([(unit, index)]) from the register file `regs`
+    ({offset from ATON_BASE: value}); `locate(address)` names the pool/buffer of an address."""
+    units = []
+    for kind, i in started:
+        unit = aton.units[kind]
+        registers = {}
+        for r in sorted(unit.registers.values(), key=lambda r: r.offset):
+            if all(f.access == "r" for f in r.fields) and r.fields:
+                continue                                    # status, not configuration
+            value = regs.get(unit.instance_base(i) + r.offset, r.reset)
+            if value == r.reset and r.name != "CTRL":
+                continue
+            registers[r.name] = r.split(value) if r.fields else value
+        units.append(UnitConfig(unit.instance_name(i), kind, i, registers))
+    names = {u.name for u in units}
+    routes = [r for r in switch_routes(aton, regs) if r.dest in names]
+    footprints = [footprint(aton, regs, i, locate) for kind, i in started if kind == "STRENG"]
+    return EpochProgram(label, units, routes, footprints, writes)
+
+
+def switch_routes(aton, regs):
+    """Every enabled route of the stream switch (both contexts)."""
+    routes = []
+    for address, register, enables, dest, port in _switch_ports(aton):
+        value = regs.get(address, register.reset)
+        if not value & enables:                     # neither context enabled: the common case, decided at once
+            continue
+        f = register.split(value)
+        for ctx in (0, 1):
+            if f[f"EN{ctx}"]:
+                routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), f[f"FNR{ctx}"]))
+    return routes
+
+
+def _switch_ports(aton):
+    """[(address, DST register, mask of its EN bits, unit instance, port)] of the switch, by
+    address (computed once)."""
+    if "_switch_ports" not in aton.__dict__:
+        switch = aton.units["STRSWITCH"]
+        aton.__dict__["_switch_ports"] = [
+            (switch.base + r.offset, r, r.field("EN0").put(0, 1) | r.field("EN1").put(0, 1))
+            + _destination(aton, r.name[3:])
+            for r in sorted(switch.registers.values(), key=lambda r: r.offset) if r.name.startswith("DST")]
+    return aton.__dict__["_switch_ports"]
+
+
+def _destination(aton, suffix):
+    """DST register suffix → (unit instance, port): one digit is the instance (STRENG3, POOL1: port
+    0), two are instance and port (CONVACC12: CONVACC1 port 2)."""
+    kind = next(k for k in sorted(aton.units, key=len, reverse=True) if suffix.startswith(k))
+    digits = suffix[len(kind):]
+    return aton.units[kind].instance_name(int(digits[0])), int(digits[1:] or 0)
+
+
+def footprint(aton, regs, i, locate=None):
+    """The bytes stream engine i reads or writes, from its registers."""
+    unit = aton.units["STRENG"]
+    get = lambda reg: unit.registers[reg].split(regs.get(unit.instance_base(i) + unit.registers[reg].offset,
+                                                         unit.registers[reg].reset))
+    raw_reg = lambda reg: regs.get(unit.instance_base(i) + unit.registers[reg].offset, unit.registers[reg].reset)
+    ctrl, strd = get("CTRL"), get("STRD")
+    item_bits = ctrl["SIZE0"] + ctrl["SIZE1"] + ctrl["SIZE2"] + strd["FGAP"] + strd["BGAP"]
+    item = max(1, (item_bits + 7) // 8)
+    addr = raw_reg("ADDR")
+    if ctrl["RAW"]:
+        shape = [(0, raw_reg("FSIZE") * item)]
+        frame_bytes = raw_reg("FSIZE") * item
+    else:
+        fsize, depth = get("FSIZE"), get("DEPTH")
+        loff = strd["LOFF"] | get("CID_CACHE")["LOFF_MSB"] << 16
+        doff = depth["OFFSET"] | get("LIMITEN")["DOFF_MSB"] << 16
+        pixel = depth["SIZE"] * item
+        if doff == pixel:                                   # a line is contiguous
+            shape = [(y * loff, fsize["WIDTH"] * pixel) for y in range(fsize["HEIGHT"])]
+        else:
+            shape = [(y * loff + x * doff, pixel) for y in range(fsize["HEIGHT"]) for x in range(fsize["WIDTH"])]
+        frame_bytes = max((o + n for o, n in shape), default=0)
+    frames = 1 if ctrl["SINGLE"] else max(1, raw_reg("LIMIT"))
+    rpt, rptoff, foff = raw_reg("FRAME_RPT"), raw_reg("FRPTOFF"), raw_reg("FOFFSET")
+    segments = []
+    start = addr
+    for k in range(frames):
+        if k and ctrl["CONT"]:
+            start += frame_bytes
+        elif k:
+            start = addr + (k // rpt * rptoff + k % rpt * foff if rpt else k * foff)
+        for o, n in shape:
+            a = start + o
+            if segments and segments[-1][0] + segments[-1][1] == a:
+                segments[-1] = (segments[-1][0], segments[-1][1] + n)
+            elif n:
+                segments.append((a, n))
+    fp = Footprint(unit.instance_name(i), "write" if ctrl["DIR"] else "read", "raw" if ctrl["RAW"] else "raster",
+                   item_bits, frames, segments)
+    if locate and segments:
+        fp.location = locate(fp.span[0]) or ""
+    return fp
+
+
+def register_name(aton, offset):
+    """`UNIT.REGISTER` of an offset from ATON_BASE (or its address when it is none)."""
+    unit, i, reg = aton.locate(offset)
+    if unit is None or reg is None:
+        return f"0x{ATON_BASE + offset:08X}"
+    return f"{unit.instance_name(i)}.{reg.name}"

@@ -1,0 +1,260 @@
+"""The NPU model (sim/npu): register file, unit control, interrupt controller, chains started when
+closed, the one-line stop at an unmodelled unit and the control mode's zeroed outputs, decoded
+epoch programs. The register programs below are written from ATON.h's facts as literal numbers
+(not from the model's table): the table itself is judged against ATON.h in test_npu_registers.py."""
+import json
+
+import pytest
+
+from npu_model.npu import BUS_BYTES, START_CYCLES, Npu, NpuStop
+from npu_model.registers import AtonMap, aton_map, TABLE
+
+# ATON.h facts: offsets from ATON_BASE, field positions
+STRENG = lambda i: 0x5000 + 0x1000 * i
+CONVACC = lambda i: 0xF000 + 0x1000 * i
+CTRL, VERSION, ADDR, FSIZE, DEPTH, STRD, LIMIT = 0x0, 0x4, 0x8, 0xC, 0x10, 0x14, 0x34
+EN, CLR, SINGLE, DIR, RAW, CONFCLR, RUNNING = 1, 1 << 1, 1 << 2, 1 << 3, 1 << 8, 1 << 30, 1 << 31
+SIZE0_8 = 8 << 16
+INTCTRL, INTREG, INTSET, INTCLR, INTORMSK0, INTANDMSK0 = 0x1000, 0x1008, 0x100C, 0x1010, 0x1014, 0x1024
+DSTSTRENG = lambda i: 0x4008 + 4 * i               # STRSWITCH DSTSTRENGi: EN0 bit 0, LINK0 bits 5:1
+DSTCONVACC = lambda i, port: 0x4030 + 4 * (3 * i + port)
+LINK_STRENG = lambda i: i
+LINK_CONVACC = lambda i: 10 + i
+route = lambda link: 1 | link << 1
+
+
+class Memory:
+    def __init__(self):
+        self.writes = []
+
+    def __call__(self, address, data):
+        self.writes.append((address, bytes(data)))
+
+
+class Ram:
+    """64 KB at 0x3410_0000 for the model's reads and writes."""
+    BASE = 0x3410_0000
+
+    def __init__(self):
+        self.data = bytearray(64 << 10)
+
+    def read(self, address, n):
+        return bytes(self.data[address - self.BASE:address - self.BASE + n])
+
+    def write(self, address, data):
+        self.data[address - self.BASE:address - self.BASE + len(data)] = data
+
+    def attach(self, npu):
+        npu.read_memory, npu.write_memory = self.read, self.write
+        return npu
+
+
+def raw_engine(npu, i, address, nbytes, write, sizes=SIZE0_8):
+    npu.write(STRENG(i) + ADDR, address)
+    npu.write(STRENG(i) + FSIZE, nbytes)
+    npu.write(STRENG(i) + CTRL, RAW | SINGLE | sizes | (DIR if write else 0))
+
+
+def copy_program(npu, src=0x3410_0000, dst=0x3410_0100, n=16, read_sizes=SIZE0_8):
+    """STRENG0 reads n bytes, the switch feeds STRENG1, which writes them (a DMA-only epoch);
+    `read_sizes` other than 8-bit items make it a packing the model does not move."""
+    raw_engine(npu, 0, src, n // (2 if read_sizes != SIZE0_8 else 1), write=False, sizes=read_sizes)
+    raw_engine(npu, 1, dst, n, write=True)
+    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+
+
+SIZE_16 = 8 << 16 | 8 << 20                         # SIZE0 = SIZE1 = 8: 16-bit items
+
+
+def test_registers_start_at_reset_values_and_read_only_fields_keep_them():
+    npu = Npu()
+    assert npu.read(STRENG(0) + VERSION) == 0x003E5001
+    assert npu.read(INTORMSK0) == 0xFFFFFFFF and npu.read(INTANDMSK0) == 0xFFFFFFFF
+    npu.write(STRENG(3) + VERSION, 0)
+    assert npu.read(STRENG(3) + VERSION) == 0x003E5001
+    assert npu.read(0x1E000 + VERSION) == 0x0F041121      # EPOCHCTRL
+
+
+def test_clear_bits_self_clear_and_confclr_restores_the_configuration():
+    npu = Npu()
+    npu.write(STRENG(2) + ADDR, 0x1234)
+    npu.write(STRENG(2) + CTRL, RAW | CLR)
+    assert npu.read(STRENG(2) + CTRL) == RAW
+    npu.write(STRENG(2) + CTRL, CONFCLR)
+    assert npu.read(STRENG(2) + CTRL) == 0 and npu.read(STRENG(2) + ADDR) == 0
+
+
+def test_a_chain_starts_when_closed_and_a_copy_moves_the_bytes():
+    ram = Ram()
+    npu = ram.attach(Npu())
+    ram.write(0x3410_0000, bytes(range(1, 17)))
+    copy_program(npu)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    assert npu.read(STRENG(1) + CTRL) & RUNNING            # enabled, waiting for its source
+    assert npu.programs == [] and ram.read(0x3410_0100, 16) == bytes(16)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert ram.read(0x3410_0100, 16) == bytes(range(1, 17)) and npu.not_computed == []
+
+
+def test_a_packing_the_model_does_not_move_stops_in_one_line():
+    npu = Ram().attach(Npu())
+    copy_program(npu, read_sizes=SIZE_16)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    with pytest.raises(NpuStop) as e:
+        npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert str(e.value) == ("hardware chain 1: STRENG1 (data movement: 16-bit items into 8-bit) is not modelled "
+                            "(NPU_MODEL=control runs on with its outputs zeroed)")
+
+
+def test_an_unmodelled_unit_is_named_in_the_stop_line():
+    npu = Npu()
+    npu.epoch_label = lambda: "epoch 3"
+    raw_engine(npu, 0, 0x3410_0000, 64, write=False)
+    raw_engine(npu, 2, 0x3410_0100, 64, write=True)
+    npu.write(DSTCONVACC(0, 0), route(LINK_STRENG(0)))
+    npu.write(DSTSTRENG(2), route(LINK_CONVACC(0)))
+    for unit in (STRENG(0), STRENG(2)):
+        npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
+    with pytest.raises(NpuStop, match=r"^epoch 3: CONVACC0 is not modelled"):
+        npu.write(CONVACC(0) + CTRL, EN)
+
+
+def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():
+    memory = Memory()
+    npu = Npu(memory, mode="control")
+    npu.read_memory = Ram().read
+    copy_program(npu, n=20, read_sizes=SIZE_16)
+    npu.write(INTCTRL + CTRL, EN)
+    npu.write(INTORMSK0, 0x3FF)                          # stream-engine events only through the AND mask
+    npu.write(INTANDMSK0, ~(1 << 1) & 0xFFFFFFFF)        # wait for STRENG1
+    lines = []
+    npu.lines[0] = lines.append
+    for i in (1, 0):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    assert memory.writes == [(0x3410_0100, bytes(20))]
+    assert npu.read(INTREG) == 0b11 and lines == [True]
+    assert not npu.read(STRENG(1) + CTRL) & RUNNING
+    assert npu.not_computed == [{"epoch": "hardware chain 1", "units": ["STRENG1 (data movement: 16-bit items into 8-bit)"],
+                                 "engine": "STRENG1", "first": 0x3410_0100, "end": 0x3410_0114, "bytes": 20,
+                                 "location": ""}]
+    npu.write(INTCLR, 0b10)
+    assert npu.read(INTREG) == 0b01 and lines == [True, False]
+    assert npu.cycles == START_CYCLES + 20 // BUS_BYTES + 1          # the busiest engine: 20 bytes
+
+
+def test_the_or_mask_raises_a_line_on_any_unmasked_bit_and_intset_sets_bits():
+    npu = Npu()
+    lines = []
+    npu.lines[2] = lines.append
+    npu.write(INTCTRL + CTRL, EN)
+    npu.write(0x1014 + 8, ~(1 << 28) & 0xFFFFFFFF)       # INTORMSK2: EPOCHCTRL0 only
+    npu.write(INTSET, 1 << 5)
+    assert lines == []
+    npu.write(INTSET, 1 << 28)
+    assert lines == [True] and npu.read(INTREG) == 1 << 28 | 1 << 5
+
+
+def test_a_scheduled_chain_runs_until_its_time_has_passed():
+    pending = []
+    npu = Npu(Memory(), mode="control")
+    npu.schedule = lambda cycles, done: pending.append((cycles, done))
+    copy_program(npu, n=800)
+    for i in (0, 1):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    assert [c for c, _ in pending] == [START_CYCLES + 800 // BUS_BYTES]
+    assert npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0
+    pending[0][1]()
+    assert not npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0b11
+
+
+def test_the_program_names_units_fields_routes_and_footprints():
+    npu = Npu(Memory(), mode="control")
+    npu.locate = lambda address: "AXISRAM2" if address >> 20 == 0x341 else None
+    # STRENG0 reads a 4x3 raster of 2-byte pixels, 8 bytes apart, lines 40 bytes apart
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)
+    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
+    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
+    npu.write(STRENG(0) + STRD, 40)
+    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_1000, 24, write=True)
+    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+    for i in (0, 1):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    program, = npu.programs
+    assert [u.name for u in program.units] == ["STRENG0", "STRENG1"]
+    assert program.unit("STRENG1").registers["CTRL"]["DIR"] == 1
+    assert program.unit("STRENG0").registers["FSIZE"] == {"WIDTH": 4, "HEIGHT": 3}
+    assert [(r.source, r.dest, r.port, r.context) for r in program.routes] == [("STRENG0", "STRENG1", 0, 0)]
+    read, write = program.footprints
+    assert read.segments == [(0x3410_0000 + 40 * y + 8 * x, 2) for y in range(3) for x in range(4)]
+    assert (write.segments, write.location) == ([(0x3410_1000, 24)], "AXISRAM2")
+    assert "route      STRENG0 -> STRENG1.in0 ctx0" in program.text()
+    assert json.loads(json.dumps(program.as_dict()))["streams"][0]["bytes"] == 24
+
+
+def test_the_table_reads_back_as_written_and_a_bad_line_names_its_place():
+    with open(TABLE) as f:
+        body = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+    assert aton_map().lines() == body
+    with pytest.raises(ValueError, match=r"^t.txt:2: cannot read 'CTRL zero"):
+        AtonMap.parse("unit STRENG 10 0x5000 0x1000\n  CTRL zero 0 EN:0:1\n", "t.txt")
+
+
+# -- epoch-controller blobs through the same register model --------------------------------------
+
+EPOCHCTRL = 0x1E000
+EC_ADDR, EC_IRQ, EC_LABEL = 0x8, 0xC, 0x1C
+BLOB_AT = 0x3410_2000
+
+
+def copy_blob():
+    """The copy program as blob commands (block index = offset >> 12), then a poll of STRENG1's
+    RUNNING bit for 0, a label and the irq."""
+    from npu_model.ecblob import BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, Command
+    commands = []
+    for i, (address, direction) in enumerate(((0x3410_0000, 0), (0x3410_0100, DIR))):
+        block = STRENG(i) >> 12
+        commands += [Command(BURSTWRITEINC, block, ADDR // 4, (address, 16)),
+                     Command(WRITE, block, 0, (RAW | SINGLE | SIZE0_8 | direction,))]
+    commands += [Command(WRITE, 4, DSTSTRENG(1) % 0x1000 // 4, (route(LINK_STRENG(0)),)),
+                 Command(WRITEFIELD, STRENG(1) >> 12, 0, (1,), 0, 0),
+                 Command(WRITEFIELD, STRENG(0) >> 12, 0, (1,), 0, 0),
+                 Command(POLL, STRENG(1) >> 12, 0, (0, 100), 31, 31),
+                 Command(LABEL, number=7), Command(IRQ)]
+    return commands
+
+
+def test_an_epoch_controller_blob_runs_through_the_register_model_to_its_interrupt():
+    from npu_model.ecblob import blob_bytes
+    ram = Ram()
+    ram.write(BLOB_AT, blob_bytes(copy_blob()))
+    ram.write(0x3410_0000, bytes(range(100, 116)))
+    npu = ram.attach(Npu(mode="control"))
+    writes = []
+    write = npu.write
+    npu.write = lambda offset, value: (writes.append((offset, value)), write(offset, value))[1]
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    npu.write(EPOCHCTRL + CTRL, EN)
+    assert npu.read(INTREG) >> 28 & 1 and npu.read(EPOCHCTRL + EC_IRQ) & 1 and npu.read(EPOCHCTRL + EC_LABEL) == 7
+    assert not npu.read(EPOCHCTRL + CTRL) & RUNNING
+    assert len(npu.programs) == 1 and ram.read(0x3410_0100, 16) == bytes(range(100, 116))
+    # the blob's register writes are the direct program's, in order
+    direct = Ram().attach(Npu(mode="control"))
+    expected = []
+    dwrite = direct.write
+    direct.write = lambda offset, value: (expected.append((offset, value)), dwrite(offset, value))[1]
+    copy_program(direct)
+    for i in (1, 0):
+        direct.write(STRENG(i) + CTRL, direct.read(STRENG(i) + CTRL) | EN)
+    assert writes[2:] == expected and len(expected) == 9
+
+
+def test_a_blob_polling_for_what_never_happens_stops_in_one_line():
+    from npu_model.ecblob import POLL, Command, blob_bytes
+    data = blob_bytes([Command(POLL, STRENG(3) >> 12, 0, (1, 100), 31, 31)])
+    npu = Npu(mode="control")
+    npu.read_memory = lambda address, n: data[address - BLOB_AT:address - BLOB_AT + n]
+    npu.epoch_label = lambda: "epoch 9"
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    with pytest.raises(NpuStop, match=r"^epoch 9: the blob polls STRENG3.CTRL \[31:31\] for 0x1, which nothing"):
+        npu.write(EPOCHCTRL + CTRL, EN)
