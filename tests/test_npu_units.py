@@ -1,12 +1,14 @@
 """The NPU's compute units on small synthetic frames, judged by independent computations:
 onnxruntime's ConvInteger (zero point, padding, strides) for the convolution unit's sums, exact
 decimal arithmetic for the output stage's rounding, and byte layouts written out by
-hand for the kernel stream."""
+hand for the kernel stream, ll_aton.c's register settings of each broadcast for the arithmetic
+unit's coefficient addressing."""
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pytest
 
+from npu_model.arithacc import ArithConfig, addresses, compute
 from npu_model.convacc import ConvConfig, convolve, kernel_frames, pack_kernel_frames
 from npu_model.fixedpoint import NotModelled, output_stage
 
@@ -141,3 +143,92 @@ def test_an_unmodelled_setting_stops_naming_the_unit_and_field():
         convolve(np.zeros((6, 7, 3)), np.zeros((4, 3, 3, 3)), cfg)
     with pytest.raises(NotModelled, match=r"^CONVACC1: DFORMAT.ORNDMODE bit 0 = 0 with ROUND=1 is not modelled"):
         ConvConfig.from_registers(conv_registers(ornd=0), "CONVACC1")
+
+
+# -- arithmetic unit -------------------------------------------------------------------------------
+def arith_registers(bcast="chan", width=3, height=2, depth=4, channels=8, a=1, b=0, c=0, vectors="", combinebc=0,
+                    dual=0, shifts=(0, 0, 0), res=0, round_=1, ornd=1, obytes=1, sat=1):
+    """An ARITH's registers by ATON.h field as LL_Arithacc_Init sets them for a broadcast
+    (ll_aton.c's facts: counters, offsets, the input shifters at a plain pass)."""
+    m9 = lambda v: v & 0x1FF
+    regs = {"CTRL": {"EN": 1, "ROUND": round_, "SAT": sat, "ORNDMODE": ornd, "OBYTES": obytes, "OP": 0,
+                     "DUALIN": dual, "COMBINEBC": combinebc, "COEFFA": int("a" in vectors),
+                     "COEFFB": int("b" in vectors), "COEFFC": int("c" in vectors), "CNT1": 0, "CNT2": 0, "CNT3": 0},
+            "SHIFT": {"AX": shifts[0], "BY": shifts[1], "C": shifts[2], "RES": res},
+            "COEFFAC": {"A": a & 0xFFFF, "C": c & 0xFFFF}, "COEFFB": {"B": b & 0xFFFF}}
+    if bcast == "chan":
+        regs["CTRL"].update(CNT1=1, CNT2=1, CNT3=1)
+        regs.update({"INCCNT": {"INCVAL": 0}, "RSTCNT1": {"RSTCNT": depth - 1},
+                     "RSTCNT2": {"RSTCNT": width * height * depth - 1},
+                     "RSTCNT3": {"RSTCNT": width * height * channels - 1}, "INCOFFSET": {"VAL": 1},
+                     "ADDROFFSET": {"OFFSET1": m9(-(depth - 1)), "OFFSET2": 1, "OFFSET3": m9(-(channels - 1))}})
+    elif bcast == "height":
+        regs["CTRL"].update(CNT1=1)
+        regs.update({"INCCNT": {"INCVAL": width * depth - 1}, "RSTCNT1": {"RSTCNT": width * height * depth - 1},
+                     "INCOFFSET": {"VAL": 1}, "ADDROFFSET": {"OFFSET1": m9(-(height - 1))}})
+    return regs
+
+
+def memory(a=(), b=(), c=()):
+    n = max(len(a), len(b), len(c))
+    get = lambda v, i: v[i] if i < len(v) else 0
+    return [((get(a, i) & 0xFFFF) | (get(b, i) & 0xFFFF) << 16, get(c, i) & 0xFFFF) for i in range(n)]
+
+
+def test_channel_broadcast_addresses_each_element_by_its_channel_across_frames():
+    """Frames of 4 channels (HWC within a frame) of an 8-channel tensor, twice over: the entry of
+    an element is its channel, frame * 4 + channel in frame, written out with numpy indexing."""
+    width, height, depth, channels = 3, 2, 4, 8
+    cfg = ArithConfig.from_registers(arith_registers(width=width, height=height, depth=depth, channels=channels,
+                                                     vectors="a"), memory(a=range(8)))
+    n = width * height * channels
+    frame, within = np.divmod(np.arange(2 * n) % n, width * height * depth)
+    assert addresses(cfg, 2 * n).tolist() == (frame * depth + within % depth).tolist()
+
+
+def test_height_broadcast_addresses_each_element_by_its_row():
+    width, height, depth = 3, 4, 2
+    cfg = ArithConfig.from_registers(arith_registers("height", width=width, height=height, depth=depth, vectors="a"),
+                                     memory(a=range(4)))
+    rows = np.arange(width * height * depth) // (width * depth)
+    assert addresses(cfg, 2 * rows.size).tolist() == rows.tolist() * 2
+
+
+def test_the_requantisation_chain_of_st_is_a_per_channel_affine_with_a_32_bit_bias():
+    """x * A[ch], then (21760 * that + bias[ch]) >> 20 with the bias a 32-bit B:C constant, then
+    + 128 as a scalar B:C: each against exact decimal arithmetic on Python integers."""
+    channels = 4
+    regs = dict(width=5, height=1, depth=channels, channels=channels)
+    scale = [1580, -2646, 283, 19120]
+    bias = [-72069512, 11419623, 137467469, 0]
+    x = RNG.integers(-20000, 20000, 5 * channels)
+    mul = ArithConfig.from_registers(arith_registers(vectors="a", res=10, obytes=2, **regs), memory(a=scale))
+    add = ArithConfig.from_registers(arith_registers(vectors="bc", a=21760, combinebc=1, res=20, **regs),
+                                     memory(b=[v >> 16 for v in bias], c=[v & 0xFFFF for v in bias]))
+    offset = ArithConfig.from_registers(arith_registers("scalar", a=16384, b=32, combinebc=1, res=14, round_=0,
+                                                        sat=0, **regs))
+    y1, y2, y3 = compute(x, mul), None, None
+    want1 = [max(-32768, min(32767, _half_away(int(v) * scale[i % channels], 10))) for i, v in enumerate(x)]
+    assert y1.tolist() == want1
+    y2 = compute(y1, add)
+    want2 = [max(-128, min(127, _half_away(21760 * v + bias[i % channels], 20))) for i, v in enumerate(want1)]
+    assert y2.tolist() == want2
+    y3 = compute(y2, offset)
+    assert y3.tolist() == [(v + 128 + 128) % 256 - 128 for v in want2]     # wraps into the byte: u8 = s8 + 128
+
+
+def test_a_dual_input_add_aligns_its_terms_by_the_shifts_then_rounds_the_result():
+    regs = arith_registers("scalar", a=3, b=-5, c=7, dual=1, shifts=(2, 1, 4), res=3, obytes=2)
+    cfg = ArithConfig.from_registers(regs)
+    x, y = RNG.integers(-128, 128, 50), RNG.integers(-128, 128, 50)
+    want = [_half_away(3 * int(p) * 4 + -5 * int(q) * 2 + 7 * 16, 3) for p, q in zip(x, y)]
+    assert compute(x, cfg, y).tolist() == want
+    with pytest.raises(ValueError, match="port 1"):
+        compute(x, cfg)
+
+
+def test_an_unmodelled_arithmetic_operation_stops_naming_it():
+    regs = arith_registers("scalar")
+    regs["CTRL"]["OP"] = 0x7
+    with pytest.raises(NotModelled, match=r"^ARITH3: CTRL.OP=0x7 is not modelled"):
+        compute([1, 2], ArithConfig.from_registers(regs, name="ARITH3"))

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fixedpoint import NotModelled, output_stage, rounding_of
-from .registers import aton_map
+from .units import unit_fields
 
 DEEP_GROUP = 8                      # kernels interleaved per depth step in DEEPMODE blocks
 DEEP_WORD = 3                       # DEEPMODE blocks are whole 24-bit words
@@ -71,7 +71,7 @@ class ConvConfig:
     @classmethod
     def from_registers(cls, registers, name="CONVACC"):
         """From a decoded unit's registers ({register: {field: value}}; absent ones at reset)."""
-        f = _fields("CONVACC", registers)
+        f = unit_fields("CONVACC", registers)
         ctrl, dfmt, kfmt, sample, zf = f["CTRL"], f["DFORMAT"], f["KFORMAT"], f["SAMPLE"], f["ZFRAME"]
         depth = kfmt["BTCDEPTH"]
         unmodelled = [f"CTRL.{flag}=1" for flag in ("DSS2MODE", "KT1", "FSTAT", "GEN1SUM") if ctrl[flag]]
@@ -123,16 +123,6 @@ class ConvConfig:
 
 def _deep_block(kernels, depth):
     return -(-kernels * depth // DEEP_WORD) * DEEP_WORD
-
-
-def _fields(kind, registers):
-    """{register: {field: value}} with every register of the unit (reset values where absent)."""
-    unit = aton_map().units[kind]
-    out = {}
-    for r in unit.registers.values():
-        value = registers.get(r.name, r.reset)
-        out[r.name] = {**r.split(r.reset), **value} if isinstance(value, dict) else r.split(value)
-    return out
 
 
 def kernel_frames(stream, cfg, frames):
