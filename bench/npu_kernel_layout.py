@@ -60,10 +60,10 @@ def stream(weights, cfg, slices, depthwise, layout):
     return pack_kernel_frames(it, cfg)
 
 
-def kernel_streams(sample):
-    """(epoch, [unit names], cfg, slices, raw bytes) of every kernel stream (shared by its units)."""
-    raw = npu_samples.params(sample)
-    for epoch, d in sorted(npu_samples.epochs(sample).items()):
+def kernel_streams(epochs, raw):
+    """(epoch, [unit names], cfg, slices, raw bytes) of every kernel stream (shared by its units)
+    of `epochs` (npu_samples.epochs) reading the params `raw`."""
+    for epoch, d in sorted(epochs.items()):
         by_stream = collections.defaultdict(list)
         for i, regs in d["convacc"].items():
             by_stream[npu_samples.source(f"CONVACC{i}", 1, d["routes"])].append((regs["KFILT"]["FIRST"], i, regs))
@@ -86,7 +86,7 @@ def main():
     streams = []
     for sample in npu_samples.SAMPLES:
         tensors = npu_samples.weight_tensors(npu_samples.interpreter(sample))
-        for epoch, units, cfg, slices, data in kernel_streams(sample):
+        for epoch, units, cfg, slices, data in kernel_streams(npu_samples.epochs(sample), npu_samples.params(sample)):
             mode = "deep" if cfg.deep else "normal"
             best = {}
             for name, w in tensors:
