@@ -10,9 +10,10 @@ buffer's quantisation (c_info.json): exact-match rate and largest error in LSB.
 The source op of an epoch is the one whose weights its kernel stream carries (the layout of
 bench/npu_kernel_layout.py). Epochs with other units, several convolutions, a partial weight
 tensor, or a buffer in another scale than LiteRT's tensor are listed as skipped, with the reason.
-The stream engines' data movement is not the model's here (npu1's part): the bench places the
-frames the way the stream-engine registers say (frame k at (k // FRAME_RPT) * FRPTOFF +
-(k % FRAME_RPT) * FOFFSET, channel-last buffers)."""
+The stream engines' data movement is not the model's here (npu1's part): the bench reads and
+writes the frames the way network.c's stream-engine inits say (raw or raster, 8-bit items; frame
+k at (k // FRAME_RPT) * FRPTOFF + (k % FRAME_RPT) * FOFFSET) in buffers laid out as c_info.json
+says (channel blocks of `batch`)."""
 import argparse
 import json
 import os
@@ -33,10 +34,51 @@ class Skip(Exception):
     pass
 
 
-def frame_offset(init, k):
+def frame_start(init, k):
+    """Byte offset of frame k of a stream engine (its init struct's frame loop)."""
     rpt = init.get("frame_loop_cnt", 0)
     return (k // rpt * init.get("loop_offset", 0) + k % rpt * init.get("frame_offset", 0)) if rpt \
         else k * init.get("frame_offset", 0)
+
+
+def frame_positions(init):
+    """Byte offsets (from the engine's first address) of the items of one frame, in stream order."""
+    if init.get("raw"):
+        return np.arange(init["offset_end"] - init.get("offset_start", 0))
+    w, h, depth, step = init["fwidth"], init["fheight"], init["batch_depth"], init["batch_offset"]
+    line = init.get("line_offset") or w * step
+    y, x, c = np.meshgrid(np.arange(h), np.arange(w), np.arange(depth), indexing="ij")
+    return (y * line + x * step + c).ravel()
+
+
+class Memory:
+    """The bytes of the activation pools an epoch reads and writes, by address: 8-bit items only."""
+
+    def __init__(self):
+        self.bytes = {}
+
+    def write(self, address, values):
+        for i, v in enumerate(np.asarray(values, dtype=np.int64).ravel() & 0xFF):
+            self.bytes[address + i] = int(v)
+
+    def stream_read(self, init, k):
+        start = init["addr_base"] + init.get("offset_start", 0) + frame_start(init, k)
+        data = np.array([self.bytes.get(start + int(o), 0) for o in frame_positions(init)], dtype=np.int64)
+        return data if init.get("nbits_unsigned") else (data + 128) % 256 - 128
+
+    def stream_write(self, init, k, values):
+        start = init["addr_base"] + init.get("offset_start", 0) + frame_start(init, k)
+        for o, v in zip(frame_positions(init), np.asarray(values, dtype=np.int64).ravel()):
+            self.bytes[start + int(o)] = int(v) & 0xFF
+
+
+def buffer_bytes(q, buffer):
+    """A tensor [H, W, C] as a c_info buffer lays it out: channel blocks of `batch`, each H x W x batch."""
+    block = buffer.get("batch") or q.shape[-1]
+    if q.ndim != 3 or q.shape[-1] % block:
+        raise Skip(f"buffer {buffer['name']}: layout not read by the bench")
+    h, w, c = q.shape
+    return q.reshape(h, w, c // block, block).transpose(2, 0, 1, 3).ravel()
 
 
 def to_buffer(q, detail, buffer):
@@ -95,28 +137,21 @@ class Sample:
         x_lite, y_lite = self.it.get_tensor(op["inputs"][0])[0], self.it.get_tensor(op["outputs"][0])[0]
         out_channels = y_lite.shape[-1]
         frames = -(-out_channels // cfg0.kernels)
-        feature = {}
+        memory = Memory()
+        engines = {}
         for u in chain:
-            engine = init["streng"][int(npu_samples.source(f"CONVACC{u}", 0, routes)[len("STRENG"):])]
-            address = engine["addr_base"] + engine.get("offset_start", 0)
-            found = npu_samples.buffer_at(self.info, address, epoch)
+            engine = engines[u] = init["streng"][int(npu_samples.source(f"CONVACC{u}", 0, routes)[len("STRENG"):])]
+            found = npu_samples.buffer_at(self.info, engine["addr_base"] + engine.get("offset_start", 0), epoch)
             if found is None:
                 raise Skip("input outside the activation buffers")
-            feature[u] = (engine, address - found[1], to_buffer(x_lite, x_detail, found[0]))
+            memory.write(found[1], buffer_bytes(to_buffer(x_lite, x_detail, found[0]), found[0]))
         kernels = {u: kernel_frames(data, cfgs[u], frames) for u in chain}
         outputs = []
         for f in range(frames):
             partial = None
             for u in chain:
-                engine, offset, x = feature[u]
-                start = offset + frame_offset(engine, f)
-                flat = x.reshape(-1)
-                if engine.get("raw"):
-                    features = flat[start:start + x.size]
-                else:
-                    c0 = start % x.shape[-1]
-                    features = x[:, :, c0:c0 + cfgs[u].depth]
-                partial = convolve(features, kernels[u][f], cfgs[u], partial)
+                features = memory.stream_read(engines[u], f)[:cfgs[u].height * cfgs[u].width * cfgs[u].depth]
+                partial = convolve(features, kernels[u][f], cfgs[u], partial)      # 24-bit raw: padded
             outputs.append(partial.reshape(-1))
         values = np.concatenate(outputs)
         last, unit = f"CONVACC{chain[-1]}", None
@@ -126,23 +161,20 @@ class Sample:
                 break
             i = int(unit[len("ARITH"):])
             vectors, precisions = self.vectors[epoch][i]
-            memory = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
-            values = compute(values, ArithConfig.from_registers(d["arith"][i], memory, unit))
+            memory_words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
+            values = compute(values, ArithConfig.from_registers(d["arith"][i], memory_words, unit))
             last = unit
         if unit is None or not unit.startswith("STRENG"):
             raise Skip("the chain does not end in a stream engine")
         engine = init["streng"][int(unit[len("STRENG"):])]
-        address = engine["addr_base"] + engine.get("offset_start", 0)
-        found = npu_samples.buffer_at(self.info, address, epoch + 1) or npu_samples.buffer_at(self.info, address, epoch)
+        found = npu_samples.buffer_at(self.info, engine["addr_base"] + engine.get("offset_start", 0), epoch + 1)
         if found is None:
             raise Skip("output outside the activation buffers")
-        expected = to_buffer(y_lite, y_detail, found[0])
-        got = np.zeros_like(expected)
-        oh, ow, nr = cfgs[chain[-1]].output_shape
+        expected = buffer_bytes(to_buffer(y_lite, y_detail, found[0]), found[0])
+        out = Memory()
         for f, frame in enumerate(np.split(values, frames)):
-            c0 = (address - found[1] + frame_offset(engine, f)) % out_channels
-            n = min(nr, out_channels - c0)
-            got[:, :, c0:c0 + n] = frame.reshape(oh, ow, nr)[:, :, :n]
+            out.stream_write(engine, f, frame)
+        got = np.array([out.bytes.get(found[1] + i, 0) for i in range(expected.size)], dtype=np.int64)
         diff = (got - expected + 128) % 256 - 128
         return {"epoch": epoch, "op": op["op_name"], "tensor": y_detail["name"], "units": len(chain) + len(d["arith"]),
                 "elements": int(diff.size), "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max())}
