@@ -217,12 +217,13 @@ def test_the_requantisation_chain_of_st_is_a_per_channel_affine_with_a_32_bit_bi
     assert y3.tolist() == [(v + 128 + 128) % 256 - 128 for v in want2]     # wraps into the byte: u8 = s8 + 128
 
 
-def test_a_dual_input_add_aligns_its_terms_by_the_shifts_then_rounds_the_result():
+def test_a_dual_input_add_divides_x_and_y_by_their_shifts_scales_c_up_and_rounds_once():
+    """(3x/4 - 5y/2 + 7*16) / 8, rounded half away from zero, in exact decimal arithmetic."""
     regs = arith_registers("scalar", a=3, b=-5, c=7, dual=1, shifts=(2, 1, 4), res=3, obytes=2)
     cfg = ArithConfig.from_registers(regs)
     x, y = RNG.integers(-128, 128, 50), RNG.integers(-128, 128, 50)
-    want = [_half_away(3 * int(p) * 4 + -5 * int(q) * 2 + 7 * 16, 3) for p, q in zip(x, y)]
-    assert compute(x, cfg, y).tolist() == want
+    exact = [Decimal(3 * int(p)) / 4 + Decimal(-5 * int(q)) / 2 + 7 * 16 for p, q in zip(x, y)]
+    assert compute(x, cfg, y).tolist() == [int((v / 8).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for v in exact]
     with pytest.raises(ValueError, match="port 1"):
         compute(x, cfg)
 
@@ -232,3 +233,34 @@ def test_an_unmodelled_arithmetic_operation_stops_naming_it():
     regs["CTRL"]["OP"] = 0x7
     with pytest.raises(NotModelled, match=r"^ARITH3: CTRL.OP=0x7 is not modelled"):
         compute([1, 2], ArithConfig.from_registers(regs, name="ARITH3"))
+
+
+# -- chain wiring ----------------------------------------------------------------------------------
+def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_switch_routes_them():
+    """STRENG0 (features) → CONVACC0 → CONVACC1 (accumulates, its own depth slice on STRENG1) →
+    ARITH0 (+ STRENG3 on port 1) → STRENG4, kernels on STRENG2: two frames, against the sums of
+    ConvInteger over the whole depth and the add written out by hand."""
+    from npu_model.chain import run, wire
+    depth, nr, width, height = 2, 3, 4, 3
+    x = RNG.integers(0, 256, (height, width, 2 * depth), dtype=np.uint8)
+    w = RNG.integers(-128, 128, (2 * nr, 1, 1, 2 * depth), dtype=np.int8)        # 2 frames of NR kernels
+    y = RNG.integers(-100, 100, 2 * height * width * nr)
+    first = ConvConfig.from_registers(conv_registers(kw=1, kh=1, nr=nr, depth=depth, width=width, height=height,
+                                                     raw=1, obytes=3, kfilt=(2 * nr, 0, nr - 1)), "CONVACC0")
+    second = ConvConfig.from_registers(conv_registers(kw=1, kh=1, nr=nr, depth=depth, width=width, height=height,
+                                                      raw=1, obytes=3, nosum=0, kfilt=(2 * nr, nr, 2 * nr - 1)),
+                                       "CONVACC1")
+    add = ArithConfig.from_registers(arith_registers("scalar", a=1, b=1, dual=1, obytes=3, sat=0), name="ARITH0")
+    items = np.stack([np.concatenate([w[f * nr:(f + 1) * nr, :, :, :depth], w[f * nr:(f + 1) * nr, :, :, depth:]])
+                      for f in range(2)])                                     # per frame: slice 0 items, slice 1
+    streams = {"STRENG0": [x[:, :, :depth].ravel()] * 2, "STRENG1": [x[:, :, depth:].ravel()] * 2,
+               "STRENG2": [np.frombuffer(pack_kernel_frames(items, first), np.uint8)], "STRENG3": np.split(y, 2)}
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "STRENG3": None, "STRENG4": None,
+                  "CONVACC0": first, "CONVACC1": second, "ARITH0": add},
+                 [("CONVACC0", 0, "STRENG0"), ("CONVACC0", 1, "STRENG2"), ("CONVACC1", 0, "STRENG1"),
+                  ("CONVACC1", 1, "STRENG2"), ("CONVACC1", 2, "CONVACC0"), ("ARITH0", 0, "CONVACC1"),
+                  ("ARITH0", 1, "STRENG3"), ("STRENG4", 0, "ARITH0")])
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]
+    assert [f.tolist() for f in written["STRENG4"]] == [(s + t).tolist() for s, t in zip(sums, np.split(y, 2))]

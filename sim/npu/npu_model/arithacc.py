@@ -1,5 +1,5 @@
 """The arithmetic unit (ARITH): per stream element x (and y on the second port with DUALIN),
-A*x*2^AX + B*y*2^BY + C*2^C, then the output stage (fixedpoint.py: SHIFT.RES, rounding, ReLU,
+A*x/2^AX + B*y/2^BY + C*2^C, then the output stage (fixedpoint.py: SHIFT.RES, rounding, ReLU,
 saturation). ST's requantisation after every convolution is a chain of these: a per-channel
 multiply (A vector), a per-channel 32-bit bias (COMBINEBC), a zero-point offset (scalars).
 
@@ -11,6 +11,17 @@ for each broadcast: channel, height, width, scalar); the stated model, one rule 
 the address starts at 0; after each element it moves by INCOFFSET every INCCNT+1 elements, unless
 an enabled counter k (CNT1..3, wrapping every RSTCNTk+1 elements) wraps: then by ADDROFFSET's
 OFFSETk (9-bit signed; the highest wrapping counter wins).
+
+Shift directions, chosen on blazeface's residual adds (bench/npu_layers.py, epochs 72/74/76/78,
+BY=1, C=0/4/4/5) against LiteRT:
+
+| choice                        | exact match (epochs 72, 74, 76, 78)  | alternative and its rates           |
+|-------------------------------|--------------------------------------|-------------------------------------|
+| AX, BY divide                 | 99.56%, 99.38%, 99.15%, 93.67%       | multiply: 53.47%, 50.57%, 60.06%, 47.87% |
+| C multiplies                  | (same)                               | divide: 99.56%, 7.36%, 60.06%, 2.04% |
+| terms aligned, one rounding   | (same)                               | each term floored or rounded first: identical rates (BY=1) |
+
+No sample sets AX with a dual input, so its direction rests on the symmetry with BY.
 
 Not modelled yet (a stop naming the field; no public sample uses them): operations other than
 AX_BY_C (ATON.h's ARITHOP: min, max, x*y, logical, comparisons, abs, sign, clip), the input
@@ -111,9 +122,10 @@ def compute(x, cfg, y=None):
     address = addresses(cfg, x.size) if any(isinstance(v, np.ndarray) for v in (cfg.a, cfg.b, cfg.c)) else None
     coeff = lambda v: v[address] if isinstance(v, np.ndarray) and v.ndim else np.int64(v)
     ax, by, cs = cfg.shifts
-    total = (coeff(cfg.a) * x << ax) + (coeff(cfg.c) << cs)
+    top = max(ax, by)
+    total = (coeff(cfg.a) * x << top - ax) + (coeff(cfg.c) << top + cs)
     if cfg.dual:
         if y is None:
             raise ValueError(f"{cfg.name}: DUALIN set but nothing reaches its port 1")
-        total = total + (coeff(cfg.b) * np.asarray(y, dtype=np.int64).ravel() << by)
-    return output_stage(total, cfg.result_shift, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)
+        total = total + (coeff(cfg.b) * np.asarray(y, dtype=np.int64).ravel() << top - by)
+    return output_stage(total, cfg.result_shift + top, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)
