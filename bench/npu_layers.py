@@ -1,23 +1,25 @@
 """Per hardware epoch: the NPU model's compute units against the source model. For each epoch of
-ST's 2.2 samples made of convolution and arithmetic units (one convolution, chained over up to
-four units, then its requantisation chain), the epoch's input buffer is filled from LiteRT's
+ST's 2.2 samples made of convolution, arithmetic and pooling units (chain.py wires them as the
+switch routes them), the epoch's input buffers is filled from LiteRT's
 tensor of the same value (a random input image, every tensor preserved), the units compute
 (convacc, arithacc) and the output buffer is compared with LiteRT's output tensor, both in the
 buffer's quantisation (c_info.json): exact-match rate and largest error in LSB.
 
     N6_REAL_STEDGEAI=... .venv/bin/python bench/npu_layers.py [--sample nucleo_mnv1] [--epochs 3,13]
 
-The source op of an epoch is the one whose weights its kernel stream carries (the layout of
-bench/npu_kernel_layout.py). Epochs with other units, several convolutions, a partial weight
-tensor, or a buffer in another scale than LiteRT's tensor are listed as skipped, with the reason.
+The source op of a convolution is the one whose weights its kernel stream carries (the layout of
+bench/npu_kernel_layout.py); the k-th pooling unit of network.c is the source model's k-th pooling
+op. Epochs with other units, no whole weight tensor, or a buffer no LiteRT tensor matches in
+scale and size (ST's 16-bit intermediates) are listed as skipped, with the reason.
 The stream engines' data movement is not the model's here (npu1's part): the bench reads and
 writes the frames the way network.c's stream-engine inits say (raw or raster, 8-bit items; frame
 k at (k // FRAME_RPT) * FRPTOFF + (k % FRAME_RPT) * FOFFSET) in buffers laid out as c_info.json
 says (channel blocks of `batch`).
 
 Measured (seed 31): nucleo_mnv1 26 of 29 convolution epochs at 95.2%..99.5% exact, 1 LSB at most in
-23; blazeface 18 epochs at 93.7%..99.6%, 1 LSB at most in 14, 2-3 LSB in the four residual adds
-(epochs 72-78: the add scales the convolution's 1-LSB differences by up to 1.9). Every error above 1 LSB (nucleo_mnv1
+23; blazeface 21 epochs at 93.7%..99.8%, 1 LSB at most in 17, 2-3 LSB in the four residual adds
+(epochs 72-78: the add scales the convolution's 1-LSB differences by up to 1.9); its three max
+pools (epochs 13, 29, 60) equal LiteRT exactly (the JSON has each output apart). Every error above 1 LSB (nucleo_mnv1
 epochs 12, 26, 28: 98, 52, 2 LSB) falls where ST's requantisation chain saturates its 16-bit
 per-channel multiply (epoch 12: 108 saturated elements, 104 errors above 1 LSB): the model computes
 ST's arithmetic there, LiteRT does not saturate; whether the silicon does is for a board to say."""
@@ -34,6 +36,7 @@ from npu_model.arithacc import ArithConfig, compute
 from npu_model.chain import run, wire
 from npu_model.convacc import ConvConfig
 from npu_model.fixedpoint import NotModelled
+from npu_model.poolacc import PoolConfig
 
 SEED = 31
 FLASH = 0x7100_0000
@@ -135,6 +138,9 @@ class Sample:
         self.epochs = npu_samples.epochs(name)
         self.vectors = npu_samples.arith_vectors(name)
         self.info = npu_samples.c_info(name)
+        # the k-th pooling unit init of network.c is the k-th pooling op of the source model
+        self.pool_units = [(e, i) for e in sorted(self.epochs) for i in sorted(self.epochs[e]["pool"])]
+        self.pool_ops = [o for o in self.ops if o["op_name"] in ("MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN")]
 
     def source_op(self, cfg, slices, data):
         """The LiteRT op whose whole weight tensor the kernel stream carries."""
@@ -153,7 +159,7 @@ class Sample:
         return Memory(regions + [(FLASH, np.frombuffer(self.raw, dtype=np.uint8).copy())])
 
     def candidates(self, ops):
-        """(inputs, outputs): LiteRT tensors an epoch of these convolution ops may read and write,
+        """(inputs, outputs): LiteRT tensors an epoch of these ops may read and write,
         theirs first, then those of the ops reading their outputs (a fused add), by tensor index."""
         made = [o["outputs"][0] for o in ops]
         inputs, outputs = [o["inputs"][0] for o in ops], list(made)
@@ -178,10 +184,11 @@ class Sample:
     def run_epoch(self, epoch):
         d = self.epochs[epoch]
         init, routes = d["init"], d["routes"]
-        if not d["convacc"]:
-            raise Skip("not a convolution epoch")
+        if not d["convacc"] and not d["pool"]:
+            raise Skip("no convolution or pooling unit")
         others = sorted({r[0] for r in routes} - set(f"CONVACC{i}" for i in d["convacc"])
-                        - set(f"ARITH{i}" for i in d["arith"]) - set(f"STRENG{i}" for i in init["streng"]))
+                        - set(f"ARITH{i}" for i in d["arith"]) - set(f"POOL{i}" for i in d["pool"])
+                        - set(f"STRENG{i}" for i in init["streng"]))
         if others:
             raise Skip(f"{others[0]} in the chain")
         conv_op = {}                                    # convolution unit → its LiteRT op
@@ -191,6 +198,7 @@ class Sample:
             except Skip:
                 continue                                # ST's own constants (channel padding)
             conv_op.update((n, op) for n in names)
+        conv_op.update((f"POOL{i}", self.pool_ops[self.pool_units.index((epoch, i))]) for i in d["pool"])
         if not conv_op:
             raise Skip("no whole source weight tensor in a kernel stream")
         ops = list({id(o): o for o in conv_op.values()}.values())
@@ -199,6 +207,7 @@ class Sample:
         memory = self.memory()
         configs = {f"STRENG{i}": None for i in init["streng"]}
         configs.update({f"CONVACC{i}": ConvConfig.from_registers(r, f"CONVACC{i}") for i, r in d["convacc"].items()})
+        configs.update({f"POOL{i}": PoolConfig.from_registers(r, f"POOL{i}") for i, r in d["pool"].items()})
         for i, regs in d["arith"].items():
             vectors, precisions = self.vectors[epoch][i]
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
@@ -228,7 +237,7 @@ class Sample:
             return [memory.stream_read(engine, k) for k in range(max(1, engine.get("frame_tot_cnt", 1)))]
 
         run(units, read, write)
-        exact, worst, elements, tensors = 0, 0, 0, []
+        exact, worst, elements, tensors, per_output = 0, 0, 0, [], []
         for name, engine in outputs.items():
             if units[units[name].inputs[0]].config is None:
                 continue                                # a copy between stream engines (data movement)
@@ -240,9 +249,11 @@ class Sample:
             exact, worst, elements = exact + int(np.sum(diff == 0)), max(worst, int(np.abs(diff).max())), \
                 elements + diff.size
             tensors.append(self.details[index]["name"])
+            per_output.append({"engine": name, "tensor": tensors[-1], "source": units[name].inputs[0],
+                               "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max())})
         return {"epoch": epoch, "op": "+".join(o["op_name"] for o in ops), "tensor": " ".join(tensors),
                 "units": len(units) - len(init["streng"]), "elements": elements, "exact": exact / elements,
-                "max_lsb": worst}
+                "max_lsb": worst, "outputs": per_output}
 
 
 def main():
@@ -261,7 +272,7 @@ def main():
             try:
                 rows.append(sample.run_epoch(epoch))
             except (Skip, NotModelled, ValueError) as e:
-                if sample.epochs[epoch]["convacc"]:
+                if sample.epochs[epoch]["convacc"] or sample.epochs[epoch]["pool"]:
                     skipped.append({"epoch": epoch, "reason": str(e)})
         report[name] = {"epochs": rows, "skipped": skipped}
         print(f"{name} (simulated NPU units against LiteRT {os.path.basename('model.tflite')}, seed {SEED})")

@@ -34,13 +34,14 @@ def registers(fields, kind):
 
 
 def epochs(sample):
-    """{epoch: {"convacc": {i: registers}, "arith": {i: registers}, "init": network.c's structs,
+    """{epoch: {"convacc"|"arith"|"pool": {i: registers}, "init": network.c's structs,
     "routes": {(dest, port, context, source, frames)}}}."""
-    from test_npu_real import expected_arith_fields, expected_convacc_fields, network_c_epochs
+    from test_npu_real import expected_arith_fields, expected_convacc_fields, expected_pool_fields, network_c_epochs
     out = {}
     for epoch, d in network_c_epochs(sample).items():
         out[epoch] = {"convacc": {i: registers(expected_convacc_fields(c), "CONVACC") for i, c in d["convacc"].items()},
                       "arith": {i: registers(expected_arith_fields(c), "ARITH") for i, c in d["arith"].items()},
+                      "pool": {i: registers(expected_pool_fields(c), "POOL") for i, c in d["pool"].items()},
                       "init": d, "routes": d["routes"]}
     return out
 

@@ -264,3 +264,38 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
     run(units, streams.__getitem__, written.__setitem__)
     sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]
     assert [f.tolist() for f in written["STRENG4"]] == [(s + t).tolist() for s, t in zip(sums, np.split(y, 2))]
+
+
+# -- pooling unit ----------------------------------------------------------------------------------
+def pool_registers(kind, width=6, height=5, b=3, win=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), out=(3, 3),
+                   mulval=0, outshift=0, obytes=1):
+    """A POOL's registers by ATON.h field as LL_Poolacc_Init sets them (FEATX scaled by BSIZE,
+    FSHIFT a plain pass: shift 0 + 16)."""
+    top, bottom, left, right = pads
+    return {"CTRL": {"EN": 1, "TYPE": kind, "ROUND": 1, "SAT": 1, "OUTSHIFT": outshift, "FSHIFT": 16, "CROPEN": 1},
+            "PDIMS": {"WINX": win[1], "WINY": win[0], "STRDX": stride[1], "STRDY": stride[0], "TPAD": top,
+                      "BPAD": bottom, "LPAD": left, "RPAD": right, "BSIZE": b},
+            "FDIMS": {"FEATX": width * b, "FEATY": height}, "OUTDIMS": {"FEATX": out[1], "FEATY": out[0]},
+            "MULVAL": {"MULVAL": mulval}, "XCROP": {"LCROP": 0, "RCROP": width * b - 1},
+            "YCROP": {"TCROP": 0, "BCROP": height - 1}, "RNDCTRL": {"ORNDMODE": 1, "OBYTES": obytes}}
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_window_pooling_equals_numpy_sliding_windows_with_padding_left_out(kind):
+    from npu_model.poolacc import MAX, MIN, PoolConfig, pool
+    x = RNG.integers(-128, 128, (5, 6, 3))
+    cfg = PoolConfig.from_registers(pool_registers(MAX if kind == "max" else MIN, pads=(0, 1, 0, 0)))
+    padded = np.concatenate([x, x[-1:]])                      # a repeated row: the same max/min as leaving it out
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (2, 2), axis=(0, 1))[::2, ::2]
+    want = (windows.max(axis=(-2, -1)) if kind == "max" else windows.min(axis=(-2, -1)))
+    assert pool(x, cfg).tolist() == want.ravel().tolist()
+
+
+def test_global_average_is_the_sum_times_mulval_shifted_with_rounding():
+    """nucleo_mnv1's global average: 7x7, MULVAL 21400, OUTSHIFT 12, 16-bit out (8 fraction bits)."""
+    from npu_model.poolacc import GAVG, PoolConfig, pool
+    x = RNG.integers(0, 256, (7, 7, 8))
+    cfg = PoolConfig.from_registers(pool_registers(GAVG, width=7, height=7, b=8, win=(0, 0), stride=(1, 1),
+                                                   mulval=21400, outshift=12, obytes=2))
+    want = [max(-32768, min(32767, _half_away(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
+    assert pool(x, cfg).tolist() == want

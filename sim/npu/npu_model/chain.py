@@ -6,7 +6,7 @@ wiring serves the NPU model's chains and the per-epoch bench.
 
 Frames: a convolution unit makes one output frame per feature frame on its port 0 (one kernel set
 each, from the kernel stream on port 1, plus the frame of partial sums on port 2 when it
-accumulates); an arithmetic unit works on the element stream across frames (its coefficient
+accumulates), a pooling unit one per frame on its port 0; an arithmetic unit works on the element stream across frames (its coefficient
 counters run on) and keeps the frame boundaries of its port 0."""
 from dataclasses import dataclass
 
@@ -14,8 +14,9 @@ import numpy as np
 
 from .arithacc import ArithConfig, compute
 from .convacc import ConvConfig, convolve, kernel_frames
+from .poolacc import PoolConfig, pool
 
-MODELLED = frozenset({"CONVACC", "ARITH"})
+MODELLED = frozenset({"CONVACC", "ARITH", "POOL"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ def _compute(unit, value, read):
         size = cfg.height * cfg.width * cfg.depth
         return [convolve(np.asarray(f)[:size], k, cfg, p).ravel()       # raw 24-bit streams pad the frame
                 for f, k, p in zip(features, kernels, partials)]
+    if isinstance(cfg, PoolConfig):
+        size = cfg.height * cfg.width * cfg.channels
+        return [pool(np.asarray(f)[:size], cfg) for f in value(unit.inputs[0])]
     x = value(unit.inputs[0])
     y = np.concatenate(value(unit.inputs[1])) if cfg.dual and 1 in unit.inputs else None
     out = compute(np.concatenate(x), cfg, y)
