@@ -299,3 +299,15 @@ def test_global_average_is_the_sum_times_mulval_shifted_with_rounding():
                                                    mulval=21400, outshift=12, obytes=2))
     want = [max(-32768, min(32767, _half_away(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
     assert pool(x, cfg).tolist() == want
+
+
+def test_deep_mode_8_bit_features_come_in_whole_24_bit_items_per_pixel_the_spare_dropped():
+    """Depth 4 in DEEPMODE with FBYTES=1: 6 values a pixel (two 24-bit items), values 5 and 6 are
+    not features (nucleo_mnv1 epoch 29: depth 128 read as 43 items a pixel)."""
+    regs = conv_registers(kw=1, kh=1, nr=2, depth=4, width=3, height=2, raw=1, obytes=3, deep=1)
+    cfg = ConvConfig.from_registers(regs)
+    x = RNG.integers(0, 256, (2, 3, 4), dtype=np.uint8)
+    w = RNG.integers(-128, 128, (2, 1, 1, 4), dtype=np.int8)
+    items = np.concatenate([x, RNG.integers(0, 256, (2, 3, 2))], axis=-1)     # spare values: noise
+    assert cfg.pixel_items == 6
+    assert np.array_equal(convolve(items, w, cfg), ort_conv_integer(x, w, 0, (0, 0, 0, 0), (1, 1)))

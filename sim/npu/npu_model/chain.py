@@ -58,7 +58,7 @@ def _compute(unit, value, read):
                           for f in value(unit.inputs[1]))
         kernels = kernel_frames(stream, cfg, len(features))
         partials = value(unit.inputs[2]) if cfg.accumulate else [None] * len(features)
-        size = cfg.height * cfg.width * cfg.depth
+        size = cfg.height * cfg.width * cfg.pixel_items
         return [convolve(np.asarray(f)[:size], k, cfg, p).ravel()       # raw 24-bit streams pad the frame
                 for f, k, p in zip(features, kernels, partials)]
     if isinstance(cfg, PoolConfig):

@@ -25,7 +25,9 @@ of 16 or of 4 kernels 1/12 each; deep blocks unpadded 2/12.
 Arithmetic (chosen by exact-match rate against LiteRT, bench/npu_layers.py): features minus FSUB
 (a 24-bit signed zero point) times kernels, summed in int64; the unit's padding (SAMPLE pads, up
 to 2) and the zero frame (ZFRAME) add zero-valued features (after FSUB). The output shift is
-DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; DFORMAT.RAW passes the sum unshifted to
+DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; in DEEPMODE with 8-bit features (FBYTES=1)
+a pixel's features come in whole 24-bit items, the spare value of the last dropped (nucleo_mnv1
+epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels); DFORMAT.RAW passes the sum unshifted to
 a chained unit. DFORMAT.INSHIFT is not applied (single-unit epoch 3 of nucleo_mnv1: OUTSHIFT
 alone 98.91% exact, OUTSHIFT+INSHIFT 0.35%, OUTSHIFT-INSHIFT below 35%).
 
@@ -65,6 +67,7 @@ class ConvConfig:
     kfilt: tuple                    # (TOT, FIRST, LAST)
     deep: bool
     kernels_unsigned: bool
+    feature_bytes: int = 1          # DFORMAT.FBYTES
     unmodelled: tuple = ()          # settings the arithmetic does not model (the kernel stream does)
     name: str = "CONVACC"
 
@@ -91,7 +94,15 @@ class ConvConfig:
                    dfmt["OUTSHIFT"], rounding_of(dfmt["ROUND"], dfmt["ORNDMODE"] & 1, f"{name}: DFORMAT.ORNDMODE"),
                    bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), bool(dfmt["RAW"]),
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
-                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), tuple(unmodelled), name)
+                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], tuple(unmodelled), name)
+
+    @property
+    def pixel_items(self):
+        """Feature values per pixel on port 0: the depth, or in DEEPMODE with 8-bit features
+        (FBYTES=1) the depth in whole 24-bit items, 3 values each, the last one's spare dropped."""
+        if self.deep and self.feature_bytes == 1:
+            return -(-self.depth // DEEP_WORD) * DEEP_WORD
+        return self.depth
 
     @property
     def output_shape(self):
@@ -173,7 +184,7 @@ def accumulate(features, kernels, cfg):
     if cfg.unmodelled:
         raise NotModelled(f"{cfg.name}: {cfg.unmodelled[0]} is not modelled")
     top, bottom, left, right = cfg.pads
-    f = np.asarray(features, dtype=np.int64).reshape(cfg.height, cfg.width, cfg.depth) - cfg.fsub
+    f = np.asarray(features, dtype=np.int64).reshape(cfg.height, cfg.width, cfg.pixel_items)[..., :cfg.depth] - cfg.fsub
     padded = np.zeros((cfg.height + top + bottom, cfg.width + left + right, cfg.depth), dtype=np.int64)
     padded[top:top + cfg.height, left:left + cfg.width] = f
     oh, ow, _ = cfg.output_shape
