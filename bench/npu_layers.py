@@ -19,13 +19,15 @@ says (channel blocks of `batch`).
 Measured (seed 31): nucleo_mnv1 25 of 28 compute epochs at 95.2%..99.5% exact, 1 LSB at most in
 22; blazeface 21 of 37 epochs at 93.7%..99.8%, 1 LSB at most in 17, 2-3 LSB in the four residual adds
 (epochs 72-78: the add scales the convolution's 1-LSB differences by up to 1.9); its three max
-pools (epochs 13, 29, 60) equal LiteRT exactly (the JSON has each output apart). Every error above 1 LSB (nucleo_mnv1
+pools (epochs 13, 29, 60) equal LiteRT exactly (the JSON has each output apart). Speed: host
+seconds of the units (stream reads included) against LiteRT's inference, measured in the same run. Every error above 1 LSB (nucleo_mnv1
 epochs 12, 26, 28: 98, 52, 2 LSB) falls where ST's requantisation chain saturates its 16-bit
 per-channel multiply (epoch 12: 108 saturated elements, 104 errors above 1 LSB): the model computes
 ST's arithmetic there, LiteRT does not saturate; whether the silicon does is for a board to say."""
 import argparse
 import json
 import os
+import time
 
 import numpy as np
 from tabulate import tabulate
@@ -130,7 +132,9 @@ class Sample:
         data = (rng.integers(info.min, info.max + 1, detail["shape"]) if info
                 else rng.uniform(-1, 1, detail["shape"])).astype(detail["dtype"])
         self.it.set_tensor(detail["index"], data)
+        started = time.perf_counter()
         self.it.invoke()
+        self.litert_seconds = time.perf_counter() - started
         self.details = {d["index"]: d for d in self.it.get_tensor_details()}
         self.ops = self.it._get_ops_details()
         self.weights = npu_samples.weight_tensors(self.it)
@@ -237,7 +241,9 @@ class Sample:
             engine = init["streng"][int(name[len("STRENG"):])]
             return [memory.stream_read(engine, k) for k in range(max(1, engine.get("frame_tot_cnt", 1)))]
 
+        started = time.perf_counter()
         run(units, read, write)
+        seconds = time.perf_counter() - started
         exact, worst, elements, tensors, per_output = 0, 0, 0, [], []
         for name, engine in outputs.items():
             if units[units[name].inputs[0]].config is None:
@@ -254,7 +260,7 @@ class Sample:
                                "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max())})
         return {"epoch": epoch, "op": "+".join(o["op_name"] for o in ops), "tensor": " ".join(tensors),
                 "units": len(units) - len(init["streng"]), "elements": elements, "exact": exact / elements,
-                "max_lsb": worst, "outputs": per_output}
+                "max_lsb": worst, "outputs": per_output, "host_seconds": seconds}
 
 
 def main():
@@ -282,6 +288,11 @@ def main():
                        headers=["epoch", "LiteRT op", "output tensor", "units", "elements", "exact", "max LSB"]))
         for s in skipped:
             print(f"  skipped epoch {s['epoch']}: {s['reason']}")
+        units = sum(r["host_seconds"] for r in rows)
+        report[name]["speed"] = {"units_host_seconds": units, "litert_seconds": sample.litert_seconds}
+        print(f"  speed: the units of these {len(rows)} epochs take {units:.2f} s of host time, "
+              f"{units / sample.litert_seconds:.0f}x LiteRT's whole inference ({sample.litert_seconds * 1e3:.1f} ms, "
+              "all tensors preserved)")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)
