@@ -16,11 +16,12 @@ RNG = np.random.default_rng(31)
 
 
 def conv_registers(kw=3, kh=3, nr=4, depth=3, width=7, height=6, stride=(1, 1), pads=(0, 0, 0, 0), zframe=(0, 0, 0, 0),
-                   fsub=0, outshift=0, round_=1, ornd=1, obytes=2, sat=1, raw=0, nosum=1, kfilt=(1, 0, 0), deep=0):
+                   fsub=0, outshift=0, round_=1, ornd=1, obytes=2, sat=1, raw=0, nosum=1, kfilt=(1, 0, 0), deep=0,
+                   funsigned=1):
     """A CONVACC's registers by ATON.h field, the way LL_Convacc_Init sets them (ll_aton.c's facts:
     FFORMAT.WIDTH and ZFRAME's sides scaled by the depth, FSUB 24-bit)."""
     top, bottom, left, right = pads
-    return {"CTRL": {"EN": 1, "NOSUM": nosum, "NO1SUM": 1, "SIMD": 1, "DEEPMODE": deep},
+    return {"CTRL": {"EN": 1, "NOSUM": nosum, "NO1SUM": 1, "SIMD": 1, "DEEPMODE": deep, "FUNSIGNED": funsigned},
             "KFORMAT": {"WIDTH": kw, "HEIGHT": kh, "BTCDEPTH": depth, "NR": nr},
             "SAMPLE": {"TPAD": top, "BPAD": bottom, "LPAD": left, "RPAD": right, "HSTRD": stride[0], "VSTRD": stride[1]},
             "ZFRAME": {"TOP": zframe[0], "BOTTOM": zframe[1], "LEFT": zframe[2] * depth, "RIGHT": zframe[3] * depth},
@@ -101,12 +102,12 @@ def test_the_sums_equal_onnxruntime_conv_integer_with_fsub_as_zero_point(kw, kh,
 
 def test_a_negative_fsub_is_read_as_24_bit_signed():
     cfg = ConvConfig.from_registers(conv_registers(kw=1, kh=1, nr=1, depth=1, width=2, height=1, fsub=-1, raw=1,
-                                                   obytes=3))
+                                                   obytes=3, funsigned=0))
     assert convolve(np.array([[[5], [-3]]]), np.array([[[[2]]]]), cfg).ravel().tolist() == [12, -4]
 
 
 def test_a_chained_unit_adds_the_partial_sums_then_shifts_rounds_and_saturates():
-    regs = conv_registers(kw=1, kh=1, nr=2, depth=2, width=3, height=1, outshift=4, nosum=0, obytes=1)
+    regs = conv_registers(kw=1, kh=1, nr=2, depth=2, width=3, height=1, outshift=4, nosum=0, obytes=1, funsigned=0)
     cfg = ConvConfig.from_registers(regs)
     x = np.array([[[10, 20], [30, -40], [100, 100]]])
     w = np.array([[[[3, 1]]], [[[-2, 5]]]])
@@ -133,6 +134,14 @@ def test_the_output_stage_rounds_half_away_from_zero_truncates_without_round_and
     assert output_stage(values, 4, "floor", False, 2, True).tolist() == floor
     assert output_stage(np.array([200, -200]), 0, "floor", False, 1, False).tolist() == [-56, 56]
     assert output_stage(np.array([-5, 5]), 0, "floor", True, 1, True).tolist() == [0, 5]
+
+
+def test_features_are_read_unsigned_or_signed_as_funsigned_says_whatever_the_sender_wrapped_them_to():
+    """An arithmetic unit upstream sends u8 200 as the byte -56: FUNSIGNED=1 reads 200, 0 reads -56."""
+    for funsigned, want in ((1, 200 * 3), (0, -56 * 3)):
+        cfg = ConvConfig.from_registers(conv_registers(kw=1, kh=1, nr=1, depth=1, width=1, height=1, raw=1, obytes=3,
+                                                       funsigned=funsigned))
+        assert convolve(np.array([-56]), np.array([[[[3]]]]), cfg).ravel().tolist() == [want]
 
 
 def test_an_unmodelled_setting_stops_naming_the_unit_and_field():

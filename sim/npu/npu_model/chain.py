@@ -14,6 +14,7 @@ import numpy as np
 
 from .arithacc import ArithConfig, compute
 from .convacc import ConvConfig, convolve, kernel_frames
+from .fixedpoint import NotModelled
 from .poolacc import PoolConfig, pool
 
 MODELLED = frozenset({"CONVACC", "ARITH", "POOL"})
@@ -51,6 +52,8 @@ def run(units, read, write):
 def _compute(unit, value, read):
     if unit.config is None:
         return read(unit.name)
+    if 0 not in unit.inputs:
+        raise NotModelled(f"{unit.name}: its input arrives in the switch's context 1 only (not modelled)")
     cfg = unit.config
     if isinstance(cfg, ConvConfig):
         features = value(unit.inputs[0])

@@ -22,7 +22,9 @@ Alternatives, streams matched exactly (normal / deep): kernel-major instead of s
 34/52 and 11/12; (depth, row, column) items 25/52 (1x1 kernels cannot tell) and 0/12; deep groups
 of 16 or of 4 kernels 1/12 each; deep blocks unpadded 2/12.
 
-Arithmetic (chosen by exact-match rate against LiteRT, bench/npu_layers.py): features minus FSUB
+Arithmetic (chosen by exact-match rate against LiteRT, bench/npu_layers.py): features, 8-bit (16-bit
+with FBYTES=2) values read unsigned or signed as CTRL.FUNSIGNED says (a unit upstream on the switch
+may send them wrapped: nucleo_mnv1 epoch 4's pointwise convolution after its depthwise one), minus FSUB
 (a 24-bit signed zero point) times kernels, summed in int64; the unit's padding (SAMPLE pads, up
 to 2) and the zero frame (ZFRAME) add zero-valued features (after FSUB). The output shift is
 DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; in DEEPMODE with 8-bit features (FBYTES=1)
@@ -68,6 +70,7 @@ class ConvConfig:
     deep: bool
     kernels_unsigned: bool
     feature_bytes: int = 1          # DFORMAT.FBYTES
+    features_unsigned: bool = False # CTRL.FUNSIGNED
     unmodelled: tuple = ()          # settings the arithmetic does not model (the kernel stream does)
     name: str = "CONVACC"
 
@@ -94,7 +97,7 @@ class ConvConfig:
                    dfmt["OUTSHIFT"], rounding_of(dfmt["ROUND"], dfmt["ORNDMODE"] & 1, f"{name}: DFORMAT.ORNDMODE"),
                    bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), bool(dfmt["RAW"]),
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
-                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], tuple(unmodelled), name)
+                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]), tuple(unmodelled), name)
 
     @property
     def pixel_items(self):
@@ -184,7 +187,11 @@ def accumulate(features, kernels, cfg):
     if cfg.unmodelled:
         raise NotModelled(f"{cfg.name}: {cfg.unmodelled[0]} is not modelled")
     top, bottom, left, right = cfg.pads
-    f = np.asarray(features, dtype=np.int64).reshape(cfg.height, cfg.width, cfg.pixel_items)[..., :cfg.depth] - cfg.fsub
+    bits = 16 if cfg.feature_bytes == 2 else 8            # FBYTES=3 carries three 8-bit values an item
+    f = np.asarray(features, dtype=np.int64) & (1 << bits) - 1
+    if not cfg.features_unsigned:
+        f = f - (f >> (bits - 1) << bits)
+    f = f.reshape(cfg.height, cfg.width, cfg.pixel_items)[..., :cfg.depth] - cfg.fsub
     padded = np.zeros((cfg.height + top + bottom, cfg.width + left + right, cfg.depth), dtype=np.int64)
     padded[top:top + cfg.height, left:left + cfg.width] = f
     oh, ow, _ = cfg.output_shape

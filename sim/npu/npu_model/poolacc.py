@@ -5,9 +5,9 @@ output stage (CTRL.OUTSHIFT, rounding, ReLU, saturation: fixedpoint.py), ST's mu
 for 1/(H*W) (nucleo_mnv1: MULVAL 21400, OUTSHIFT 12 on 7x7 leaves a 16-bit average with 8
 fraction bits). Configuration: a decoded unit's fields by ATON.h name.
 
-Evidence: blazeface's three 2x2 max pools equal LiteRT's MAX_POOL_2D outputs exactly
-(bench/npu_layers.py). The global average's output is ST's 16-bit intermediate, which no LiteRT
-tensor holds; its arithmetic is checked on synthetic frames only.
+Evidence (bench/npu_layers.py): blazeface's three 2x2 max pools equal LiteRT's MAX_POOL_2D
+outputs exactly; nucleo_mnv1's global average, with the arithmetic units after it in its epoch,
+equals LiteRT's MEAN output exactly (256 of 256).
 
 Not modelled yet (a stop naming the field): the windowed average (TYPE 2: how padding counts),
 the input shifter (FSHIFT other than a plain pass), crops inside the frame."""
