@@ -17,7 +17,7 @@ RNG = np.random.default_rng(31)
 
 def conv_registers(kw=3, kh=3, nr=4, depth=3, width=7, height=6, stride=(1, 1), pads=(0, 0, 0, 0), zframe=(0, 0, 0, 0),
                    fsub=0, outshift=0, round_=1, ornd=1, obytes=2, sat=1, raw=0, nosum=1, kfilt=(1, 0, 0), deep=0,
-                   funsigned=1):
+                   funsigned=1, inshift=0):
     """A CONVACC's registers by ATON.h field, the way LL_Convacc_Init sets them (ll_aton.c's facts:
     FFORMAT.WIDTH and ZFRAME's sides scaled by the depth, FSUB 24-bit)."""
     top, bottom, left, right = pads
@@ -25,7 +25,7 @@ def conv_registers(kw=3, kh=3, nr=4, depth=3, width=7, height=6, stride=(1, 1), 
             "KFORMAT": {"WIDTH": kw, "HEIGHT": kh, "BTCDEPTH": depth, "NR": nr},
             "SAMPLE": {"TPAD": top, "BPAD": bottom, "LPAD": left, "RPAD": right, "HSTRD": stride[0], "VSTRD": stride[1]},
             "ZFRAME": {"TOP": zframe[0], "BOTTOM": zframe[1], "LEFT": zframe[2] * depth, "RIGHT": zframe[3] * depth},
-            "DFORMAT": {"OUTSHIFT": outshift, "ROUND": round_, "ORNDMODE": ornd, "SAT": sat, "RAW": raw,
+            "DFORMAT": {"OUTSHIFT": outshift, "INSHIFT": inshift, "ROUND": round_, "ORNDMODE": ornd, "SAT": sat, "RAW": raw,
                         "OBYTES": obytes, "FBYTES": 1},
             "FFORMAT": {"WIDTH": width * depth, "HEIGHT": height},
             "KFILT": {"TOT": kfilt[0], "FIRST": kfilt[1], "LAST": kfilt[2]}, "FSUB": {"FSUB": fsub & 0xFFFFFF}}
@@ -98,6 +98,31 @@ def test_the_sums_equal_onnxruntime_conv_integer_with_fsub_as_zero_point(kw, kh,
     got = convolve(x, w, cfg)
     assert got.shape == want.shape == cfg.output_shape
     assert np.array_equal(got, want)
+
+
+def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_emits_every_last_frame():
+    """nucleo_mnv1's fully connected layer: a 4-deep vector in two passes of 2 (AFILT 2, 1..1),
+    the first pass's output (OUTSHIFT 3, rounded) fed back through INSHIFT 3: exact decimals."""
+    from npu_model.chain import run, wire
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=1, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
+    regs["CTRL"].update(AFILTMODE=3, GEN1SUM=1)
+    regs["AFILT"] = {"TOT": 2, "FIRST": 1, "LAST": 1}
+    cfg = ConvConfig.from_registers(regs, "CONVACC3")
+    x = RNG.integers(0, 256, (3, 4))                                  # three outputs' worth of one vector
+    w = RNG.integers(-128, 128, (3, 4))
+    frames = [x[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]
+    kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
+                 [("CONVACC3", 0, "STRENG0"), ("CONVACC3", 1, "STRENG1"), ("CONVACC3", 2, "CONVACC3"),
+                  ("STRENG2", 0, "CONVACC3")])
+    streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    want = []
+    for o in range(3):
+        first = _half_away(int(x[o, :2] @ w[o, :2]), 3)
+        want.append(_half_away((first << 3) + int(x[o, 2:] @ w[o, 2:]), 3))
+    assert [int(f[0]) for f in written["STRENG2"]] == want
 
 
 def test_a_negative_fsub_is_read_as_24_bit_signed():

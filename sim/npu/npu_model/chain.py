@@ -49,6 +49,27 @@ def run(units, read, write):
             write(unit.name, value(unit.inputs[0]))
 
 
+def _accumulate_frames(unit, value):
+    """A unit summing over frames through its own output (ST's fully connected layers, a deep
+    vector in passes): of every AFILT.TOT frames, those from FIRST to LAST add the previous frame's
+    output (through INSHIFT), the others start from zero (frame-zero mode, GEN1SUM); the frame
+    LAST completes a sum and is the one the other units receive."""
+    cfg = unit.config
+    tot, first, last = cfg.frame_filter or (1, 0, 0)
+    features = value(unit.inputs[0])
+    stream = b"".join((np.asarray(f, dtype=np.int64) & 0xFF).astype(np.uint8).tobytes()
+                      for f in value(unit.inputs[1]))
+    kernels = kernel_frames(stream, cfg, len(features))
+    size = cfg.height * cfg.width * cfg.pixel_items
+    out, previous = [], None
+    for k, (f, w) in enumerate(zip(features, kernels)):
+        partial = previous if first <= k % tot <= last and previous is not None else np.zeros(cfg.output_shape)
+        previous = convolve(np.asarray(f)[:size], w, cfg, partial).ravel()
+        if k % tot == last:
+            out.append(previous)
+    return out
+
+
 def _compute(unit, value, read):
     if unit.config is None:
         return read(unit.name)
@@ -56,6 +77,10 @@ def _compute(unit, value, read):
         raise NotModelled(f"{unit.name}: its input arrives in the switch's context 1 only (not modelled)")
     cfg = unit.config
     if isinstance(cfg, ConvConfig):
+        if unit.inputs.get(2) == unit.name:
+            return _accumulate_frames(unit, value)
+        if cfg.frame_filter:
+            raise NotModelled(f"{unit.name}: AFILT without the unit's own output on its port 2")
         features = value(unit.inputs[0])
         stream = b"".join((np.asarray(f, dtype=np.int64) & 0xFF).astype(np.uint8).tobytes()
                           for f in value(unit.inputs[1]))

@@ -29,12 +29,15 @@ may send them wrapped: nucleo_mnv1 epoch 4's pointwise convolution after its dep
 to 2) and the zero frame (ZFRAME) add zero-valued features (after FSUB). The output shift is
 DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; in DEEPMODE with 8-bit features (FBYTES=1)
 a pixel's features come in whole 24-bit items, the spare value of the last dropped (nucleo_mnv1
-epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels); DFORMAT.RAW passes the sum unshifted to
-a chained unit. DFORMAT.INSHIFT is not applied (single-unit epoch 3 of nucleo_mnv1: OUTSHIFT
-alone 98.91% exact, OUTSHIFT+INSHIFT 0.35%, OUTSHIFT-INSHIFT below 35%).
+epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels); DFORMAT.INSHIFT scales up the
+partial sums arriving on port 2 (ST sets it on units without them too: single-unit epoch 3 of
+nucleo_mnv1 is 98.91% exact with OUTSHIFT alone, 0.35% with OUTSHIFT+INSHIFT, below 35% with
+OUTSHIFT-INSHIFT; the fully connected layer, epoch 31, feeds its own OUTSHIFT-7 output back with
+INSHIFT 7). DFORMAT.RAW changes nothing the samples show: every RAW unit but the fully connected
+one has OUTSHIFT 0, and that one needs its shift.
 
 Not modelled yet (a stop naming the field; the samples use the first four in a few epochs): crops
-inside the frame, ZFBIAS, the AFILT filter, GEN1SUM; kernels other than 1x1 in DEEPMODE, FSTAT,
+inside the frame, ZFBIAS, AFILT modes other than frame-zero; kernels other than 1x1 in DEEPMODE, FSTAT,
 DSS2MODE, KT1."""
 from dataclasses import dataclass
 
@@ -45,6 +48,7 @@ from .units import unit_fields
 
 DEEP_GROUP = 8                      # kernels interleaved per depth step in DEEPMODE blocks
 DEEP_WORD = 3                       # DEEPMODE blocks are whole 24-bit words
+AFILT_FRAMEZERO = 3                 # ll_aton.h's AFILT_MODE_FRAMEZERO
 
 
 @dataclass(frozen=True)
@@ -64,13 +68,14 @@ class ConvConfig:
     relu: bool
     out_bytes: int
     saturate: bool
-    raw: bool
+    inshift: int                    # DFORMAT.INSHIFT: partial sums on port 2 are scaled up by it
     accumulate: bool                # adds the partial sums of input port 2 (not NOSUM)
     kfilt: tuple                    # (TOT, FIRST, LAST)
     deep: bool
     kernels_unsigned: bool
     feature_bytes: int = 1          # DFORMAT.FBYTES
     features_unsigned: bool = False # CTRL.FUNSIGNED
+    frame_filter: tuple = ()        # AFILT (TOT, FIRST, LAST) in frame-zero mode: see chain.py
     unmodelled: tuple = ()          # settings the arithmetic does not model (the kernel stream does)
     name: str = "CONVACC"
 
@@ -80,8 +85,11 @@ class ConvConfig:
         f = unit_fields("CONVACC", registers)
         ctrl, dfmt, kfmt, sample, zf = f["CTRL"], f["DFORMAT"], f["KFORMAT"], f["SAMPLE"], f["ZFRAME"]
         depth = kfmt["BTCDEPTH"]
-        unmodelled = [f"CTRL.{flag}=1" for flag in ("DSS2MODE", "KT1", "FSTAT", "GEN1SUM") if ctrl[flag]]
-        unmodelled += ["ZFBIAS"] * bool(f["ZFBIAS"]["ZFBIAS"]) + ["CTRL.AFILTMODE"] * bool(ctrl["AFILTMODE"])
+        unmodelled = [f"CTRL.{flag}=1" for flag in ("DSS2MODE", "KT1", "FSTAT") if ctrl[flag]]
+        unmodelled += ["ZFBIAS"] * bool(f["ZFBIAS"]["ZFBIAS"])
+        if ctrl["AFILTMODE"] not in (0, AFILT_FRAMEZERO) or ctrl["GEN1SUM"] != (ctrl["AFILTMODE"] == AFILT_FRAMEZERO):
+            unmodelled.append(f"CTRL.AFILTMODE={ctrl['AFILTMODE']} with GEN1SUM={ctrl['GEN1SUM']}")
+        frame_filter = (f["AFILT"]["TOT"], f["AFILT"]["FIRST"], f["AFILT"]["LAST"]) if ctrl["AFILTMODE"] else ()
         width = f["FFORMAT"]["WIDTH"] // depth
         height = f["FFORMAT"]["HEIGHT"]
         crops = (f["FHCROP"]["LEFT"], f["FHCROP"]["RIGHT"], f["FVCROP"]["TOP"], f["FVCROP"]["BOTTOM"])
@@ -95,9 +103,10 @@ class ConvConfig:
         return cls(kfmt["WIDTH"], kfmt["HEIGHT"], kfmt["NR"], depth, width, height,
                    sample["HSTRD"], sample["VSTRD"], pads, fsub - (1 << 24) if fsub >> 23 else fsub,
                    dfmt["OUTSHIFT"], rounding_of(dfmt["ROUND"], dfmt["ORNDMODE"] & 1, f"{name}: DFORMAT.ORNDMODE"),
-                   bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), bool(dfmt["RAW"]),
+                   bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), dfmt["INSHIFT"],
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
-                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]), tuple(unmodelled), name)
+                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]), frame_filter,
+                   tuple(unmodelled), name)
 
     @property
     def pixel_items(self):
@@ -206,12 +215,11 @@ def accumulate(features, kernels, cfg):
 
 
 def convolve(features, kernels, cfg, partial=None):
-    """One output frame [OH, OW, NR] of the unit: the sums, plus the chained unit's partial sums
-    when it accumulates, through the output stage (unshifted when RAW)."""
+    """One output frame [OH, OW, NR] of the unit: the sums, plus the partial sums on port 2 scaled
+    up by INSHIFT when it accumulates, through the output stage."""
     sums = accumulate(features, kernels, cfg)
     if cfg.accumulate:
         if partial is None:
             raise ValueError("CONVACC accumulates (NOSUM=0) but no partial sums reach its port 2")
-        sums = sums + np.asarray(partial, dtype=np.int64).reshape(sums.shape)
-    shift = 0 if cfg.raw else cfg.outshift
-    return output_stage(sums, shift, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)
+        sums = sums + (np.asarray(partial, dtype=np.int64).reshape(sums.shape) << cfg.inshift)
+    return output_stage(sums, cfg.outshift, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)
