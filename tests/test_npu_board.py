@@ -1,6 +1,7 @@
 """The NPU model mapped into the simulated board's CPU: the emulated code's loads and stores reach
-its registers at both aliases (byte stores merged into the register), a chain it closes runs, and
-an unmodelled unit stops the call with the model's one line (NpuStopped), not a fault."""
+its registers at both aliases (byte stores merged into the register), a copy chain it closes moves
+the board's bytes, and an unmodelled one stops the call with the model's one line (NpuStopped),
+not a fault, or in control mode writes zeros."""
 import subprocess
 
 import pytest
@@ -38,18 +39,20 @@ def board(code, mode):
     npu = Npu(mode=mode)
     cpu = Cpu([Region("code", CODE, 0x1000), Region("firmware", 0x3400_0000, 0x6_0000),
                Region("AXISRAM2", 0x3410_0000, 0x1000)], 0x3400_0000, [], npu=npu)
-    npu.write_memory = cpu.write
+    npu.write_memory, npu.read_memory = cpu.write, cpu.read
     cpu.write(CODE, code)
     npu.epoch_label = lambda: "epoch 5"
     return cpu, npu
 
 
-def program_copy(cpu):
-    """STRENG0 reads 8 bytes of AXISRAM2, STRENG1 writes them 0x100 further (raw, 8-bit, one frame)."""
-    for i, (address, direction) in enumerate(((0x3410_0000, 0), (0x3410_0100, 1 << 3))):
+def program_copy(cpu, read_bits=8):
+    """STRENG0 reads 8 bytes of AXISRAM2 as `read_bits`-bit items, STRENG1 writes them 0x100
+    further as 8-bit items (raw, one frame): a copy, or a packing the model does not move."""
+    sizes = {8: 8 << 16, 16: 8 << 16 | 8 << 20}
+    for i, (address, direction, bits) in enumerate(((0x3410_0000, 0, read_bits), (0x3410_0100, 1 << 3, 8))):
         cpu.call(STORE, SECURE + STRENG(i) + 0x8, address)
-        cpu.call(STORE, SECURE + STRENG(i) + 0xC, 8)
-        cpu.call(STORE, SECURE + STRENG(i), 1 << 8 | 1 << 2 | 8 << 16 | direction)
+        cpu.call(STORE, SECURE + STRENG(i) + 0xC, 8 * 8 // bits)
+        cpu.call(STORE, SECURE + STRENG(i), 1 << 8 | 1 << 2 | sizes[bits] | direction)
     cpu.call(STORE, SECURE + 0x4008 + 4, 1 | 0 << 1)        # STRSWITCH DSTSTRENG1: EN0, LINK0 = STRENG0
 
 
@@ -61,18 +64,24 @@ def test_the_code_reads_and_writes_the_npu_registers_at_both_aliases(code):
     assert cpu.call(LOAD, SECURE + STRENG(2) + 0x8) == 0x3410_AB40 == npu.stored(STRENG(2) + 0x8)
 
 
-def test_a_chain_the_code_closes_runs_in_control_mode_and_stops_the_call_without(code):
-    cpu, npu = board(code, "control")
-    cpu.write(0x3410_0100, b"\xff" * 8)
+def test_a_chain_the_code_closes_moves_its_bytes_and_an_unmodelled_one_stops_the_call(code):
+    cpu, npu = board(code, "stop")
+    cpu.write(0x3410_0000, b"abcdefgh")
     program_copy(cpu)
     for i in (1, 0):
         cpu.call(STORE, SECURE + STRENG(i), cpu.call(LOAD, SECURE + STRENG(i)) | 1)
     assert cpu.call(LOAD, SECURE + 0x1008) == 0b11                     # INTREG: both engines ended
+    assert cpu.read(0x3410_0100, 8) == b"abcdefgh"
+    cpu, npu = board(code, "control")
+    cpu.write(0x3410_0100, b"\xff" * 8)
+    program_copy(cpu, read_bits=16)
+    for i in (1, 0):
+        cpu.call(STORE, SECURE + STRENG(i), cpu.call(LOAD, SECURE + STRENG(i)) | 1)
     assert cpu.read(0x3410_0100, 8) == bytes(8)                        # not computed: zeroed
     cpu, npu = board(code, "stop")
-    program_copy(cpu)
+    program_copy(cpu, read_bits=16)
     cpu.call(STORE, SECURE + STRENG(1), cpu.call(LOAD, SECURE + STRENG(1)) | 1)
     with pytest.raises(NpuStopped) as e:
         cpu.call(STORE, SECURE + STRENG(0), cpu.call(LOAD, SECURE + STRENG(0)) | 1)
-    assert str(e.value) == ("epoch 5: STRENG1 (data movement) is not modelled "
+    assert str(e.value) == ("epoch 5: STRENG1 (data movement: 16-bit items into 8-bit) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")

@@ -31,17 +31,39 @@ class Memory:
         self.writes.append((address, bytes(data)))
 
 
-def raw_engine(npu, i, address, nbytes, write):
+class Ram:
+    """64 KB at 0x3410_0000 for the model's reads and writes."""
+    BASE = 0x3410_0000
+
+    def __init__(self):
+        self.data = bytearray(64 << 10)
+
+    def read(self, address, n):
+        return bytes(self.data[address - self.BASE:address - self.BASE + n])
+
+    def write(self, address, data):
+        self.data[address - self.BASE:address - self.BASE + len(data)] = data
+
+    def attach(self, npu):
+        npu.read_memory, npu.write_memory = self.read, self.write
+        return npu
+
+
+def raw_engine(npu, i, address, nbytes, write, sizes=SIZE0_8):
     npu.write(STRENG(i) + ADDR, address)
     npu.write(STRENG(i) + FSIZE, nbytes)
-    npu.write(STRENG(i) + CTRL, RAW | SINGLE | SIZE0_8 | (DIR if write else 0))
+    npu.write(STRENG(i) + CTRL, RAW | SINGLE | sizes | (DIR if write else 0))
 
 
-def copy_program(npu, src=0x3410_0000, dst=0x3410_0100, n=16):
-    """STRENG0 reads n bytes, the switch feeds STRENG1, which writes them (a DMA-only epoch)."""
-    raw_engine(npu, 0, src, n, write=False)
+def copy_program(npu, src=0x3410_0000, dst=0x3410_0100, n=16, read_sizes=SIZE0_8):
+    """STRENG0 reads n bytes, the switch feeds STRENG1, which writes them (a DMA-only epoch);
+    `read_sizes` other than 8-bit items make it a packing the model does not move."""
+    raw_engine(npu, 0, src, n // (2 if read_sizes != SIZE0_8 else 1), write=False, sizes=read_sizes)
     raw_engine(npu, 1, dst, n, write=True)
     npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+
+
+SIZE_16 = 8 << 16 | 8 << 20                         # SIZE0 = SIZE1 = 8: 16-bit items
 
 
 def test_registers_start_at_reset_values_and_read_only_fields_keep_them():
@@ -62,15 +84,25 @@ def test_clear_bits_self_clear_and_confclr_restores_the_configuration():
     assert npu.read(STRENG(2) + CTRL) == 0 and npu.read(STRENG(2) + ADDR) == 0
 
 
-def test_a_chain_starts_when_closed_and_stops_in_one_line_where_data_movement_is_not_modelled():
-    npu = Npu()
+def test_a_chain_starts_when_closed_and_a_copy_moves_the_bytes():
+    ram = Ram()
+    npu = ram.attach(Npu())
+    ram.write(0x3410_0000, bytes(range(1, 17)))
     copy_program(npu)
     npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
     assert npu.read(STRENG(1) + CTRL) & RUNNING            # enabled, waiting for its source
-    assert npu.programs == []
+    assert npu.programs == [] and ram.read(0x3410_0100, 16) == bytes(16)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert ram.read(0x3410_0100, 16) == bytes(range(1, 17)) and npu.not_computed == []
+
+
+def test_a_packing_the_model_does_not_move_stops_in_one_line():
+    npu = Ram().attach(Npu())
+    copy_program(npu, read_sizes=SIZE_16)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
     with pytest.raises(NpuStop) as e:
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
-    assert str(e.value) == ("hardware chain 1: STRENG1 (data movement) is not modelled "
+    assert str(e.value) == ("hardware chain 1: STRENG1 (data movement: 16-bit items into 8-bit) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")
 
 
@@ -90,7 +122,8 @@ def test_an_unmodelled_unit_is_named_in_the_stop_line():
 def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():
     memory = Memory()
     npu = Npu(memory, mode="control")
-    copy_program(npu, n=20)
+    npu.read_memory = Ram().read
+    copy_program(npu, n=20, read_sizes=SIZE_16)
     npu.write(INTCTRL + CTRL, EN)
     npu.write(INTORMSK0, 0x3FF)                          # stream-engine events only through the AND mask
     npu.write(INTANDMSK0, ~(1 << 1) & 0xFFFFFFFF)        # wait for STRENG1
@@ -101,12 +134,12 @@ def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():
     assert memory.writes == [(0x3410_0100, bytes(20))]
     assert npu.read(INTREG) == 0b11 and lines == [True]
     assert not npu.read(STRENG(1) + CTRL) & RUNNING
-    assert npu.not_computed == [{"epoch": "hardware chain 1", "units": ["STRENG1 (data movement)"],
+    assert npu.not_computed == [{"epoch": "hardware chain 1", "units": ["STRENG1 (data movement: 16-bit items into 8-bit)"],
                                  "engine": "STRENG1", "first": 0x3410_0100, "end": 0x3410_0114, "bytes": 20,
                                  "location": ""}]
     npu.write(INTCLR, 0b10)
     assert npu.read(INTREG) == 0b01 and lines == [True, False]
-    assert npu.cycles == START_CYCLES + 20 // BUS_BYTES + 1
+    assert npu.cycles == START_CYCLES + 20 // BUS_BYTES + 1          # the busiest engine: 20 bytes
 
 
 def test_the_or_mask_raises_a_line_on_any_unmasked_bit_and_intset_sets_bits():
@@ -132,13 +165,6 @@ def test_a_scheduled_chain_runs_until_its_time_has_passed():
     assert npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0
     pending[0][1]()
     assert not npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0b11
-
-
-def test_an_epoch_controller_blob_stops_in_one_line():
-    npu = Npu(mode="control")
-    npu.epoch_label = lambda: "epoch 7"
-    with pytest.raises(NpuStop, match=r"^epoch 7: EPOCHCTRL \(an epoch-controller command blob\) is not modelled$"):
-        npu.write(0x1E000 + CTRL, EN)
 
 
 def test_the_program_names_units_fields_routes_and_footprints():
@@ -172,3 +198,63 @@ def test_the_table_reads_back_as_written_and_a_bad_line_names_its_place():
     assert aton_map().lines() == body
     with pytest.raises(ValueError, match=r"^t.txt:2: cannot read 'CTRL zero"):
         AtonMap.parse("unit STRENG 10 0x5000 0x1000\n  CTRL zero 0 EN:0:1\n", "t.txt")
+
+
+# -- epoch-controller blobs through the same register model --------------------------------------
+
+EPOCHCTRL = 0x1E000
+EC_ADDR, EC_IRQ, EC_LABEL = 0x8, 0xC, 0x1C
+BLOB_AT = 0x3410_2000
+
+
+def copy_blob():
+    """The copy program as blob commands (block index = offset >> 12), then a poll of STRENG1's
+    RUNNING bit for 0, a label and the irq."""
+    from npu_model.ecblob import BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, Command
+    commands = []
+    for i, (address, direction) in enumerate(((0x3410_0000, 0), (0x3410_0100, DIR))):
+        block = STRENG(i) >> 12
+        commands += [Command(BURSTWRITEINC, block, ADDR // 4, (address, 16)),
+                     Command(WRITE, block, 0, (RAW | SINGLE | SIZE0_8 | direction,))]
+    commands += [Command(WRITE, 4, DSTSTRENG(1) % 0x1000 // 4, (route(LINK_STRENG(0)),)),
+                 Command(WRITEFIELD, STRENG(1) >> 12, 0, (1,), 0, 0),
+                 Command(WRITEFIELD, STRENG(0) >> 12, 0, (1,), 0, 0),
+                 Command(POLL, STRENG(1) >> 12, 0, (0, 100), 31, 31),
+                 Command(LABEL, number=7), Command(IRQ)]
+    return commands
+
+
+def test_an_epoch_controller_blob_runs_through_the_register_model_to_its_interrupt():
+    from npu_model.ecblob import blob_bytes
+    ram = Ram()
+    ram.write(BLOB_AT, blob_bytes(copy_blob()))
+    ram.write(0x3410_0000, bytes(range(100, 116)))
+    npu = ram.attach(Npu(mode="control"))
+    writes = []
+    write = npu.write
+    npu.write = lambda offset, value: (writes.append((offset, value)), write(offset, value))[1]
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    npu.write(EPOCHCTRL + CTRL, EN)
+    assert npu.read(INTREG) >> 28 & 1 and npu.read(EPOCHCTRL + EC_IRQ) & 1 and npu.read(EPOCHCTRL + EC_LABEL) == 7
+    assert not npu.read(EPOCHCTRL + CTRL) & RUNNING
+    assert len(npu.programs) == 1 and ram.read(0x3410_0100, 16) == bytes(range(100, 116))
+    # the blob's register writes are the direct program's, in order
+    direct = Ram().attach(Npu(mode="control"))
+    expected = []
+    dwrite = direct.write
+    direct.write = lambda offset, value: (expected.append((offset, value)), dwrite(offset, value))[1]
+    copy_program(direct)
+    for i in (1, 0):
+        direct.write(STRENG(i) + CTRL, direct.read(STRENG(i) + CTRL) | EN)
+    assert writes[2:] == expected and len(expected) == 9
+
+
+def test_a_blob_polling_for_what_never_happens_stops_in_one_line():
+    from npu_model.ecblob import POLL, Command, blob_bytes
+    data = blob_bytes([Command(POLL, STRENG(3) >> 12, 0, (1, 100), 31, 31)])
+    npu = Npu(mode="control")
+    npu.read_memory = lambda address, n: data[address - BLOB_AT:address - BLOB_AT + n]
+    npu.epoch_label = lambda: "epoch 9"
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    with pytest.raises(NpuStop, match=r"^epoch 9: the blob polls STRENG3.CTRL \[31:31\] for 0x1, which nothing"):
+        npu.write(EPOCHCTRL + CTRL, EN)

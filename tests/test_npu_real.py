@@ -47,7 +47,8 @@ def test_a_real_image_runs_to_its_end_in_control_mode_starting_the_units_network
         started.setdefault(int(program.label.split()[1]), set()).update(u.name for u in program.units)
     assert started == enabled_units(sample)
     assert model.npu.cycles > 0 and model.npu.not_computed
-    assert {entry["epoch"] for entry in model.npu.not_computed} >= {f"epoch {n}" for n in started}
+    arithmetic = {f"epoch {n}" for n, units in started.items() if any(not u.startswith("STRENG") for u in units)}
+    assert {entry["epoch"] for entry in model.npu.not_computed if entry["engine"]} == arithmetic
 
 
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
@@ -361,3 +362,63 @@ def test_decoded_programs_reproduce_every_unit_init_of_network_c_field_by_field(
             compared += 1
     assert compared == sum(len(e[k]) for e in declared.values() for k in ("streng", "convacc", "arith", "pool")) > 0
 
+
+
+# -- data movement: DMA-only chains against c_info.json's description of their buffers ----------
+
+def c_info_buffers(sample):
+    """[(address, c_info buffer)] of every placed buffer of the sample's c_info.json."""
+    import json
+    with open(os.path.join(REAL, "samples", sample, "network_c_info.json")) as f:
+        data = json.load(f)
+    pools = {p["id"]: int(p["address"]) for p in data["memory_pools"]}
+    return [(pools[b["mpool_id"]] + int(b["offset_start"]), b) for b in data["buffers"] if b.get("mpool_id") in pools]
+
+
+def layout_indices(buffer):
+    """Memory index of each element (c, h, w) of a 4-D [1, C, H, W] buffer stored in channel
+    groups of `batch`: group, then row, column, then the channel within the group (batch 1 is
+    C-H-W, batch C is H-W-C), as c_info.json's `batch` says the buffer is laid out."""
+    import numpy as np
+    _, c, h, w = buffer["shape"]
+    b = buffer["batch"]
+    cc, hh, ww = np.meshgrid(np.arange(c), np.arange(h), np.arange(w), indexing="ij")
+    return ((cc // b) * h * w + hh * w + ww) * b + cc % b
+
+
+@pytest.mark.skipif(SAMPLES.get("blazeface") != "2.2", reason="the test bed has no 2.2 blazeface sample")
+def test_dma_only_chains_relayout_random_tensors_as_c_info_describes_their_buffers():
+    """Each DMA-only chain of blazeface (stream engine to stream engine) whose source and
+    destination are whole 4-D buffers of its epoch in c_info.json: random source bytes, moved by
+    the model, land where the destination's layout (its channel batch) puts each element."""
+    import numpy as np
+    from npu_model.npu import Npu
+    model = control_run("blazeface")
+    buffers = c_info_buffers("blazeface")
+    rng = np.random.default_rng(3)
+    judged = []
+    for program in model.npu.programs:
+        if any(u.kind != "STRENG" for u in program.units):
+            continue
+        epoch = int(program.label.split()[1])
+        whole = lambda f: [b for at, b in buffers if at == f.span[0] and int(b["size_bytes"]) == f.nbytes
+                           and b["epochs"]["start"] <= epoch <= b["epochs"]["end"] and len(b["shape"]) == 4]
+        source = next(f for f in program.footprints if f.direction == "read")
+        dest = next(f for f in program.footprints if f.direction == "write")
+        ins, outs = whole(source), whole(dest)
+        if len(ins) != 1 or len(outs) != 1 or ins[0]["shape"] != outs[0]["shape"]:
+            continue
+        memory = {}
+        data = rng.integers(0, 256, source.nbytes, dtype=np.uint8)
+        (first, _), (out, _) = source.span, dest.span
+        npu = Npu(lambda a, d: memory.__setitem__(a, bytes(d)), mode="stop")
+        npu.read_memory = lambda a, n: bytes(data[a - first:a - first + n])
+        npu._move(source, dest)
+        moved = np.zeros(dest.nbytes, np.uint8)
+        for address, chunk in memory.items():
+            moved[address - out:address - out + len(chunk)] = np.frombuffer(chunk, np.uint8)
+        expected = np.zeros(dest.nbytes, np.uint8)
+        expected[layout_indices(outs[0]).ravel()] = data[layout_indices(ins[0]).ravel()]
+        assert np.array_equal(moved, expected), (program.label, ins[0]["name"], outs[0]["name"])
+        judged.append((epoch, ins[0]["batch"], outs[0]["batch"]))
+    assert judged and any(a != b for _, a, b in judged), judged

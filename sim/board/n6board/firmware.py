@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from n6.nn_interface import EpochFlag, read_buffer_infos, read_epoch_blocks
 from n6.releases import release
+from n6.stedgeai_install import SIMULATED_EC_MAGIC
 from n6.reloc import callbacks
 from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
 from n6.reloc.image import Image, RtCtx, off
@@ -65,6 +66,7 @@ class Epoch:
     first: int
     last: int
     wait_mask: int = 0      # the stream engines whose end the runtime waits for (a blob's: its controller)
+    blob_address: int = 0   # a blob epoch's command blob
 
     @property
     def kind(self):
@@ -127,7 +129,7 @@ class InstalledModel:
         self.npu = Npu(mode=npu_model)
         self.npu.epoch_label = lambda: f"epoch {self.current_epoch.first}" if self.current_epoch else "initialisation"
         self.cpu = Cpu(regions, FIRMWARE_BASE, services, count, npu=self.npu)
-        self.npu.write_memory = self.cpu.write
+        self.npu.write_memory, self.npu.read_memory = self.cpu.write, self.cpu.read
         for base, buf in self.installed.memory.regions:
             self.cpu.write(base, buf)
         self.r9 = self.installed.ram_base
@@ -193,7 +195,7 @@ class InstalledModel:
                                    self.img.flags.dbg_info)
         return [Epoch(eb.address, eb.start_epoch_block, eb.end_epoch_block, eb.flags,
                       i + 1 if eb.epoch_num is None else eb.epoch_num,
-                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num, eb.wait_mask)
+                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num, eb.wait_mask, eb.blob_address)
                 for i, eb in enumerate(blocks)]
 
     def buffer_at(self, address):
@@ -204,16 +206,40 @@ class InstalledModel:
         return next((r.name for r in self.cpu.regions if r.base <= address < r.base + r.size), None)
 
     def _wait_for_npu(self, ep):
-        """What the runtime does between an epoch's start and end: wait for the end-of-frame
-        interrupts of the stream engines in its wait mask, and acknowledge them."""
-        if not ep.wait_mask or EpochFlag.BLOB in ep.flags:
+        """What the runtime does between an epoch's start and end: a blob epoch's controller is
+        given its blob and enabled, its interrupt awaited and the controller cleared (a blob of
+        the simulated tool is carried out by the epoch's start function, in software); otherwise
+        the end-of-frame interrupts of the stream engines in its wait mask are awaited. Both are
+        acknowledged."""
+        if EpochFlag.BLOB in ep.flags:       # wait_mask: the epoch controller's number
+            if self.cpu.u32(ep.blob_address) != SIMULATED_EC_MAGIC:   # the simulated tool's: done by its start
+                self._run_blob(ep)
             return
-        missing = ep.wait_mask & ~self.npu.intreg
+        if not ep.wait_mask:
+            return
+        ends = ep.wait_mask << self.npu.aton.irqs["STRENG0"]
+        missing = ends & ~self.npu.intreg
         if missing:
             engines = ", ".join(f"STRENG{i}" for i in range(32) if missing >> i & 1)
             raise NpuStopped(f"epoch {ep.first}: {engines} never ended: no closed chain of enabled units feeds "
                              "it (the NPU model starts a chain when every unit it connects is enabled)", 0)
-        self.npu.acknowledge(ep.wait_mask)
+        self.npu.acknowledge(ends)
+
+    def _run_blob(self, ep):
+        unit = self.npu.aton.units["EPOCHCTRL"]
+        ctrl, addr = unit.registers["CTRL"], unit.registers["ADDR"]
+        base = unit.instance_base(ep.wait_mask)
+        for offset, value in ((ctrl.offset, ctrl.reset), (addr.offset, ep.blob_address),
+                              (ctrl.offset, ctrl.field("EN").put(ctrl.reset, 1))):
+            self.npu.write(base + offset, value)
+            if self.npu.stopped:
+                raise NpuStopped(self.npu.stopped, 0)
+        bit = 1 << self.npu.aton.irqs[f"EPOCHCTRL{ep.wait_mask}"]
+        if not self.npu.intreg & bit:
+            raise NpuStopped(f"epoch {ep.first}: the epoch controller's blob never raised its interrupt", 0)
+        self.npu.acknowledge(bit)
+        for field in ("CLR", "CONFCLR"):
+            self.npu.write(base + ctrl.offset, ctrl.field(field).put(ctrl.reset, 1))
 
     def infer(self, inputs):
         """One inference: write the inputs, inference init, every epoch's start and end function

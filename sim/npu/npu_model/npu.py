@@ -6,23 +6,41 @@ end-of-frame interrupts the runtime waits for.
 
 A chain starts when it is closed: every enabled unit that the stream switch connects to it is
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
-then (program.py). Units whose arithmetic is not modelled (all, in this part: convolution,
-arithmetic, pooling, activation, decompression, the reconfigurable buffer, and stream-engine data
-movement) stop the run in one line naming the epoch and the unit, unless the mode is "control":
+then (program.py). A chain of stream engines alone moves its bytes: the reading engine's bytes,
+in its access order, land in the writing engine's (items of one layout; packing between widths
+and two-context switching are not modelled). Units whose arithmetic is not modelled (all, in this
+part: convolution, arithmetic, pooling, activation, decompression, the reconfigurable buffer)
+stop the run in one line naming the epoch and the unit, unless the mode is "control":
 then the chain runs to its end with the bytes its output engines write set to zero, and
 `not_computed` lists them.
 
+Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) through this
+same register model; its irq raises the controller's interrupt.
+
 Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
-one NPU cycle per BUS_BYTES bytes it moves; the NPU clock is NPU_HZ."""
-from .program import STREAMING_UNITS, decode, switch_routes
+one NPU cycle per BUS_BYTES bytes it moves; a blob COMMAND_CYCLES per command besides its chains;
+the NPU clock is NPU_HZ."""
+import struct
+
+from . import ecblob
+from .program import STREAMING_UNITS, decode, register_name, switch_routes
 from .registers import ATON_BASE, aton_map
 
 NPU_HZ = 1_000_000_000
 BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream engine
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
-MODELLED = frozenset()          # unit kinds whose arithmetic is modelled (part II adds them)
-WRITE_ONE_TO_CLEAR = {("STRENG", "IRQ"), ("EPOCHCTRL", "IRQ")}
+MODELLED = frozenset()          # processing units whose arithmetic is modelled (part II adds them)
+COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
+
+
+def write_one_to_clear(unit, register):
+    """The bits of a status register a write of 1 clears (stream engines' and the epoch
+    controller's IRQ registers: their event and error flags, not the step-mode setting)."""
+    if register.name != "IRQ" or unit.name not in ("STRENG", "EPOCHCTRL"):
+        return 0
+    return sum(((1 << f.width) - 1) << f.lsb for f in register.fields
+               if f.name == "IRQ" or f.name.startswith(("RAW_", "ERR_")))
 
 
 class NpuStop(Exception):
@@ -39,6 +57,7 @@ class Npu:
         self.aton = aton or aton_map()
         self.base = base
         self.write_memory = write_memory     # write_memory(address, bytes): the outputs of control mode
+        self.read_memory = None              # read_memory(address, n) → bytes: the epoch controller's blobs
         self.mode = mode
         self.regs = self.aton.reset_values()
         self.intreg = 0
@@ -47,6 +66,7 @@ class Npu:
         self.schedule = None            # schedule(npu_cycles, callback): the board lets time pass; None: at once
         self.epoch_label = self._count_label
         self.stop = self._raise         # how the board stops its run with one line
+        self.stopped = None             # the line it stopped with
         self.enabled = set()            # (unit, index) with CTRL.EN
         self.running = set()            # ... started, not yet done
         self.in_chain = set()           # ... part of a started chain
@@ -82,8 +102,8 @@ class Npu:
             self.regs[offset] = value
             return
         old = self.regs.get(offset, reg.reset)
-        if (unit.name, reg.name) in WRITE_ONE_TO_CLEAR:
-            value = old & ~value
+        w1c = write_one_to_clear(unit, reg)
+        value = value & ~w1c | old & ~value & w1c
         keep = sum(((1 << f.width) - 1) << f.lsb for f in reg.fields if f.access == "r")
         value = value & ~keep | old & keep
         if unit.name == "INTCTRL":
@@ -112,7 +132,7 @@ class Npu:
         if f.get("EN") and key not in self.enabled:
             self.enabled.add(key)
             if unit.name == "EPOCHCTRL":
-                self.stop(f"{self.epoch_label()}: EPOCHCTRL (an epoch-controller command blob) is not modelled")
+                self._run_blob(i)
                 return
             if unit.name in STREAMING_UNITS:
                 self.running.add(key)
@@ -154,10 +174,9 @@ class Npu:
     def line_asserted(self, k):
         return self._line_state[k]
 
-    def acknowledge(self, streng_mask):
-        """Clear the end-of-frame bits of the stream engines in `streng_mask` (INTCLR), as the
-        runtime's interrupt handler does."""
-        self.intreg &= ~(streng_mask << self.aton.irqs["STRENG0"])
+    def acknowledge(self, bits):
+        """Clear INTREG `bits` (INTCLR), as the runtime's interrupt handler does."""
+        self.intreg &= ~bits
         self._update_lines()
 
     # -- chains ----------------------------------------------------------------------------------
@@ -207,23 +226,61 @@ class Npu:
         self.programs.append(program)
         self.in_chain |= set(chain)
         unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        if not unmodelled and "STRENG" not in MODELLED:      # stream engines only: a copy
-            unmodelled = [f"{f.engine} (data movement)" for f in program.footprints if f.direction == "write"]
+        copies = []
+        if not unmodelled:                                    # stream engines only: a copy
+            copies, why = self._copies(program)
+            if why:
+                unmodelled = [f"{f.engine} (data movement: {why})" for f in program.footprints
+                              if f.direction == "write"]
         if unmodelled and self.mode != "control":
-            self.stop(f"{label}: {unmodelled[0]} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)")
+            self._halt(f"{label}: {unmodelled[0]} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)")
             return
         moved = sum(f.nbytes for f in program.footprints)
         busiest = max((f.nbytes for f in program.footprints), default=0)
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
-        done = lambda: self._finish(chain, program, unmodelled)
+        done = lambda: self._finish(chain, program, unmodelled, copies)
         if self.schedule is None:
             done()
         else:
             self.schedule(cycles, done)
 
-    def _finish(self, chain, program, unmodelled):
+    def _copies(self, program):
+        """([(source footprint, destination footprint)], None) of a chain of stream engines whose
+        data movement is modelled: each writing engine fed in context 0 by one reading engine,
+        items of the same layout (sizes, no gaps) and as many bytes on both sides; else
+        ([], what is not modelled)."""
+        by_engine = {f.engine: f for f in program.footprints}
+        fields = {u.name: u.registers for u in program.units}
+        copies = []
+        for r in program.routes:
+            if r.context or r.frames:
+                return [], "two-context switching"
+            source, dest = by_engine.get(r.source), by_engine[r.dest]
+            if source is None or source.direction != "read":
+                return [], f"{r.dest} fed by {r.source}"
+            layout = lambda name: ({k: v for k, v in fields[name]["CTRL"].items() if k.startswith("SIZE")},
+                                   fields[name].get("STRD", {}).get("FGAP", 0), fields[name].get("STRD", {}).get("BGAP", 0))
+            if layout(r.source) != layout(r.dest) or layout(r.dest)[1:] != (0, 0):
+                return [], f"{source.item_bits}-bit items into {dest.item_bits}-bit"
+            if source.nbytes != dest.nbytes:
+                return [], f"{source.nbytes} bytes read, {dest.nbytes} written"
+            if self.read_memory is None or self.write_memory is None:
+                return [], "no memory given to the model"
+            copies.append((source, dest))
+        return copies, None
+
+    def _move(self, source, dest):
+        data = b"".join(self.read_memory(address, n) for address, n in source.segments)
+        at = 0
+        for address, n in dest.segments:
+            self.write_memory(address, data[at:at + n])
+            at += n
+
+    def _finish(self, chain, program, unmodelled, copies=()):
+        for source, dest in copies:
+            self._move(source, dest)
         for f in program.footprints:
             if f.direction != "write":
                 continue
@@ -242,7 +299,70 @@ class Npu:
         self.intreg |= bits
         self._update_lines()
 
+    # -- epoch-controller blobs ------------------------------------------------------------------
+    def _run_blob(self, i):
+        """Execute the blob at the controller's ADDR through this register model: its chains run to
+        their end as it starts them (its polls find them done), then its irq raises the
+        controller's interrupt after the blob's simulated time."""
+        unit = self.aton.units["EPOCHCTRL"]
+        base = unit.instance_base(i)
+        address = self.regs.get(base + unit.registers["ADDR"].offset, 0)
+        label = self.epoch_label()
+        if self.read_memory is None:
+            self._halt(f"{label}: EPOCHCTRL{i}: this board gives the NPU model no memory to read the blob from")
+            return
+        try:
+            size = struct.unpack("<I", self.read_memory(address + 4, 4))[0]
+            commands = ecblob.decode(ecblob.blob_words(self.read_memory(address, 8 + 4 * size)))
+        except ecblob.BlobError as e:
+            self._halt(f"{label}: the epoch-controller blob at 0x{address:08X}: {e}")
+            return
+        scheduled, self.schedule = self.schedule, None
+        cycles = self.cycles
+        try:
+            for c in commands:
+                self._execute(c, label)
+                if self.stopped:
+                    return
+        finally:
+            self.schedule = scheduled
+        self.cycles += len(commands) * COMMAND_CYCLES
+        key = ("EPOCHCTRL", i)
+        self.running.add(key)
+
+        def done():
+            self.running.discard(key)
+            irq = unit.registers["IRQ"]
+            self.regs[base + irq.offset] = irq.field("IRQ").put(self.regs.get(base + irq.offset, 0), 1)
+            self.intreg |= 1 << self.aton.irqs[f"EPOCHCTRL{i}"]
+            self._update_lines()
+        if self.schedule is None:
+            done()
+        else:
+            self.schedule(self.cycles - cycles, done)
+
+    def _execute(self, c, label):
+        """Carry out one blob command."""
+        block = c.unit << 12
+        for _, register, value in c.writes():
+            if isinstance(value, tuple):                      # writefield: one bit, read-modify-write
+                lsb, bit = value
+                value = self.regs.get(block + 4 * register, 0) & ~(1 << lsb) | bit << lsb
+            self.write(block + 4 * register, value)
+        if c.op == ecblob.POLL:
+            width = c.msb - c.lsb + 1
+            if self.read(block + 4 * c.register) >> c.lsb & ((1 << width) - 1) != c.values[0]:
+                self._halt(f"{label}: the blob polls {register_name(self.aton, block + 4 * c.register)} "
+                          f"[{c.msb}:{c.lsb}] for 0x{c.values[0]:x}, which nothing the model runs sets")
+        elif c.op == ecblob.LABEL:
+            unit = self.aton.units["EPOCHCTRL"]
+            self.regs[unit.base + unit.registers["LABEL"].offset] = c.number
+
     # -- helpers ---------------------------------------------------------------------------------
+    def _halt(self, message):
+        self.stopped = message
+        self.stop(message)
+
     def _count_label(self):
         return f"hardware chain {self._chains_started}"
 

@@ -52,6 +52,7 @@ class DkTwin:
         self.npu.schedule = lambda cycles, done: core.clock.at(core.clock.now() + cycles * self.cpu_hz() // NPU_HZ,
                                                                done)
         self.npu.stop = core.stop_with
+        self.npu.read_memory = lambda address, n: bytes(core.uc.mem_read(address, n))
         self.npu.epoch_label = self.current_epoch
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)
