@@ -1,10 +1,11 @@
 """What a build folder holds, and who may write it.
 
-One build at a time per build folder: `BuildLock` (an advisory lock on `<build>/.lock`; a second
+One build at a time per build folder: `build_lock` (an advisory lock on `<build>/.lock`; a second
 build waits and says so in one line). Outputs the current configuration no longer produces (an
 option turned off, a renamed or deleted model) are removed: `prune` compares the list of outputs
 of earlier runs (`<build>/.n6-outputs`) with the current one, like ninja's cleandead, so nothing
 the build did not make is ever touched."""
+import contextlib
 import errno
 import fcntl
 import json
@@ -44,17 +45,21 @@ def _inside(path, folder):
     return path == folder or path.startswith(folder + os.sep)
 
 
-class BuildLock:
-    """Held until the process exits (the kernel releases it, even after a crash or kill)."""
+class FileLock:
+    """An advisory lock on `path`, held until released or the process exits (the kernel releases
+    it, even after a crash or kill). `waiting`: the line said once when another process holds it
+    ({pid}: the holder's)."""
 
-    def __init__(self, build_dir, label=None):
-        self.path = os.path.join(build_dir, LOCK)
-        self.label = label or build_dir
+    def __init__(self, path, waiting):
+        self.path, self.waiting = path, waiting
         self.fd = None
 
     def acquire(self, say=print):
-        """Lock; if another build holds it, say so once and wait. Returns whether it waited."""
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Lock; if another process holds it, say so once and wait. Returns whether it waited."""
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:       # another user's lock file: locking needs no write access
+            self.fd = os.open(self.path, os.O_RDONLY)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             waited = False
@@ -62,13 +67,24 @@ class BuildLock:
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
-            say(f"  WAIT     another build is running in {self.label} (pid {holder}); "
-                "waiting for it to finish")
+            say("  WAIT     " + self.waiting.format(pid=holder))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             waited = True
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
         return waited
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def build_lock(build_dir, label=None):
+    """One build at a time in `build_dir`."""
+    return FileLock(os.path.join(build_dir, LOCK),
+                    f"another build is running in {label or build_dir} (pid {{pid}}); waiting for it to finish")
 
 
 def read_manifest(build_dir):

@@ -15,7 +15,7 @@ import SCons.Node.FS
 import SCons.Node.Alias
 import SCons.Script
 
-from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
+from n6.outputs import BOOKKEEPING, build_lock, check_build_dir, prune, remove_empty_dirs
 from n6.paths import MODELS
 from n6_scons import say
 
@@ -35,7 +35,7 @@ def build_folder(env):
     if _readonly():
         return build_dir
     if build_dir not in _LOCKS:
-        _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
+        _LOCKS[build_dir] = build_lock(build_dir, env.subst("$BUILD_DIR"))
         _LOCKS[build_dir].acquire(say=say)
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)

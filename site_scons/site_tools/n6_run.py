@@ -23,7 +23,7 @@ RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and
 
 
 @reports_errors
-@board_action(progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
+@board_action(lambda env: env["N6_RUN_OPTIONS"].flash, progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
 def _run_action(target, source, env):
     from n6.run.steps import run_step
     opts = env["N6_RUN_OPTIONS"]
@@ -31,7 +31,7 @@ def _run_action(target, source, env):
 
 
 @reports_errors
-@board_action(progress("VALIDATE", lambda t, e: t[0].path))
+@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path))
 def _validate_action(target, source, env):
     from n6.run.steps import validate_step
     opts = env["N6_VALIDATE_OPTIONS"]
