@@ -149,11 +149,19 @@ def _stedgeai(script, *args):
     def mutate(repo):
         shutil.copytree(os.path.join(repo, "build", "stedgeai-sim", "2.2"), os.path.join(repo, FAKE_TOOL))
         tool = os.path.join(repo, FAKE_TOOL, "Utilities", "linux", "stedgeai")
+        os.rename(tool, tool + ".orig")
         open(tool, "w").write("#!/bin/sh\n" + script)
         os.chmod(tool, 0o755)
         return [f"STEDGEAI_CORE_DIR={FAKE_TOOL}", "BUILD_DIR=fake-build", "fake-build/kws_mlp/st_ai_output/network.c",
                 *args]
     return mutate
+
+
+def _damaging_stedgeai(damage):
+    """The simulated stedgeai, then `damage` (sh, $out: its output folder) of what it wrote,
+    exit 0: a tool that crashed mid-write, a full disk."""
+    return _stedgeai('"$0.orig" "$@" || exit $?\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                     + damage + "\n")
 
 
 # (id, mutate(repo) → extra scons args or None, the one error line must contain all of these)
@@ -254,6 +262,15 @@ CASES = [
     ("stedgeai-hangs", _stedgeai('echo "ST Edge AI Core v2.2.0"; sleep 600\n', "STEDGEAI_TIMEOUT=3"),
      ["STEDGEAI_TIMEOUT: stedgeai generate of models/kws_mlp/model.onnx stopped after 3 s",
       "STEDGEAI_TIMEOUT=<seconds>"]),
+    # stedgeai's outputs damaged as it wrote them: the generate step's failure (it runs again)
+    ("stedgeai-writes-truncated-network-c",
+     _damaging_stedgeai('head -c 3000 "$out/network.c" > "$out/cut" && mv "$out/cut" "$out/network.c"'),
+     ["fake-build/kws_mlp/st_ai_output/network.c: stedgeai generate wrote a damaged file: truncated",
+      "run the build again (generate runs again)"]),
+    ("stedgeai-writes-broken-c-info", _damaging_stedgeai('echo \'{"graphs": [\' > "$out/network_c_info.json"'),
+     ["fake-build/kws_mlp/st_ai_output/network_c_info.json: stedgeai generate wrote a damaged file: malformed"]),
+    ("stedgeai-writes-short-raw", _damaging_stedgeai('truncate -s 100 "$out"/*.raw'),
+     ["fake-build/kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw: stedgeai generate wrote a damaged file"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -298,6 +315,20 @@ def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, f
     assert "(fix: " in errors[0]
     again = scons(repo, "-q", *args, check=False)
     assert again.returncode != 0, "a later run takes the failed output as up to date"
+
+
+def test_damaged_generate_output_is_rewritten_by_the_next_run_with_the_same_tool(pristine):
+    """A generate whose tool cut network.c short once (a full disk, a crash): the build fails at
+    GEN, and the next run with the same tool generates again and builds the image."""
+    repo = pristine
+    once = '[ -e "$out/../once" ] || { touch "$out/../once"; head -c 3000 "$out/network.c" > "$out/cut"; ' \
+           'mv "$out/cut" "$out/network.c"; }'
+    args = _damaging_stedgeai(once)(repo)[:2] + ["fake-build/kws_mlp/network_rel.bin"]
+    failed = scons(repo, *args, check=False)
+    assert failed.returncode == 2 and "stedgeai generate wrote a damaged file: truncated" in failed.stderr
+    assert "  PREPARE" not in failed.stdout
+    again = scons(repo, *args)
+    assert "  GEN " in again.stdout and "  PACK " in again.stdout
 
 
 def test_the_table_covers_every_boundary():

@@ -70,6 +70,9 @@ def run_model(env, spec, board_name, in_project=False):
                       ([env.File(opts.inputs)] if opts.inputs else []), _RUN_ACTION, N6_RUN_OPTIONS=opts)
     env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__)] + sim_board_code(env, session))
     env.NoCache(run)
+    from n6.run.inference import saved_intact
+    if not saved_intact(out):    # a saved output changed outside the build: not this run's any more
+        env.AlwaysBuild(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
     onnx = spec.model_file if spec.kind == "source" and spec.model_file.endswith(".onnx") else ""
     # No ONNX (a prebuilt folder, a .tflite source): the host build of the generated C is the reference

@@ -122,6 +122,7 @@ def _generate_argv(args, outdir):
 @reports_errors
 def _generate_action(target, source, env):
     from n6.flash.runner import ToolRunner
+    from n6.reloc.prepare import check_generated
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
     for warning in args["warnings"]:
@@ -132,16 +133,21 @@ def _generate_action(target, source, env):
     if failed is None and not os.path.exists(target[0].path):
         failed = N6Error(args["model"], f"stedgeai generate wrote no {target[0].name} (exit 0)" +
                          _last_line(result.output, "; last output: "), _see(result.output))
+    missing = [t.path for t in target if not os.path.exists(t.path)] if failed is None else []
+    if missing:
+        failed = N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
+                         "check the profile's memory pools; constants must go to the constants_preferred pool")
+    elif failed is None:
+        try:
+            check_generated(target[0].path)
+        except N6Error as e:
+            failed = e
     if failed is not None:
         _show_output(result.output)
         for t in target:           # what a failed run wrote is no output to build on
             if os.path.exists(t.path):
                 os.unlink(t.path)
         raise failed
-    missing = [t.path for t in target if not os.path.exists(t.path)]
-    if missing:
-        raise N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
-                      "check the profile's memory pools; constants must go to the constants_preferred pool")
     return 0
 
 

@@ -1,5 +1,6 @@
 """`scons run`: inputs (a .npy/.npz file or seeded random data), N inferences on the board,
 outputs saved as .npy, a summary and a timing table, JSON next to them."""
+import hashlib
 import json
 import os
 import shutil
@@ -238,8 +239,33 @@ def _write(out_dir, model, results, summary):
                           "shape": list(arr.shape), "dtype": desc.dtype})
     if saved:
         summary["epoch_tensors"] = saved
+    summary["saved"] = {os.path.relpath(os.path.join(d, n), out_dir): _digest(os.path.join(d, n))
+                        for d, _, names in os.walk(out_dir) for n in sorted(names)}
     with open(os.path.join(out_dir, "run.json"), "w") as f:
         f.write(json.dumps(summary, indent=1) + "\n")
+
+
+def saved_intact(out_dir):
+    """Whether every file the last run saved beside its run.json (outputs, epoch tensors) still
+    holds what it wrote (the digests run.json lists): one changed or removed outside the build
+    is not that run's result, and the run step runs again instead of calling it up to date.
+    True without a run.json (the run step runs anyway)."""
+    try:
+        with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
+            saved = json.load(f)["saved"]
+        return all(_digest(os.path.join(out_dir, rel)) == digest for rel, digest in saved.items())
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _digest(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def output_path(out_dir, name):
