@@ -225,6 +225,14 @@ CASES = [
      ["models: BUILD_DIR is inside the models folder models/", "a folder outside it"]),
     ("build-dir-in-a-model-folder", _args("BUILD_DIR=models/kws_mlp/out"),
      ["models/kws_mlp/out: BUILD_DIR is inside the models folder models/"]),
+    ("build-dir-empty", _args("BUILD_DIR="), ["BUILD_DIR is empty: the outputs would land in the repository itself",
+                                              "a folder of its own"]),
+    ("build-dir-is-the-repository", _args("BUILD_DIR=."), [".: BUILD_DIR is the repository"]),
+    ("build-dir-is-the-filesystem-root", _args("-n", "BUILD_DIR=/"),     # -n: nothing written, were it let through
+     ["/: BUILD_DIR is a folder holding the repository"]),
+    ("build-dir-in-a-source-folder", _args("BUILD_DIR=site_scons"),
+     ["site_scons: BUILD_DIR is inside the source folder site_scons/"]),
+    ("cache-dir-is-the-repository", _args("CACHE_DIR=."), [".: CACHE_DIR is the repository"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -339,10 +347,13 @@ def test_the_table_covers_every_boundary():
                    "not-an-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
                    "reloc-name-escapes", "folder-named-like-a-target", "size-zero", "size-negative",
                    "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c",
-                   "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "runs-zero", "runs-negative",
+                   "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "build-dir-empty",
+                   "build-dir-is-the-repository", "build-dir-is-the-filesystem-root", "build-dir-in-a-source-folder",
+                   "runs-zero", "runs-negative",
                    "profile-samples-zero", "tolerance-negative", "tolerance-nan", "inputs-empty", "c-info-utf16",
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
-                   "stedgeai-writes-nothing", "stedgeai-hangs"):
+                   "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
+                   "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw"):
         assert needed in ids
 
 

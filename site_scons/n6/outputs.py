@@ -14,20 +14,30 @@ import shutil
 
 from .atomic import write_text
 from .errors import N6Error
+from .paths import MODELS, ROOT, SOURCE_FOLDERS
 
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
-def check_build_dir(path, variable="BUILD_DIR", shown=None, sources=None, create=True):
-    """A build folder that is a file, or that cannot be created (`create`) or written, or that
-    lies in the `sources` folder (the models: outputs would land among them and read as
-    models), is a one-line error."""
-    shown = shown or path
-    if sources and _inside(path, sources):
-        raise N6Error(shown, f"{variable} is inside the models folder {os.path.relpath(sources)}/",
-                      f"set {variable} to a folder outside it")
+def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
+    """A build folder must be a folder of its own: not empty, not the repository or a folder
+    holding it (`/` included), not inside a source folder (the models: outputs would read as
+    models), not a file, and one that can be created (`create`) and written. Else a one-line
+    error, before anything is read or written there."""
+    shown = path if shown is None else shown
+    own = f"set {variable} to a folder of its own ({variable}=build, or one outside the repository)"
+    if not shown.strip():
+        raise N6Error(None, f"{variable} is empty: the outputs would land in the repository itself", own)
+    if _inside(ROOT, path):
+        where = "the repository" if _inside(path, ROOT) else "a folder holding the repository"
+        raise N6Error(shown, f"{variable} is {where}: the build and `scons -c` would work among its files", own)
+    for folder in SOURCE_FOLDERS:
+        if _inside(path, folder):
+            what = "the models folder" if folder == MODELS else "the source folder"
+            raise N6Error(shown, f"{variable} is inside {what} {os.path.relpath(folder, ROOT)}/",
+                          f"set {variable} to a folder outside it")
     if os.path.exists(path) and not os.path.isdir(path):
         raise N6Error(shown, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
     if not create:
@@ -42,7 +52,7 @@ def check_build_dir(path, variable="BUILD_DIR", shown=None, sources=None, create
 
 def _inside(path, folder):
     path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return path == folder or path.startswith(folder + os.sep)
+    return os.path.commonpath([path, folder]) == folder
 
 
 class FileLock:
@@ -150,11 +160,19 @@ def remove_empty_parents(build_dir, rel):
 
 
 def remove_empty_dirs(build_dir):
-    """Bottom-up: every folder under `build_dir` left empty (after `scons -c`)."""
-    for dirpath, _, _ in sorted(os.walk(build_dir), key=lambda w: -len(w[0])):
-        if dirpath != build_dir:
+    """Bottom-up, after `scons -c`: the folders under `build_dir` that held what the build made
+    (the outputs it listed, `read_manifest`) and are left empty. Any other folder stays, empty or
+    not: the build did not make it."""
+    folders = set()
+    for rel in read_manifest(build_dir):
+        while rel:
+            folders.add(rel)
+            rel = os.path.dirname(rel)
+    for rel in sorted(folders, key=lambda r: -r.count("/")):
+        path = os.path.join(build_dir, rel)
+        if os.path.isdir(path) and not os.path.islink(path):
             try:
-                os.rmdir(dirpath)
+                os.rmdir(path)
             except OSError:
                 pass
 
