@@ -141,6 +141,17 @@ def _inputs(data, name="inputs.npy"):
     return mutate
 
 
+def _board(old, new):
+    """A board file (the DK's, `old` replaced by `new`) for BOARD=, building the prebuilt model."""
+    def mutate(repo):
+        text = open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).read()
+        assert old in text
+        _write(BAD_BOARD, text.replace(old, new))(repo)
+        return [f"BOARD={BAD_BOARD}", "tiny_prebuilt"]
+    return mutate
+
+
+BAD_BOARD = "board.toml"
 FAKE_TOOL = "fake-stedgeai"
 
 
@@ -233,6 +244,9 @@ CASES = [
     ("build-dir-in-a-source-folder", _args("BUILD_DIR=site_scons"),
      ["site_scons: BUILD_DIR is inside the source folder site_scons/"]),
     ("cache-dir-is-the-repository", _args("CACHE_DIR=."), [".: CACHE_DIR is the repository"]),
+    ("board-image-outside-flash", _board("network = 0x71000000", "network = 0x10000000"),
+     ["board.toml: key images.network: 0x10000000 is outside the flash [0x70000000, 0x78000000]",
+      "an address inside [flash]"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -265,6 +279,8 @@ CASES = [
                                  "exit 1\n"),
      ["stedgeai generate of models/kws_mlp/model.onnx failed (exit 1): E010(InvalidModelError): not supported",
       "see the tool's output above"]),
+    ("stedgeai-prints-binary", _stedgeai("printf 'ST Edge AI Core v2.2.0\\n\\033[31m\\001bad\\377\\n'; exit 1\n"),
+     ["failed (exit 1): \\x1b[31m\\x01bad"]),
     ("stedgeai-writes-nothing", _stedgeai('echo "ST Edge AI Core v2.2.0"\n'),
      ["models/kws_mlp/model.onnx: stedgeai generate wrote no network.c (exit 0); last output: ST Edge AI Core"]),
     ("stedgeai-hangs", _stedgeai('echo "ST Edge AI Core v2.2.0"; sleep 600\n', "STEDGEAI_TIMEOUT=3"),
@@ -302,7 +318,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build"):
+    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -320,7 +336,7 @@ def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, f
     assert "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
-    assert "(fix: " in errors[0]
+    assert "(fix: " in errors[0] and errors[0].isprintable(), errors[0]
     again = scons(repo, "-q", *args, check=False)
     assert again.returncode != 0, "a later run takes the failed output as up to date"
 
@@ -353,7 +369,8 @@ def test_the_table_covers_every_boundary():
                    "profile-samples-zero", "tolerance-negative", "tolerance-nan", "inputs-empty", "c-info-utf16",
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
                    "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
-                   "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw"):
+                   "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw", "stedgeai-prints-binary",
+                   "board-image-outside-flash"):
         assert needed in ids
 
 

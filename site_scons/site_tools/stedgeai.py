@@ -167,10 +167,17 @@ def _generate_failure(result, model, timeout):
     return None
 
 
+LAST_LINE_CHARS = 300      # of the tool's last line in the one-line error
+
+
 def _last_line(output, lead):
-    """The tool's last line (its error, usually), or that it printed nothing."""
+    """The tool's last line (its error, usually), or that it printed nothing; control characters
+    (a tool printing binary) shown escaped, so that the error stays one plain line."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return f"{lead}{lines[-1].removeprefix('stedgeai: error: ')}" if lines else " with no output"
+    if not lines:
+        return " with no output"
+    last = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1].removeprefix("stedgeai: error: "))
+    return lead + (last if len(last) <= LAST_LINE_CHARS else last[:LAST_LINE_CHARS] + "...")
 
 
 def _see(output):

@@ -20,14 +20,15 @@ INPUTS_FIX = "give INPUTS= a .npy (or a .npz with one array per input) saved wit
 
 
 def read_inputs(path):
-    """The arrays of an INPUTS= file, each with at least one sample of numbers; anything else (an
-    empty or cut-short file, pickled objects, text, a .npz member that is not an array) is a
-    one-line error naming the file, before any board is involved."""
+    """(name, array) of each array of an INPUTS= file (name None in a .npy), each with at least one
+    sample of numbers; anything else (an empty or cut-short file, pickled objects, text, a .npz
+    member that is not an array) is a one-line error naming the file, before any board is involved."""
     try:
         if os.path.isfile(path) and not os.path.getsize(path):
             raise N6Error(path, "the inputs file is empty", INPUTS_FIX)
         loaded = np.load(path)
-        arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
+        names = loaded.files if hasattr(loaded, "files") else [None]
+        arrays = [loaded[k] for k in names] if hasattr(loaded, "files") else [loaded]
     except OSError as e:
         raise N6Error(path, f"cannot read inputs: {e.strerror or e}", INPUTS_FIX) from None
     except (ValueError, EOFError, zipfile.BadZipFile) as e:
@@ -41,14 +42,18 @@ def read_inputs(path):
             raise N6Error(path, f"the inputs file holds {kind}, not numbers", INPUTS_FIX)
         if not a.size:
             raise N6Error(path, f"an input array of shape {list(a.shape)} holds no sample", INPUTS_FIX)
-    return arrays
+    return list(zip(names, arrays))
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
     """One list of raw input buffers per run; `runs` None: one run per sample of the inputs file
     (one without it), else the file's samples in turn."""
     if inputs_path:
-        arrays = read_inputs(inputs_path)
+        named = read_inputs(inputs_path)
+        by_name = dict(named)
+        wanted = [d.name for d in model.inputs]
+        # a .npz whose arrays are named after the inputs gives each input its own; else by position
+        arrays = [by_name[n] for n in wanted] if set(by_name) == set(wanted) else [a for _, a in named]
         if len(arrays) != len(model.inputs):
             raise N6Error(inputs_path, f"{len(arrays)} arrays for {len(model.inputs)} model inputs",
                           "give one array per input (.npz for several)")
