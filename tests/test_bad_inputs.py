@@ -152,6 +152,13 @@ def _board(old, new):
 
 
 BAD_BOARD = "board.toml"
+BOARD_LOCK = os.path.join("build", "sim-board", ".n6-board.lock")
+
+
+def _unusable_board_lock(repo):
+    """The simulated board's lock file cannot be opened (here: a folder in its place)."""
+    os.makedirs(os.path.join(repo, BOARD_LOCK))
+    return ["flash-tiny_prebuilt"]
 FAKE_TOOL = "fake-stedgeai"
 
 
@@ -247,6 +254,8 @@ CASES = [
     ("board-image-outside-flash", _board("network = 0x71000000", "network = 0x10000000"),
      ["board.toml: key images.network: 0x10000000 is outside the flash [0x70000000, 0x78000000]",
       "an address inside [flash]"]),
+    ("board-lock-unusable", _unusable_board_lock,
+     ["build/sim-board/.n6-board.lock: cannot take the board's lock: Is a directory", "make the folder writable"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -318,7 +327,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD):
+    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -370,7 +379,7 @@ def test_the_table_covers_every_boundary():
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
                    "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
                    "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw", "stedgeai-prints-binary",
-                   "board-image-outside-flash"):
+                   "board-image-outside-flash", "board-lock-unusable"):
         assert needed in ids
 
 

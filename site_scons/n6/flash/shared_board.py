@@ -8,6 +8,7 @@ import os
 import tempfile
 
 from ..atomic import write_text
+from ..errors import N6Error
 from ..outputs import FileLock
 
 HELD = "n6-board-holds.json"
@@ -28,10 +29,15 @@ def board_key(opts):
 def board_lock(opts, say=print):
     """Hold the board for one step: a second build (another folder, another process) waits."""
     folder, name = board_key(opts)
-    os.makedirs(folder, exist_ok=True)
     lock = FileLock(os.path.join(folder, name + ".lock"),
                     "another build is using the board (pid {pid}); waiting for it to finish")
-    lock.acquire(say)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        lock.acquire(say)
+    except OSError as e:
+        raise N6Error(lock.path, f"cannot take the board's lock: {e.strerror}",
+                      "make the folder writable" + (" (N6_SIM_BOARD names the simulated board's)"
+                                                    if opts.simulated else "")) from None
     try:
         yield
     finally:

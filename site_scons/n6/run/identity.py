@@ -19,7 +19,10 @@ class ImageIdentity:
 
     @classmethod
     def of(cls, path):
-        img = Image.load(path)
+        try:
+            img = Image.load(path)
+        except OSError as e:
+            raise N6Error(path, f"cannot read the flashed image: {e.strerror}", "build and flash it again") from None
         rt = img.rt_ctx
         if rt is None:
             raise N6Error(path, "no runtime context: not a relocatable network image", "rebuild the image")
