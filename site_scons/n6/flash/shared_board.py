@@ -11,8 +11,6 @@ from ..atomic import write_text
 from ..errors import N6Error
 from ..outputs import FileLock
 
-HELD = "n6-board-holds.json"
-
 
 def board_key(opts):
     """(folder, name) of the board's lock and record files for FlashOptions `opts`: the simulated
