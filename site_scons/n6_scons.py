@@ -39,14 +39,16 @@ def reports_errors(fn):
 _BOARD = threading.Lock()
 
 
-def board_action(progress_line=None):
+def board_action(flash_options, progress_line=None):
     """Decorate a Python action that talks to the board: one at a time, in the order SCons starts
     them, its progress line (a `progress` strfunction; give the Action none) printed once it has
     the board. A lock, not an SCons SideEffect: SCons restarts a step that waited on a side effect
-    ahead of the steps declared before it, which would interleave the model sets."""
+    ahead of the steps declared before it, which would interleave the model sets. The board's own
+    lock (n6.flash.shared_board, `flash_options(env)` names the board) keeps other builds off it."""
     def wrap(fn):
         def action(target, source, env):
-            with _BOARD:
+            from n6.flash.shared_board import board_lock
+            with _BOARD, board_lock(flash_options(env), say):
                 line = progress_line(target, source, env) if progress_line else None
                 if line:
                     say(line)

@@ -1,7 +1,8 @@
 """Deterministic damage to a valid `network_rel.bin`, for judging a loader model against ST's loader:
-header words (±1, ±4, bit flips), flags bits, REL sites (misaligned, another segment, out of range,
-duplicated, in the GOT) and the words they relocate, GOT words, pool descriptors, rt_ctx words,
-truncated and extended files. Each mutation has a stable name ("<part>.<what>") and the same
+header words (±1, ±4, bit flips), every flags bit (async, secure, ...), REL sites (misaligned,
+another segment, out of range, duplicated, in the GOT) and the words they relocate, GOT words,
+pool descriptors, rt_ctx words (runtime versions ±1 and 9.9.9 among them), truncated and extended
+files; a split params file with bytes prepended (`prepended_params`). Each mutation has a stable name ("<part>.<what>") and the same
 bytes from run to run (one seeded generator)."""
 import random
 import struct
@@ -130,6 +131,9 @@ def rt_ctx(data, img, rng):
         for what, value in (("+8", word + 8), ("-8", word - 8), ("+0x100", word + 0x100),
                             ("^bit" + str(b := rng.randrange(32)), word ^ 1 << b)):
             yield f"rt_ctx.{name}{what}", with_word(data, where, value)
+    where = at + 4 * names.index("rt_version")      # runtime versions ST never released
+    for what, value in (("9.9.9", 0x0909_0900), ("micro-1", word_at(data, where) - 0x100)):
+        yield f"rt_ctx.rt_version={what}", with_word(data, where, value)
 
 
 def lengths(data, img, rng):
@@ -156,3 +160,8 @@ def mutations(data, img, seed=19):
     names = [n for n, _ in out]
     assert len(names) == len(set(names)), "mutation names must be unique"
     return out
+
+
+def prepended_params(params):
+    """[(name, params file)] of a split params file with bytes before it."""
+    return [(f"params.prepended+{n}", bytes(n) + params) for n in (4, 8)]

@@ -141,6 +141,24 @@ def _inputs(data, name="inputs.npy"):
     return mutate
 
 
+def _board(old, new):
+    """A board file (the DK's, `old` replaced by `new`) for BOARD=, building the prebuilt model."""
+    def mutate(repo):
+        text = open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).read()
+        assert old in text
+        _write(BAD_BOARD, text.replace(old, new))(repo)
+        return [f"BOARD={BAD_BOARD}", "tiny_prebuilt"]
+    return mutate
+
+
+BAD_BOARD = "board.toml"
+BOARD_LOCK = os.path.join("build", "sim-board", ".n6-board.lock")
+
+
+def _unusable_board_lock(repo):
+    """The simulated board's lock file cannot be opened (here: a folder in its place)."""
+    os.makedirs(os.path.join(repo, BOARD_LOCK))
+    return ["flash-tiny_prebuilt"]
 FAKE_TOOL = "fake-stedgeai"
 
 
@@ -149,11 +167,19 @@ def _stedgeai(script, *args):
     def mutate(repo):
         shutil.copytree(os.path.join(repo, "build", "stedgeai-sim", "2.2"), os.path.join(repo, FAKE_TOOL))
         tool = os.path.join(repo, FAKE_TOOL, "Utilities", "linux", "stedgeai")
+        os.rename(tool, tool + ".orig")
         open(tool, "w").write("#!/bin/sh\n" + script)
         os.chmod(tool, 0o755)
         return [f"STEDGEAI_CORE_DIR={FAKE_TOOL}", "BUILD_DIR=fake-build", "fake-build/kws_mlp/st_ai_output/network.c",
                 *args]
     return mutate
+
+
+def _damaging_stedgeai(damage):
+    """The simulated stedgeai, then `damage` (sh, $out: its output folder) of what it wrote,
+    exit 0: a tool that crashed mid-write, a full disk."""
+    return _stedgeai('"$0.orig" "$@" || exit $?\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                     + damage + "\n")
 
 
 # (id, mutate(repo) → extra scons args or None, the one error line must contain all of these)
@@ -218,6 +244,19 @@ CASES = [
      ["models: BUILD_DIR is inside the models folder models/", "a folder outside it"]),
     ("build-dir-in-a-model-folder", _args("BUILD_DIR=models/kws_mlp/out"),
      ["models/kws_mlp/out: BUILD_DIR is inside the models folder models/"]),
+    ("build-dir-empty", _args("BUILD_DIR="), ["BUILD_DIR is empty: the outputs would land in the repository itself",
+                                              "a folder of its own"]),
+    ("build-dir-is-the-repository", _args("BUILD_DIR=."), [".: BUILD_DIR is the repository"]),
+    ("build-dir-is-the-filesystem-root", _args("-n", "BUILD_DIR=/"),     # -n: nothing written, were it let through
+     ["/: BUILD_DIR is a folder holding the repository"]),
+    ("build-dir-in-a-source-folder", _args("BUILD_DIR=site_scons"),
+     ["site_scons: BUILD_DIR is inside the source folder site_scons/"]),
+    ("cache-dir-is-the-repository", _args("CACHE_DIR=."), [".: CACHE_DIR is the repository"]),
+    ("board-image-outside-flash", _board("network = 0x71000000", "network = 0x10000000"),
+     ["board.toml: key images.network: 0x10000000 is outside the flash [0x70000000, 0x78000000]",
+      "an address inside [flash]"]),
+    ("board-lock-unusable", _unusable_board_lock,
+     ["build/sim-board/.n6-board.lock: cannot take the board's lock: Is a directory", "make the folder writable"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -250,11 +289,22 @@ CASES = [
                                  "exit 1\n"),
      ["stedgeai generate of models/kws_mlp/model.onnx failed (exit 1): E010(InvalidModelError): not supported",
       "see the tool's output above"]),
+    ("stedgeai-prints-binary", _stedgeai("printf 'ST Edge AI Core v2.2.0\\n\\033[31m\\001bad\\377\\n'; exit 1\n"),
+     ["failed (exit 1): \\x1b[31m\\x01bad"]),
     ("stedgeai-writes-nothing", _stedgeai('echo "ST Edge AI Core v2.2.0"\n'),
      ["models/kws_mlp/model.onnx: stedgeai generate wrote no network.c (exit 0); last output: ST Edge AI Core"]),
     ("stedgeai-hangs", _stedgeai('echo "ST Edge AI Core v2.2.0"; sleep 600\n', "STEDGEAI_TIMEOUT=3"),
      ["STEDGEAI_TIMEOUT: stedgeai generate of models/kws_mlp/model.onnx stopped after 3 s",
       "STEDGEAI_TIMEOUT=<seconds>"]),
+    # stedgeai's outputs damaged as it wrote them: the generate step's failure (it runs again)
+    ("stedgeai-writes-truncated-network-c",
+     _damaging_stedgeai('head -c 3000 "$out/network.c" > "$out/cut" && mv "$out/cut" "$out/network.c"'),
+     ["fake-build/kws_mlp/st_ai_output/network.c: stedgeai generate wrote a damaged file: truncated",
+      "run the build again (generate runs again)"]),
+    ("stedgeai-writes-broken-c-info", _damaging_stedgeai('echo \'{"graphs": [\' > "$out/network_c_info.json"'),
+     ["fake-build/kws_mlp/st_ai_output/network_c_info.json: stedgeai generate wrote a damaged file: malformed"]),
+    ("stedgeai-writes-short-raw", _damaging_stedgeai('truncate -s 100 "$out"/*.raw'),
+     ["fake-build/kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw: stedgeai generate wrote a damaged file"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -278,7 +328,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build"):
+    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -296,9 +346,23 @@ def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, f
     assert "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
-    assert "(fix: " in errors[0]
+    assert "(fix: " in errors[0] and errors[0].isprintable(), errors[0]
     again = scons(repo, "-q", *args, check=False)
     assert again.returncode != 0, "a later run takes the failed output as up to date"
+
+
+def test_damaged_generate_output_is_rewritten_by_the_next_run_with_the_same_tool(pristine):
+    """A generate whose tool cut network.c short once (a full disk, a crash): the build fails at
+    GEN, and the next run with the same tool generates again and builds the image."""
+    repo = pristine
+    once = '[ -e "$out/../once" ] || { touch "$out/../once"; head -c 3000 "$out/network.c" > "$out/cut"; ' \
+           'mv "$out/cut" "$out/network.c"; }'
+    args = _damaging_stedgeai(once)(repo)[:2] + ["fake-build/kws_mlp/network_rel.bin"]
+    failed = scons(repo, *args, check=False)
+    assert failed.returncode == 2 and "stedgeai generate wrote a damaged file: truncated" in failed.stderr
+    assert "  PREPARE" not in failed.stdout
+    again = scons(repo, *args)
+    assert "  GEN " in again.stdout and "  PACK " in again.stdout
 
 
 def test_the_table_covers_every_boundary():
@@ -309,10 +373,14 @@ def test_the_table_covers_every_boundary():
                    "not-an-option", "unbalanced-quotes", "mpool-overlap", "mpool-beyond-32-bits", "empty-onnx",
                    "reloc-name-escapes", "folder-named-like-a-target", "size-zero", "size-negative",
                    "build-dir-is-a-file", "cache-dir-is-a-file", "truncated-network-c",
-                   "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "runs-zero", "runs-negative",
+                   "build-dir-is-the-models-folder", "build-dir-in-a-model-folder", "build-dir-empty",
+                   "build-dir-is-the-repository", "build-dir-is-the-filesystem-root", "build-dir-in-a-source-folder",
+                   "runs-zero", "runs-negative",
                    "profile-samples-zero", "tolerance-negative", "tolerance-nan", "inputs-empty", "c-info-utf16",
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
-                   "stedgeai-writes-nothing", "stedgeai-hangs"):
+                   "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
+                   "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw", "stedgeai-prints-binary",
+                   "board-image-outside-flash", "board-lock-unusable"):
         assert needed in ids
 
 
@@ -383,7 +451,7 @@ def test_check_reports_every_bad_image(repo):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert [e.split("]", 1)[1].split(":")[0].strip() for e in _errors(proc)] == \
         [f"build/{m}/network_rel.bin" for m in images]
-    assert all("rejected: PARAMS_CRC (-100)" in e and "(fix: build it again: `scons`)" in e for e in _errors(proc))
+    assert all("rejected: n6 rule 'params_crc' (ST's loader installs it)" in e and "(fix: build it again: `scons`)" in e for e in _errors(proc))
     assert scons(repo, "-q", check=False).returncode != 0          # the advice works: rejected images are gone
     scons(repo)
     assert "CHECK" in scons(repo, "check").stdout

@@ -119,6 +119,8 @@ def test_dry_run_and_verbose_show_the_commands_and_change_nothing(repo):
     assert [line.split()[2:6] for line in dry] == [["-c", "port=SWD", "mode=hotplug", "freq=2000"]]
     assert " -u 0x71000000 " in dry[0] and " -d " not in dry[0]       # nothing changed: the read-back only
     assert calls(repo) == before and records(repo) == recs       # no programmer run, no record touched
+    flashed = [line for line in proc.stdout.splitlines() if line.startswith("  FLASH ")]
+    assert flashed and all(line.endswith("  DRY RUN: nothing was written") for line in flashed)
     change_raw(repo, [7 * S])
     proc = flash(repo, "RELOC_SPLIT=1", "VERBOSE=1")
     shown = [line for line in proc.stdout.splitlines() if "STM32_Programmer_CLI" in line]
@@ -289,7 +291,8 @@ def test_damaged_image_is_refused_before_any_programmer_call(repo, target):
     line, = proc.stderr.strip().splitlines()
     node = "flash/on_board.json" if target == "flash" else "run/run.json"    # a run puts its model there first
     assert line.startswith(f"scons: *** [build/big_mlp/{node}] build/big_mlp/network_rel.bin: rejected by "
-                           "the image checker: PARAMS_CRC (-100): ") and line.endswith("(fix: build it again: `scons`)")
+                           "the image checker: n6 rule 'params_crc' (ST's loader installs it): ") and \
+        line.endswith("(fix: build it again: `scons`)")
     assert calls(repo) == before and "model network on" not in proc.stdout      # no board started
     assert not os.path.exists(os.path.join(repo, "build", "big_mlp", "network_rel.bin"))
     flash(repo)

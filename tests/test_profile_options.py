@@ -64,6 +64,17 @@ def test_an_unknown_well_formed_option_passes_with_a_warning(tmp_path):
     assert all(w.startswith(str(tmp_path / "neural_art.json")) for w in profile.warnings)
 
 
+def test_a_profile_key_st_does_not_read_passes_with_a_warning(tmp_path):
+    """ST's tool ignores keys it does not know: a typo ("option") would drop every option unseen."""
+    path = tmp_path / "neural_art.json"
+    path.write_text(json.dumps({"Profiles": {"default": {"memory_pool": "./m.mpool", "option": "--Os",
+                                                         "comment": "mine"}}}))
+    profile = read_profile(path, "default")
+    assert profile.options == () and profile.warnings == (
+        f"{path}: profile 'default': key 'option' is not read by ST's tool (ignored); did you mean 'options'?",
+        f"{path}: profile 'default': key 'comment' is not read by ST's tool (ignored)")
+
+
 @pytest.mark.parametrize("text, problem, fix", [
     ("--Os optimize", "'optimize' follows --Os, which takes no value", "remove it"),
     ("native-float --Os", "'native-float' is not an option", "options start with - or --"),

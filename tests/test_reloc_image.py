@@ -269,6 +269,62 @@ def test_inspect_and_check_cli(variant, repo):
     assert ok.returncode == 0 and [m["mode"] for m in json.loads(ok.stdout)["modes"]] == ["XIP", "COPY"]
 
 
+def _check_cli(repo, image, *args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(repo, "site_scons"))
+    return subprocess.run([__import__("sys").executable, "-m", "n6.reloc", "check", image, *args],
+                          capture_output=True, text=True, env=env, cwd=repo)
+
+
+def test_check_cli_judges_for_the_board_firmware(variant, repo, tmp_path):
+    """`./n6 check` answers "will this install on the board?": it judges for the board's firmware
+    (--board, default the default board's: ST's validation firmware, secure, async, of the
+    release the image's LL_ATON names) and says so; never for one built as the image claims."""
+    import reloc_mutations
+    data, _, img = _image(variant("secure"), "big_mlp")
+    rt_version = img.ro_size + off(img.header.rt_ctx) + 40
+    secure_fw = "ST's validation firmware of ST Edge AI Core 2.2 as documented (LL_ATON 1.1.1, secure, dbg-info, async)"
+    ok = _check_cli(repo, os.path.join(variant("secure"), "big_mlp", "network_rel.bin"))
+    assert ok.returncode == 0 and ok.stdout.splitlines()[0].endswith(f"judged for STM32N6570-DK: {secure_fw}")
+    cases = {"9.9.9": (reloc_mutations.with_word(data, rt_version, 0x0909_0900), "runtime 9.9.9 but the firmware's"),
+             "micro+1": (reloc_mutations.with_word(data, rt_version, reloc_mutations.word_at(data, rt_version)
+                                                   + 0x100), "runtime 1.1.2 but the firmware's LL_ATON is 1.1.1"),
+             "async-cleared": (reloc_mutations.with_word(data, 4, img.header.flags & ~(1 << 22)),
+                               "runtime mode (async) differs")}
+    for name, (bad, why) in cases.items():
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(bad)
+        proc = _check_cli(repo, str(path))
+        assert proc.returncode == 1 and \
+            proc.stderr.startswith(f"{path}: rejected by STM32N6570-DK: {secure_fw}: INVALID_BIN (-1): ")
+        assert why in proc.stderr, proc.stderr
+    # a board whose firmware is not secure: an image with the secure bit set is ST's INVALID_BIN
+    nonsecure = tmp_path / "nonsecure.toml"
+    nonsecure.write_text(open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).read() +
+                         '\n[firmware]\nrelease = "2.2"\nsecure = false\ndbg_info = true\n')
+    split = variant("nonsecure-split")
+    image = os.path.join(split, "big_mlp", "network_rel.bin")
+    assert _check_cli(repo, image, "--board", str(nonsecure)).returncode == 0
+    flags = reloc_mutations.word_at(open(image, "rb").read(), 4)
+    secured = tmp_path / "network_rel.bin"
+    secured.write_bytes(reloc_mutations.with_word(open(image, "rb").read(), 4, flags | 1 << 20))
+    shutil.copy(image.replace(".bin", "_params.bin"), tmp_path / "network_rel_params.bin")
+    proc = _check_cli(repo, str(secured), "--board", str(nonsecure), "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["error"] == "INVALID_BIN" and report["rule"] is None
+    assert report["firmware"] == f"STM32N6570-DK: the [firmware] of {nonsecure}"
+    assert "secure image (-mcmse) for a non-secure firmware" in report["detail"]
+    # a split params file with bytes before it: our rule, not an error ST's loader gives
+    params = open(image.replace(".bin", "_params.bin"), "rb").read()
+    for n in (4, 8):
+        (tmp_path / "network_rel_params.bin").write_bytes(bytes(n) + params)
+        report = json.loads(_check_cli(repo, image, "--params", str(tmp_path / "network_rel_params.bin"),
+                                       "--json").stdout)
+        assert report["rule"] == "params_size" and report["error"] is None and \
+            report["detail"] == f"the params file is {len(params) + n} bytes: {n} bytes before the " \
+            f"{len(params)}-byte params blob rt_ctx declares, not the image's epoch-controller blobs (the image " \
+            "does not point there)"
+
+
 # -- stored goldens ---------------------------------------------------------------------------------
 # The prebuilt example's image depends only on our runtime sources, linker script and packer and on
 # the distribution's arm-none-eabi-gcc; any change to its bytes must be deliberate:

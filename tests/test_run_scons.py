@@ -82,8 +82,13 @@ def test_flash_run_validate(repo, model):
     scons(repo, "run", f"MODEL={model}", f"RUNS={n}", "SEED=6")
     damaged = np.load(os.path.join(run_dir, out))      # an output off by far more than an LSB
     damaged.view(np.uint8).flat[damaged.itemsize - 1] ^= 0x40
+    kept = open(os.path.join(run_dir, out), "rb").read()
     np.save(os.path.join(run_dir, out), damaged)
-    strict = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=6", "VALIDATE_TOLERANCE=0", check=False)
+    rerun = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=6")    # changed outside the build
+    assert "  RUN " in rerun.stdout and open(os.path.join(run_dir, out), "rb").read() == kept
+    wrong = {"N6_SIM_BOARD_FAULT": f"wrong-output:{json.load(open(os.path.join(run_dir, 'run.json')))['model']}"}
+    strict = scons(repo, "validate", f"MODEL={model}", f"RUNS={n}", "SEED=7", "VALIDATE_TOLERANCE=0", check=False,
+                   env=wrong)
     assert strict.returncode != 0 and "beyond 0.0 LSB" in strict.stderr
     assert os.path.exists(os.path.join(run_dir, "validate-failed.json"))
     assert not os.path.exists(os.path.join(run_dir, "validate.json"))
@@ -119,12 +124,15 @@ def test_float_io_model_validates_like_its_int8_form(repo, tmp_path):
 
     scons(repo, "flash", "run", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}")
     board[1, 5] += 2 * np.float32(grid_out[0])     # two LSB of the output's grid: beyond the tolerance
-    np.save(os.path.join(run_dir, "output_q_18_float32.npy"), board)
-    failed = scons(repo, "validate", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}",
-                   "VALIDATE_TOLERANCE=1.5", check=False)
-    assert failed.returncode != 0 and "beyond 1.5 LSB" in failed.stderr
-    report = json.load(open(os.path.join(run_dir, "validate-failed.json")))
-    assert report["outputs"][0]["max_abs_lsb"] == pytest.approx(2.0)
+    from n6.run import validate
+    from n6.run.inference import RunRecord
+    record = RunRecord.load(os.path.join(run_dir, "run.json"))
+    model_file = os.path.join(repo, "models", "kws_mlp_f32", "model.onnx")
+    grids = io_quantization(model_file)
+    ref = validate.onnx_reference(model_file, record.model, record.inputs, grids)
+    _, report, passed = validate.validate(record.model, [board], ref, 1.5, "onnxruntime",
+                                          validate.output_lsb(grids[1], record.model))
+    assert not passed and report["outputs"][0]["max_abs_lsb"] == pytest.approx(2.0)
 
 
 def test_board_fault_is_one_line_and_leaves_no_run_json(repo):

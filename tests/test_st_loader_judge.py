@@ -46,6 +46,8 @@ ALLOWED = {
                "faults (the loader never calls one)",
     "pools": "a pool takes its content from outside the params: the loader rebases the weights or copies from "
              "another place, and the model runs on wrong numbers",
+    "params_size": "a split params file of another size than the image declares: bytes before the params shift "
+                   "every pool the loader rebases, and the model runs on wrong numbers",
 }
 
 
@@ -112,16 +114,21 @@ def test_st_loader_judges_the_built_images_and_a_fault(bases, judge):
     assert v.name == "INVALID_BIN" and "CPUID" in v.log
 
 
-def test_ours_refuses_whatever_st_loader_refuses(bases, judge):
+def test_ours_refuses_whatever_st_loader_refuses(bases, judge, tmp_path):
     table, wrong, rules, count = collections.Counter(), [], collections.Counter(), 0
     for label, data, params_path, params in bases:
         img = Image.parse(data, params=params)
-        fw = check.Firmware.matching(img)
-        for name, bad in reloc_mutations.mutations(data, img):
+        fw = check.Firmware.matching(img)       # the firmware the judge is built as (async, secure, dbg-info)
+        cases = [(name, bad, params_path, params) for name, bad in reloc_mutations.mutations(data, img)]
+        for name, bad_params in reloc_mutations.prepended_params(params) if params else ():
+            path = tmp_path / f"{label}-{name}.bin"
+            path.write_bytes(bad_params)
+            cases.append((name, data, str(path), bad_params))
+        for name, bad, bad_params_path, bad_params in cases:
             count += 1
             for mode in ("XIP", "COPY"):
-                st = judge.judge(bad, mode, params_path)
-                verdict, result = ours(judge, bad, params, mode, st.placed, fw)
+                st = judge.judge(bad, mode, bad_params_path)
+                verdict, result = ours(judge, bad, bad_params, mode, st.placed, fw)
                 table[st.name, verdict] += 1
                 if st.name == "NONE" and verdict != "NONE":
                     rules[result.rule] += 1

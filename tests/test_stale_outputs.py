@@ -131,6 +131,21 @@ def test_clean_removes_everything_then_any_single_target_builds_first_time(tmp_p
         assert proc.returncode == 0, (target, proc.stdout[-2000:], proc.stderr)
 
 
+def test_clean_removes_only_the_folders_the_build_made(tmp_path):
+    """`scons -c` takes away the empty folders that held outputs, never an empty folder of the
+    user's (before, every empty folder under BUILD_DIR went)."""
+    repo = copy_repo(tmp_path / "repo")
+    mine = os.path.join(repo, "out", "mine", "empty")
+    os.makedirs(mine)
+    scons(repo, "BUILD_DIR=out", "tiny_prebuilt")
+    scons(repo, "BUILD_DIR=out", "-c")
+    assert os.path.isdir(mine) and not os.path.exists(os.path.join(repo, "out", "tiny_prebuilt"))
+    os.rmdir(mine)
+    os.rmdir(os.path.dirname(mine))
+    scons(repo, "BUILD_DIR=out", "-c")
+    assert not os.path.exists(os.path.join(repo, "out"))      # a clean build folder is no folder
+
+
 def test_broken_model_folder_stops_nothing_else(repo):
     broken = os.path.join(repo, "models", "zz_broken")
     os.makedirs(broken)

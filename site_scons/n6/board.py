@@ -146,6 +146,11 @@ def _parse_board(path, data):
     images = Images(r.value(images_t, "network", int), r.value(images_t, "params", int),
                     r.value(images_t, "multi_model_header", int), tuple(models))
     r.only(images_t, {"network", "params", "multi_model_header", "models"})
+    for key in ("network", "params", "multi_model_header"):
+        addr = getattr(images, key)
+        if addr is not None and not flash.base <= addr < flash.end:
+            r.fail(f"images.{key}", f"{addr:#010x} is outside the flash [{flash.base:#010x}, {flash.end:#010x}]",
+                   "give an address inside [flash] (base, base + size)")
 
     npu = r.value(memory_t, "npu_ram", list, default=[])
     memory = Memory(r.region(memory_t, "exec_ram"), r.region(memory_t, "external_ram"),

@@ -4,6 +4,7 @@ The profile's `options` string is passed to the Neural-ART compiler as written: 
 of a compiler must not be stricter than the compiler. It is checked for the grammar of compiler
 options only; an option ST's profile schema does not list passes with a warning, and only the
 few options whose meaning the build itself supplies are refused."""
+import difflib
 import os
 import re
 import shlex
@@ -20,7 +21,7 @@ class NeuralArtProfile:
     options: tuple       # compiler options, split like a shell would
     memory_pool: str     # absolute path of the .mpool
     memory_desc: str = None
-    warnings: tuple = ()  # one line each: options passed although ST's schema does not list them
+    warnings: tuple = ()  # one line each: options ST's schema does not list, keys ST's tool ignores
 
     def has(self, option):
         return option in self.options
@@ -128,6 +129,19 @@ def split_profile_arg(arg):
     return profile, path
 
 
+PROFILE_KEYS = ("memory_pool", "memory_desc", "options")     # what ST's tool reads from a profile
+
+
+def _unknown_keys(path, name, entry):
+    """A warning per key of the profile ST's tool does not read (it ignores them): a typo such as
+    "option" would silently drop every option."""
+    for key in entry:
+        if key not in PROFILE_KEYS:
+            near = difflib.get_close_matches(key, PROFILE_KEYS, 1)
+            yield (f"{path}: profile '{name}': key '{key}' is not read by ST's tool (ignored)" +
+                   (f"; did you mean '{near[0]}'?" if near else ""))
+
+
 def read_profile(path, name):
     data = read_json(path, "Neural-ART profile file", shape=dict)
     profiles = data.get("Profiles") if isinstance(data, dict) else None
@@ -148,6 +162,7 @@ def read_profile(path, name):
     base = os.path.dirname(path)
     desc = entry.get("memory_desc")
     options, warnings = parse_options(path, name, entry.get("options", ""))
+    warnings += tuple(_unknown_keys(path, name, entry))
     return NeuralArtProfile(
         name=name, path=str(path),
         options=options, warnings=warnings,

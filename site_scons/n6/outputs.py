@@ -1,10 +1,11 @@
 """What a build folder holds, and who may write it.
 
-One build at a time per build folder: `BuildLock` (an advisory lock on `<build>/.lock`; a second
+One build at a time per build folder: `build_lock` (an advisory lock on `<build>/.lock`; a second
 build waits and says so in one line). Outputs the current configuration no longer produces (an
 option turned off, a renamed or deleted model) are removed: `prune` compares the list of outputs
 of earlier runs (`<build>/.n6-outputs`) with the current one, like ninja's cleandead, so nothing
 the build did not make is ever touched."""
+import contextlib
 import errno
 import fcntl
 import json
@@ -13,20 +14,30 @@ import shutil
 
 from .atomic import write_text
 from .errors import N6Error
+from .paths import MODELS, ROOT, SOURCE_FOLDERS
 
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
-def check_build_dir(path, variable="BUILD_DIR", shown=None, sources=None, create=True):
-    """A build folder that is a file, or that cannot be created (`create`) or written, or that
-    lies in the `sources` folder (the models: outputs would land among them and read as
-    models), is a one-line error."""
-    shown = shown or path
-    if sources and _inside(path, sources):
-        raise N6Error(shown, f"{variable} is inside the models folder {os.path.relpath(sources)}/",
-                      f"set {variable} to a folder outside it")
+def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
+    """A build folder must be a folder of its own: not empty, not the repository or a folder
+    holding it (`/` included), not inside a source folder (the models: outputs would read as
+    models), not a file, and one that can be created (`create`) and written. Else a one-line
+    error, before anything is read or written there."""
+    shown = path if shown is None else shown
+    own = f"set {variable} to a folder of its own ({variable}=build, or one outside the repository)"
+    if not shown.strip():
+        raise N6Error(None, f"{variable} is empty: the outputs would land in the repository itself", own)
+    if _inside(ROOT, path):
+        where = "the repository" if _inside(path, ROOT) else "a folder holding the repository"
+        raise N6Error(shown, f"{variable} is {where}: the build and `scons -c` would work among its files", own)
+    for folder in SOURCE_FOLDERS:
+        if _inside(path, folder):
+            what = "the models folder" if folder == MODELS else "the source folder"
+            raise N6Error(shown, f"{variable} is inside {what} {os.path.relpath(folder, ROOT)}/",
+                          f"set {variable} to a folder outside it")
     if os.path.exists(path) and not os.path.isdir(path):
         raise N6Error(shown, f"{variable} is a file, not a folder", f"remove it or set {variable} to a folder")
     if not create:
@@ -41,20 +52,24 @@ def check_build_dir(path, variable="BUILD_DIR", shown=None, sources=None, create
 
 def _inside(path, folder):
     path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return path == folder or path.startswith(folder + os.sep)
+    return os.path.commonpath([path, folder]) == folder
 
 
-class BuildLock:
-    """Held until the process exits (the kernel releases it, even after a crash or kill)."""
+class FileLock:
+    """An advisory lock on `path`, held until released or the process exits (the kernel releases
+    it, even after a crash or kill). `waiting`: the line said once when another process holds it
+    ({pid}: the holder's)."""
 
-    def __init__(self, build_dir, label=None):
-        self.path = os.path.join(build_dir, LOCK)
-        self.label = label or build_dir
+    def __init__(self, path, waiting):
+        self.path, self.waiting = path, waiting
         self.fd = None
 
     def acquire(self, say=print):
-        """Lock; if another build holds it, say so once and wait. Returns whether it waited."""
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Lock; if another process holds it, say so once and wait. Returns whether it waited."""
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:       # another user's lock file: locking needs no write access
+            self.fd = os.open(self.path, os.O_RDONLY)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             waited = False
@@ -62,13 +77,24 @@ class BuildLock:
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
             holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "?"
-            say(f"  WAIT     another build is running in {self.label} (pid {holder}); "
-                "waiting for it to finish")
+            say("  WAIT     " + self.waiting.format(pid=holder))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             waited = True
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
         return waited
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def build_lock(build_dir, label=None):
+    """One build at a time in `build_dir`."""
+    return FileLock(os.path.join(build_dir, LOCK),
+                    f"another build is running in {label or build_dir} (pid {{pid}}); waiting for it to finish")
 
 
 def read_manifest(build_dir):
@@ -134,11 +160,19 @@ def remove_empty_parents(build_dir, rel):
 
 
 def remove_empty_dirs(build_dir):
-    """Bottom-up: every folder under `build_dir` left empty (after `scons -c`)."""
-    for dirpath, _, _ in sorted(os.walk(build_dir), key=lambda w: -len(w[0])):
-        if dirpath != build_dir:
+    """Bottom-up, after `scons -c`: the folders under `build_dir` that held what the build made
+    (the outputs it listed, `read_manifest`) and are left empty. Any other folder stays, empty or
+    not: the build did not make it."""
+    folders = set()
+    for rel in read_manifest(build_dir):
+        while rel:
+            folders.add(rel)
+            rel = os.path.dirname(rel)
+    for rel in sorted(folders, key=lambda r: -r.count("/")):
+        path = os.path.join(build_dir, rel)
+        if os.path.isdir(path) and not os.path.islink(path):
             try:
-                os.rmdir(dirpath)
+                os.rmdir(path)
             except OSError:
                 pass
 

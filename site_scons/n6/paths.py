@@ -12,3 +12,6 @@ SIM = os.path.join(ROOT, "sim")
 SIM_STEDGEAI = os.path.join(SIM, "stedgeai")          # the simulated ST Edge AI Core (package stedgeai_sim)
 SIM_PROGRAMMER_BIN = os.path.join(SIM, "programmer", "bin")   # the simulated STM32_Programmer_CLI
 SIM_BOARD = os.path.join(SIM, "board")                # the simulated board (package n6board)
+# Folders of the source tree: no build output goes into one (BUILD_DIR, CACHE_DIR)
+SOURCE_FOLDERS = tuple(os.path.join(ROOT, d) for d in (".git", ".ci", "bench", "docs", "firmware", "models", "sim",
+                                                        "site_scons", "tests", "tools"))

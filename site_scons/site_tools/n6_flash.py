@@ -211,7 +211,7 @@ def _flash_step(env, models):
 
 
 @reports_errors
-@board_action()
+@board_action(lambda env: env["N6_FLASH_OPTIONS"])
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     opts, state = env["N6_FLASH_OPTIONS"], env["N6_FLASHING"]

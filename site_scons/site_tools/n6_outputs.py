@@ -15,8 +15,7 @@ import SCons.Node.FS
 import SCons.Node.Alias
 import SCons.Script
 
-from n6.outputs import BOOKKEEPING, BuildLock, check_build_dir, prune, remove_empty_dirs
-from n6.paths import MODELS
+from n6.outputs import BOOKKEEPING, build_lock, check_build_dir, prune, remove_empty_dirs
 from n6_scons import say
 
 _LOCKS = {}
@@ -30,12 +29,11 @@ def _readonly():
 
 def build_folder(env):
     build_dir = os.path.abspath(env.subst("$BUILD_DIR"))
-    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"), sources=MODELS,
-                    create=not _readonly())
+    check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"), create=not _readonly())
     if _readonly():
         return build_dir
     if build_dir not in _LOCKS:
-        _LOCKS[build_dir] = BuildLock(build_dir, env.subst("$BUILD_DIR"))
+        _LOCKS[build_dir] = build_lock(build_dir, env.subst("$BUILD_DIR"))
         _LOCKS[build_dir].acquire(say=say)
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)
@@ -113,9 +111,7 @@ def prune_stale(env, keep=()):
 
 
 def check_folder(env, path, variable):
-    if not _readonly():
-        check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path),
-                        sources=MODELS)
+    check_build_dir(os.path.abspath(env.subst(path)), variable, shown=env.subst(path), create=not _readonly())
 
 
 def broken_models(env, broken, good):

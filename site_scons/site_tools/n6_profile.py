@@ -28,7 +28,7 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 
 
 @reports_errors
-@board_action(progress("PROFILE"))
+@board_action(lambda env: env["N6_PROFILE_OPTIONS"].flash, progress("PROFILE"))
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
     from n6.flash.step import ensure_on_board, on_board_path

@@ -26,7 +26,7 @@ RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and
 
 
 @reports_errors
-@board_action(progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
+@board_action(lambda env: env["N6_RUN_OPTIONS"].flash, progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
 def _run_action(target, source, env):
     from n6.run.steps import run_step
     opts = env["N6_RUN_OPTIONS"]
@@ -34,7 +34,7 @@ def _run_action(target, source, env):
 
 
 @reports_errors
-@board_action(progress("VALIDATE", lambda t, e: t[0].path))
+@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path))
 def _validate_action(target, source, env):
     from n6.run.steps import validate_step
     opts = env["N6_VALIDATE_OPTIONS"]
@@ -75,6 +75,9 @@ def run_model(env, spec, board_name, in_project=False, validated=True):
                       ([env.File(opts.inputs)] if opts.inputs else []), _RUN_ACTION, N6_RUN_OPTIONS=opts)
     env.Depends(run, [step_code(env, "run", RUN_MODULES, __file__)] + sim_board_code(env, session))
     env.NoCache(run)
+    from n6.run.inference import saved_intact
+    if not saved_intact(layout.run):    # a saved output changed outside the build: not this run's any more
+        env.AlwaysBuild(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
     source = reference_source(spec) if validated else ""
     c_dir = spec.path if spec.kind != "source" else layout.st_ai_output

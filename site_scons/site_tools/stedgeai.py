@@ -122,6 +122,7 @@ def _generate_argv(args, outdir):
 
 @reports_errors
 def _generate_action(target, source, env):
+    from n6.reloc.prepare import check_generated
     from n6.tool_runner import ToolRunner
     args = json.loads(source[-1].read())
     outdir = os.path.dirname(target[0].path)
@@ -133,16 +134,21 @@ def _generate_action(target, source, env):
     if failed is None and not os.path.exists(target[0].path):
         failed = N6Error(args["model"], f"stedgeai generate wrote no {target[0].name} (exit 0)" +
                          _last_line(result.output, "; last output: "), _see(result.output))
+    missing = [t.path for t in target if not os.path.exists(t.path)] if failed is None else []
+    if missing:
+        failed = N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
+                         "check the profile's memory pools; constants must go to the constants_preferred pool")
+    elif failed is None:
+        try:
+            check_generated(target[0].path)
+        except N6Error as e:
+            failed = e
     if failed is not None:
         _show_output(result.output)
         for t in target:           # what a failed run wrote is no output to build on
             if os.path.exists(t.path):
                 os.unlink(t.path)
         raise failed
-    missing = [t.path for t in target if not os.path.exists(t.path)]
-    if missing:
-        raise N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
-                      "check the profile's memory pools; constants must go to the constants_preferred pool")
     return 0
 
 
@@ -162,10 +168,17 @@ def _generate_failure(result, model, timeout):
     return None
 
 
+LAST_LINE_CHARS = 300      # of the tool's last line in the one-line error
+
+
 def _last_line(output, lead):
-    """The tool's last line (its error, usually), or that it printed nothing."""
+    """The tool's last line (its error, usually), or that it printed nothing; control characters
+    (a tool printing binary) shown escaped, so that the error stays one plain line."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return f"{lead}{lines[-1].removeprefix('stedgeai: error: ')}" if lines else " with no output"
+    if not lines:
+        return " with no output"
+    last = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1].removeprefix("stedgeai: error: "))
+    return lead + (last if len(last) <= LAST_LINE_CHARS else last[:LAST_LINE_CHARS] + "...")
 
 
 def _see(output):

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
-from ..releases import release
+from ..board import NO_FIRMWARE, ST_FIRMWARE
+from ..releases import DEFAULT_RELEASE, release, release_for_atonn
 from ..reloc.check import LoaderError, check_flags, check_image, check_runtime
 from ..reloc.firmware import Firmware
 from ..reloc.image import MAGIC, Image, align8
@@ -60,6 +61,24 @@ def check_layout(placed, board):
 def default_firmware(install_release):
     """ST's validation firmware of the install: secure, dbg-info on, Cortex-M55 with FPU."""
     return Firmware(install_release)
+
+
+def board_firmware(board, img):
+    """The firmware that loads `img` on `board` when no install is at hand (`./n6 check`): the
+    board file's [firmware], its own firmware ELF, else ST's validation firmware as ST documents
+    it, of the release whose LL_ATON the image carries (ST's default release when the image names
+    one ST never released). (Firmware, what it is, for the report)."""
+    from .validation_firmware import board_cpu_part, read_firmware
+    if board.firmware is not None:
+        return board.firmware, f"{board.name}: the [firmware] of {board.path}"
+    if board.validation.firmware not in (ST_FIRMWARE, NO_FIRMWARE):
+        return read_firmware(board.validation.firmware, board_cpu_part(board)), \
+            f"{board.name}: {board.validation.firmware}"
+    rel = release_for_atonn(img.rt_ctx.ll_aton_version) if img.rt_ctx else None
+    core = rel.core if rel else DEFAULT_RELEASE
+    fw = default_firmware(core)
+    return fw, (f"{board.name}: ST's validation firmware of ST Edge AI Core {core} as documented (LL_ATON "
+                f"{'.'.join(map(str, fw.version))}, secure, dbg-info, async)")
 
 
 def parse_image(path, data):

@@ -16,6 +16,7 @@ from ..errors import N6Error
 from . import mrel
 from .deploy import ModelFiles, deploy, layout
 from .gate import check_external_pools, check_firmware, check_installs, check_layout, default_firmware, parse_image
+from .shared_board import board_holds, forget_held, record_held
 from .records import RecordStore
 
 ST_USB_VENDOR = 0x0483
@@ -269,7 +270,8 @@ def stamp_paths(opts):
 def holds(opts):
     """Whether the board holds the set as the last flash left it: each model's on_board.json
     is there (a flash over it removes it) and names these images at these addresses, this set,
-    and a probe that is attached. No programmer call: what another tool wrote is not seen."""
+    and a probe that is attached, and the board's record says no other build flashed it since.
+    No programmer call: what another tool wrote is not seen (the run's identity check is)."""
     wanted, seen = None, set()
     for on_board, _ in stamp_paths(opts):
         try:
@@ -286,7 +288,7 @@ def holds(opts):
             seen |= {i["path"] for i in stamp["images"]}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
-    return seen == set(wanted)
+    return seen == set(wanted) and board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
 
 
 def ensure_on_board(opts, say=print, verbose=False):
@@ -303,7 +305,7 @@ def flash_step(opts, reports, say=print, verbose=False):
     models = [ModelFiles(m, network, params) for m, network, params in opts.files]
     images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
-    tag = "  SIMULATED" if opts.simulated else ""
+    tag = ("  SIMULATED" if opts.simulated else "") + ("  DRY RUN: nothing was written" if opts.dry_run else "")
     for im in images:
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
@@ -327,6 +329,8 @@ def flash_step(opts, reports, say=print, verbose=False):
         raise N6Error(None, f"several probes attached: {', '.join(probes)}", "choose one with PROBE=<serial>")
     store = RecordStore(deploy_records(opts.build_dir))
     bar = ProgressBar(tag)
+    if not opts.dry_run:
+        forget_held(opts)         # until the flash is verified, nobody knows what the board holds
     with tempfile.TemporaryDirectory(prefix="n6-flash-") as work:
         try:
             result = deploy(images, backend, store, board.flash.sector_size, work, force=opts.force,
@@ -341,6 +345,7 @@ def flash_step(opts, reports, say=print, verbose=False):
             f"({r.bytes_written // 1024} KiB) in {r.seconds:.1f} s{tag}")
     if opts.dry_run:
         return
+    record_held(opts, [(im.address, im.sha256) for im in images])
     report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": opts.simulated,
               "backend": opts.backend, "programmer": opts.cli, "found_by": opts.found_by,
               "models": opts.models, "force": opts.force, "programmer_calls": result.programmer_calls,

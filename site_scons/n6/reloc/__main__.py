@@ -1,8 +1,9 @@
 """`python -m n6.reloc inspect|check <network_rel.bin> [--params <network_rel_params.bin>] [--json]`
 
 inspect: header, decoded flags, pool descriptors, REL entries and sizes of any image.
-check:   the loader's checks and an installation in XIP and COPY mode (exit 1 with the
-         loader's error name when the image is rejected)."""
+check:   the loader's checks and an installation in XIP and COPY mode, judged for a board's
+         firmware (--board, default the default board's; the report names it); exit 1 when the
+         image is rejected, with the loader's error name, or our rule's where ST's loader installs."""
 import argparse
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 
 from tabulate import tabulate
 
+from ..board_files import DEFAULT_BOARD
 from ..errors import N6Error
 from . import check
 from .image import MAGIC, Image, off
@@ -46,6 +48,15 @@ def _print(info):
     print(f"\nREL entries ({len(info['rel'])}): " + " ".join(info["rel"]))
 
 
+def _firmware(board_name, image, params):
+    """(Firmware, what it is) of the board the image is judged for: `./n6 check` answers "will
+    this install there?", so the firmware is the board's, never one built as the image says."""
+    from ..board import load_board
+    from ..board_files import board_path
+    from ..flash.gate import board_firmware
+    return board_firmware(load_board(board_path(board_name)), Image.load(image, params))
+
+
 def main(argv=None):
     try:
         status = _run(argv)
@@ -62,6 +73,8 @@ def _run(argv):
     p.add_argument("image")
     p.add_argument("--params", help="the split params file (default: <image stem>_params.bin if present)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--board", default=DEFAULT_BOARD,
+                   help=f"check: judge for this board's firmware (a bundled board or a .toml; default {DEFAULT_BOARD})")
     args = p.parse_args(argv)
     params = args.params or params_path(args.image)
     try:
@@ -76,7 +89,8 @@ def _run(argv):
                 raise N6Error(args.image, f"malformed image: {e}", "rebuild the image") from None
             print(json.dumps(info, indent=1)) if args.json else _print(info)
             return 0
-        _, results = check.check_file(args.image, params)
+        fw, judged_for = _firmware(args.board, args.image, params)
+        _, results = check.check_file(args.image, params, fw=fw)
     except BrokenPipeError:
         raise
     except OSError as e:
@@ -87,16 +101,19 @@ def _run(argv):
         return 2
     except check.LoaderError as e:
         if args.json:
-            print(json.dumps({"image": args.image, "ok": False, "error": e.name, "code": e.code, "detail": e.detail}))
+            print(json.dumps({"image": args.image, "ok": False, "error": e.name if e.rule is None else None,
+                              "code": e.code if e.rule is None else None, "rule": e.rule, "detail": e.detail,
+                              "firmware": judged_for}))
         else:
-            print(f"{args.image}: rejected: {e}", file=sys.stderr)
+            print(f"{args.image}: rejected by {judged_for}: {e}", file=sys.stderr)
         return 1
-    report = {"image": args.image, "ok": True, "modes": [
+    report = {"image": args.image, "ok": True, "firmware": judged_for, "modes": [
         {"mode": r.mode, "ro_base": f"0x{r.ro_base:08X}", "ram_base": f"0x{r.ram_base:08X}",
          "got_words": r.got_words, "rel_sites": r.rel_sites, "warnings": r.warnings} for r in results]}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
+        print(f"{args.image}: judged for {judged_for}")
         for m in report["modes"]:
             print(f"{args.image}: installs in {m['mode']} mode (RO at {m['ro_base']}, RAM at {m['ram_base']}, "
                   f"{m['got_words']} GOT words, {m['rel_sites']} REL sites)" +

@@ -30,7 +30,12 @@ class LoaderError(Exception):
     def __init__(self, name, detail, rule=None, fact=None):
         self.name, self.code, self.detail, self.rule = name, ERROR_CODES[name], detail, rule
         self.fact = fact      # the firmware fact the image does not match (Firmware's field), if that is why
-        super().__init__(f"{name} ({self.code}): {detail}")
+        super().__init__(f"{self.label}: {detail}")
+
+    @property
+    def label(self):
+        """The loader's error name and code where ST's loader gives it, else our rule's name."""
+        return f"{self.name} ({self.code})" if self.rule is None else f"n6 rule '{self.rule}' (ST's loader installs it)"
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Config:
     ext_ram_size: int = 27 * 1024 * 1024
     ext_param_addr: int = 0
     mode: int = MODE_XIP | MODE_CLEAR
+    exec_ram_assumed: bool = False     # exec_ram_size is not the firmware's own figure (an -ext firmware has more)
 
 
 class InstallMemory:
@@ -164,9 +170,24 @@ def check_runtime(rt_version, struct_sizes, fw):
                           f"{want >> 8 & 0xFF} in the firmware", fact="struct_sizes")
 
 
-def check_params_words(img, params):
-    """Our addition: rt_ctx's params size / CRC-32 describe the raw params blob."""
+def check_params_size(img, params):
+    """Our rule: a split params file is the params blob rt_ctx declares, preceded by nothing but
+    the epoch-controller blobs of an image built with --ecblob-in-params (the image declares no
+    size for them, but points at where the params blob starts after them): bytes before the
+    params shift every pool the loader rebases."""
+    before = len(params) - img.rt_ctx.params_bin_sz
+    if before and before not in img.params_references():
+        raise LoaderError("INVALID_BIN", f"the params file is {len(params)} bytes: {before} bytes before the "
+                          f"{img.rt_ctx.params_bin_sz}-byte params blob rt_ctx declares, not the image's "
+                          "epoch-controller blobs (the image does not point there)", rule="params_size")
+
+
+def check_params_words(img, params, split=False):
+    """Our addition: rt_ctx's params size / CRC-32 describe the raw params blob (and a `split`
+    params file holds nothing else but EC blobs: check_params_size)."""
     size = img.rt_ctx.params_bin_sz
+    if split:
+        check_params_size(img, params)
     params = memoryview(params)
     raw = params[len(params) - size:] if size <= len(params) else params   # EC blobs come first
     if size != len(raw) or img.rt_ctx.params_bin_crc32 != zlib.crc32(raw):
@@ -277,7 +298,8 @@ def _give_ram(mem, h, file_addr, cfg):
     if not cfg.mode & (MODE_XIP | MODE_COPY):
         raise LoaderError("ARG", "mode has neither XIP nor COPY")
     if not cfg.exec_ram_addr or not cfg.exec_ram_size or cfg.exec_ram_size < need:
-        raise LoaderError("MEMORY", f"exec RAM of {cfg.exec_ram_size} bytes, {need} needed")
+        raise LoaderError("MEMORY", f"exec RAM of {cfg.exec_ram_size} bytes, {need} needed",
+                          rule="exec_ram" if cfg.exec_ram_assumed else None)
     if cfg.ext_ram_addr and cfg.ext_ram_addr % 4:
         raise LoaderError("PARAM_ADDR", "ext RAM not 4-aligned")
     if cfg.exec_ram_addr % 4:
@@ -357,7 +379,7 @@ def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
         raise LoaderError("INVALID_BIN", e.detail, rule=e.rule) from None
     if verify_params:
         check_params_words(img, params if params is not None else memoryview(data)[h.params_offset:]
-                           if h.params_offset else b"")
+                           if h.params_offset else b"", split=params is not None)
     return Installed("COPY" if copy_mode else "XIP", ro_base, ram_base, param0, param1, mem, warnings, got_words,
                      rel_sites)
 
@@ -369,15 +391,16 @@ def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARA
     split = len(data) >= off_at + 4 and struct.unpack_from("<I", data, off_at)[0] == 0
     results = []
     for mode in (MODE_XIP, MODE_COPY):
-        cfg = Config(mode=mode | MODE_CLEAR, ext_param_addr=param_addr if split else 0)
+        cfg = Config(mode=mode | MODE_CLEAR, ext_param_addr=param_addr if split else 0, exec_ram_assumed=True)
         results.append(install(data, file_addr, cfg, fw, params if split else None, verify_params=verify_params and mode == MODE_XIP))
     return results
 
 
-def check_file(bin_path, params_path=None, verify_params=True):
-    """Check an image (and its split params) against the firmware it is built for; returns
-    (image, [XIP install, COPY install])."""
+def check_file(bin_path, params_path=None, verify_params=True, fw=None):
+    """Check an image (and its split params) against the firmware `fw` that will load it (None:
+    one built as the image says, for the build's own check); returns (image, [XIP install, COPY
+    install])."""
     img = Image.load(bin_path, params_path)
     split = img.header.params_offset == 0
-    return img, check_image(img.data, img.params if split else None, Firmware.matching(img),
+    return img, check_image(img.data, img.params if split else None, fw or Firmware.matching(img),
                             verify_params=verify_params)

@@ -306,6 +306,15 @@ class Image:
         a, b = off(self.header.rel_start), off(self.header.rel_end)
         return list(struct.unpack_from(f"<{(b - a) // 4}I", self.data, a))
 
+    def params_references(self):
+        """The offsets into param segment 0 that GOT words and REL targets hold: with epoch-controller
+        blobs in the params area (--ecblob-in-params) the blobs and the params blob after them; an
+        image without them holds none."""
+        words = [self.ro_size + a for a in range(off(self.header.got_start), off(self.header.got_end), 4)]
+        words += [off(s) if seg(s) == SEG_FLASH else self.ro_size + off(s) for s in self.rel_sites]
+        values = (struct.unpack_from("<I", self.data, a)[0] for a in words if a + 4 <= len(self.data))
+        return sorted({off(v) for v in values if seg(v) == SEG_PARAM0})
+
     def string_at(self, addr):
         return c_string(self.data, off(addr)) if seg(addr) == SEG_FLASH else ""
 

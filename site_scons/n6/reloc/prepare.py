@@ -178,6 +178,18 @@ def analyse(network_c, name=None, install_version=None, absolute_flash_pools=Fal
     return prep
 
 
+def check_generated(network_c):
+    """What `stedgeai generate` just wrote, read as PREPARE reads it (network.c whole, its
+    c_info.json, every params .raw of its pool's size): damage there is the generate step's
+    failure, reported by it, so that its next run writes the files again."""
+    try:
+        analyse(network_c, absolute_flash_pools=True)
+    except N6Error as e:
+        raise N6Error(e.path, f"stedgeai generate wrote a damaged file: {e.problem}",
+                      "run the build again (generate runs again); if it fails the same way, check the ST Edge "
+                      "AI Core install and the free disk space") from None
+
+
 def params_blob(prep):
     """The params pools' raws in pool order (each zero-padded to 8 in the blob)."""
     return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.params_pools])

@@ -1,5 +1,6 @@
 """`scons run`: inputs (a .npy/.npz file or seeded random data), N inferences on the board,
 outputs saved as .npy, a summary and a timing table, JSON next to them."""
+import hashlib
 import json
 import os
 import shutil
@@ -19,14 +20,15 @@ INPUTS_FIX = "give INPUTS= a .npy (or a .npz with one array per input) saved wit
 
 
 def read_inputs(path):
-    """The arrays of an INPUTS= file, each with at least one sample of numbers; anything else (an
-    empty or cut-short file, pickled objects, text, a .npz member that is not an array) is a
-    one-line error naming the file, before any board is involved."""
+    """(name, array) of each array of an INPUTS= file (name None in a .npy), each with at least one
+    sample of numbers; anything else (an empty or cut-short file, pickled objects, text, a .npz
+    member that is not an array) is a one-line error naming the file, before any board is involved."""
     try:
         if os.path.isfile(path) and not os.path.getsize(path):
             raise N6Error(path, "the inputs file is empty", INPUTS_FIX)
         loaded = np.load(path)
-        arrays = [loaded[k] for k in loaded.files] if hasattr(loaded, "files") else [loaded]
+        names = loaded.files if hasattr(loaded, "files") else [None]
+        arrays = [loaded[k] for k in names] if hasattr(loaded, "files") else [loaded]
     except OSError as e:
         raise N6Error(path, f"cannot read inputs: {e.strerror or e}", INPUTS_FIX) from None
     except (ValueError, EOFError, zipfile.BadZipFile) as e:
@@ -40,14 +42,18 @@ def read_inputs(path):
             raise N6Error(path, f"the inputs file holds {kind}, not numbers", INPUTS_FIX)
         if not a.size:
             raise N6Error(path, f"an input array of shape {list(a.shape)} holds no sample", INPUTS_FIX)
-    return arrays
+    return list(zip(names, arrays))
 
 
 def make_inputs(model, inputs_path=None, seed=0, runs=1):
     """One list of raw input buffers per run; `runs` None: one run per sample of the inputs file
     (one without it), else the file's samples in turn."""
     if inputs_path:
-        arrays = read_inputs(inputs_path)
+        named = read_inputs(inputs_path)
+        by_name = dict(named)
+        wanted = [d.name for d in model.inputs]
+        # a .npz whose arrays are named after the inputs gives each input its own; else by position
+        arrays = [by_name[n] for n in wanted] if set(by_name) == set(wanted) else [a for _, a in named]
         if len(arrays) != len(model.inputs):
             raise N6Error(inputs_path, f"{len(arrays)} arrays for {len(model.inputs)} model inputs",
                           "give one array per input (.npz for several)")
@@ -238,8 +244,33 @@ def _write(out_dir, model, results, summary):
                           "shape": list(arr.shape), "dtype": desc.dtype})
     if saved:
         summary["epoch_tensors"] = saved
+    summary["saved"] = {os.path.relpath(os.path.join(d, n), out_dir): _digest(os.path.join(d, n))
+                        for d, _, names in os.walk(out_dir) for n in sorted(names)}
     with open(os.path.join(out_dir, "run.json"), "w") as f:
         f.write(json.dumps(summary, indent=1) + "\n")
+
+
+def saved_intact(out_dir):
+    """Whether every file the last run saved beside its run.json (outputs, epoch tensors) still
+    holds what it wrote (the digests run.json lists): one changed or removed outside the build
+    is not that run's result, and the run step runs again instead of calling it up to date.
+    True without a run.json (the run step runs anyway)."""
+    try:
+        with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
+            saved = json.load(f)["saved"]
+        return all(_digest(os.path.join(out_dir, rel)) == digest for rel, digest in saved.items())
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _digest(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def output_path(out_dir, name):

@@ -91,16 +91,30 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
                                   os.path.join(os.path.dirname(on_board_path), "firmware_start.log"))
     if port:
         with connect(port, board.validation.baudrate, board.validation.header) as (client, device):
+            _check_identity(on_board, on_board_path, device, port)
             yield client, device, False
     elif on_board.get("simulated"):
         with simulated_board(opts.board_file, state=opts.state, release=opts.release, firmware=opts.sim_firmware,
                              mode="COPY" if opts.copy_mode else "XIP") as sim_port:
             with connect(sim_port, board.validation.baudrate, board.validation.header,
                          simulated_timeouts) as (client, device):
+                _check_identity(on_board, on_board_path, device, f"the simulated board {opts.state}")
                 yield client, device, True
     else:
         raise N6Error(on_board_path, "the model is on a real board but no serial port is known",
                       "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
+
+
+def _check_identity(on_board, on_board_path, device, board):
+    """The board runs what the stamp says was flashed (identity.check_board_model); if not, the
+    stamp goes (the next run flashes the model again) and the step stops before any output."""
+    from .identity import check_board_model
+    try:
+        check_board_model(on_board, device.models, board)
+    except N6Error:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(on_board_path)
+        raise
 
 
 def refuse_simulated_blobs(on_board):

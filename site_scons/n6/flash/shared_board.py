@@ -1,0 +1,68 @@
+"""One board, however many build folders use it: a lock per board (the simulated board's state
+folder, a real board's probe serial) held by every step that flashes or runs, and the record of
+the image set n6 last put on the board. A build's own deploy stamps only say what that build
+flashed; another build may have flashed since, and the record says so."""
+import contextlib
+import json
+import os
+import tempfile
+
+from ..atomic import write_text
+from ..errors import N6Error
+from ..outputs import FileLock
+
+
+def board_key(opts):
+    """(folder, name) of the board's lock and record files for FlashOptions `opts`: the simulated
+    board's state folder; a real board's probe serial (PROBE=, else the one probe attached), else
+    one name for whatever board is attached, in the system's temporary folder."""
+    if opts.simulated:
+        return opts.sim_board, ".n6-board"
+    serial = opts.probe or (opts.probes[0] if len(opts.probes) == 1 else "attached")
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in serial)
+    return tempfile.gettempdir(), f"n6-board-{safe}"
+
+
+@contextlib.contextmanager
+def board_lock(opts, say=print):
+    """Hold the board for one step: a second build (another folder, another process) waits."""
+    folder, name = board_key(opts)
+    lock = FileLock(os.path.join(folder, name + ".lock"),
+                    "another build is using the board (pid {pid}); waiting for it to finish")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        lock.acquire(say)
+    except OSError as e:
+        raise N6Error(lock.path, f"cannot take the board's lock: {e.strerror}",
+                      "make the folder writable" + (" (N6_SIM_BOARD names the simulated board's)"
+                                                    if opts.simulated else "")) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _held_path(opts):
+    folder, name = board_key(opts)
+    return os.path.join(folder, name + ".holds.json")
+
+
+def record_held(opts, images):
+    """After a verified flash: the board holds `images` ((address, sha256) pairs)."""
+    write_text(_held_path(opts), json.dumps(sorted([f"0x{a:08X}", h] for a, h in images), indent=0) + "\n")
+
+
+def forget_held(opts):
+    """The board's content is unknown (a flash that failed, a board found holding another model)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_held_path(opts))
+
+
+def board_holds(opts, images):
+    """Whether the last flash n6 recorded for this board wrote exactly `images`."""
+    try:
+        with open(_held_path(opts), encoding="utf-8") as f:
+            held = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return held == sorted([f"0x{a:08X}", h] for a, h in images)
