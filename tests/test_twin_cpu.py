@@ -431,3 +431,82 @@ def test_saturation_sets_the_cumulative_flag(tmp_path, value, saturates):
     s = Snippet(tmp_path, f"    ldr r0, ={value:#x}\n    vdup.32 q0, r0\n    vqadd.s32 q1, q0, q0")
     s.run()
     assert s.core.helium.state.qc is saturates
+
+
+# -- an interrupt inside a vector loop ----------------------------------------------------------
+VECTOR_LOOP = """
+    ldr r0, ={src:#x}
+    ldr r1, ={dst:#x}
+    ldr r2, ={n}
+    movs r3, #1
+    dlstp.8 lr, r2              @ tail-predicated: LTPSIZE 0, LR counts bytes
+1:  vldrb.u8 q0, [r0], #16
+    vpt.i8 eq, q0, r3           @ VPR: the lanes holding 1 ...
+    vaddt.i8 q0, q0, r3         @ ... become 2
+    vstrb.8 q0, [r1], #16
+    letp lr, 1b
+    ldr r4, =0xE000E010
+    movs r5, #0
+    str r5, [r4]                @ SysTick off
+"""
+VECTOR_HANDLER = """
+    push {{r4, lr}}
+    ldr r4, ={count:#x}
+    ldr r0, [r4]
+    adds r0, r0, #1
+    str r0, [r4]
+    ldr r0, ={scratch:#x}
+    movs r2, #5
+    movs r3, #0x55
+    vdup.8 q0, r3               @ Q0 as the interrupted loop never had it
+    vqadd.s8 q1, q0, q0         @ saturates: QC in the handler's FPSCR
+    dlstp.8 lr, r2              @ a tail-predicated loop of its own, which ends with LTPSIZE 4
+2:  vstrb.8 q0, [r0], #16
+    letp lr, 2b
+    pop {{r4, pc}}
+"""
+
+
+@pytest.mark.parametrize("period", range(24, 38))
+def test_an_interrupt_inside_a_vector_loop_leaves_the_loops_state_as_it_was(tmp_path, period):
+    """SysTick every `period` cycles lands at every point of a tail-predicated, VPT-predicated copy
+    loop of pure Helium (no scalar FP instruction: the vector instructions alone make the FP
+    context), and its handler runs vector code of its own. The copy must come out exact and stop
+    at its end: Q0-Q3, FPSCR (LTPSIZE, QC) and VPR are the interrupted code's again after return,
+    as a Cortex-M55 keeps them in the extended frame. (Without: the handler's LETP leaves LTPSIZE
+    4, the loop counts bytes one by one and copies 16 times too far; its Q0 and VPT mask leak.)"""
+    n, src, dst, scratch, count = 400, DATA, DATA + 0x400, DATA + 0x800, DATA + 0x900
+    s = Snippet(tmp_path, systick_every(period) + VECTOR_LOOP.format(src=src, dst=dst, n=n),
+                VECTOR_HANDLER.format(count=count, scratch=scratch))
+    data = bytes((7 * i) % 5 for i in range(n))
+    s.put(src, data + bytes(range(200, 228)))
+    s.put(dst, b"\xEE" * 0x200)
+    s.run()
+    assert s.word(count) >= 3                                          # it did land in the loop
+    assert bytes(s.core.uc.mem_read(dst, n)) == bytes(2 if b == 1 else b for b in data)
+    assert bytes(s.core.uc.mem_read(dst + n, 0x200 - n)) == b"\xEE" * (0x200 - n)
+    assert s.core.helium.state.qc is False and s.core.helium.state.ltpsize == 4
+    assert s.reg("control") & 1 << 2                                   # the vector code made an FP context
+
+
+def test_a_handler_starts_outside_the_it_block_it_interrupted_which_goes_on_after_return(tmp_path):
+    """An exception taken inside `itt eq` (Z clear: both instructions skipped): the handler's own
+    first instructions run unconditionally (EPSR.IT cleared at entry; without it they are skipped
+    and its store goes to address 0), and the IT block's rest is still skipped after return (the
+    frame's xPSR kept it)."""
+    s = Snippet(tmp_path, "    .short 0x2205\n    .short 0x2306",          # mov r2, #5; mov r3, #6 (in the block)
+                f"    ldr r0, ={DATA:#x}\n    movs r1, #1\n    str r1, [r0]\n    bx lr")
+    s.core.uc.reg_write(arm_const.UC_ARM_REG_XPSR, 1 << 24 | 0b000001 << 10)    # ITSTATE of `itt eq`, 2 to go
+    s.core.exceptions.pend(14)
+    s.run()
+    assert s.word(DATA) == 1
+    assert (s.reg("r2"), s.reg("r3")) == (0, 0)
+
+
+def test_fpccr_aspen_clear_leaves_vector_code_without_fp_context(tmp_path):
+    """FPCCR reads ASPEN and LSPEN set at reset; the firmware clearing ASPEN, a vector instruction
+    makes no FP context (CONTROL.FPCA stays clear, interrupts stack the basic frame)."""
+    s = Snippet(tmp_path, "    ldr r0, =0xE000EF34\n    ldr r1, [r0]\n    movs r2, #0\n    str r2, [r0]\n"
+                          "    vdup.32 q0, r2", "    bx lr")
+    s.run()
+    assert s.reg("r1") == 0xC000_0000 and not s.reg("control") & 1 << 2

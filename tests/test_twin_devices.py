@@ -9,6 +9,7 @@ from n6board.dk.aton_header import read_aton_header
 from n6board.dk.bus import Bus
 from n6board.dk.clock import CycleClock
 from n6board.dk.exceptions import ExceptionUnit
+from n6board.dk.mve import Helium
 from n6board.dk.host_link import BufferLink
 from n6board.dk.peripherals.bsec import Bsec
 from n6board.dk.peripherals.cycle_counters import PmuCycleCounter
@@ -104,7 +105,7 @@ def test_cycle_counters_and_systick_count_cycles():
     clock = CycleClock(uc)
     bus = Bus(uc)
     pmu = bus.attach(PmuCycleCounter(clock))
-    scs = bus.attach(SystemControlSpace(clock, ExceptionUnit(uc, lambda: 0), 0x3400_0000))
+    scs = bus.attach(SystemControlSpace(clock, ExceptionUnit(uc, lambda: 0, Helium(uc)), 0x3400_0000))
     bus.write(0xE000_3C00, 1 << 31)                            # PMU_CNTENSET: the cycle counter
     bus.write(0xE000_3E04, 1 | 1 << 2)                         # PMU_CTRL: enable, reset the cycle counter
     clock.slept = 1234                                         # (cycles pass)
