@@ -489,18 +489,52 @@ def test_an_interrupt_inside_a_vector_loop_leaves_the_loops_state_as_it_was(tmp_
     assert s.reg("control") & 1 << 2                                   # the vector code made an FP context
 
 
-def test_a_handler_starts_outside_the_it_block_it_interrupted_which_goes_on_after_return(tmp_path):
-    """An exception taken inside `itt eq` (Z clear: both instructions skipped): the handler's own
-    first instructions run unconditionally (EPSR.IT cleared at entry; without it they are skipped
-    and its store goes to address 0), and the IT block's rest is still skipped after return (the
-    frame's xPSR kept it)."""
-    s = Snippet(tmp_path, "    .short 0x2205\n    .short 0x2306",          # mov r2, #5; mov r3, #6 (in the block)
-                f"    ldr r0, ={DATA:#x}\n    movs r1, #1\n    str r1, [r0]\n    bx lr")
-    s.core.uc.reg_write(arm_const.UC_ARM_REG_XPSR, 1 << 24 | 0b000001 << 10)    # ITSTATE of `itt eq`, 2 to go
-    s.core.exceptions.pend(14)
+def test_an_interrupt_between_an_it_instruction_and_its_block_across_a_1k_page_runs_its_handler_whole(tmp_path):
+    """unicorn (QEMU) ends a translated block at each 1 KiB page, so an `ittt` whose block starts
+    a new page can be interrupted before its conditional instructions: SysTick lands there with
+    EQ false. The handler (SysTick_Handler's shape in ST's firmware: a tail call to HAL_IncTick)
+    starts outside the IT block (EPSR.IT cleared at entry); the block's rest is still skipped
+    after return (the frame's xPSR kept it). Without the clear, the handler's first three
+    instructions are skipped and it increments the word at the interrupted code's r0: ST's
+    firmware then faulted in memcpy on a pointer corrupted so (pb_field_iter_next's
+    `ittt eq` at 0x34015BFE)."""
+    count, sentinel = DATA, DATA + 0x100
+    body = systick_every(97) + f"""
+    ldr r0, ={sentinel:#x}
+    movs r5, #0
+    movs r1, #0
+    movs r2, #0
+    movs r3, #0
+    ldr r6, =3000
+    b 2f
+    .p2align 10
+    .space 1020
+2:  cmp r5, #1
+    ittt eq                     @ the last halfword of a page
+    moveq r1, #1                @ the next page: a new translated block
+    moveq r2, #2
+    moveq r3, #3
+    subs r6, r6, #1
+    bne 2b
+    ldr r4, =0xE000E010
+    str r5, [r4]                @ SysTick off
+"""
+    handler = f"""
+    b.w 3f
+    movs r0, r0
+3:  ldr r0, ={count:#x}
+    ldr r1, [r0]
+    adds r1, r1, #1
+    str r1, [r0]
+    bx lr
+"""
+    s = Snippet(tmp_path, body, handler)
+    boundary = s.code.index(bytes.fromhex("012d02bf")) + 4           # cmp r5, #1; ittt eq
+    assert (CODE + boundary) % 1024 == 0
     s.run()
-    assert s.word(DATA) == 1
-    assert (s.reg("r2"), s.reg("r3")) == (0, 0)
+    assert s.word(sentinel) == 0
+    assert s.word(count) == s.core.exceptions.taken[15] > 100
+    assert (s.reg("r1"), s.reg("r2"), s.reg("r3")) == (0, 0, 0)
 
 
 def test_fpccr_aspen_clear_leaves_vector_code_without_fp_context(tmp_path):
