@@ -57,9 +57,14 @@ def test_usart_flags_data_interrupt_and_waiting_for_the_host(bus):
     link, lines, stops = BufferLink(b"ab"), [], []
     usart = bus.attach(Usart(link, lines.append, lambda: stops.append(1)))
     assert bus.read(0x4200_101C) & 0xC0 == 0xC0                # TC, TXE: the wire never backs up
-    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3 | 1 << 5)       # UE, RE, TE, RXNEIE
+    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3)                # UE, RE, TE
     assert bus.read(0x4200_101C) & (1 << 21 | 1 << 22) == 1 << 21 | 1 << 22      # TEACK, REACK
     usart.poll_host()
+    assert not usart.rx                                         # the firmware has not waited for the host yet
+    for _ in range(IDLE_POLLS):
+        bus.read(0x4200_101C)
+    usart.poll_host()                                           # ... now it has: the bytes come in here
+    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3 | 1 << 5)       # RXNEIE
     assert lines[-1] is True and bus.read(0x4200_101C) & 1 << 5   # RXNE: the interrupt is asserted
     assert bytes([bus.read(0x4200_1024), bus.read(0x4200_1024)]) == b"ab"
     assert lines[-1] is False

@@ -207,3 +207,44 @@ def test_st_clients_mixed_invokes_on_mobilenet_v2_pass_on_20_fresh_twins(repo, t
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         runs.append(proc.stdout.strip().splitlines()[-1])
     assert len(set(runs)) == 1
+
+
+def busy_host_loops(n=2):
+    """`n` processes spinning on the host's cores (the host's timing changes; emulated time must not)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def test_twin_sessions_give_the_same_cycles_every_time_even_under_host_load(repo, tmp_path):
+    """Emulated time depends only on the firmware and the bytes received: `scons run` on ST's
+    firmware three times (the third with two busy loops on the host) prints the same timing lines
+    (all but the host's round trip) and records the same cycles; ST's client's mixed invokes get
+    the same c_durations."""
+    from n6.run.session import simulated_board
+    scons(repo, "flash", "MODEL=kws_mlp")
+    script = tmp_path / "durations.py"
+    script.write_text(ST_MIXED_INVOKES.replace("outputs, _ = runner.invoke", "outputs, profile = runner.invoke")
+                      .replace("np.asarray(outputs[0]).tolist()", "profile['c_durations']"))
+    lines, cycles, durations = [], [], []
+    for loaded in (False, False, True):
+        load = busy_host_loops() if loaded else []
+        try:
+            shutil.rmtree(os.path.join(repo, "build", "kws_mlp", "run"), ignore_errors=True)
+            proc = scons(repo, "run", "MODEL=kws_mlp", "RUNS=3", "SEED=7", f"SIM_FIRMWARE={INSTALL}")
+            lines.append([line for line in proc.stdout.splitlines()
+                          if ("cycles" in line or "inference" in line) and "host round trip" not in line])
+            with open(os.path.join(repo, "build", "kws_mlp", "run", "run.json")) as f:
+                cycles.append([run["cycles"] for run in json.load(f)["runs"]])
+            if os.path.isfile(ST_CLIENT):
+                with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"),
+                                     firmware=firmware("copy"), mode="COPY") as port:
+                    client = subprocess.run([ST_CLIENT, str(script), port], capture_output=True, text=True,
+                                            timeout=600, cwd=tmp_path)
+                assert client.returncode == 0, client.stdout[-2000:] + client.stderr[-2000:]
+                durations.append(client.stdout.strip().splitlines()[-1])
+        finally:
+            for p in load:
+                p.kill()
+                p.wait()
+    assert len(lines[0]) >= 3 and lines[0] == lines[1] == lines[2]
+    assert cycles[0] == cycles[1] == cycles[2]
+    assert len(set(durations)) <= 1

@@ -129,6 +129,7 @@ class DkTwin:
 
     def serve(self):
         """Run the firmware for the host until it stops (Stop) or the process ends."""
+        self.usart.block_for_host = True
         self.core.run()
 
 
