@@ -127,10 +127,11 @@ class DkTwin:
     def ready(self):
         return READY in self.usart.sent
 
-    def serve(self):
-        """Run the firmware for the host until it stops (Stop) or the process ends."""
+    def serve(self, until=lambda: False):
+        """Run the firmware for the host until it stops (Stop), `until()` holds (a reset) or the
+        process ends."""
         self.usart.block_for_host = True
-        self.core.run()
+        self.core.run(until=until)
 
 
 def install_of(firmware_path):
