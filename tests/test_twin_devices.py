@@ -92,17 +92,50 @@ ATON_H = """
   (((UNIT) == 1) ? (0x2eUL) : 0UL))
 #define ATON_UNITA_VERSION_PORTS_DT(UNIT) (((UNIT) == 0) ? 4UL : 0UL)
 #define ATON_UNITA_VERSION_DESC  "Version register"
+#define ATON_DEBUG_TRACE_NUM 1
+#define ATON_DEBUG_TRACE_BASE(UNIT) \\
+  (ATON_BASE + 0x1f000UL + ((UNIT) * 0x0UL))
+#define ATON_DEBUG_TRACE_EVENT_0_OFFSET  0x40UL
+#define ATON_DEBUG_TRACE_EVENT_0_EN_LSB  0UL
+#define ATON_DEBUG_TRACE_EVENT_0_EN_W  (1UL)
+#define ATON_DEBUG_TRACE_EVENT_0_EVENT_TYPE_LSB  14UL
+#define ATON_DEBUG_TRACE_EVENT_0_EVENT_TYPE_W  (2UL)
+#define ATON_DEBUG_TRACE_EVENT_0_CNT_OFFSET  0x84UL
 """
 
 
 def test_npu_registers_start_at_atonh_reset_values_and_clear_bits_self_clear(bus, tmp_path):
     (tmp_path / "ATON.h").write_text(ATON_H)
     aton = read_aton_header(str(tmp_path / "ATON.h"))
-    assert aton.reset_values() == {0x1000: 1, 0x1004: 0x4001D, 0x2000: 1, 0x2004: 0x2E}
+    assert aton.reset_values() == {0x1000: 1, 0x1004: 0x4001D, 0x2000: 1, 0x2004: 0x2E, 0x1F040: 0, 0x1F084: 0}
     bus.attach(NpuRegisters(aton))
     assert bus.read(0x580E_1004) == 0x4001D and bus.read(0x480E_2004) == 0x2E
     bus.write(0x580E_2000, 1 | 1 << 1 | 1 << 31)              # enable, clear, (running)
     assert bus.read(0x580E_2000) == 1                          # clear self-clears, nothing runs
+
+
+def test_the_npu_trace_units_always_high_counter_counts_npu_clocks(tmp_path):
+    """ST's firmware times epochs with a debug-and-trace event counter on the always-high event:
+    it counts the NPU's clock (here 5 per 4 CPU cycles) from the value written to its CNT; on
+    another event, or disabled, it keeps its value."""
+    (tmp_path / "ATON.h").write_text(ATON_H)
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    clock, bus = CycleClock(uc), Bus(uc)
+    bus.attach(NpuRegisters(read_aton_header(str(tmp_path / "ATON.h")), clock, (5, 4)))
+    event, cnt = 0x580F_F040, 0x580F_F084
+    bus.write(cnt, 10)
+    bus.write(event, 1 | 2 << 14)                              # enabled, on another event
+    clock.slept = 400
+    assert bus.read(cnt) == 10
+    bus.write(event, 1 | 1 << 14)                              # enabled, always high
+    clock.slept += 400
+    assert bus.read(cnt) == 10 + 500
+    bus.write(cnt, 0)                                          # the firmware resets it per epoch
+    clock.slept += 80
+    assert bus.read(cnt) == 100
+    bus.write(event, 1 << 14)                                  # stopped: it keeps its count
+    clock.slept += 800
+    assert bus.read(cnt) == 100
 
 
 def test_cycle_counters_and_systick_count_cycles():

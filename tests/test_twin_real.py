@@ -248,3 +248,25 @@ def test_twin_sessions_give_the_same_cycles_every_time_even_under_host_load(repo
     assert len(lines[0]) >= 3 and lines[0] == lines[1] == lines[2]
     assert cycles[0] == cycles[1] == cycles[2]
     assert len(set(durations)) <= 1
+
+
+@pytest.mark.parametrize("model", [m for m in SOFTWARE_EPOCH_MODELS if m != "tiny_prebuilt"])
+def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_columns(repo, tmp_path, model):
+    """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin: its parser reads our
+    file (epochs, kinds, buffers), its summary has the compiler's figures next to the measured
+    ones, the NPU's epoch timer counting. (tiny_prebuilt's network.c is a checked-in folder an
+    earlier simulated tool wrote, hex floats and all.)"""
+    from n6.run.session import simulated_board
+    if not os.path.isfile(ST_CLIENT):
+        pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
+    scons(repo, "flash", f"MODEL={model}")
+    network_c = os.path.join(repo, "build", model, "st_ai_output", "network.c")
+    profiler = os.path.join(REAL, "st-validation", "client", "examples", "npu_profiler.py")
+    with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"), firmware=firmware("copy"),
+                         mode="COPY") as port:
+        proc = subprocess.run([ST_CLIENT, profiler, "-d", f"serial:{port}:921600", "-c", network_c],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Compiler" in proc.stdout and "total max_cycles" in proc.stdout
+    npu = [line for line in proc.stdout.splitlines() if line.strip().startswith("npu cycles")]
+    assert npu and not npu[0].split(":")[1].strip().startswith("0 ")

@@ -137,11 +137,17 @@ class AtonUnit:
 class AtonMap:
     units: dict                                         # unit name → AtonUnit
     lsb: dict                                           # "<U>_<R>_<F>" → bit position
+    width: dict = field(default_factory=dict)           # "<U>_<R>_<F>" → bits
 
     def reset_values(self):
         """{offset from ATON_BASE: reset value} of every register of every instance."""
         return {base + offset: resets[i] for unit in self.units.values()
                 for offset, resets in unit.registers.values() for i, base in enumerate(unit.bases)}
+
+    def field_value(self, unit, register, name, value):
+        """The named field of a register's `value`."""
+        key = f"{unit}_{register}_{name}"
+        return value >> self.lsb[key] & (1 << self.width[key]) - 1
 
     def field_bits(self, unit, register, names):
         """The mask of the named fields of a register (those that exist)."""
@@ -159,7 +165,7 @@ def read_aton_header(path):
             count = macros.value(f"ATON_{unit}_NUM") if f"ATON_{unit}_NUM" in macros.defs else 1
             units[unit] = AtonUnit(unit, count, [macros.value(name, UNIT=i) for i in range(count)])
     by_length = sorted(units, key=len, reverse=True)
-    lsb = {}
+    lsb, width = {}, {}
     for name, (param, _) in macros.defs.items():
         unit = next((u for u in by_length if name.startswith(f"ATON_{u}_")), None)
         if unit is None or param:
@@ -171,9 +177,11 @@ def read_aton_header(path):
                 units[unit].registers[register] = (macros.value(name), _resets(macros, f"{name[:-7]}_DT", units[unit]))
             elif rest.endswith("_LSB"):
                 lsb[f"{unit}_{rest[:-4]}"] = macros.value(name)
+            elif rest.endswith("_W"):
+                width[f"{unit}_{rest[:-2]}"] = macros.value(name)
         except MacroError:
             continue                  # not an integer macro (a name, a description)
-    return AtonMap(units, lsb)
+    return AtonMap(units, lsb, width)
 
 
 def _resets(macros, name, unit):

@@ -18,6 +18,7 @@ from .firmware_elf import FirmwareElf
 from .memory_map import MemoryMap, load_nor_flash
 from .peripherals.bsec import Bsec
 from .peripherals.cycle_counters import DwtCycleCounter, PmuCycleCounter
+from ..firmware import NPU_HZ
 from .peripherals.npu import NpuRegisters
 from .peripherals.rcc import Rcc
 from .peripherals.system_control import SystemControlSpace
@@ -51,7 +52,7 @@ class DkTwin:
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
         core.wait_outside = self.usart.wait_for_host
-        self.bus.attach(NpuRegisters(read_aton_header(aton_header)))
+        self.bus.attach(NpuRegisters(read_aton_header(aton_header), core.clock, (NPU_HZ, CPU_HZ)))
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)
         for addr, data in self.firmware.segments:
