@@ -270,3 +270,20 @@ def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_column
     assert "Compiler" in proc.stdout and "total max_cycles" in proc.stdout
     npu = [line for line in proc.stdout.splitlines() if line.strip().startswith("npu cycles")]
     assert npu and not npu[0].split(":")[1].strip().startswith("0 ")
+
+
+def test_soak_hundreds_of_mixed_invokes_no_fault_same_outputs_and_cycles(repo, tmp_path):
+    """bench/soak.py: 200 mixed invokes per session (IO, per layer, with data; ST's client also at
+    batch 2), each session twice on a fresh board, on the simulated board and on the twin, with
+    our client and ST's: no fault, the same outputs and the same cycles every time."""
+    report = tmp_path / "soak.json"
+    argv = [sys.executable, os.path.join(repo, "bench", "soak.py"), "--models", "kws_mlp,digits_mlp",
+            "--invokes", "200", "--firmware", firmware("copy"), "--json", str(report)]
+    if os.path.isfile(ST_CLIENT):
+        argv += ["--st-client", ST_CLIENT]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=3000, cwd=repo)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(report.read_text())["rows"]
+    assert len(rows) == 2 * (3 if os.path.isfile(ST_CLIENT) else 2)
+    for row in rows:
+        assert row["invokes"] == 400 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]

@@ -31,6 +31,20 @@ def _write_atomic(path, data):
     os.replace(tmp, path)
 
 
+def _board_process(pid):
+    """Whether `pid` is a live simulated board process (not a process that reused its number)."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            return b"n6board" in f.read()
+    except (OSError, TypeError, ValueError):
+        pass
+    try:
+        os.kill(int(pid), 0)
+        return not os.path.isdir("/proc")
+    except (OSError, TypeError, ValueError):
+        return False
+
+
 class BoardState:
     """Sparse image of the board's NOR flash plus the probe identity; absent sectors are erased."""
 
@@ -172,10 +186,11 @@ class BoardState:
             try:
                 with open(os.path.join(self.root, "board.json"), encoding="utf-8") as f:
                     board = json.load(f)
-                os.kill(board["pid"], 0)
-            except (FileNotFoundError, ValueError, KeyError, ProcessLookupError, PermissionError):
+            except (FileNotFoundError, ValueError):
                 return False
-            if board["resets"] >= count:
+            if not _board_process(board.get("pid")):
+                return False
+            if board.get("resets", 0) >= count:
                 return True
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the simulated board did not come out of reset within {timeout:g} s")
