@@ -25,13 +25,15 @@ sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "boa
 import numpy as np  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
-from n6.aivalidation import BoardError  # noqa: E402
+from n6.aivalidation import BoardError, Timeouts  # noqa: E402
 from n6.aivalidation.messages import IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA  # noqa: E402
 from n6.run.session import connect, simulated_board  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = os.path.join(ROOT, "build", "sim-board")
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
+HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
+#                                      loaded host can take longer (a host wait, not the board's cycles)
 ST_MIXED = """
 import hashlib, json, sys
 import numpy as np
@@ -59,7 +61,7 @@ def our_session(firmware, model_mode, invokes, seed):
     """[(outputs digest, [duration ms, counters])] of `invokes` mixed runs of our client."""
     records = []
     with simulated_board(BOARD, state=STATE, firmware=firmware, mode=model_mode) as port:
-        with connect(port) as (client, _):
+        with connect(port, timeouts=HOST_WAITS) as (client, _):
             model = client.model()
             rng = np.random.default_rng(seed)
             for i in range(invokes):
