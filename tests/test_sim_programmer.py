@@ -54,7 +54,9 @@ def test_long_and_short_options_download_verify_erase_reset(tmp_path):
     p = cli(tmp_path, *CONNECT, "-el", LDR, "-e", "[257]", "-rst")
     assert p.returncode == 0 and "MCU Reset" in p.stdout
     assert st.sectors() == [0x71000000]
-    assert [e["op"] for e in st.events() if e["op"] != "call"] == ["erase", "program", "erase", "program", "erase"]
+    assert [e["op"] for e in st.events() if e["op"] != "call"] == ["erase", "program", "erase", "program", "reset",
+                                                                   "erase", "reset"]
+    assert st.resets() == 2 and [e["kind"] for e in st.events("reset")] == ["hardware", "software"]
 
 
 @pytest.mark.parametrize("args, message", [

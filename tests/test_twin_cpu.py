@@ -431,3 +431,116 @@ def test_saturation_sets_the_cumulative_flag(tmp_path, value, saturates):
     s = Snippet(tmp_path, f"    ldr r0, ={value:#x}\n    vdup.32 q0, r0\n    vqadd.s32 q1, q0, q0")
     s.run()
     assert s.core.helium.state.qc is saturates
+
+
+# -- an interrupt inside a vector loop ----------------------------------------------------------
+VECTOR_LOOP = """
+    ldr r0, ={src:#x}
+    ldr r1, ={dst:#x}
+    ldr r2, ={n}
+    movs r3, #1
+    dlstp.8 lr, r2              @ tail-predicated: LTPSIZE 0, LR counts bytes
+1:  vldrb.u8 q0, [r0], #16
+    vpt.i8 eq, q0, r3           @ VPR: the lanes holding 1 ...
+    vaddt.i8 q0, q0, r3         @ ... become 2
+    vstrb.8 q0, [r1], #16
+    letp lr, 1b
+    ldr r4, =0xE000E010
+    movs r5, #0
+    str r5, [r4]                @ SysTick off
+"""
+VECTOR_HANDLER = """
+    push {{r4, lr}}
+    ldr r4, ={count:#x}
+    ldr r0, [r4]
+    adds r0, r0, #1
+    str r0, [r4]
+    ldr r0, ={scratch:#x}
+    movs r2, #5
+    movs r3, #0x55
+    vdup.8 q0, r3               @ Q0 as the interrupted loop never had it
+    vqadd.s8 q1, q0, q0         @ saturates: QC in the handler's FPSCR
+    dlstp.8 lr, r2              @ a tail-predicated loop of its own, which ends with LTPSIZE 4
+2:  vstrb.8 q0, [r0], #16
+    letp lr, 2b
+    pop {{r4, pc}}
+"""
+
+
+@pytest.mark.parametrize("period", range(24, 38))
+def test_an_interrupt_inside_a_vector_loop_leaves_the_loops_state_as_it_was(tmp_path, period):
+    """SysTick every `period` cycles lands at every point of a tail-predicated, VPT-predicated copy
+    loop of pure Helium (no scalar FP instruction: the vector instructions alone make the FP
+    context), and its handler runs vector code of its own. The copy must come out exact and stop
+    at its end: Q0-Q3, FPSCR (LTPSIZE, QC) and VPR are the interrupted code's again after return,
+    as a Cortex-M55 keeps them in the extended frame. (Without: the handler's LETP leaves LTPSIZE
+    4, the loop counts bytes one by one and copies 16 times too far; its Q0 and VPT mask leak.)"""
+    n, src, dst, scratch, count = 400, DATA, DATA + 0x400, DATA + 0x800, DATA + 0x900
+    s = Snippet(tmp_path, systick_every(period) + VECTOR_LOOP.format(src=src, dst=dst, n=n),
+                VECTOR_HANDLER.format(count=count, scratch=scratch))
+    data = bytes((7 * i) % 5 for i in range(n))
+    s.put(src, data + bytes(range(200, 228)))
+    s.put(dst, b"\xEE" * 0x200)
+    s.run()
+    assert s.word(count) >= 3                                          # it did land in the loop
+    assert bytes(s.core.uc.mem_read(dst, n)) == bytes(2 if b == 1 else b for b in data)
+    assert bytes(s.core.uc.mem_read(dst + n, 0x200 - n)) == b"\xEE" * (0x200 - n)
+    assert s.core.helium.state.qc is False and s.core.helium.state.ltpsize == 4
+    assert s.reg("control") & 1 << 2                                   # the vector code made an FP context
+
+
+def test_an_interrupt_between_an_it_instruction_and_its_block_across_a_1k_page_runs_its_handler_whole(tmp_path):
+    """unicorn (QEMU) ends a translated block at each 1 KiB page, so an `ittt` whose block starts
+    a new page can be interrupted before its conditional instructions: SysTick lands there with
+    EQ false. The handler (SysTick_Handler's shape in ST's firmware: a tail call to HAL_IncTick)
+    starts outside the IT block (EPSR.IT cleared at entry); the block's rest is still skipped
+    after return (the frame's xPSR kept it). Without the clear, the handler's first three
+    instructions are skipped and it increments the word at the interrupted code's r0: ST's
+    firmware then faulted in memcpy on a pointer corrupted so (pb_field_iter_next's
+    `ittt eq` at 0x34015BFE)."""
+    count, sentinel = DATA, DATA + 0x100
+    body = systick_every(97) + f"""
+    ldr r0, ={sentinel:#x}
+    movs r5, #0
+    movs r1, #0
+    movs r2, #0
+    movs r3, #0
+    ldr r6, =3000
+    b 2f
+    .p2align 10
+    .space 1020
+2:  cmp r5, #1
+    ittt eq                     @ the last halfword of a page
+    moveq r1, #1                @ the next page: a new translated block
+    moveq r2, #2
+    moveq r3, #3
+    subs r6, r6, #1
+    bne 2b
+    ldr r4, =0xE000E010
+    str r5, [r4]                @ SysTick off
+"""
+    handler = f"""
+    b.w 3f
+    movs r0, r0
+3:  ldr r0, ={count:#x}
+    ldr r1, [r0]
+    adds r1, r1, #1
+    str r1, [r0]
+    bx lr
+"""
+    s = Snippet(tmp_path, body, handler)
+    boundary = s.code.index(bytes.fromhex("012d02bf")) + 4           # cmp r5, #1; ittt eq
+    assert (CODE + boundary) % 1024 == 0
+    s.run()
+    assert s.word(sentinel) == 0
+    assert s.word(count) == s.core.exceptions.taken[15] > 100
+    assert (s.reg("r1"), s.reg("r2"), s.reg("r3")) == (0, 0, 0)
+
+
+def test_fpccr_aspen_clear_leaves_vector_code_without_fp_context(tmp_path):
+    """FPCCR reads ASPEN and LSPEN set at reset; the firmware clearing ASPEN, a vector instruction
+    makes no FP context (CONTROL.FPCA stays clear, interrupts stack the basic frame)."""
+    s = Snippet(tmp_path, "    ldr r0, =0xE000EF34\n    ldr r1, [r0]\n    movs r2, #0\n    str r2, [r0]\n"
+                          "    vdup.32 q0, r2", "    bx lr")
+    s.run()
+    assert s.reg("r1") == 0xC000_0000 and not s.reg("control") & 1 << 2

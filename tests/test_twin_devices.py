@@ -8,6 +8,7 @@ from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 from n6board.dk.bus import Bus
 from n6board.dk.clock import CycleClock
 from n6board.dk.exceptions import ExceptionUnit
+from n6board.dk.mve import Helium
 from n6board.dk.host_link import BufferLink
 from n6board.dk.peripherals.bsec import Bsec
 from n6board.dk.peripherals.cycle_counters import PmuCycleCounter
@@ -55,9 +56,14 @@ def test_usart_flags_data_interrupt_and_waiting_for_the_host(bus):
     link, lines, stops = BufferLink(b"ab"), [], []
     usart = bus.attach(Usart(link, lines.append, lambda: stops.append(1)))
     assert bus.read(0x4200_101C) & 0xC0 == 0xC0                # TC, TXE: the wire never backs up
-    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3 | 1 << 5)       # UE, RE, TE, RXNEIE
+    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3)                # UE, RE, TE
     assert bus.read(0x4200_101C) & (1 << 21 | 1 << 22) == 1 << 21 | 1 << 22      # TEACK, REACK
     usart.poll_host()
+    assert not usart.rx                                         # the firmware has not waited for the host yet
+    for _ in range(IDLE_POLLS):
+        bus.read(0x4200_101C)
+    usart.poll_host()                                           # ... now it has: the bytes come in here
+    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3 | 1 << 5)       # RXNEIE
     assert lines[-1] is True and bus.read(0x4200_101C) & 1 << 5   # RXNE: the interrupt is asserted
     assert bytes([bus.read(0x4200_1024), bus.read(0x4200_1024)]) == b"ab"
     assert lines[-1] is False
@@ -77,12 +83,34 @@ def test_the_npu_model_answers_at_both_aliases_with_atonh_reset_values_and_self_
     assert bus.read(0x580E_5000) == 1 << 8 | 0x12 << 16
 
 
+def test_the_npu_trace_units_always_high_counter_counts_npu_clocks(bus):
+    """ST's firmware times epochs with a debug-and-trace event counter on the always-high event:
+    it counts the NPU's clock from the value written to its CNT; on another event, or disabled,
+    it keeps its value."""
+    npu, now = bus.attach(Npu()), [0]
+    npu.npu_now = lambda: now[0]
+    event, cnt = 0x580F_F040, 0x580F_F084                      # DEBUG_TRACE EVENT_0, EVENT_0_CNT
+    bus.write(cnt, 10)
+    bus.write(event, 1 | 2 << 14)                              # enabled, on another event
+    now[0] = 400
+    assert bus.read(cnt) == 10
+    bus.write(event, 1 | 1 << 14)                              # enabled, always high
+    now[0] += 500
+    assert bus.read(cnt) == 10 + 500
+    bus.write(cnt, 0)                                          # the firmware resets it per epoch
+    now[0] += 100
+    assert bus.read(cnt) == 100
+    bus.write(event, 1 << 14)                                  # stopped: it keeps its count
+    now[0] += 800
+    assert bus.read(cnt) == 100
+
+
 def test_cycle_counters_and_systick_count_cycles():
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
     clock = CycleClock(uc)
     bus = Bus(uc)
     pmu = bus.attach(PmuCycleCounter(clock))
-    scs = bus.attach(SystemControlSpace(clock, ExceptionUnit(uc, lambda: 0), 0x3400_0000))
+    scs = bus.attach(SystemControlSpace(clock, ExceptionUnit(uc, lambda: 0, Helium(uc)), 0x3400_0000))
     bus.write(0xE000_3C00, 1 << 31)                            # PMU_CNTENSET: the cycle counter
     bus.write(0xE000_3E04, 1 | 1 << 2)                         # PMU_CTRL: enable, reset the cycle counter
     clock.slept = 1234                                         # (cycles pass)

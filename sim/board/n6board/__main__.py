@@ -27,7 +27,7 @@ from unicorn import UcError  # noqa: E402
 
 from .emulator import Fault, NpuAccess, NpuStopped  # noqa: E402
 from .firmware import InstalledModel, layout_from_board  # noqa: E402
-from .server import Board, FdPort  # noqa: E402
+from .server import Board, BoardReset, FdPort  # noqa: E402
 
 
 def read_flash(state, board, release):
@@ -138,10 +138,30 @@ def main(argv=None):
         board = load_board(args.board)
         images = read_flash(args.state, board, release(args.release)) if args.state else []
         sys.exit(serve.serve(args, board, images, master, lambda: _publish(args, path)))
-    models, error, banner = boot(args)
-    os.write(master, ("\r\n".join(banner) + "\r\n").encode())
-    _publish(args, path)
-    Board(FdPort(master), args.header or load_board(args.board).validation.header, models, error, os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
+    serve_own_firmware(args, master, lambda: _publish(args, path))
+
+
+def serve_own_firmware(args, master, publish):
+    """The board's own firmware: boot, publish the port once, serve; the programmer's reset
+    (-rst, -hardRst on the board's state) boots it again from the flash."""
+    from .dk.serve import board_state
+    state, published = board_state(args.state), False
+    while True:
+        watch = state.reset_watch() if state else lambda: False
+        models, error, banner = boot(args)
+        os.write(master, ("\r\n".join(banner) + "\r\n").encode())
+        if state:
+            state.board_served(state.resets())
+        if not published:
+            publish()
+            published = True
+        port = FdPort(master, watch)
+        try:
+            Board(port, args.header or load_board(args.board).validation.header, models, error,
+                  os.environ.get("N6_SIM_BOARD_FAULT", "")).serve()
+            return
+        except BoardReset:
+            port.drain()
 
 
 def _publish(args, path):

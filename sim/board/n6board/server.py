@@ -31,13 +31,28 @@ from .firmware import MCU_HZ, NIC_HZ, NOC_HZ
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
 
 
-class FdPort:
-    """The pty master as a pyserial-like port."""
+class BoardReset(Exception):
+    """The programmer reset the board (-rst / -hardRst): its firmware starts again."""
 
-    def __init__(self, fd):
-        self.fd, self.timeout = fd, None
+
+class FdPort:
+    """The pty master as a pyserial-like port; a read raises BoardReset once `reset_requested()`."""
+
+    def __init__(self, fd, reset_requested=lambda: False):
+        self.fd, self.timeout, self.reset_requested = fd, None, reset_requested
+
+    def drain(self):
+        """Drop what the host sent and nobody read (a board in reset receives nothing)."""
+        while select.select([self.fd], [], [], 0)[0]:
+            try:
+                if not os.read(self.fd, 4096):
+                    return
+            except OSError:
+                return
 
     def read(self, n):
+        if self.reset_requested():
+            raise BoardReset()
         r, _, _ = select.select([self.fd], [], [], self.timeout)
         if not r:
             return b""

@@ -17,6 +17,10 @@ then the chain runs to its end with the bytes its output engines write set to ze
 Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) through this
 same register model; its irq raises the controller's interrupt.
 
+The debug-and-trace unit's event counters count NPU clocks while enabled on the always-high event
+(EVENT_TYPE 1): ST's validation firmware times each epoch with one (its `npu_cycles`), from the
+value last written to EVENT_<n>_CNT; on any other event they keep their value.
+
 Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
 one NPU cycle per BUS_BYTES bytes it moves; a blob COMMAND_CYCLES per command besides its chains;
 the NPU clock is NPU_HZ."""
@@ -32,6 +36,7 @@ START_CYCLES = 64               # configuration latch and pipeline fill of a cha
 MODES = ("stop", "control")
 MODELLED = frozenset()          # processing units whose arithmetic is modelled (part II adds them)
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
+TRACE_UNIT, EVENT_ALWAYS_HIGH = "DEBUG_TRACE", 1    # the trace unit; the event that is always high
 
 
 def write_one_to_clear(unit, register):
@@ -76,6 +81,8 @@ class Npu:
         self.bytes_moved = 0
         self.writes_since = 0
         self.locate = None              # locate(address) → pool/buffer name, for the programs
+        self.npu_now = None             # npu_now() → NPU cycles so far on the board; None: counters hold
+        self.counting = {}              # EVENT_<n>_CNT offset → npu_now() its stored count refers to
         self._chains_started = 0
 
     # -- the bus's side --------------------------------------------------------------------------
@@ -85,6 +92,8 @@ class Npu:
             return 0
         if unit.name == "INTCTRL" and reg is not None and reg.name in ("INTREG", "INTSET"):
             return self.intreg
+        if offset in self.counting:
+            return self._count(offset)
         value = self.regs.get(offset, 0)
         if reg is not None and reg.name == "CTRL" and unit.name in STREAMING_UNITS + ("EPOCHCTRL",):
             running = reg.field("RUNNING") if any(f.name == "RUNNING" for f in reg.fields) else None
@@ -109,6 +118,8 @@ class Npu:
         if unit.name == "INTCTRL":
             self._write_intctrl(reg.name, value)
             return
+        if unit.name == TRACE_UNIT and self.npu_now:
+            self._write_trace(unit, reg, offset, value)
         if reg.name != "CTRL":
             self.regs[offset] = value
             return
@@ -137,6 +148,24 @@ class Npu:
             if unit.name in STREAMING_UNITS:
                 self.running.add(key)
                 self._start_closed_chains()
+
+    def _write_trace(self, unit, reg, offset, value):
+        """An event counter's configuration or count: it counts from now on the always-high event."""
+        if offset in self.counting:                     # EVENT_<n>_CNT written while counting
+            self.counting[offset] = self.npu_now()
+            return
+        cnt = unit.registers.get(reg.name + "_CNT")
+        if cnt is None:
+            return
+        cnt_offset = offset - reg.offset + cnt.offset
+        if cnt_offset in self.counting:                 # reconfigured: the count so far is kept
+            self.regs[cnt_offset] = self._count(cnt_offset)
+            del self.counting[cnt_offset]
+        if reg.field("EN").get(value) and reg.field("EVENT_TYPE").get(value) == EVENT_ALWAYS_HIGH:
+            self.counting[cnt_offset] = self.npu_now()
+
+    def _count(self, cnt_offset):
+        return (self.regs.get(cnt_offset, 0) + self.npu_now() - self.counting[cnt_offset]) & 0xFFFF_FFFF
 
     def _write_intctrl(self, register, value):
         base = self.aton.units["INTCTRL"].base

@@ -5,7 +5,10 @@ Layout of the folder named by N6_SIM_BOARD:
   probe.json               {"serial": "...", "boot": "development" | "flash"}
   flash/<ADDR>.bin         one erase sector, exactly SECTOR_SIZE bytes; ADDR = 8 upper-case hex
                            digits; an absent sector reads as erased (0xFF)
-  log.jsonl                one JSON object per programmer call, erase and program
+  log.jsonl                one JSON object per programmer call, erase, program and reset
+  reset                    "<count> <kind>": the programmer's resets (-rst software, -hardRst hardware)
+  board.json               {"pid", "resets"}: the board process serving this state, and the resets it
+                           has carried out (the programmer waits for its reset to be)
 Only the standard library: the simulated board and the programmer import this file alone."""
 import json
 import os
@@ -26,6 +29,20 @@ def _write_atomic(path, data):
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def _board_process(pid):
+    """Whether `pid` is a live simulated board process (not a process that reused its number)."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            return b"n6board" in f.read()
+    except (OSError, TypeError, ValueError):
+        pass
+    try:
+        os.kill(int(pid), 0)
+        return not os.path.isdir("/proc")
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 class BoardState:
@@ -123,6 +140,61 @@ class BoardState:
         except FileNotFoundError:
             return []
         return sorted(int(n[:-4], 16) for n in names if n.endswith(".bin") and len(n) == 12)
+
+    # -- reset -----------------------------------------------------------------------------------
+    def request_reset(self, kind):
+        """The programmer resets the board ("software" or "hardware"): a board process serving
+        this state reboots its firmware. Returns the reset's number."""
+        count = self.resets() + 1
+        os.makedirs(self.root, exist_ok=True)
+        _write_atomic(os.path.join(self.root, "reset"), f"{count} {kind}\n".encode())
+        self.log("reset", kind=kind)
+        return count
+
+    def resets(self):
+        """How many resets the programmer has made."""
+        try:
+            with open(os.path.join(self.root, "reset"), encoding="utf-8") as f:
+                return int(f.read().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return 0
+
+    def reset_watch(self):
+        """A callable: True once the programmer has reset the board after this call."""
+        path = os.path.join(self.root, "reset")
+
+        def key():
+            try:
+                st = os.stat(path)
+                return st.st_mtime_ns, st.st_size, st.st_ino
+            except FileNotFoundError:
+                return None
+        start = key()
+        return lambda: key() != start
+
+    def board_served(self, resets):
+        """The board process says it has carried out `resets` resets (and serves this state)."""
+        os.makedirs(self.root, exist_ok=True)
+        _write_atomic(os.path.join(self.root, "board.json"),
+                      (json.dumps({"pid": os.getpid(), "resets": resets}) + "\n").encode())
+
+    def wait_for_board(self, count, timeout):
+        """Wait until a live board process serving this state has carried out reset `count`:
+        True; False when none serves it (nothing to wait for); TimeoutError past `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with open(os.path.join(self.root, "board.json"), encoding="utf-8") as f:
+                    board = json.load(f)
+            except (FileNotFoundError, ValueError):
+                return False
+            if not _board_process(board.get("pid")):
+                return False
+            if board.get("resets", 0) >= count:
+                return True
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the simulated board did not come out of reset within {timeout:g} s")
+            time.sleep(0.05)
 
     # -- log -------------------------------------------------------------------------------------
     def log(self, op, **fields):

@@ -17,6 +17,7 @@ VERSION = "2.21.0"
 PROBE_FW = "V3J16M7"
 FAILURES = ("no-probe", "not-dev-boot", "no-loader", "verify", "probe-lost", "hotplug", "busy")
 BAR = 50
+RESET_TIMEOUT_S = 60          # a board process reboots its firmware (the twin boots ST's in about a second)
 USAGE = """Usage :
 STM32_Programmer_CLI [command_1] [Arguments_1][[command_2] [Arguments_2]...]
 
@@ -172,6 +173,16 @@ class Session:
             self.loader = {"missing": path}
             return
         self.say(f"Successful Loading of the external loader {os.path.basename(path)}")
+
+    def reset(self, kind):
+        """-rst / -hardRst: the board (and a board process serving its state) restarts its firmware."""
+        self.need_connection()
+        count = self.state.request_reset(kind)
+        try:
+            self.state.wait_for_board(count, RESET_TIMEOUT_S)
+        except TimeoutError as e:
+            raise CliError(f"Error: {e}") from None
+        self.say("MCU Reset\n" if kind == "software" else "Hardware reset is performed")
 
     def need_connection(self):
         if not self.connected:
@@ -340,8 +351,7 @@ def main(argv, environ=os.environ, out=sys.stdout):
             elif cmd == "-e":
                 session.erase(args)
             elif cmd in ("-hardRst", "-rst"):
-                session.need_connection()
-                session.say("MCU Reset\n" if cmd == "-rst" else "Hardware reset is performed")
+                session.reset("software" if cmd == "-rst" else "hardware")
         return 0
     except CliError as e:
         out.write("\n" + "\n".join(e.lines) + "\n")

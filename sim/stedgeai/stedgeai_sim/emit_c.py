@@ -60,10 +60,14 @@ def buffer_layout(t):
 
 ELTWISE_OPS = {("add", False): "LL_SW_ELTWISE_ADD", ("add", True): "LL_SW_ELTWISE_ADD_FIXED",
                ("mul", False): "LL_SW_ELTWISE_MUL"}
+PROCESSOR_UNIT = 27     # ST's network.c numbers the CPU after the NPU's units: `/* Unit= 27 [PROCESSOR 0] */`,
+#                         then `/* kind=<c_info's node kind> node=<name> */`, the lines ST's readers look for
 
 
 def f32(x):
-    return float(np.float32(x)).hex() + "f"
+    """A float32 constant as ST's generator prints it: the value to 15 significant digits
+    (0.00784313771873713), which the C compiler reads back to the same float32."""
+    return f"{float(np.float32(x)):.15g}"
 
 
 class CWriter:
@@ -78,6 +82,13 @@ class CWriter:
         if pool.relative:
             return self.labels[pool.fname]
         return f"0x{pool.offset:08x}UL"
+
+    def table_base(self, pool):
+        """A buffer table's `.addr_base` as ST writes it (and its parser reads it): a relative
+        pool's label through ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR, an absolute pool's literal."""
+        if pool.relative:
+            return f"ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uintptr_t){self.labels[pool.fname]})"
+        return f"({self.base(pool)})"
 
     def addr(self, t, ctype):
         if t is None:
@@ -183,6 +194,7 @@ class CWriter:
         L += [f"/* epoch {epoch}: {layer.label} {layer.name} (SW) */"] + pre
         out = layer.output
         L += [f"static void LL_ATON_Start_EpochBlock_{epoch}(const void *epoch_block)", "{",
+              f"  /* Unit= {PROCESSOR_UNIT} [PROCESSOR 0] */", f"  /* kind={layer.label} node={layer.name} */",
               f"  static const {kind} sw_info = {{"] + ["    " + x for x in body.splitlines()] + [
               "  };", "  LL_ATON_LIB_UNUSED(epoch_block);", f"  {fn}(&sw_info);", "}", "",
               f"static void LL_ATON_End_EpochBlock_{epoch}(const void *epoch_block)", "{",
@@ -311,7 +323,7 @@ class CWriter:
         unsigned = t.dtype.startswith("u")
         quantised = t.dtype != "float32"
         return ["    {", f'      .name = "{t.name}",',
-                f"      .addr_base = {{(unsigned char *)({self.base(t.pool)})}},",
+                f"      .addr_base = {{(unsigned char *){self.table_base(t.pool)}}},",
                 f"      .offset_start = {t.offset},", f"      .offset_end = {t.offset + t.nbytes},",
                 f"      .offset_limit = {t.offset + (t.nbytes + 7) // 8 * 8},",
                 "      .is_user_allocated = 0,", f"      .is_param = {int(t.is_param)},",

@@ -46,7 +46,7 @@ def c_info(ctx, files):
     producer = {l.output.name: l.epoch for l in net.layers}
     for epoch, layers in ctx.epochs():
         ec = layers[0].attrs.get("ec")
-        nodes.append({"id": epoch, "name": f"epoch_{epoch}", "mapping": "NODE_HW" if ec else "NODE_SW",
+        nodes.append({"id": epoch, "name": f"epoch_{epoch}", "mapping": "NODE_EC" if ec else "NODE_SW",
                       "macc": int(sum(l.attrs.get("macc", 0) for l in layers)),
                       "inputs": [t.id for t in layers[0].inputs], "outputs": [layers[-1].output.id],
                       "subgraph_nodes": [{"id": i, "name": l.name, "description": f"Node kind={l.label}"}

@@ -1,7 +1,10 @@
 """A connection to the board for `scons run` / `validate`: a real board's port (its validation
 firmware started first), or the simulated board started on a pty (and stopped afterwards) when
-no port is given."""
+no port is given. A board that does not answer the connect (its firmware lost track of the
+protocol: a client killed mid-transfer, stray bytes) is reset once through the programmer, as
+the RESET button would, and asked again; the step says so in one line."""
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -66,11 +69,22 @@ def _last_line(log):
 
 
 @contextlib.contextmanager
-def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None):
-    """Open the port and run the connect sequence; yields (client, device)."""
+def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None, reset=None, say=print):
+    """Open the port and run the connect sequence; yields (client, device). When the board does
+    not answer it and `reset` is given: `reset()` once, then the sequence again."""
     client = Client.open(port, baudrate, header, timeouts or Timeouts())
     try:
-        yield client, client.connect()
+        try:
+            device = client.connect()
+        except BoardError as e:
+            if reset is None:
+                raise
+            client.close()
+            say(f"  RESET    {port}: no answer to the connect ({e.problem}): reset through the programmer")
+            reset()
+            client = Client.open(port, baudrate, header, timeouts or Timeouts())
+            device = client.connect()
+        yield client, device
     finally:
         client.close()
 
@@ -85,12 +99,17 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
     on_board = read_json(on_board_path, "deploy stamp")
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
+    log_path = os.path.join(os.path.dirname(on_board_path), "firmware_start.log")
+    if on_board.get("simulated"):
+        reset = functools.partial(reset_simulated_board, opts.state, board, log_path)
+    else:
+        reset = functools.partial(start_validation_firmware, opts, on_board, board, say, log_path)
     if port and not on_board.get("simulated"):
         refuse_simulated_blobs(on_board)
-        start_validation_firmware(opts, on_board, board, say,
-                                  os.path.join(os.path.dirname(on_board_path), "firmware_start.log"))
+        reset()
     if port:
-        with connect(port, board.validation.baudrate, board.validation.header) as (client, device):
+        with connect(port, board.validation.baudrate, board.validation.header, reset=reset, say=say) as \
+                (client, device):
             _check_identity(on_board, on_board_path, device, port)
             yield client, device, False
     elif on_board.get("simulated"):
@@ -115,6 +134,23 @@ def _check_identity(on_board, on_board_path, device, board):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(on_board_path)
         raise
+
+
+def reset_simulated_board(state, board, log_path):
+    """The simulated programmer's hardware reset of the simulated board (-hardRst): the board
+    process serving `state` starts its firmware again (the call returns once it has)."""
+    from ..flash.cubeprogrammer import CliInstall, connect_args
+    install = CliInstall.simulated_cli("the simulated board's reset")
+    argv = [install.cli] + connect_args("hotplug", board.programmer.frequency, board.programmer.access_port) + \
+        ["-hardRst"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=install.environ(dict(os.environ,
+                                                                                         N6_SIM_BOARD=state)))
+    with open(log_path, "a") as f:
+        f.write("$ " + " ".join(argv) + "\n" + proc.stdout + proc.stderr)
+    if proc.returncode:
+        lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("Error")]
+        raise N6Error(state, f"the simulated programmer's reset failed: {(lines or ['no output'])[-1]}",
+                      "see " + log_path)
 
 
 def refuse_simulated_blobs(on_board):

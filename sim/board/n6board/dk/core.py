@@ -45,7 +45,8 @@ class Core:
         self.function_at = function_at
         self.clock = CycleClock(uc)
         self.helium = mve.Helium(uc)
-        self.exceptions = ExceptionUnit(uc, vtor)
+        self.exceptions = ExceptionUnit(uc, vtor, self.helium)
+        self.helium.on_fp_instruction = self.exceptions.fp_instruction
         self.exceptions.on_pending = self.request_stop
         self.event_register = False          # WFE's event flag (set by exception entry and return)
         self.sleeping = None                 # "WFI" / "WFE" while the core waits for an event

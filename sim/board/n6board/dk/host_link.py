@@ -1,7 +1,7 @@
-"""The host's end of the twin's USART1: bytes from the host wait here until the firmware reads
+"""The host's end of the twin's USART1: bytes from the host wait here until the firmware waits for
 them; bytes the firmware sends go out in bursts. `PtyLink` is the simulated board's
 pseudo-terminal (what `scons run` and ST's client open); `BufferLink` is an in-memory host for
-tests and benchmarks."""
+tests and benchmarks. `wait_for_bytes` blocks in host time, while emulated time stands still."""
 import select
 
 from ..server import FdPort
@@ -18,10 +18,13 @@ class PtyLink:
         """The bytes the host has sent since the last call (never blocks)."""
         return self.port.read(4096)
 
-    def wait(self, seconds):
-        """Block up to `seconds` for host bytes; True when some arrived."""
-        r, _, _ = select.select([self.port.fd], [], [], seconds)
-        return bool(r)
+    def wait_for_bytes(self):
+        """The host's next bytes, however long it takes (a closed port waits for a new client)."""
+        while True:
+            data = self.receive()
+            if data:
+                return data
+            select.select([self.port.fd], [], [], 1.0)
 
     def send(self, data):
         try:
@@ -35,16 +38,17 @@ class BufferLink:
 
     def __init__(self, to_board=b""):
         self.to_board, self.from_board = bytearray(to_board), bytearray()
-        self.on_wait = None          # called when the firmware waits for bytes (a test's host reacts)
+        self.on_wait = None          # called when the firmware waits for bytes (a test's host reacts;
+        #                              with none, nothing more comes)
 
     def receive(self):
         data, self.to_board[:] = bytes(self.to_board), b""
         return data
 
-    def wait(self, seconds):
-        if self.on_wait:
+    def wait_for_bytes(self):
+        if not self.to_board and self.on_wait:
             self.on_wait(self)
-        return bool(self.to_board)
+        return self.receive()
 
     def send(self, data):
         self.from_board += data

@@ -6,7 +6,11 @@ defines it, shared by the simulated board and the DK twin. Decoding is a table o
 against QEMU's Cortex-M55.
 
 * Q0-Q7 are the FP registers D0-D15 (unicorn has them); VPR (P0 and the VPT mask) and
-  FPSCR.LTPSIZE, which unicorn lacks, live in `VectorState`.
+  FPSCR.LTPSIZE, which unicorn lacks, live in `VectorState`; `fpscr`/`vpr` give them as the
+  architecture's words (what an exception frame holds).
+* A vector instruction is an FP instruction: before it runs, `on_fp_instruction` is told (the
+  twin's exception unit makes the FP context, CONTROL.FPCA, as a Cortex-M55 does). Of the loop
+  instructions only those of tail predication (DLSTP, WLSTP, LETP, LCTP) are.
 * Predication: an element is active when its VPT predicate (inside a VPT/VPST block) and the tail
   predicate of a tail-predicated loop (LTPSIZE < 4 and LR below the elements per vector) are.
   Inactive lanes keep their value; predicated loads give zero there; stores skip them.
@@ -35,6 +39,7 @@ EXCP_NOCP = 17                    # unicorn's (QEMU's) exception for a coprocess
                                   # loads/stores, VPST, VCMP arrive this way, not as invalid instructions
 ALL = 0xFFFF                      # one predicate bit per byte of a vector
 QC = 1 << 27                      # FPSCR's cumulative saturation flag
+LTPSIZE_SHIFT, LTPSIZE_MASK = 16, 7 << 16    # FPSCR's tail predication size (4: none)
 STANDARD_FPSCR = fp.FZ | fp.DN    # round to nearest
 
 
@@ -66,16 +71,17 @@ class Form:
     run: object
     predicated: bool = True          # in a VPT block it uses (and advances) the VPT state
     accept: object = None            # a further check of the fields (reserved values excluded)
+    fp: object = None                # insn → is it an FP instruction (None: always)
 
 
-def form(name, pattern, run, accept=None, predicated=True):
+def form(name, pattern, run, accept=None, predicated=True, fp=None):
     """A Form from the encoding as 32 characters, bit 31 first (spaces ignored): 0 and 1 are
     fixed, any other letter names a field bit."""
     bits = pattern.replace(" ", "")
     assert len(bits) == 32, (name, len(bits))
     mask = int("".join("1" if c in "01" else "0" for c in bits), 2)
     value = int("".join(c if c in "01" else "0" for c in bits), 2)
-    return Form(name, mask, value, run, predicated, accept)
+    return Form(name, mask, value, run, predicated, accept, fp)
 
 
 CORE_REGS = [UC_ARM_REG_R0 + n for n in range(13)] + [UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_PC]
@@ -149,6 +155,7 @@ class Helium:
 
     def __init__(self, uc):
         self.uc, self.state, self._decoded = uc, VectorState(), {}
+        self.on_fp_instruction = None        # called before each FP instruction (the FP context)
 
     # registers (Qn is D2n:D2n+1, one access through unicorn's Q view)
     def q(self, n):
@@ -188,6 +195,24 @@ class Helium:
         flags = status.value & 0x9F | extra
         if flags:
             self.uc.reg_write(UC_ARM_REG_FPSCR, self.uc.reg_read(UC_ARM_REG_FPSCR) | flags)
+
+    def fpscr(self):
+        """FPSCR as the architecture has it: unicorn's, with QC and LTPSIZE."""
+        s = self.state
+        value = self.uc.reg_read(UC_ARM_REG_FPSCR) & ~(QC | LTPSIZE_MASK)
+        return value | (QC if s.qc else 0) | s.ltpsize << LTPSIZE_SHIFT
+
+    def set_fpscr(self, value):
+        self.uc.reg_write(UC_ARM_REG_FPSCR, value & ~(QC | LTPSIZE_MASK))
+        self.state.qc, self.state.ltpsize = bool(value & QC), (value & LTPSIZE_MASK) >> LTPSIZE_SHIFT
+
+    def vpr(self):
+        """VPR: P0, and the VPT mask in both MASK fields (instructions run whole)."""
+        s = self.state
+        return s.p0 | s.vpt_mask << 16 | s.vpt_mask << 20
+
+    def set_vpr(self, value):
+        self.state.p0, self.state.vpt_mask = value & ALL, value >> 16 & 0xF
 
     def saturated(self):
         self.state.qc = True
@@ -229,6 +254,8 @@ class Helium:
         if form is None:
             return False
         self.state.executed[form.name] = self.state.executed.get(form.name, 0) + 1
+        if self.on_fp_instruction is not None and (form.fp is None or form.fp(insn)):
+            self.on_fp_instruction()
         nxt = form.run(self, insn, pc)
         if form.predicated:
             self.advance_vpt()
@@ -286,6 +313,16 @@ def loop_end(x, i, pc):
     return None
 
 
+def _tp_start(i):
+    """DLSTP/WLSTP (an element size, not 4): FP instructions, as LETP and LCTP are (they use
+    FPSCR.LTPSIZE); DLS, WLS and LE are not."""
+    return i >> 20 & 7 != 4
+
+
+def _letp(i):
+    return bool(i >> 20 & 1)
+
+
 def loop_clear(x, i, pc):
     """LCTP: end tail predication."""
     x.state.ltpsize = 4
@@ -326,16 +363,16 @@ def _fp_condition(cond, a, b, status):
 
 def vpr_read(x, i, pc):
     """VMRS Rt, P0 / VPR (the whole register: P0 and both MASK fields)."""
-    s = x.state
-    x.set_r(i >> 12 & 0xF, s.p0 if i >> 16 & 1 else s.p0 | s.vpt_mask << 16 | s.vpt_mask << 20)
+    x.set_r(i >> 12 & 0xF, x.state.p0 if i >> 16 & 1 else x.vpr())
 
 
 def vpr_write(x, i, pc):
     """VMSR P0 / VPR, Rt (the VPT mask from MASK01: instructions run whole)."""
-    s, value = x.state, x.r(i >> 12 & 0xF)
-    s.p0 = value & ALL
-    if not i >> 16 & 1:
-        s.vpt_mask = value >> 16 & 0xF
+    value = x.r(i >> 12 & 0xF)
+    if i >> 16 & 1:
+        x.state.p0 = value & ALL
+    else:
+        x.set_vpr(value)
 
 
 def vcmp(x, i, pc):
@@ -996,9 +1033,9 @@ def _not_lctp(i):
 FORMS = [
     # loops (no predication)
     form("LCTP", "11110000 00001111 11100000 00000001", loop_clear, predicated=False),
-    form("LE/LETP", "11110000 00LT1111 1100iiii iiiiiii1", loop_end, predicated=False),
-    form("DLS/DLSTP", "11110000 0sssnnnn 11100000 00000001", loop_start, _not_lctp, predicated=False),
-    form("WLS/WLSTP", "11110000 0sssnnnn 1100iiii iiiiiii1", loop_start, _not_lctp, predicated=False),
+    form("LE/LETP", "11110000 00LT1111 1100iiii iiiiiii1", loop_end, predicated=False, fp=_letp),
+    form("DLS/DLSTP", "11110000 0sssnnnn 11100000 00000001", loop_start, _not_lctp, predicated=False, fp=_tp_start),
+    form("WLS/WLSTP", "11110000 0sssnnnn 1100iiii iiiiiii1", loop_start, _not_lctp, predicated=False, fp=_tp_start),
     form("VCTP", "11110000 00ssnnnn 11101000 00000001", vctp),
     # predication
     form("VPST", "11111110 0M110001 MMM01111 01001101", vpst, predicated=False),

@@ -1,6 +1,8 @@
 """ST's validation firmware as the simulated board's firmware (`--firmware`, N6_SIM_FIRMWARE):
 which ELF, booting the twin to the firmware's protocol loop before the port is published (the
-host's SYNC waits 0.5 s), then running it for the host. Problems are one line and exit status 2."""
+host's SYNC waits 0.5 s), then running it for the host. The programmer's reset (-rst, -hardRst on
+the board's state) boots a new twin from the flash, as a real board restarts. Problems are one
+line and exit status 2."""
 import os
 import sys
 import time
@@ -9,6 +11,7 @@ from n6.errors import N6Error
 from n6.flash.validation_firmware import firmware_path, variant_for
 from n6.reloc.image import Image
 
+from ..server import BoardReset
 from .core import Stop
 from .host_link import PtyLink
 from .twin import DkTwin
@@ -38,6 +41,14 @@ def resolve_firmware(value, images, board, release, mode):
     return firmware_path(value, variant_for(release, img, board, (mode or "COPY") == "COPY"))
 
 
+def board_state(folder):
+    """The simulated board's state (the programmer's flash and resets), or None without one."""
+    if not folder:
+        return None
+    from programmer_sim.board_state import BoardState
+    return BoardState(folder)
+
+
 def _progress(text):
     print(text, file=sys.stderr, flush=True)      # stdout may carry the port's path
 
@@ -49,14 +60,29 @@ def serve(args, board, images, master, publish, say=_progress):
         if args.image:
             raise N6Error(args.image, "ST's firmware boots from the simulated flash, not from an image file",
                           "flash the image (scons flash) and give --state")
-        started = time.monotonic()
-        twin = DkTwin(elf, PtyLink(master), args.state or None, args.npu_model)
-        twin.boot()
-        cycles, hz = twin.core.clock.now(), twin.cpu_hz()
-        say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / hz * 1e3:.1f} ms "
-            f"emulated at {hz / 1e6:.0f} MHz) in {time.monotonic() - started:.2f} s")
-        publish()
-        twin.serve()
+        state = board_state(args.state)
+        link, published = PtyLink(master), False
+        while True:
+            started = time.monotonic()
+            watch = state.reset_watch() if state else lambda: False
+            twin = DkTwin(elf, link, args.state or None, args.npu_model)
+            twin.boot()
+            cycles, hz = twin.core.clock.now(), twin.cpu_hz()
+            say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / hz * 1e3:.1f} ms "
+                f"emulated at {hz / 1e6:.0f} MHz) in {time.monotonic() - started:.2f} s")
+            if state:
+                state.board_served(state.resets())
+            if not published:
+                publish()
+                published = True
+            link.port.reset_requested = watch
+            try:
+                twin.serve(until=watch)
+            except BoardReset:
+                pass
+            link.port.reset_requested = lambda: False
+            link.port.drain()
+            say("TWIN     reset through the programmer: the firmware starts again")
     except (N6Error, Stop) as e:
         print(f"n6board: {e}", file=sys.stderr, flush=True)
         return 2

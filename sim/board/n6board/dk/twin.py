@@ -54,6 +54,7 @@ class DkTwin:
         self.npu.stop = core.stop_with
         self.npu.read_memory = lambda address, n: bytes(core.uc.mem_read(address, n))
         self.npu.epoch_label = self.current_epoch
+        self.npu.npu_now = lambda: core.clock.now() * NPU_HZ // self.cpu_hz()
         for controller in dk_xspi_controllers() + dk_usb_controllers(core.stop_with):
             self.bus.attach(controller)
         for addr, data in self.firmware.segments:
@@ -130,7 +131,9 @@ class DkTwin:
     def ready(self):
         return READY in self.usart.sent
 
-    def serve(self):
-        """Run the firmware for the host until it stops (Stop) or the process ends."""
-        self.core.run()
+    def serve(self, until=lambda: False):
+        """Run the firmware for the host until it stops (Stop), `until()` holds (a reset) or the
+        process ends."""
+        self.usart.block_for_host = True
+        self.core.run(until=until)
 

@@ -7,7 +7,8 @@ Control Block, in front of the twin's exception unit. Register facts (Armv8-M AR
   SCB CPUID 0xD00 (Cortex-M55 r1p0: 0x411FD220, which ST's loader compares with the image
     header), ICSR 0xD04 (VECTACTIVE, VECTPENDING, PENDSTSET 26, PENDSTCLR 25, PENDSVSET 28,
     PENDSVCLR 27), VTOR 0xD08, AIRCR 0xD0C (PRIGROUP 10:8, VECTKEY 0x05FA written, 0xFA05 read),
-    SHPR1-3 0xD18-0xD23 (a byte per system exception 4-15).
+    SHPR1-3 0xD18-0xD23 (a byte per system exception 4-15), FPCCR 0xF34, FPCAR 0xF38, FPDSCR 0xF3C
+    (the exception unit's FP context state).
 Every other register (SAU, MPU, FPU control, cache maintenance) reads back what was written:
 the twin's caches are transparent."""
 from ..exceptions import IRQ0, PENDSV, SYSTICK
@@ -16,6 +17,7 @@ from .device import Device
 CPUID_CORTEX_M55 = 0x411FD220
 ENABLE, TICKINT, COUNTFLAG = 1, 2, 1 << 16
 PENDSVSET, PENDSVCLR, PENDSTSET, PENDSTCLR = 1 << 28, 1 << 27, 1 << 26, 1 << 25
+FP_CONTEXT = {0xF34: "fpccr", 0xF38: "fpcar", 0xF3C: "fpdscr"}       # offset → ExceptionUnit attribute
 
 
 class SysTick:
@@ -139,6 +141,8 @@ class Scb:
         if 0xD18 <= offset < 0xD24:
             first = 4 + offset - 0xD18
             return sum(ex.priority.get(first + i, 0) << 8 * i for i in range(4))
+        if offset in FP_CONTEXT:
+            return getattr(ex, FP_CONTEXT[offset])
         return None
 
     def write(self, offset, value):
@@ -160,6 +164,9 @@ class Scb:
         if 0xD18 <= offset < 0xD24:
             for i in range(4):
                 ex.set_priority(4 + offset - 0xD18 + i, value >> 8 * i & 0xFF)
+            return True
+        if offset in FP_CONTEXT:
+            setattr(ex, FP_CONTEXT[offset], value & ~7 if offset == 0xF38 else value)
             return True
         return False
 

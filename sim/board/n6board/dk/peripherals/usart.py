@@ -4,11 +4,17 @@ the host link (the simulated board's pty). Register facts (STM32 USART with FIFO
   RQR 0x18 (RXFRQ 3 drops received data), RDR 0x24 (pops a host byte), TDR 0x28 (sends one);
   ISR: RXNE 5 while host bytes wait, TC 6 and TXE 7 always (the wire never backs up), TXFE 23,
   TEACK 21 / REACK 22 follow TE / RE of an enabled USART.
-The interrupt (IRQ 159) is asserted while an enabled source holds. A firmware that reads ISR
-IDLE_POLLS times with no byte sent or received is waiting for the host: the USART ends the
-current slice of emulation, and between slices (`poll_host`) the board waits up to IDLE_WAIT_S
-of host time for bytes. Emulated time does not move meanwhile (the firmware's own timeouts count
-emulated cycles, so they stretch while the host is silent)."""
+The interrupt (IRQ 159) is asserted while an enabled source holds.
+
+Deterministic time: host bytes become visible only where the firmware waits for them, never at a
+moment the host's timing picks. A firmware that reads ISR IDLE_POLLS times with no byte sent or
+received is waiting for the host (a point its own code decides): the USART ends the slice of
+emulation, and between slices (`poll_host`) the board takes what the host has sent, blocking
+until it sends something. Emulated time stands still meanwhile, so the cycles of a session depend
+only on the firmware and the bytes (the aiValidation host sends whole packets and waits for the
+board's flow-control byte). The firmware's own timeouts do not run while the host is silent.
+While booting (`block_for_host` False) nothing blocks: no host is connected yet. A firmware
+driven by the RX interrupt instead takes bytes at slice boundaries (there host timing shows)."""
 from .device import Device
 
 CR1, RQR, ISR, ICR, RDR, TDR = 0x00, 0x18, 0x1C, 0x20, 0x24, 0x28
@@ -17,7 +23,7 @@ RXNE, TC, TXE, TEACK, REACK, TXFE = 1 << 5, 1 << 6, 1 << 7, 1 << 21, 1 << 22, 1 
 RXFRQ = 1 << 3
 USART1_IRQ = 159
 FIFO_DEPTH = 8
-IDLE_POLLS, IDLE_WAIT_S = 64, 0.01
+IDLE_POLLS = 64
 FLUSH_AT = 4096
 
 
@@ -34,6 +40,7 @@ class Usart(Device):
         self.tx = bytearray()
         self.sent = bytearray()             # everything the firmware sent (boot banner checks)
         self.empty_polls = 0
+        self.block_for_host = False         # a waiting firmware blocks until the host sends (serving)
 
     # -- host side -------------------------------------------------------------------------------
     @property
@@ -41,22 +48,24 @@ class Usart(Device):
         return not self.rx and self.empty_polls >= IDLE_POLLS
 
     def poll_host(self):
-        """Between slices: flush what the firmware sent, take what the host sent, waiting up to
-        IDLE_WAIT_S for it when the firmware is waiting for the host."""
+        """Between slices: flush what the firmware sent; where it waits for the host, take what
+        the host sent (see the module's docstring)."""
         self.flush()
         if self.waiting_for_host:
-            self.link.wait(IDLE_WAIT_S)
-        data = self.link.receive()
+            self._take(self.link.wait_for_bytes() if self.block_for_host else self.link.receive())
+        elif self.interrupt_enabled():
+            self._take(self.link.receive())
+
+    def wait_for_host(self):
+        """The core sleeps with nothing timed ahead: only host bytes can wake it."""
+        self.flush()
+        self._take(self.link.wait_for_bytes() if self.block_for_host else self.link.receive())
+
+    def _take(self, data):
         if data:
             self.rx += data
             self.empty_polls = 0
             self._update_irq()
-
-    def wait_for_host(self):
-        """The core sleeps until host bytes arrive: wait up to IDLE_WAIT_S for them."""
-        self.flush()
-        self.link.wait(IDLE_WAIT_S)
-        self.poll_host()
 
     def flush(self):
         if self.tx:

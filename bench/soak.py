@@ -1,0 +1,134 @@
+"""Soak: hundreds of mixed invokes per model on the simulated board (its own firmware) and on the
+DK twin (ST's validation firmware), each session repeated on a fresh board: no fault, and the
+outputs and the firmware's cycle counts identical across the repeats (emulated time depends only
+on the firmware and the bytes received).
+
+    .venv/bin/python bench/soak.py [--models kws_mlp,big_mlp] [--invokes 300] [--repeats 2]
+                                   [--firmware <ST's validation firmware ELF or install>] [--json F]
+
+Our client cycles through IO, per-layer and per-layer-with-data runs with seeded random inputs;
+with --st-client (ST's st_ai_runner.sh) and ST's firmware, ST's client also runs its mixed
+sequence (IO, per layer, with data at batch 1, IO and per layer at batch 2) the same number of
+times. Prints a table (count, faults, identical or not, seconds) and writes the JSON report."""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "board"),
+                os.path.join(ROOT, "sim", "programmer")]
+
+import numpy as np  # noqa: E402
+from tabulate import tabulate  # noqa: E402
+
+from n6.aivalidation import BoardError, Timeouts  # noqa: E402
+from n6.aivalidation.messages import IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA  # noqa: E402
+from n6.run.session import connect, simulated_board  # noqa: E402
+
+BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
+STATE = os.path.join(ROOT, "build", "sim-board")
+MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
+HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
+#                                      loaded host can take longer (a host wait, not the board's cycles)
+ST_MIXED = """
+import hashlib, json, sys
+import numpy as np
+from stm_ai_runner import AiRunner
+runner = AiRunner()
+assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
+info = runner.get_info()["inputs"][0]
+rng = np.random.default_rng(int(sys.argv[3]))
+M = AiRunner.Mode
+sequence = ((1, M.IO_ONLY), (1, M.PER_LAYER), (1, M.PER_LAYER | M.PER_LAYER_WITH_DATA), (2, M.IO_ONLY),
+            (2, M.PER_LAYER))
+records = []
+for i in range(int(sys.argv[2])):
+    batch, mode = sequence[i % len(sequence)]
+    x = rng.integers(-128, 128, size=(batch,) + tuple(info["shape"][1:])).astype(info["type"])
+    outputs, profile = runner.invoke(x, mode=mode)
+    records.append([hashlib.sha256(b"".join(np.asarray(o).tobytes() for o in outputs)).hexdigest(),
+                    profile["c_durations"]])
+runner.disconnect()
+print(json.dumps(records))
+"""
+
+
+def our_session(firmware, model_mode, invokes, seed):
+    """[(outputs digest, [duration ms, counters])] of `invokes` mixed runs of our client."""
+    records = []
+    with simulated_board(BOARD, state=STATE, firmware=firmware, mode=model_mode) as port:
+        with connect(port, timeouts=HOST_WAITS) as (client, _):
+            model = client.model()
+            rng = np.random.default_rng(seed)
+            for i in range(invokes):
+                data = [rng.integers(0, 256, size=t.nbytes, dtype=np.uint8).tobytes() for t in model.inputs]
+                result = client.run(model.name, data, MODES[i % len(MODES)], first=i == 0)
+                digest = hashlib.sha256(b"".join(raw for _, raw in result.outputs)).hexdigest()
+                records.append([digest, [result.model_op.duration_ms, list(result.model_op.counters)]])
+    return records
+
+
+def st_session(st_client, firmware, model_mode, invokes, seed, workdir):
+    with simulated_board(BOARD, state=STATE, firmware=firmware, mode=model_mode) as port:
+        proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), str(seed)], capture_output=True,
+                              text=True, cwd=workdir)
+    if proc.returncode:
+        raise BoardError(port, f"ST's client: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def soak(model, board, session, repeats):
+    """One row: the sessions repeated; a fault ends the row."""
+    started, runs, fault = time.perf_counter(), [], ""
+    try:
+        for _ in range(repeats):
+            runs.append(session())
+    except BoardError as e:
+        fault = str(e)
+    same = len(runs) == repeats and all(r == runs[0] for r in runs)
+    return {"model": model, "board": board, "invokes": sum(len(r) for r in runs), "repeats": len(runs),
+            "fault": fault, "outputs_identical": same and all(
+                [a[0] for a in r] == [a[0] for a in runs[0]] for r in runs),
+            "cycles_identical": same, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="soak", description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="kws_mlp,big_mlp,digits_mlp,ds_cnn")
+    ap.add_argument("--invokes", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--firmware", default="", help="ST's validation firmware ELF (or install) for the twin rows")
+    ap.add_argument("--st-client", default="", help="ST's st_ai_runner.sh: also soak ST's client on the twin")
+    ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "soak.json"))
+    args = ap.parse_args(argv)
+    rows = []
+    for model in args.models.split(","):
+        subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={model}"], cwd=ROOT, check=True,
+                       capture_output=True)
+        boards = [("simulated board", "")] + ([("twin", args.firmware)] if args.firmware else [])
+        for board, firmware in boards:
+            rows.append(soak(model, f"{board}, our client",
+                             lambda: our_session(firmware, "COPY", args.invokes, args.seed), args.repeats))
+        if args.firmware and args.st_client:
+            workdir = os.path.join(ROOT, "build", "bench")
+            os.makedirs(workdir, exist_ok=True)
+            rows.append(soak(model, "twin, ST's client", lambda: st_session(
+                args.st_client, args.firmware, "COPY", args.invokes, args.seed, workdir), args.repeats))
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump({"invokes_per_session": args.invokes, "rows": rows}, f, indent=1)
+    print(tabulate([[r["model"], r["board"], r["invokes"], r["fault"] or "none",
+                     "yes" if r["outputs_identical"] else "NO", "yes" if r["cycles_identical"] else "NO",
+                     r["seconds"]] for r in rows],
+                   headers=["model", "board, client", "invokes", "fault", "same outputs", "same cycles", "s"]))
+    print(f"JSON: {args.json}")
+    return 0 if all(not r["fault"] and r["cycles_identical"] and r["outputs_identical"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
