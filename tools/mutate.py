@@ -20,6 +20,7 @@ import ast
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -229,7 +230,7 @@ def run_target(name, target, limit, listing=False, label=""):
                 open(file, "w").write(m.apply(original))
                 try:
                     outcome = {"failed": "killed", "timeout": "killed", "passed": "survived"}[
-                        run_tests(repo, target["tests"], max(60, 4 * baseline))]
+                        run_tests(repo, target["tests"], max(20, 3 * baseline))]
                 finally:
                     open(file, "w").write(original)
             print(f"  MUTANT   {i}/{len(mutants)} {outcome:10} {m.key}", flush=True)
@@ -274,6 +275,7 @@ def main(argv=None):
     run.add_argument("--label", default="", help="kept apart in the report under this label (e.g. before)")
     sub.add_parser("report", help="the table of the last runs (build/mutation/*.json)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutate: stopped"))   # the scratch copy goes too
     if args.command == "report":
         return print_report()
     targets = tomllib.load(open(TARGETS, "rb"))
