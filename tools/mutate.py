@@ -193,7 +193,7 @@ def copy_repository(dest):
 
 
 def run_tests(repo, tests, timeout):
-    """'passed', 'failed' or 'timeout' for the target's tests in `repo`."""
+    """('passed' | 'failed' | 'timeout', pytest's output) for the target's tests in `repo`."""
     argv = ["nice", "-n", "19", os.path.join(repo, ".venv", "bin", "python"), "-m", "pytest", "-x", "-q",
             "-p", "no:cacheprovider", "-n", "0", "-m", "not slow", *tests]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")   # no stale .pyc of a same-size mutant
@@ -201,8 +201,8 @@ def run_tests(repo, tests, timeout):
         proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=timeout, env=env,
                               start_new_session=True)
     except subprocess.TimeoutExpired:
-        return "timeout"
-    return "passed" if proc.returncode == 0 else "failed"
+        return "timeout", ""
+    return "passed" if proc.returncode == 0 else "failed", proc.stdout + proc.stderr
 
 
 def run_target(name, target, limit, listing=False, label=""):
@@ -217,8 +217,9 @@ def run_target(name, target, limit, listing=False, label=""):
     with tempfile.TemporaryDirectory(prefix="n6-mutate-") as repo:
         copy_repository(repo)
         t0 = time.monotonic()
-        if run_tests(repo, target["tests"], 3600) != "passed":
-            sys.exit(f"mutate: {name}: the tests fail on the unmutated code; fix them first")
+        outcome, output = run_tests(repo, target["tests"], 3600)
+        if outcome != "passed":
+            sys.exit(f"{output[-3000:]}\nmutate: {name}: the tests fail on the unmutated code; fix them first")
         baseline = time.monotonic() - t0
         results = []
         for i, m in enumerate(mutants, 1):
@@ -230,7 +231,7 @@ def run_target(name, target, limit, listing=False, label=""):
                 open(file, "w").write(m.apply(original))
                 try:
                     outcome = {"failed": "killed", "timeout": "killed", "passed": "survived"}[
-                        run_tests(repo, target["tests"], max(20, 3 * baseline))]
+                        run_tests(repo, target["tests"], max(20, 3 * baseline))[0]]
                 finally:
                     open(file, "w").write(original)
             print(f"  MUTANT   {i}/{len(mutants)} {outcome:10} {m.key}", flush=True)
