@@ -238,3 +238,27 @@ def test_emulation_refusal_names_the_fix():
     client.request(pb.CMD_SYNC)
     with pytest.raises(BoardError, match=r"\(fix: run it on a board \(PORT=\)\)"):
         client.receive(0.1, "x")
+
+
+def test_log_acks_and_undecodable_replies():
+    log = pb.logMsg(level=1, str="s:config:x:1")
+    rx = resp(1, pb.S_PROCESSING, log=log) + b"".join(Framing().board_packets(b"\xff" * 20))
+    client = Client(FakePort(rx))
+    client.request(pb.CMD_SYNC)
+    logs = []
+    with pytest.raises(BoardError, match="x: undecodable message " + " ".join(["ff"] * 16) + "…"):
+        client.receive(0.1, "x", logs)
+    ack = pb.ackMsg.FromString(sent_requests(client)[1])
+    assert (ack.param, ack.error, logs) == (0, pb.E_NONE, ["config:x:1"])
+
+
+def test_open_uses_st_baud_rate(monkeypatch):
+    import serial
+    seen = {}
+
+    def fake(url, **kw):
+        seen.update(kw, url=url)
+        return FakePort()
+    monkeypatch.setattr(serial, "serial_for_url", fake)
+    assert Client.open("/dev/ttyACM0").name == "/dev/ttyACM0"
+    assert (seen["baudrate"], seen["exclusive"]) == (921600, True)

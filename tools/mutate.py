@@ -205,11 +205,12 @@ def run_tests(repo, tests, timeout):
     return "passed" if proc.returncode == 0 else "failed", proc.stdout + proc.stderr
 
 
-def run_target(name, target, limit, listing=False, label=""):
+def run_target(name, target, limit, listing=False, label="", match=""):
     known = equivalents()
     mutants = []
     for rel in target["files"]:
         mutants += sample(mutants_of(rel, open(os.path.join(ROOT, rel)).read()), target.get("max", limit))
+    mutants = [m for m in mutants if match in m.key]
     if listing:
         for m in mutants:
             print(m.key)
@@ -273,6 +274,7 @@ def main(argv=None):
     run.add_argument("--max", type=int, default=0, help="at most N mutants per file, spread over it")
     run.add_argument("--list", action="store_true", help="print the mutants, run nothing")
     run.add_argument("--tests", nargs="+", help="these tests instead of the target's (e.g. the suite before new tests)")
+    run.add_argument("--match", default="", help="only the sampled mutants whose key holds this text")
     run.add_argument("--label", default="", help="kept apart in the report under this label (e.g. before)")
     sub.add_parser("report", help="the table of the last runs (build/mutation/*.json)")
     args = parser.parse_args(argv)
@@ -284,7 +286,7 @@ def main(argv=None):
         if name not in targets:
             sys.exit(f"mutate: no target {name!r} in tests/mutation/targets.toml; one of: {', '.join(targets)}")
         target = dict(targets[name], **({"tests": args.tests} if args.tests else {}))
-        report = run_target(name, target, args.max, args.list, args.label)
+        report = run_target(name, target, args.max, args.list, args.label, args.match)
         if report:
             print(summary(report))
     if not args.list:
