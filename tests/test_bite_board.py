@@ -46,8 +46,10 @@ def test_no_write_range_bounds(tmp_path, start, end, ok):
         rejected(tmp_path, "flash.no_write", edit)
 
 
-def test_no_write_pairs_are_integers_not_booleans(tmp_path):
-    rejected(tmp_path, "flash.no_write", (NO_WRITE, "no_write = [[true, 0x70FF0000]]"))
+@pytest.mark.parametrize("pair", ["[true, 0x70FF0000]", "[0x70000000, 1.9e9]", "[0x70000000]"])
+def test_no_write_pairs_are_two_integers(tmp_path, pair):
+    with pytest.raises(N6Error, match=r"key flash.no_write: .* is not a list of \[start, end\] pairs"):
+        board(tmp_path, (NO_WRITE, f"no_write = [{pair}]"))
 
 
 def test_sector_size_must_be_a_multiple_of_page_size(tmp_path):

@@ -259,8 +259,8 @@ def print_report():
     print(tabulate(rows, headers="keys"))
     with open(os.path.join(RESULTS, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    for f in sorted(os.listdir(RESULTS)):
-        if f.endswith(".json") and f != "summary.json":
+    for f in sorted(os.listdir(RESULTS)):      # the survivors of the runs without a label
+        if f.endswith(".json") and f != "summary.json" and f.count(".") == 1:
             for r in json.load(open(os.path.join(RESULTS, f)))["mutants"]:
                 if r["outcome"] == "survived":
                     print(f"  SURVIVED {r['key']}")
