@@ -189,6 +189,7 @@ def equivalents(path=EQUIVALENT):
 def copy_repository(dest):
     """The repository's files as a clone has them, with the shared environment linked in."""
     copy_repo(dest)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)   # tests copy the repository with git ls-files
     os.symlink(os.path.realpath(os.path.join(ROOT, ".venv")), os.path.join(dest, ".venv"))
 
 
