@@ -50,8 +50,8 @@ class Mutant:
 
     @property
     def key(self):
-        """How equivalent.txt names it: `path:line:col old -> new`."""
-        return f"{self.path}:{self.line}:{self.col} {self.old} -> {self.new}"
+        """How equivalent.txt names it: `path:line:col old -> new` (on one line)."""
+        return f"{self.path}:{self.line}:{self.col} {' '.join(self.old.split())} -> {' '.join(self.new.split())}"
 
     def apply(self, text):
         return text[:self.start] + self.new + text[self.end:]
