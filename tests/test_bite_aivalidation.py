@@ -262,3 +262,30 @@ def test_open_uses_st_baud_rate(monkeypatch):
     monkeypatch.setattr(serial, "serial_for_url", fake)
     assert Client.open("/dev/ttyACM0").name == "/dev/ttyACM0"
     assert (seen["baudrate"], seen["exclusive"]) == (921600, True)
+
+
+def test_per_layer_run_reads_each_epochs_tensors():
+    """An epoch operator is followed by its tensors up to TENSOR_FLAG_LAST, unless it has
+    OPERATOR_FLAG_WITHOUT_TENSOR; then the model operator and the outputs."""
+    def op(type_, id_):
+        return pb.aiOperatorMsg(name="" if type_ >> 24 else "net", type=type_, id=id_, duration=1.0, counter_type=0,
+                                counters=[], stack_used=-1, heap_used=-1)
+
+    def tensor(data, flags):
+        t = pb.aiTensorMsg()
+        TensorDesc("t", "int8", (1, len(data))).to_pb(t.desc)
+        t.desc.flags = flags
+        t.data.CopyFrom(pb.aiDataMsg(type=0, size=len(data), addr=0, datas=data))
+        return t
+    rx = resp(1, pb.S_WAITING, ack=pb.ackMsg(param=4, error=pb.E_NONE))
+    rx += resp(1, pb.S_PROCESSING, ack=pb.ackMsg(param=4, error=pb.E_NONE))
+    rx += resp(1, pb.S_PROCESSING, op=op(1 << 24, 0x10001))
+    rx += resp(1, pb.S_PROCESSING, tensor=tensor(b"ab", 4)) + resp(1, pb.S_PROCESSING, tensor=tensor(b"cd", 4 | 256))
+    rx += resp(1, pb.S_PROCESSING, op=op((1 | 4) << 24, 0x20002))                      # without tensors
+    rx += resp(1, pb.S_PROCESSING, op=op(0, 0)) + resp(1, pb.S_DONE, tensor=tensor(b"yz", 2 | 256))
+    client = Client(FakePort(rx))
+    client.device = Device((3, 1), 0, 0, models=[ModelInfo("net", [TensorDesc("x", "int8", (1, 4))], [])])
+    result = client.run("net", [b"abcd"], mode=2)
+    assert [(e.name, [d for _, d in e.tensors]) for e in result.epochs] == \
+        [("EpochBlock_1", [b"ab", b"cd"]), ("EpochBlock_2", [])]
+    assert result.model_op.name == "net" and [d for _, d in result.outputs] == [b"yz"]
