@@ -54,6 +54,7 @@ def test_interleaving_stage_past_the_pattern_is_undefined(tmp_path):
     insn = _encoding(tmp_path, "vld21.32 {q0, q1}, [r0]")    # stage 1 of 2
     assert (insn >> 5 & 3, mve.decode(insn).name) == (1, "VLD2/VLD4, VST2/VST4 (interleaving)")
     assert mve.decode(insn & ~(3 << 5) | 2 << 5) is None      # stage 2 of a 2-stage load
+    assert insn >> 7 & 3 == 2 and mve.decode(insn | 3 << 7) is None   # size 11: UNDEFINED
 
 
 ONE, TWO, QNAN = 0x3F800000, 0x40000000, 0x7FC00000
