@@ -53,3 +53,10 @@ def test_equivalent_list_format(tmp_path):
     path = tmp_path / "eq.txt"
     path.write_text("# comment\nm.py:3:9 < -> <=  # a is never 3\n\n")
     assert mutate.equivalents(str(path)) == {"m.py:3:9 < -> <=": "a is never 3"}
+
+
+def test_summary_applies_the_equivalent_list_as_it_is_now():
+    report = {"target": "t", "mutants": [{"key": "a", "outcome": "survived"}, {"key": "b", "outcome": "survived"},
+                                         {"key": "c", "outcome": "killed"}]}
+    assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 3, "killed": 1, "survived": 1,
+                                                    "equivalent": 1, "survivor %": 50.0}

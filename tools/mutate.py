@@ -246,8 +246,15 @@ def run_target(name, target, limit, listing=False, label="", match=""):
     return report
 
 
-def summary(report):
-    counts = {k: sum(r["outcome"] == k for r in report["mutants"]) for k in ("killed", "survived", "equivalent")}
+def _outcome(result, known):
+    """A run's outcome, with the equivalent list as it is now (a mutant listed after its run)."""
+    return "equivalent" if result["outcome"] == "survived" and result["key"] in known else result["outcome"]
+
+
+def summary(report, known=None):
+    known = equivalents() if known is None else known
+    outcomes = [_outcome(r, known) for r in report["mutants"]]
+    counts = {k: outcomes.count(k) for k in ("killed", "survived", "equivalent")}
     judged = counts["killed"] + counts["survived"]
     return {"target": report["target"], "mutants": len(report["mutants"]), **counts,
             "survivor %": round(100 * counts["survived"] / judged, 1) if judged else 0.0}
@@ -255,7 +262,8 @@ def summary(report):
 
 def print_report():
     from tabulate import tabulate
-    rows = [summary(json.load(open(os.path.join(RESULTS, f))))
+    known = equivalents()
+    rows = [summary(json.load(open(os.path.join(RESULTS, f))), known)
             for f in sorted(os.listdir(RESULTS)) if f.endswith(".json") and f != "summary.json"]
     print(tabulate(rows, headers="keys"))
     with open(os.path.join(RESULTS, "summary.json"), "w") as f:
@@ -263,7 +271,7 @@ def print_report():
     for f in sorted(os.listdir(RESULTS)):      # the survivors of the runs without a label
         if f.endswith(".json") and f != "summary.json" and f.count(".") == 1:
             for r in json.load(open(os.path.join(RESULTS, f)))["mutants"]:
-                if r["outcome"] == "survived":
+                if _outcome(r, known) == "survived":
                     print(f"  SURVIVED {r['key']}")
 
 
