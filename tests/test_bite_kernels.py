@@ -28,6 +28,8 @@ def lib(tmp_path_factory):
     k.nr_dense_s8.argtypes = [I8, I8, I8, I32, F32] + [ctypes.c_int] * 6
     k.nr_conv2d_s8.argtypes = [I8, I8, I8, I32, F32] + [ctypes.c_int] * 19
     k.nr_pool_s8.argtypes = [I8, I8, ctypes.c_float] + [ctypes.c_int] * 14
+    k.nr_shift_u8_s8.argtypes = [np.ctypeslib.ndpointer(np.uint8, flags="C_CONTIGUOUS"), I8, ctypes.c_int]
+    k.nr_resize_s8.argtypes = [I8, I8] + [ctypes.c_int] * 8 + [ctypes.c_float] * 4 + [ctypes.c_int] * 2
     return k
 
 
@@ -109,3 +111,33 @@ def test_pool_padding_bounds_exact(lib, is_max):
         out = np.zeros(3 * 4 * 2, np.int8)
         lib.nr_pool_s8(x.ravel(), out, 1.0, 3, 4, 2, 3, 4, 3, 3, 1, 1, 1, 1, 1, 2, is_max)
         assert np.array_equal(out.reshape(3, 4, 2), np.clip(want, -128, 127).astype(np.int8))
+
+
+def test_shift_u8_s8_writes_count_bytes(lib):
+    out = np.full(4, 7, np.int8)
+    lib.nr_shift_u8_s8(np.array([0, 128, 255, 1], np.uint8), out, 3)
+    assert out.tolist() == [-128, 0, 127, 7]                 # the fourth byte is not the kernel's
+
+
+ROW = np.array([10, 20, 30, 40, 99], np.int8)                  # 99: past the 4-wide input, never read
+
+
+def _resize_row(lib, out_w, coord, nearest):
+    out = np.zeros(out_w, np.int8)
+    lib.nr_resize_s8(ROW, out, 1, 4, 1, 1, out_w, 0, coord, nearest, 1.0, out_w / 4, 1.0, 1.0, 0, 0)
+    return out.tolist()
+
+
+@pytest.mark.parametrize("out_w, coord, nearest, want", [
+    # asymmetric (x / 2): 0, 0.5, 1, 1.5, ... 3.5; the last clamps to the input's end
+    (8, 1, 0, [10, 10, 20, 20, 30, 30, 40, 40]),                  # round, ties to floor
+    (8, 1, 1, [10, 20, 20, 30, 30, 40, 40, 40]),                  # round, ties to ceil
+    (8, 1, 2, [10, 10, 20, 20, 30, 30, 40, 40]),                  # floor
+    (8, 1, 3, [10, 20, 20, 30, 30, 40, 40, 40]),                  # ceil
+    (2, 2, 2, [10, 40]),                                          # align corners, 2 outputs: 0 and 3
+    (1, 2, 2, [10]),                                              # align corners, 1 output: 0
+    (1, 3, 2, [10]),                                              # pytorch half pixel, 1 output: 0
+    (2, 3, 2, [10, 30]),                                          # pytorch half pixel: 0.5, 2.5
+])
+def test_resize_nearest_source_index(lib, out_w, coord, nearest, want):
+    assert _resize_row(lib, out_w, coord, nearest) == want
