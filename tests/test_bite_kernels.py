@@ -123,9 +123,10 @@ ROW = np.array([10, 20, 30, 40, 99], np.int8)                  # 99: past the 4-
 
 
 def _resize_row(lib, out_w, coord, nearest):
-    out = np.zeros(out_w, np.int8)
+    out = np.full(out_w + 8, 77, np.int8)                     # 77: past the output, never written
     lib.nr_resize_s8(ROW, out, 1, 4, 1, 1, out_w, 0, coord, nearest, 1.0, out_w / 4, 1.0, 1.0, 0, 0)
-    return out.tolist()
+    assert out[out_w:].tolist() == [77] * 8
+    return out[:out_w].tolist()
 
 
 @pytest.mark.parametrize("out_w, coord, nearest, want", [
