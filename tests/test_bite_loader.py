@@ -44,3 +44,20 @@ def test_fpu_secure_dbg_async_bits():
         with pytest.raises(LoaderError) as e:
             check_flags(flags(extra=(FPU | SECURE | DBG | ASYNC) ^ bit), FW)
         assert e.value.fact == fact
+
+
+def test_error_codes_are_st_loaders():
+    """AI_RELOC_RT_ERR_* of ST's ll_aton_reloc_network.h (PARAMS_CRC is ours: ST's never checks it)."""
+    from n6.reloc.check import ERROR_CODES
+    assert ERROR_CODES == {"NONE": 0, "INVALID_BIN": -1, "MEMORY": -2, "NOT_SUPPORTED": -3, "ARG": -4,
+                           "INVALID_HDL": -5, "INSTALL": -6, "PARAM_ADDR": -7, "PARAM_DESC": -8, "PARAMS_CRC": -100}
+    assert LoaderError("MEMORY", "x").code == -2
+
+
+def test_dbg_info_and_struct_size_messages():
+    with pytest.raises(LoaderError, match="dbg-info off but the firmware's is on"):
+        check_flags(flags(extra=FPU | SECURE | ASYNC), FW)
+    from n6.reloc.check import check_runtime
+    fw = Firmware("2.2", True, True, True, 0xD22, struct_sizes=0x0C18)
+    with pytest.raises(LoaderError, match=r"are 20 / 16 in the image, 24 / 12 in the firmware"):
+        check_runtime(fw.version[0] << 24 | fw.version[1] << 16 | fw.version[2] << 8, 0x1014, fw)
