@@ -44,7 +44,7 @@ CASES = [
     ("qshl", "vqshl.s32 q0, q1, #23\nvqshl.u8 q1, q2, #3\nvqshl.s16 q2, q3, #1\nvqshl.u32 q3, q4, #31"),
     ("narrow", "vqmovnb.s32 q0, q1\nvqmovnt.s32 q0, q2\nvqmovnb.u32 q3, q4\nvqmovnt.u16 q5, q6\n"
                "vqmovunb.s32 q6, q7\nvmovnt.i32 q7, q1\nvmovnb.i16 q4, q2\nvqmovnb.s16 q2, q5"),
-    ("idup", "mov r0, r3\nvidup.u32 q0, r0, #4\nvddup.u8 q1, r0, #2\nvidup.u16 q2, r0, #8"),
+    ("idup", "mov r0, r3\nvidup.u32 q0, r0, #4\nvddup.u8 q1, r0, #2\nvidup.u16 q2, r0, #8\nvddup.u32 q3, r4, #1"),
     ("addv", "vaddv.s32 r0, q1\nmov r2, r3\nvaddva.u8 r2, q2\nvaddva.s16 r2, q3\nvaddv.u32 r4, q4"),
     ("shift_imm", "vshr.s32 q0, q1, #3\nvshr.u32 q1, q2, #31\nvshr.s8 q2, q3, #1\nvshr.u16 q3, q4, #16\n"
                   "vshl.i32 q4, q5, #3\nvshl.i8 q5, q6, #7\nvshl.i16 q6, q7, #0"),

@@ -1,0 +1,50 @@
+"""Profile arithmetic helpers (n6.profiling) at their edges: absent counters (None) on either
+side, no rows, no core cycles. Written against the survivors of tools/mutate.py (target
+`profiling`)."""
+from n6.profiling import counters, measurement
+
+
+def test_add_each_with_absent_sides():
+    assert measurement._add_each(None, None) is None
+    assert measurement._add_each(None, {"x": 1}) == {"x": 1}
+    assert measurement._add_each({"x": 1}, None) == {"x": 1}
+    assert measurement._add_each({"a": 1, "b": None}, {"a": 2, "c": 3}) == {"a": 3, "b": None, "c": 3}
+
+
+class Row:
+    def __init__(self, v):
+        self.v = v
+
+
+def test_all_of_no_rows_is_absent():
+    assert counters._all([], "v") is None
+    assert counters._all([Row(1), Row(None)], "v") is None
+    assert counters._all([Row(1), Row(2)], "v") == [1, 2]
+
+
+def test_bandwidth_without_core_cycles_is_absent():
+    out = counters._with_bandwidth({"busif0": {"read_bytes": 1, "write_bytes": 2}}, None, 800e6)
+    assert out["busif0"]["gb_per_s"] is None and out["total"] == {"read_bytes": 1, "write_bytes": 2,
+                                                                  "gb_per_s": None}
+
+
+def test_diff_of_added_removed_and_common_epochs():
+    from n6.profiling.diff import diff
+
+    def epoch(name, ms, bw, cycles):
+        return {"name": name, "time_ms": ms, "bandwidth": bw, "npu_core_cycles": cycles}
+    before = {"model": "m", "epochs": [epoch("e1", 2.0, {"a": 100.0, "b": 50.0}, 1000), epoch("gone", 0.5, None, 8)],
+              "totals": {"time_ms": 2.5, "inf_per_s": 400.0, "npu_core_cycles": 1008}}
+    after = {"model": "m", "epochs": [epoch("e1", 3.0, {"a": 300.0}, 1500), epoch("new", 0.25, {"a": 8.0}, 0)],
+             "totals": {"time_ms": 3.25, "inf_per_s": 320.0, "npu_core_cycles": 1500}}
+    d = diff(before, after, "base.json")
+    assert [(e["name"], e["status"], e["time_ms"]["delta"]) for e in d["epochs"]] == \
+        [("e1", "both", 1.0), ("gone", "removed", -0.5), ("new", "added", 0.25)]
+    e1 = d["epochs"][0]
+    assert e1["time_ms"]["percent"] == 50.0 and e1["mb_per_s"] == {"before": 150.0, "after": 300.0, "delta": 150.0,
+                                                                    "percent": 100.0}
+    assert e1["npu_core_cycles"] == {"before": 1000, "after": 1500, "delta": 500, "percent": 50.0}
+    assert d["epochs"][1]["mb_per_s"] == {"before": None, "after": None}
+    assert d["epochs"][2]["npu_core_cycles"] == {"before": None, "after": 0}
+    assert d["total"]["inf_per_s"] == {"before": 400.0, "after": 320.0, "delta": -80.0, "percent": -20.0}
+    assert d["note"] is None

@@ -1,0 +1,62 @@
+"""tools/mutate.py's mutation operators: which changes it makes, and where it makes none."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+
+import mutate  # noqa: E402
+
+PY = '''"""Doc 1."""
+def f(a: int | None, b) -> int:
+    if a < 3 and not b:
+        return a + 1
+    return b >> 2
+'''
+
+
+def test_python_operators():
+    got = [(m.line, m.old, m.new) for m in mutate.python_mutants("m.py", PY)]
+    assert got == [(3, "a < 3 and not b", "(a < 3)"), (3, "a < 3 and not b", "(not b)"),
+                   (3, "a < 3 and not b", "False"), (3, "<", "<="), (3, "3", "2"), (3, "3", "4"), (3, "and", "or"),
+                   (3, "not b", "(b)"), (4, "+", "-"), (4, "1", "0"), (4, "1", "2"), (5, ">>", "<<"), (5, "2", "1"),
+                   (5, "2", "3")]
+    # the annotations (int | None) and the docstring are left alone; every mutant still parses
+    for m in mutate.python_mutants("m.py", PY):
+        compile(m.apply(PY), "m.py", "exec")
+
+
+def test_python_mutant_text():
+    m = next(m for m in mutate.python_mutants("m.py", PY) if m.new == "<=")
+    assert m.apply(PY).splitlines()[2] == "    if a <= 3 and not b:"
+    assert m.key == "m.py:3:9 < -> <="
+
+
+C = '''#include "x.h" /* a < b */
+static int g(const s *p, int v) { return p->n < 8 && (v << 1) != 0x10; }  // x > y
+const char *t = "a<b";
+'''
+
+
+def test_c_operators_skip_comments_strings_and_directives():
+    got = [(m.line, m.old, m.new) for m in mutate.c_mutants("k.c", C)]
+    assert got == [(2, "<", "<="), (2, "8", "9"), (2, "8", "7"), (2, "&&", "||"), (2, "<<", ">>"),
+                   (2, "1", "2"), (2, "1", "0"), (2, "!=", "=="), (2, "0x10", "17"), (2, "0x10", "15")]
+
+
+def test_sample_spreads_over_the_file():
+    assert mutate.sample(list(range(10)), 4) == [0, 2, 5, 7]
+    assert mutate.sample(list(range(3)), 4) == [0, 1, 2]
+    assert mutate.sample(list(range(3)), 0) == [0, 1, 2]
+
+
+def test_equivalent_list_format(tmp_path):
+    path = tmp_path / "eq.txt"
+    path.write_text("# comment\nm.py:3:9 < -> <=  # a is never 3\n\n")
+    assert mutate.equivalents(str(path)) == {"m.py:3:9 < -> <=": "a is never 3"}
+
+
+def test_summary_applies_the_equivalent_list_as_it_is_now():
+    report = {"target": "t", "mutants": [{"key": "a", "outcome": "survived"}, {"key": "b", "outcome": "survived"},
+                                         {"key": "c", "outcome": "killed"}]}
+    assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 3, "killed": 1, "survived": 1,
+                                                    "equivalent": 1, "survivor %": 50.0}

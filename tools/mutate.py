@@ -1,0 +1,306 @@
+"""Mutation testing of n6's core mechanisms: does a test fail when the code is wrong?
+
+    .venv/bin/python tools/mutate.py run [TARGET ...] [--max N] [--list]
+    .venv/bin/python tools/mutate.py report
+
+A target (tests/mutation/targets.toml) names source files and the tests that should guard them.
+Each mutant is one small change to one file — a comparison's boundary (< vs <=), a flipped
+equality, a dropped guard (`if c:` → `if False:`), a dropped conjunct, and/or swapped, an integer
+constant ±1, + vs -, << vs >>, a dropped `not` — applied in a scratch copy of the repository; the
+target's tests run on it (`nice -n 19`, one worker, `-x`, `-m "not slow"`). A mutant the tests
+pass on survived; tests/mutation/equivalent.txt lists the ones that cannot be told apart from the
+original, each with its reason. C sources (the simulated runtime's kernels) get the same operators
+from a token scan. Results: a table on stdout and build/mutation/<target>.json.
+
+Hand-written rather than mutmut 3 / cosmic-ray: mutmut's trampolines import the mutated package
+under its own name, which does not fit site_scons/ + sim/ run as subprocesses of the tests, and
+neither mutates C. Not part of `./n6 test`: a run takes minutes per target."""
+import argparse
+import ast
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGETS = os.path.join(ROOT, "tests", "mutation", "targets.toml")
+EQUIVALENT = os.path.join(ROOT, "tests", "mutation", "equivalent.txt")
+RESULTS = os.path.join(ROOT, "build", "mutation")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from conftest import copy_repo  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One change to one file: source[start:end] replaced by `new`."""
+    path: str       # relative to the repository
+    line: int
+    col: int
+    start: int      # character offsets into the file's text
+    end: int
+    old: str
+    new: str
+
+    @property
+    def key(self):
+        """How equivalent.txt names it: `path:line:col old -> new` (on one line)."""
+        return f"{self.path}:{self.line}:{self.col} {' '.join(self.old.split())} -> {' '.join(self.new.split())}"
+
+    def apply(self, text):
+        return text[:self.start] + self.new + text[self.end:]
+
+
+def mutant(path, text, start, end, new):
+    """The mutant replacing text[start:end] by `new`, located by line and column."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return Mutant(path, text.count("\n", 0, start) + 1, start - line_start, start, end, text[start:end], new)
+
+
+# ---- Python operators ------------------------------------------------------------------------
+
+COMPARE = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
+           ast.Eq: ("==", "!="), ast.NotEq: ("!=", "==")}
+BINOP = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.LShift: ("<<", ">>"), ast.RShift: (">>", "<<"),
+         ast.BitAnd: ("&", "|"), ast.BitOr: ("|", "&"), ast.FloorDiv: ("//", "*"), ast.Mult: ("*", "//")}
+
+
+def _offsets(text):
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def python_mutants(path, text):
+    """The mutants of one Python file, in source order."""
+    tree = ast.parse(text)
+    starts = _offsets(text)
+    at = lambda line, col: starts[line - 1] + col  # noqa: E731 (ast columns are UTF-8 bytes; sources are ASCII)
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and n.body and isinstance(n.body[0], ast.Expr)}
+    annotations = {id(sub) for n in ast.walk(tree)
+                   for ann in (getattr(n, "annotation", None), getattr(n, "returns", None)) if ann is not None
+                   for sub in ast.walk(ann)}
+    out = []
+
+    def between(left, right, old, new):
+        """`old` between two nodes (an operator token) → `new`."""
+        a, b = at(left.end_lineno, left.end_col_offset), at(right.lineno, right.col_offset)
+        i = text.find(old, a, b)
+        if i >= 0:
+            out.append(mutant(path, text, i, i + len(old), new))
+
+    def replace(node, new):
+        a, b = at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
+        out.append(mutant(path, text, a, b, new))
+
+    for node in ast.walk(tree):
+        if id(node) in annotations:
+            continue
+        if isinstance(node, ast.Compare):
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                if type(op) in COMPARE:
+                    between(left, right, *COMPARE[type(op)])
+                left = right
+        elif isinstance(node, ast.BinOp) and type(node.op) in BINOP:
+            between(node.left, node.right, *BINOP[type(node.op)])
+        elif isinstance(node, ast.BoolOp):
+            word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+            between(node.values[0], node.values[1], word, other)
+            for i, value in enumerate(node.values):            # drop one operand
+                rest = node.values[:i] + node.values[i + 1:]
+                a = at(node.lineno, node.col_offset)
+                b = at(node.end_lineno, node.end_col_offset)
+                kept = f" {word} ".join(ast.get_source_segment(text, v) for v in rest)
+                out.append(mutant(path, text, a, b, f"({kept})"))
+        elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and not _is_main_guard(node):
+            replace(node.test, "False")
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            replace(node, f"({ast.get_source_segment(text, node.operand)})")
+        elif (isinstance(node, ast.Constant) and type(node.value) is int and id(node) not in docstrings):
+            replace(node, str(node.value + 1))
+            if node.value > 0:
+                replace(node, str(node.value - 1))
+    return sorted(set(out), key=lambda m: (m.start, m.new))
+
+
+def _is_main_guard(node):
+    return isinstance(node, ast.If) and "__name__" in ast.unparse(node.test)
+
+
+# ---- C operators -----------------------------------------------------------------------------
+
+C_TOKEN = re.compile(r"""
+    (?P<comment>/\*.*?\*/|//[^\n]*) | (?P<string>"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*') |
+    (?P<pre>^\s*\#[^\n]*) |
+    (?P<number>(?<![\w.])(?:0[xX][0-9a-fA-F]+|\d+)(?![\w.])) |
+    (?P<op><<=|>>=|<<|>>|->|<=|>=|==|!=|&&|\|\||[<>])""", re.S | re.M | re.X)
+C_OPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "&&": "||", "||": "&&",
+         "<<": ">>", ">>": "<<"}
+
+
+def c_mutants(path, text):
+    """The mutants of one C file: comparison boundaries, ==/!=, &&/||, shifts, integer constants ±1."""
+    out = []
+    for m in C_TOKEN.finditer(text):
+        if m.group("op") in C_OPS:
+            out.append(mutant(path, text, m.start(), m.end(), C_OPS[m.group()]))
+        elif m.group("number"):
+            value = int(m.group(), 0)
+            out.append(mutant(path, text, m.start(), m.end(), str(value + 1)))
+            if value > 0:
+                out.append(mutant(path, text, m.start(), m.end(), str(value - 1)))
+    return out
+
+
+def mutants_of(path, text):
+    return c_mutants(path, text) if path.endswith(".c") else python_mutants(path, text)
+
+
+def sample(mutants, limit):
+    """At most `limit` mutants spread evenly over the file (all when limit is 0)."""
+    if not limit or len(mutants) <= limit:
+        return mutants
+    return [mutants[i * len(mutants) // limit] for i in range(limit)]
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+def equivalents(path=EQUIVALENT):
+    """{mutant key: reason} from equivalent.txt (`key  # reason` lines)."""
+    found = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if line.strip() and not line.startswith("#"):
+                key, _, reason = line.partition("  # ")
+                found[key.strip()] = reason.strip()
+    return found
+
+
+def copy_repository(dest):
+    """The repository's files as a clone has them, with the shared environment linked in."""
+    copy_repo(dest)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)   # tests copy the repository with git ls-files
+    os.symlink(os.path.realpath(os.path.join(ROOT, ".venv")), os.path.join(dest, ".venv"))
+
+
+def run_tests(repo, tests, timeout):
+    """('passed' | 'failed' | 'timeout', pytest's output) for the target's tests in `repo`."""
+    argv = ["nice", "-n", "19", os.path.join(repo, ".venv", "bin", "python"), "-m", "pytest", "-x", "-q",
+            "-p", "no:cacheprovider", "-n", "0", "-m", "not slow", *tests]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")   # no stale .pyc of a same-size mutant
+    try:
+        proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=timeout, env=env,
+                              start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+    return "passed" if proc.returncode == 0 else "failed", proc.stdout + proc.stderr
+
+
+def run_target(name, target, limit, listing=False, label="", match=""):
+    known = equivalents()
+    mutants = []
+    for rel in target["files"]:
+        mutants += sample(mutants_of(rel, open(os.path.join(ROOT, rel)).read()), target.get("max", limit))
+    mutants = [m for m in mutants if match in m.key]
+    if listing:
+        for m in mutants:
+            print(m.key)
+        return None
+    with tempfile.TemporaryDirectory(prefix="n6-mutate-") as repo:
+        copy_repository(repo)
+        t0 = time.monotonic()
+        outcome, output = run_tests(repo, target["tests"], 3600)
+        if outcome != "passed":
+            sys.exit(f"{output[-3000:]}\nmutate: {name}: the tests fail on the unmutated code; fix them first")
+        baseline = time.monotonic() - t0
+        results = []
+        for i, m in enumerate(mutants, 1):
+            if m.key in known:
+                outcome = "equivalent"
+            else:
+                file = os.path.join(repo, m.path)
+                original = open(file).read()
+                open(file, "w").write(m.apply(original))
+                try:
+                    outcome = {"failed": "killed", "timeout": "killed", "passed": "survived"}[
+                        run_tests(repo, target["tests"], max(20, 3 * baseline))[0]]
+                finally:
+                    open(file, "w").write(original)
+            print(f"  MUTANT   {i}/{len(mutants)} {outcome:10} {m.key}", flush=True)
+            results.append(dict(asdict(m), key=m.key, outcome=outcome))
+    report = {"target": name + (label and f" ({label})"), "files": target["files"], "tests": target["tests"],
+              "sampled": len(mutants), "baseline_s": round(baseline, 1), "mutants": results}
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, f"{name}{label and '.' + label}.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    return report
+
+
+def _outcome(result, known):
+    """A run's outcome, with the equivalent list as it is now (a mutant listed after its run)."""
+    return "equivalent" if result["outcome"] == "survived" and result["key"] in known else result["outcome"]
+
+
+def summary(report, known=None):
+    known = equivalents() if known is None else known
+    outcomes = [_outcome(r, known) for r in report["mutants"]]
+    counts = {k: outcomes.count(k) for k in ("killed", "survived", "equivalent")}
+    judged = counts["killed"] + counts["survived"]
+    return {"target": report["target"], "mutants": len(report["mutants"]), **counts,
+            "survivor %": round(100 * counts["survived"] / judged, 1) if judged else 0.0}
+
+
+def print_report():
+    from tabulate import tabulate
+    known = equivalents()
+    rows = [summary(json.load(open(os.path.join(RESULTS, f))), known)
+            for f in sorted(os.listdir(RESULTS)) if f.endswith(".json") and f != "summary.json"]
+    print(tabulate(rows, headers="keys"))
+    with open(os.path.join(RESULTS, "summary.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    for f in sorted(os.listdir(RESULTS)):      # the survivors of the runs without a label
+        if f.endswith(".json") and f != "summary.json" and f.count(".") == 1:
+            for r in json.load(open(os.path.join(RESULTS, f)))["mutants"]:
+                if _outcome(r, known) == "survived":
+                    print(f"  SURVIVED {r['key']}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="mutate targets and run their tests")
+    run.add_argument("targets", nargs="*", help="names in tests/mutation/targets.toml (default: all)")
+    run.add_argument("--max", type=int, default=0, help="at most N mutants per file, spread over it")
+    run.add_argument("--list", action="store_true", help="print the mutants, run nothing")
+    run.add_argument("--tests", nargs="+", help="these tests instead of the target's (e.g. the suite before new tests)")
+    run.add_argument("--match", default="", help="only the sampled mutants whose key holds this text")
+    run.add_argument("--label", default="", help="kept apart in the report under this label (e.g. before)")
+    sub.add_parser("report", help="the table of the last runs (build/mutation/*.json)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutate: stopped"))   # the scratch copy goes too
+    if args.command == "report":
+        return print_report()
+    targets = tomllib.load(open(TARGETS, "rb"))
+    for name in args.targets or list(targets):
+        if name not in targets:
+            sys.exit(f"mutate: no target {name!r} in tests/mutation/targets.toml; one of: {', '.join(targets)}")
+        target = dict(targets[name], **({"tests": args.tests} if args.tests else {}))
+        report = run_target(name, target, args.max, args.list, args.label, args.match)
+        if report:
+            print(summary(report))
+    if not args.list:
+        print_report()
+
+
+if __name__ == "__main__":
+    main()
