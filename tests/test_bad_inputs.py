@@ -244,8 +244,6 @@ CASES = [
      ["models: BUILD_DIR is inside the models folder models/", "a folder outside it"]),
     ("build-dir-in-a-model-folder", _args("BUILD_DIR=models/kws_mlp/out"),
      ["models/kws_mlp/out: BUILD_DIR is inside the models folder models/"]),
-    ("build-dir-empty", _args("BUILD_DIR="), ["BUILD_DIR is empty: the outputs would land in the repository itself",
-                                              "a folder of its own"]),
     ("build-dir-is-the-repository", _args("BUILD_DIR=."), [".: BUILD_DIR is the repository"]),
     ("build-dir-is-the-filesystem-root", _args("-n", "BUILD_DIR=/"),     # -n: nothing written, were it let through
      ["/: BUILD_DIR is a folder holding the repository"]),

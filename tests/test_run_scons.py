@@ -124,14 +124,11 @@ def test_float_io_model_validates_like_its_int8_form(repo, tmp_path):
 
     scons(repo, "flash", "run", "MODEL=kws_mlp_f32", "RUNS=3", f"INPUTS={tmp_path / 'x.npy'}")
     board[1, 5] += 2 * np.float32(grid_out[0])     # two LSB of the output's grid: beyond the tolerance
-    from n6.run import validate
+    from n6.run import reference, validate
     from n6.run.inference import RunRecord
     record = RunRecord.load(os.path.join(run_dir, "run.json"))
-    model_file = os.path.join(repo, "models", "kws_mlp_f32", "model.onnx")
-    grids = io_quantization(model_file)
-    ref = validate.onnx_reference(model_file, record.model, record.inputs, grids)
-    _, report, passed = validate.validate(record.model, [board], ref, 1.5, "onnxruntime",
-                                          validate.output_lsb(grids[1], record.model))
+    ref = reference.run_source(os.path.join(repo, "models", "kws_mlp_f32", "model.onnx"), record.model, record.inputs)
+    _, report, passed = validate.validate(record.model, [board], ref.outputs, 1.5, ref.name, ref.lsb)
     assert not passed and report["outputs"][0]["max_abs_lsb"] == pytest.approx(2.0)
 
 
