@@ -15,7 +15,7 @@ sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "boa
 
 from tabulate import tabulate  # noqa: E402
 
-from n6.aivalidation import IO_ONLY, PER_LAYER, Client  # noqa: E402
+from n6.aivalidation import IO_ONLY, Client  # noqa: E402
 from n6.aivalidation import n6_aivalidation_pb2 as pb  # noqa: E402
 from n6.run.session import simulated_board  # noqa: E402
 from n6board.emulator import thumb_instructions  # noqa: E402
@@ -39,7 +39,7 @@ def emulator_speed(image):
         if how == "python":
             sizes = {}
 
-            def on_block(uc, address, size, _):
+            def on_block(uc, address, size, _, sizes=sizes, m=m):
                 n = sizes.get(address)
                 if n is None:
                     n = sizes[address] = thumb_instructions(uc.mem_read(address, size))

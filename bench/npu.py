@@ -4,10 +4,10 @@ host second. Goal: an epoch costs the host less than the CPU code around it (ms,
     .venv/bin/python bench/npu.py [network_rel.bin ...]
 
 Measured in one run: (1) the model alone, CHAINS register programs of a raw copy of CHAIN_BYTES
-each (STRENG0 → STRENG1: the bytes are moved), through Npu.write as a bus would call it; (2) for each image given (a real ST image with hardware epochs, e.g. ST's nucleo_mnv1), one
-inference on the simulated board in control mode: host seconds per hardware epoch, the share of
-the inference spent in the model, simulated bytes moved per host second. The same as JSON:
-build/bench/npu.json."""
+each (STRENG0 → STRENG1: the bytes are moved), through Npu.write as a bus would call it; (2) for
+each image given (a real ST image with hardware epochs, e.g. ST's nucleo_mnv1), one inference
+on the simulated board in control mode: host seconds per hardware epoch, the share of the inference
+spent in the model, simulated bytes moved per host second. The same as JSON: build/bench/npu.json."""
 import json
 import os
 import sys

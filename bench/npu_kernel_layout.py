@@ -118,8 +118,8 @@ def main():
             if n:
                 explained = n - counts[(sample, mode, "no source tensor")]
                 rows.append([sample, mode, n, n - explained] +
-                            [f"{counts[(sample, mode, l)]}/{explained}" if mode == "deep" or not l.startswith("deep")
-                             else "n/a" for l in LAYOUTS])
+                            [f"{counts[(sample, mode, layout)]}/{explained}"
+                             if mode == "deep" or not layout.startswith("deep") else "n/a" for layout in LAYOUTS])
     print(tabulate(rows, headers=["sample", "mode", "streams", "no source tensor"] + list(LAYOUTS)))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:

@@ -45,7 +45,7 @@ from tabulate import tabulate
 
 import npu_samples
 from npu_kernel_layout import kernel_streams, stream
-from npu_model.arithacc import ArithConfig, compute
+from npu_model.arithacc import ArithConfig
 from npu_model.chain import run, wire
 from npu_model.convacc import ConvConfig
 from npu_model.fixedpoint import NotModelled
@@ -225,7 +225,7 @@ class Sample:
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
             configs[f"ARITH{i}"] = ArithConfig.from_registers(regs, words, f"ARITH{i}")
         first = {}                                      # per port: its context-0 source, else context 1's
-        for dest, port, context, source, _ in sorted(routes, key=lambda r: r[2], reverse=True):
+        for dest, port, _context, source, _ in sorted(routes, key=lambda r: r[2], reverse=True):
             first[(dest, port)] = source
         return wire(configs, [(dest, port, source) for (dest, port), source in first.items()])
 
@@ -296,7 +296,7 @@ class Sample:
         made = {o["outputs"][0] for o in ops}
         memory = self.memory()
         for unit in units.values():                     # the activations the compute units read
-            for port, name in unit.inputs.items():
+            for name in unit.inputs.values():
                 engine = self.engine(epoch, name) if name.startswith("STRENG") else None
                 if unit.config is None or engine is None or engine["addr_base"] >= FLASH:
                     continue
@@ -393,8 +393,8 @@ def main():
                       f"(model class {int(np.argmax(last['got']))}, LiteRT class {int(np.argmax(last['expected']))}; "
                       f"LiteRT's two best {int(ranked[-1] - ranked[-2])} LSB apart)")
                 report[name]["span"] = {"top1_agrees": top1}
-            report[name].setdefault("span", {}).update({"outputs": [{k: v for k, v in r.items() if k not in ("got", "expected")}
-                                                for r in span], "stop": stop, "units_host_seconds": spent})
+            outputs = [{k: v for k, v in r.items() if k not in ("got", "expected")} for r in span]
+            report[name].setdefault("span", {}).update({"outputs": outputs, "stop": stop, "units_host_seconds": spent})
         print(f"  speed: the units of these {len(rows)} epochs take {units:.2f} s of host time, "
               f"{units / sample.litert_seconds:.0f}x LiteRT's whole inference ({sample.litert_seconds * 1e3:.1f} ms, "
               "all tensors preserved)")

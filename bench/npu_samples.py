@@ -79,7 +79,8 @@ def weight_tensors(it):
     return out
 
 
-_VECTOR = re.compile(r"\.([ABC])_vector = \{\(\(unsigned char \*\)\(ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR\(0x71000000UL \+ (\d+)\)")
+_VECTOR = re.compile(r"\.([ABC])_vector = \{\(\(unsigned char \*\)"
+                     r"\(ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR\(0x71000000UL \+ (\d+)\)")
 _PRECISION = re.compile(r"\.vec_precision = \{(\d+), (\d+), (\d+)\}")
 VECTOR_ENTRIES = {"ARITH_BCAST_CHAN": "fChannels", "ARITH_BCAST_HEIGHT": "fHeight", "ARITH_BCAST_WIDTH": "fWidth"}
 

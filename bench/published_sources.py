@@ -16,7 +16,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "stedgeai"), os.path.join(ROOT, "sim", "board")]
+sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "stedgeai"),
+                os.path.join(ROOT, "sim", "board")]
 
 from stedgeai_generate import BUDGET_S, best  # noqa: E402  (bench/ is the script's folder)
 from tabulate import tabulate  # noqa: E402

@@ -113,11 +113,12 @@ def main(argv=None):
         boards = [("simulated board", "")] + ([("twin", args.firmware)] if args.firmware else [])
         for board, firmware in boards:
             rows.append(soak(model, f"{board}, our client",
-                             lambda: our_session(firmware, "COPY", args.invokes, args.seed), args.repeats))
+                             lambda firmware=firmware: our_session(firmware, "COPY", args.invokes, args.seed),
+                             args.repeats))
         if args.firmware and args.st_client:
             workdir = os.path.join(ROOT, "build", "bench")
             os.makedirs(workdir, exist_ok=True)
-            rows.append(soak(model, "twin, ST's client", lambda: st_session(
+            rows.append(soak(model, "twin, ST's client", lambda workdir=workdir: st_session(
                 args.st_client, args.firmware, "COPY", args.invokes, args.seed, workdir), args.repeats))
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

@@ -37,8 +37,9 @@ def main():
                 continue
             args = SimpleNamespace(profile=(spec.profile, spec.profile_file), model=spec.model_file, name=None,
                                    input_data_type=None, output_data_type=None,
-                                   output=os.path.join(tmp, spec.name, "out"), workspace=os.path.join(tmp, spec.name, "ws"))
-            t_gen = best(lambda: generate(args, release("2.2"), "<install>", "stedgeai generate (bench)"))
+                                   output=os.path.join(tmp, spec.name, "out"),
+                                   workspace=os.path.join(tmp, spec.name, "ws"))
+            t_gen = best(lambda args=args: generate(args, release("2.2"), "<install>", "stedgeai generate (bench)"))
             rows.append((os.path.getsize(spec.model_file), spec.name, t_gen))
     for size, name, t_gen in sorted(rows):
         print(f"  generate {name:<14} {size / 1024:9.1f} KB  {t_gen:6.3f} s  {t_gen / BUDGET_S:6.3f} of budget  "

@@ -309,7 +309,8 @@ def digits_mlp(path):
 
 
 MODELS = {"kws_mlp": kws_mlp, "cifar_cnn": cifar_cnn, "big_mlp": big_mlp, "mobilenet_v2": mobilenet_v2,
-          "ds_cnn": ds_cnn, "mobilenet_v2_u8": mobilenet_v2_u8, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp, "fusion_mlp": fusion_mlp}
+          "ds_cnn": ds_cnn, "mobilenet_v2_u8": mobilenet_v2_u8, "tiny_yolo": tiny_yolo, "digits_mlp": digits_mlp,
+          "fusion_mlp": fusion_mlp}
 PREBUILT_FILES = ("network.c", "network.h", "network_c_info.json", "network_atonbuf.xSPI2.raw",
                   "network_generate_report.txt")
 
@@ -329,7 +330,8 @@ def prebuilt(dest):
                        "--native-float --mvei --cache-maintenance --Ocache-opt --Os --optimization 3 "
                        "--all-buffers-info"}}}, f)
         env = dict(os.environ, SOURCE_DATE_EPOCH="1767225600",
-                   PYTHONPATH=os.pathsep.join([os.path.join(root, "sim", "stedgeai"), os.path.join(root, "site_scons")]))
+                   PYTHONPATH=os.pathsep.join([os.path.join(root, "sim", "stedgeai"),
+                                               os.path.join(root, "site_scons")]))
         env.pop("STEDGEAI_SIM_ROOT", None)
         subprocess.run([sys.executable, "-m", "stedgeai_sim", "generate", "-m", "model.onnx", "--target", "stm32n6",
                         "--st-neural-art", "default@neural_art.json", "-o", "out", "-w", "ws"],

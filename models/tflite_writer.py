@@ -66,10 +66,10 @@ class _Writer:
 
     def options(self, table, fields):
         m = _t(table)
-        getattr(m, "Start")(self.b)
+        m.Start(self.b)
         for field, value in fields.items():
             getattr(m, "Add" + field)(self.b, value)
-        return getattr(m, "End")(self.b)
+        return m.End(self.b)
 
     def padding(self, layer):
         """VALID or SAME, whichever gives the layer's pads and output size."""
@@ -95,7 +95,8 @@ class _Writer:
         after = [max(size[d] - x.shape[2 + d] - a["pads"][d], 0) for d in range(2)]
         padded = Tensor(layer.name + "_padded", (x.shape[0], x.shape[1], x.shape[2] + a["pads"][0] + after[0],
                                                  x.shape[3] + a["pads"][1] + after[1]), x.dtype, x.scale, x.zero_point)
-        paddings = self.ints(layer.name + "_paddings", [[0, 0], [a["pads"][0], after[0]], [a["pads"][1], after[1]], [0, 0]])
+        paddings = self.ints(layer.name + "_paddings",
+                             [[0, 0], [a["pads"][0], after[0]], [a["pads"][1], after[1]], [0, 0]])
         self.ops.append((self.opcode(self.OP.PAD), [self.tensor(x), paddings], [self.tensor(padded)], self.OPT.NONE,
                          None, {}))
         return self.tensor(padded)
@@ -178,7 +179,8 @@ class _Writer:
         elif layer.kind == "gather" and a["label"] == "Slice":
             order = [0, 2, 3, 1] if len(x.shape) == 4 else range(len(x.shape))
             ins += [self.ints(layer.name + "_begin", [a["starts"][i] for i in order]),
-                    self.ints(layer.name + "_end", [a["starts"][i] + (y.shape[i] - 1) * a["steps"][i] + 1 for i in order]),
+                    self.ints(layer.name + "_end",
+                              [a["starts"][i] + (y.shape[i] - 1) * a["steps"][i] + 1 for i in order]),
                     self.ints(layer.name + "_strides", [a["steps"][i] for i in order])]
             op, table, opt, fields = self.OP.STRIDED_SLICE, "StridedSliceOptions", self.OPT.StridedSliceOptions, {}
         elif layer.kind == "lut" and a["label"] == "PRelu" and a.get("slope_quantized") is not None:

@@ -4,7 +4,8 @@ as the C preprocessor and compiler would."""
 import re
 
 _DEFINE = re.compile(r"^#define\s+(ATON_\w+)(\((\w+)\))?\s+(.*)$")
-_TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|\s*([A-Za-z_]\w*)|\s*(<<|>>|==|!=|<=|>=|&&|\|\||[-+*/%()?:|&^~!<>,])")
+_TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|\s*([A-Za-z_]\w*)"
+                    r"|\s*(<<|>>|==|!=|<=|>=|&&|\|\||[-+*/%()?:|&^~!<>,])")
 
 
 class MacroError(ValueError):
@@ -30,6 +31,14 @@ class _Expression:
     """Precedence climbing over C's integer operators."""
     BINARY = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
               ("+", "-"), ("*", "/", "%")]
+    APPLY = {"||": lambda a, b: int(bool(a or b)), "&&": lambda a, b: int(bool(a and b)),
+             "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
+             "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+             "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b),
+             ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
+             "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "+": lambda a, b: a + b,
+             "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a // b,
+             "%": lambda a, b: a % b}
 
     def __init__(self, macros, text, bindings):
         self.macros, self.bindings = macros, bindings
@@ -77,14 +86,7 @@ class _Expression:
         while self._peek()[0] == "op" and self._peek()[1] in self.BINARY[level]:
             op = self._take()[1]
             right = self._binary(level + 1)
-            left = {"||": lambda: int(bool(left or right)), "&&": lambda: int(bool(left and right)),
-                    "|": lambda: left | right, "^": lambda: left ^ right, "&": lambda: left & right,
-                    "==": lambda: int(left == right), "!=": lambda: int(left != right),
-                    "<": lambda: int(left < right), "<=": lambda: int(left <= right),
-                    ">": lambda: int(left > right), ">=": lambda: int(left >= right),
-                    "<<": lambda: left << right, ">>": lambda: left >> right, "+": lambda: left + right,
-                    "-": lambda: left - right, "*": lambda: left * right, "/": lambda: left // right,
-                    "%": lambda: left % right}[op]() & 0xFFFFFFFF
+            left = self.APPLY[op](left, right) & 0xFFFFFFFF
         return left
 
     def _unary(self):

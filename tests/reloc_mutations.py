@@ -2,8 +2,8 @@
 header words (±1, ±4, bit flips), every flags bit (async, secure, ...), REL sites (misaligned,
 another segment, out of range, duplicated, in the GOT) and the words they relocate, GOT words,
 pool descriptors, rt_ctx words (runtime versions ±1 and 9.9.9 among them), truncated and extended
-files; a split params file with bytes prepended (`prepended_params`). Each mutation has a stable name ("<part>.<what>") and the same
-bytes from run to run (one seeded generator)."""
+files; a split params file with bytes prepended (`prepended_params`). Each mutation has a stable
+name ("<part>.<what>") and the same bytes from run to run (one seeded generator)."""
 import random
 import struct
 

@@ -86,7 +86,8 @@ static void on_fault(int sig, siginfo_t *si, void *ctx)
   (void)ctx;
   if (probing) siglongjmp(probe_env, 1);
   char line[160];
-  int n = snprintf(line, sizeof line, "\nN6-VERDICT crash %d addr=0x%08x in=%s\n", sig, (unsigned)(uintptr_t)si->si_addr,
+  int n = snprintf(line, sizeof line, "\nN6-VERDICT crash %d addr=0x%08x in=%s\n", sig,
+                   (unsigned)(uintptr_t)si->si_addr,
                    phase);
   if (write(1, line, (size_t)n) < 0) _exit(4);
   _exit(3);
@@ -305,7 +306,8 @@ def build(workdir, firmware=FirmwareBuild(), exec_size=Config.exec_ram_size, ext
                       "-o", os.path.join(workdir, "loader.o")],
              flags + bases + ["-c", os.path.join(workdir, "harness.c"), "-o", os.path.join(workdir, "harness.o")],
              ["-m32", "-c", os.path.join(workdir, "stubs.c"), "-o", os.path.join(workdir, "stubs.o")],
-             ["-m32", "-no-pie"] + [os.path.join(workdir, o) for o in ("harness.o", "loader.o", "stubs.o")] + ["-o", exe]]
+             ["-m32", "-no-pie"] + [os.path.join(workdir, o) for o in ("harness.o", "loader.o", "stubs.o")]
+             + ["-o", exe]]
     for argv in steps:
         proc = subprocess.run(["gcc"] + argv, capture_output=True, text=True)
         if proc.returncode:

@@ -200,7 +200,7 @@ class StRunScript(threading.Thread):
         try:
             self.receive(pb.reqMsg)
             self.send(pb.S_WAITING, ack=pb.ackMsg(param=self.inputs[0].nbytes, error=pb.E_NONE))
-            for i, desc in enumerate(self.inputs):
+            for i in range(len(self.inputs)):
                 data = self.receive(pb.aiDataMsg)
                 last = i == len(self.inputs) - 1
                 self.send(pb.S_PROCESSING if last else pb.S_WAITING,

@@ -226,13 +226,15 @@ CASES = [
      ["models/kws_mlp/model.json: 'name' 'kws net' is not a C identifier"]),
     ("model-json-reloc-name", _write(os.path.join(KWS, "model.json"), '{"reloc": {"name": "../../x"}}'),
      ["models/kws_mlp/model.json: reloc 'name' '../../x' is not a C identifier"]),
-    ("folder-named-like-a-target", _folder("flash"), ["models/flash: model folder name 'flash' is also a build target"]),
+    ("folder-named-like-a-target", _folder("flash"),
+     ["models/flash: model folder name 'flash' is also a build target"]),
     ("folder-named-like-a-build-folder", _folder("stedgeai-sim"),
      ["models/stedgeai-sim: model folder name 'stedgeai-sim' is also a build target or folder"]),
     ("model-and-generated-network", _both,
      ["models/both: holds both a model (model.onnx) and a generated network (network.c)", "remove model.onnx"]),
     # variables
-    ("size-zero", _args("RELOC_FLASH_SIZE=0"), ["RELOC_FLASH_SIZE: size '0' is zero", "or none to switch the gate off"]),
+    ("size-zero", _args("RELOC_FLASH_SIZE=0"),
+     ["RELOC_FLASH_SIZE: size '0' is zero", "or none to switch the gate off"]),
     ("size-negative", _args("RELOC_EXEC_RAM_SIZE=-640K"), ["RELOC_EXEC_RAM_SIZE: size '-640K' is negative"]),
     ("size-garbage", _args("RELOC_EXT_RAM_SIZE=lots"), ["RELOC_EXT_RAM_SIZE: size 'lots' is not a byte count"]),
     ("bool-garbage", _args("RELOC_SPLIT=maybe"), ["'RELOC_SPLIT' Invalid value for boolean variable: 'maybe'"]),
@@ -449,7 +451,8 @@ def test_check_reports_every_bad_image(repo):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert [e.split("]", 1)[1].split(":")[0].strip() for e in _errors(proc)] == \
         [f"build/{m}/network_rel.bin" for m in images]
-    assert all("rejected: n6 rule 'params_crc' (ST's loader installs it)" in e and "(fix: build it again: `scons`)" in e for e in _errors(proc))
+    assert all("rejected: n6 rule 'params_crc' (ST's loader installs it)" in e and "(fix: build it again: `scons`)" in e
+               for e in _errors(proc))
     assert scons(repo, "-q", check=False).returncode != 0          # the advice works: rejected images are gone
     scons(repo)
     assert "CHECK" in scons(repo, "check").stdout

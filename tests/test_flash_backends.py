@@ -149,7 +149,8 @@ def test_discovery_order(tmp_path):
     del env["STM32_CUBE_IDE_DIR"]
     assert find_cli(env) == CliInstall(on_path, False, "PATH")
     sim = find_cli({"PATH": ""})
-    assert sim.simulated and sim.cli == os.path.join(cp.SIM_PROGRAMMER_BIN, "STM32_Programmer_CLI") and os.access(sim.cli, os.X_OK)
+    assert (sim.simulated and sim.cli == os.path.join(cp.SIM_PROGRAMMER_BIN, "STM32_Programmer_CLI")
+            and os.access(sim.cli, os.X_OK))
     with pytest.raises(N6Error, match="STM32_PROGRAMMER_CLI does not name an executable"):
         find_cli({"STM32_PROGRAMMER_CLI": str(tmp_path / "nope")})
     environ = CliInstall(new, False, "t").environ({"LD_LIBRARY_PATH": "/usr/lib/x"})
@@ -165,7 +166,8 @@ def test_runner_logs_verbose_dry_run_and_timeout(tmp_path):
     echoed = []
     r = ToolRunner(str(log), verbose=True, echo=echoed.append, timeout=1)
     res = r.run([sys.executable, "-c", "print('Error: boom')"])
-    assert res.returncode == 0 and res.output == "Error: boom\n" and echoed[0].endswith("-c 'print('\"'\"'Error: boom'\"'\"')'")
+    assert (res.returncode == 0 and res.output == "Error: boom\n"
+            and echoed[0].endswith("-c 'print('\"'\"'Error: boom'\"'\"')'"))
     res = r.run([sys.executable, "-c", "import time; time.sleep(30)"])
     assert res.timed_out and res.seconds < 10
     text = log.read_text()

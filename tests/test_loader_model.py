@@ -107,7 +107,7 @@ def test_a_got_running_past_the_ram_segment(images, delta):
 def test_a_rel_site_past_the_ram_segment(images, past):
     for model in ("kws_mlp", "tiny_prebuilt"):
         data, img = images(model)
-        _refused(_rel(data, img, 0, lambda w: 0x4000_0000 | off(img.header.bss_end) + past))
+        _refused(_rel(data, img, 0, lambda w, img=img: 0x4000_0000 | off(img.header.bss_end) + past))
 
 
 def test_a_rel_site_past_the_ram_the_loader_asked_for(images):
@@ -118,7 +118,8 @@ def test_a_rel_site_past_the_ram_the_loader_asked_for(images):
 # -- our own rules: ST's loader lets these through, the image is damaged all the same ---------------
 
 def _pool_word(img, i, field):
-    return img.ro_size + off(img.header.params_start) + 20 * i + 4 * ("name", "flags", "foff", "dst", "size").index(field)
+    return (img.ro_size + off(img.header.params_start) + 20 * i
+            + 4 * ("name", "flags", "foff", "dst", "size").index(field))
 
 
 RULES = {   # rule: (model, damage)

@@ -81,7 +81,8 @@ CASES = [
     ("vpst", "vpst\nvaddt.i32 q0, q1, q2\nvpstete\nvaddt.i32 q1, q2, q3\nvsube.i32 q2, q3, q4\n"
              "vmult.i32 q3, q4, q5\nvmove q4, q5"),
     ("vpt", "vpt.s32 ge, q1, r2\nvaddt.i32 q0, q1, q2\nvpte.f32 lt, q2, q3\nvmult.f32 q4, q5, q6\n"
-            "vadde.f32 q5, q6, q7\nvpt.f32 ge, q3, r2\nvsubt.f32 q7, q1, q2\nvptt.i8 ne, q1, q2\nvcmpt.i8 eq, q3, q4\nvorrt q6, q7, q0\nvmrs r0, p0"),
+            "vadde.f32 q5, q6, q7\nvpt.f32 ge, q3, r2\nvsubt.f32 q7, q1, q2\n"
+            "vptt.i8 ne, q1, q2\nvcmpt.i8 eq, q3, q4\nvorrt q6, q7, q0\nvmrs r0, p0"),
     ("vpsel", "vpsel q0, q1, q2\nvcmp.s32 gt, q3, q4\nvpsel q5, q6, q7"),
     ("vctp", "vctp.32 r4\nvpst\nvmovt q0, q1\nvctp.8 r5\nvpst\nvmovt q2, q3\nvctp.16 r3\nvpst\nvaddt.i16 q4, q5, q6"),
     ("vpr", "vmsr p0, r2\nvmrs r0, vpr\nmovw r7, #0xA55A\nvmsr vpr, r7\nvmrs r1, p0"),
@@ -91,7 +92,8 @@ CASES = [
     ("ld_widen", "vldrb.s32 q0, [r6]\nvldrb.u32 q1, [r6, #5]\nvldrb.s16 q2, [r6, #8]\nvldrh.s32 q3, [r6, #2]\n"
                  "mov r7, r6\nvldrh.u32 q4, [r7], #6\nvldrb.u16 q5, [r7, #3]!\nmov r0, r7"),
     ("st_narrow", "vstrb.32 q1, [r6]\nvstrb.16 q2, [r6, #9]\nmov r7, r6\nvstrh.32 q3, [r7, #20]!\nmov r0, r7"),
-    ("gather", "veor q0, q0, q0\nmov r0, #0\nvidup.u32 q1, r0, #4\nmov r0, #0\nvidup.u32 q2, r0, #2\nvldrw.u32 q3, [r6, q1]\n"
+    ("gather", "veor q0, q0, q0\nmov r0, #0\nvidup.u32 q1, r0, #4\nmov r0, #0\nvidup.u32 q2, r0, #2\n"
+               "vldrw.u32 q3, [r6, q1]\n"
                "vldrh.s32 q4, [r6, q2]\nvldrb.u32 q5, [r6, q1]\nvldrh.u32 q6, [r6, q2, uxtw #1]\n"
                "vldrw.u32 q7, [r6, q0, uxtw #2]"),
     ("scatter", "mov r0, #0\nvidup.u32 q1, r0, #8\nvstrw.32 q2, [r6, q1]\nvstrb.32 q3, [r6, q1]\n"
@@ -111,7 +113,8 @@ CASES = [
               "vstrb.8 q0, [r1], #16\nletp lr, 1b\n2:\nvmov q1, q0"),
     ("wlstp_zero", "mov r0, r6\nmov r7, #0\nveor q0, q0, q0\nwlstp.16 lr, r7, 2f\n1:\nvstrh.16 q1, [r0], #16\n"
                    "letp lr, 1b\n2:\nvaddv.u32 r0, q0\nlctp"),
-    ("tp_vpt", "mov r1, r6\nveor q0, q0, q0\nand r7, r5, #15\nadd r7, #1\ndlstp.32 lr, r7\n1:\nvldrw.u32 q1, [r1], #16\nvpt.s32 gt, q1, r3\n"
+    ("tp_vpt", "mov r1, r6\nveor q0, q0, q0\nand r7, r5, #15\nadd r7, #1\n"
+               "dlstp.32 lr, r7\n1:\nvldrw.u32 q1, [r1], #16\nvpt.s32 gt, q1, r3\n"
                "vaddt.i32 q0, q0, q1\nletp lr, 1b\nvaddv.s32 r0, q0"),
 ]
 
@@ -171,7 +174,8 @@ def _program():
     asm += [_case_asm(k, body) for k, (_, body) in enumerate(CASES)]
     asm += [".data", ".align 4", "inputs:"]
     for seed, (words, regs, p0) in enumerate(INPUTS):
-        asm.append(".word " + ", ".join(f"0x{w:08X}" for w in words + regs + [p0, 0x9E3779B9 * (seed + 1) & 0xFFFFFFFF]))
+        tag = 0x9E3779B9 * (seed + 1) & 0xFFFFFFFF
+        asm.append(".word " + ", ".join(f"0x{w:08X}" for w in words + regs + [p0, tag]))
     asm += [".align 2", "cases:"]
     asm += [f".word case_{c} + 1, inputs + {s * 160}" for c, s in cases]
     asm += [f".global n_records\nn_records: .word {len(cases)}", ".bss", ".align 4", "scratch: .space 64",

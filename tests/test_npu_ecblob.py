@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from npu_model.ecblob import (BLOB_MAGIC, BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, BlobError, Command,
-                              blob_bytes, blob_words, decode, encode)
+from npu_model.ecblob import (BLOB_MAGIC, BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, BlobError, blob_bytes,
+                              blob_words, decode, encode)
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 WORKSPACE = os.path.join(REAL, "ec-workspace")

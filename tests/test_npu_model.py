@@ -134,7 +134,8 @@ def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():
     assert memory.writes == [(0x3410_0100, bytes(20))]
     assert npu.read(INTREG) == 0b11 and lines == [True]
     assert not npu.read(STRENG(1) + CTRL) & RUNNING
-    assert npu.not_computed == [{"epoch": "hardware chain 1", "units": ["STRENG1 (data movement: 16-bit items into 8-bit)"],
+    assert npu.not_computed == [{"epoch": "hardware chain 1",
+                                 "units": ["STRENG1 (data movement: 16-bit items into 8-bit)"],
                                  "engine": "STRENG1", "first": 0x3410_0100, "end": 0x3410_0114, "bytes": 20,
                                  "location": ""}]
     npu.write(INTCLR, 0b10)

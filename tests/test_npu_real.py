@@ -84,7 +84,7 @@ def test_npu_trace_prints_and_writes_every_epoch_program_with_c_info_names(tmp_p
 
 
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
-def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo, sample):
+def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo, sample):  # noqa: F811  (the fixture)
     """Built and flashed with the real install, profiled on the simulated board with
     NPU_MODEL=control: every epoch of c_info.json is reported, the hardware ones with the time
     of their chains (simulated) between start and end."""
@@ -107,7 +107,8 @@ def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo,
 
 _FUNCTION = re.compile(r"static void LL_ATON_Start_EpochBlock_(\d+)\(const void \*epoch_block\)\s*\{(.*?)\n\}", re.S)
 _STRUCT = re.compile(r"static const (LL_\w+TypeDef) (\w+) = \{(.*?)\n\s*\};", re.S)
-_FIELD = re.compile(r"\.(\w+) = (\{\(unsigned char \*\)(?:ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR)?\((0x[0-9a-fA-F]+)UL\)|\(\w+\)\(?-?\w+\)?|-?\w+)")
+_FIELD = re.compile(r"\.(\w+) = (\{\(unsigned char \*\)(?:ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR)?\((0x[0-9a-fA-F]+)UL\)"
+                    r"|\(\w+\)\(?-?\w+\)?|-?\w+)")
 _SWITCH = re.compile(r"LL_Switch_Init_Dest\(\) = ATONN_DSTPORT\(STRSWITCH, 0, (\w+), (\d+), (\d+)\), (.*?)\}")
 _CONTEXT = re.compile(r"LL_Switch_Init_Source\((\d)\) = ATONN_SRCPORT\(STRSWITCH, 0, (\w+), (\d+), (\d+)\), "
                       r"LL_Switch_Init_Context\(\1\) = 1, LL_Switch_Init_Frames\(\1\) = (\d+)")
@@ -234,7 +235,8 @@ def expected_arith_fields(c):
     chan = vector and g("bcast") == "ARITH_BCAST_CHAN"
     m9 = lambda v: v & 0x1FF
     out = {("CTRL", "CNT1"): int(vector), ("CTRL", "CNT2"): int(chan), ("CTRL", "CNT3"): int(chan),
-           ("CTRL", "ROUND"): int(g("rounding_o") != 0), ("CTRL", "ORNDMODE"): g("relu_mode_o") << 1 | g("round_mode_o"),
+           ("CTRL", "ROUND"): int(g("rounding_o") != 0),
+           ("CTRL", "ORNDMODE"): g("relu_mode_o") << 1 | g("round_mode_o"),
            ("CTRL", "OBYTES"): g("outbytes_o"), ("CTRL", "SAT"): int(g("saturation_o") != 0),
            ("CTRL", "COEFFA"): int(vector), ("CTRL", "COEFFB"): int(vector), ("CTRL", "COEFFC"): int(vector),
            ("CTRL", "DUALIN"): int(g("dualinput") != 0), ("CTRL", "COMBINEBC"): int(g("combinebc") != 0),
@@ -401,7 +403,7 @@ def test_dma_only_chains_relayout_random_tensors_as_c_info_describes_their_buffe
         if any(u.kind != "STRENG" for u in program.units):
             continue
         epoch = int(program.label.split()[1])
-        whole = lambda f: [b for at, b in buffers if at == f.span[0] and int(b["size_bytes"]) == f.nbytes
+        whole = lambda f, epoch=epoch: [b for at, b in buffers if at == f.span[0] and int(b["size_bytes"]) == f.nbytes
                            and b["epochs"]["start"] <= epoch <= b["epochs"]["end"] and len(b["shape"]) == 4]
         source = next(f for f in program.footprints if f.direction == "read")
         dest = next(f for f in program.footprints if f.direction == "write")
@@ -411,8 +413,8 @@ def test_dma_only_chains_relayout_random_tensors_as_c_info_describes_their_buffe
         memory = {}
         data = rng.integers(0, 256, source.nbytes, dtype=np.uint8)
         (first, _), (out, _) = source.span, dest.span
-        npu = Npu(lambda a, d: memory.__setitem__(a, bytes(d)), mode="stop")
-        npu.read_memory = lambda a, n: bytes(data[a - first:a - first + n])
+        npu = Npu(lambda a, d, memory=memory: memory.__setitem__(a, bytes(d)), mode="stop")
+        npu.read_memory = lambda a, n, data=data, first=first: bytes(data[a - first:a - first + n])
         npu._move(source, dest)
         moved = np.zeros(dest.nbytes, np.uint8)
         for address, chunk in memory.items():

@@ -23,9 +23,11 @@ def conv_registers(kw=3, kh=3, nr=4, depth=3, width=7, height=6, stride=(1, 1), 
     top, bottom, left, right = pads
     return {"CTRL": {"EN": 1, "NOSUM": nosum, "NO1SUM": 1, "SIMD": 1, "DEEPMODE": deep, "FUNSIGNED": funsigned},
             "KFORMAT": {"WIDTH": kw, "HEIGHT": kh, "BTCDEPTH": depth, "NR": nr},
-            "SAMPLE": {"TPAD": top, "BPAD": bottom, "LPAD": left, "RPAD": right, "HSTRD": stride[0], "VSTRD": stride[1]},
+            "SAMPLE": {"TPAD": top, "BPAD": bottom, "LPAD": left, "RPAD": right,
+                       "HSTRD": stride[0], "VSTRD": stride[1]},
             "ZFRAME": {"TOP": zframe[0], "BOTTOM": zframe[1], "LEFT": zframe[2] * depth, "RIGHT": zframe[3] * depth},
-            "DFORMAT": {"OUTSHIFT": outshift, "INSHIFT": inshift, "ROUND": round_, "ORNDMODE": ornd, "SAT": sat, "RAW": raw,
+            "DFORMAT": {"OUTSHIFT": outshift, "INSHIFT": inshift, "ROUND": round_, "ORNDMODE": ornd,
+                        "SAT": sat, "RAW": raw,
                         "OBYTES": obytes, "FBYTES": 1},
             "FFORMAT": {"WIDTH": width * depth, "HEIGHT": height},
             "KFILT": {"TOT": kfilt[0], "FIRST": kfilt[1], "LAST": kfilt[2]}, "FSUB": {"FSUB": fsub & 0xFFFFFF}}
@@ -33,7 +35,6 @@ def conv_registers(kw=3, kh=3, nr=4, depth=3, width=7, height=6, stride=(1, 1), 
 
 def ort_conv_integer(x, w, zero_point, pads, strides):
     """onnxruntime's ConvInteger: x uint8 [H, W, C], w int8 [O, KH, KW, C] → int32 [OH, OW, O]."""
-    import onnx
     import onnxruntime
     from onnx import TensorProto, helper
     top, bottom, left, right = pads

@@ -2,9 +2,10 @@
 the kernel-stream layout explains the params bytes of every kernel stream that carries a source
 weight tensor, and a few epochs' outputs (single units, 4-unit accumulate chains, DEEPMODE,
 depthwise, channel-blocked outputs, max pool, global average, the fully connected layer summing
-over frames, a residual add: 2 LSB, the add scaling the convolution's differences) agree with LiteRT to 1 LSB at the rates bench/npu_layers.py
-reports. Not a claim of bit-exactness with the silicon: LiteRT is the reference, and ST's own
-fixed-point requantisation differs from it by 1 LSB on 0.5-5% of the elements."""
+over frames, a residual add: 2 LSB, the add scaling the convolution's differences) agree with
+LiteRT to 1 LSB at the rates bench/npu_layers.py reports. Not a claim of bit-exactness with the
+silicon: LiteRT is the reference, and ST's own fixed-point requantisation differs from it by 1 LSB
+on 0.5-5% of the elements."""
 import os
 import sys
 
@@ -23,14 +24,13 @@ FLOOR = 0.91                            # the lowest rate measured: 91.1%, nucle
 
 @pytest.mark.parametrize("sample", ["nucleo_mnv1", "blazeface"])
 def test_the_kernel_layout_explains_every_stream_carrying_a_source_weight_tensor(sample):
-    import numpy as np
 
     import npu_samples
     from npu_kernel_layout import kernel_streams, stream
     weights = npu_samples.weight_tensors(npu_samples.interpreter(sample))
     explained = 0
-    for epoch, units, cfg, slices, data in kernel_streams(npu_samples.epochs(sample), npu_samples.params(sample)):
-        for name, w in weights:
+    for _epoch, _units, cfg, slices, data in kernel_streams(npu_samples.epochs(sample), npu_samples.params(sample)):
+        for _name, w in weights:
             if w.shape[1:3] != (cfg.kernel_height, cfg.kernel_width):
                 continue
             depthwise = w.shape[0] == 1 and cfg.kernels > 1

@@ -126,7 +126,8 @@ SW_BUS = {"busif0": {"read_bytes": 64, "write_bytes": 0, "read_bursts": [0, 0, 0
           "busif1": {"read_bytes": 0, "write_bytes": 8, "read_bursts": [0, 0, 0, 0], "write_bursts": [1, 0, 0, 0],
                      "gb_per_s": pytest.approx(8 / 3751)},
           "total": {"read_bytes": 64, "write_bytes": 8, "gb_per_s": pytest.approx(72 / 3751)}}
-# engines: ceiling mean per engine; 0-4 on bus interface 0 (here 0, 1, 4), 5-9 on 1 (5, 8); % of the block's 10001 core NPU cycles
+# engines: ceiling mean per engine; 0-4 on bus interface 0 (here 0, 1, 4), 5-9 on 1 (5, 8);
+#   % of the block's 10001 core NPU cycles
 EC_ENGINES = [{"id": 0, "role": "input", "busif": 0, "cycles": 7001, "percent": pytest.approx(700100 / 10001)},
               {"id": 1, "role": "input", "busif": 0, "cycles": 3000, "percent": pytest.approx(300000 / 10001)},
               {"id": 4, "role": "output", "busif": 0, "cycles": 9001, "percent": pytest.approx(900100 / 10001)},
@@ -173,7 +174,8 @@ def test_counters_in_profile_json(reports):
     assert (t["npu_pre_cycles"], t["npu_post_cycles"]) == (1501, 750)     # 1251 + 250, 625 + 125
     assert t["npu_core_percent"] == pytest.approx(13.752 * 100 / 16.0025)  # of (9501 + 3301) cycles at 800 MHz
     assert t["bus"] == {
-        "busif0": {"read_bytes": 6704, "write_bytes": 3232, "read_bursts": [10, 0, 5, 101], "write_bursts": [0, 2, 0, 50],
+        "busif0": {"read_bytes": 6704, "write_bytes": 3232,
+                   "read_bursts": [10, 0, 5, 101], "write_bursts": [0, 2, 0, 50],
                    "gb_per_s": pytest.approx(9936 / 13752)},
         "busif1": {"read_bytes": 120, "write_bytes": 8, "read_bursts": [1, 1, 1, 1], "write_bursts": [1, 0, 0, 0],
                    "gb_per_s": pytest.approx(128 / 13752)},
@@ -386,7 +388,8 @@ def test_diff_covers_the_counters(tmp_path, reports):
     assert "Δ busiest engine %" in logged[0] and "+10.0" in logged[0]
 
 
-@pytest.mark.parametrize("key, old", [("busif", {"port0": {"reads": 392, "writes": 256}}), ("streng_active", {"3": 9001})])
+@pytest.mark.parametrize("key, old", [("busif", {"port0": {"reads": 392, "writes": 256}}),
+                                      ("streng_active", {"3": 9001})])
 def test_a_measurement_stored_before_bursts_and_engine_roles_is_a_profile_again_error(tmp_path, key, old):
     """Bus bytes without their bursts, engine cycles without their role: the reports cannot be
     made from it; one line says to profile again."""

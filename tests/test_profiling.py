@@ -320,8 +320,8 @@ def test_reports_and_diff(tmp_path):
     d = json.load(open(os.path.join(folder, steps.DIFF)))
     assert d["epochs"][0]["name"] == "epoch_2" and d["epochs"][0]["time_ms"]["delta"] == pytest.approx(0.00075)
     assert d["total"]["time_ms"]["delta"] == pytest.approx(0.00075)
-    assert logged[-1].index("epoch_2", logged[-1].index("compared with")) < logged[-1].index("epoch_1",
-                                                                                            logged[-1].index("compared with"))
+    compared = logged[-1].index("compared with")
+    assert logged[-1].index("epoch_2", compared) < logged[-1].index("epoch_1", compared)
     # any saved profile as the baseline
     saved = str(tmp_path / "saved.json")
     shutil.copy(os.path.join(folder, "profile.json"), saved)

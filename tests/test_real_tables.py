@@ -123,7 +123,8 @@ def test_board_reads_the_tables_network_c_declares(sample):
 
 
 @pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
-def test_scons_run_of_a_real_sample_runs_its_software_epochs_and_stops_at_the_first_hardware_one(repo, sample):
+def test_scons_run_of_a_real_sample_runs_its_software_epochs_and_stops_at_the_first_hardware_one(
+        repo, sample):  # noqa: F811  (repo: the fixture imported above)
     """`scons run` of a real sample (built and flashed with the real install): the simulated board
     takes the image whatever its size, runs the software epochs before the first hardware epoch
     (ST's runtime library's Helium kernels included) and stops at that epoch, naming it (the one

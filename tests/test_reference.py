@@ -91,7 +91,8 @@ def test_a_source_litert_refuses_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".tflite", ".onnx"])
 def test_source_with_other_io_than_the_image_is_one_line(tmp_path, suffix):
-    model = kws_tflite(tmp_path / "kws.tflite") if suffix == ".tflite" else os.path.join(MODELS, "kws_mlp", "model.onnx")
+    model = (kws_tflite(tmp_path / "kws.tflite") if suffix == ".tflite"
+             else os.path.join(MODELS, "kws_mlp", "model.onnx"))
     with pytest.raises(N6Error) as e:
         reference.run_source(model, ModelInfo("kws", [KWS_IN], [TensorDesc("y", "int8", (1, 10), 1, 0)]), _inputs(1))
     assert str(e.value).startswith(f"{model}: its outputs (12 values) are not the image's (10) (fix: ")

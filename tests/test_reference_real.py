@@ -18,7 +18,8 @@ from n6.run.options import ValidateOptions
 from n6.run.steps import validate_step
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
-pytestmark = pytest.mark.skipif(not REAL, reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
+pytestmark = pytest.mark.skipif(not REAL,
+                                reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
 # (source model, ST's c_info.json of the image generated from it)
 PAIRS = {"blazeface": ("sources/blazeface/model.tflite", "samples/blazeface/network_c_info.json"),
          "nucleo_mnv1": ("sources/nucleo_mnv1/model.tflite", "samples/nucleo_mnv1/network_c_info.json"),
@@ -37,7 +38,8 @@ def image_io(c_info):
         q = b.get("intq") or {}
         return TensorDesc(b["name"], FORMATS[b["format"]], tuple(b["shape"]), float((q.get("scales") or [0])[0]),
                           int((q.get("offsets") or [0])[0]))
-    model = ModelInfo("network", [desc(buffers[i]) for i in graph["inputs"]], [desc(buffers[i]) for i in graph["outputs"]])
+    model = ModelInfo("network", [desc(buffers[i]) for i in graph["inputs"]],
+                      [desc(buffers[i]) for i in graph["outputs"]])
     return model, [t["name"] for t in graph["original_inputs"]]
 
 
@@ -63,7 +65,8 @@ def test_source_reference_matches_the_images_buffer_infos(name):
         else:                                  # a float one: float in the source too
             assert np.dtype(ours["dtype"]) == np.float32
     ref = reference.run_source(source, model, _inputs(model, 2))
-    assert ref.name.startswith("LiteRT 2.3.0 on ") and [o.shape for o in ref.outputs] == [(2, d.size) for d in model.outputs]
+    assert (ref.name.startswith("LiteRT 2.3.0 on ")
+            and [o.shape for o in ref.outputs] == [(2, d.size) for d in model.outputs])
     assert [o.dtype for o in ref.outputs] == [np.dtype(d.dtype) for d in model.outputs]
     assert ref.lsb == [g[0] if d.dtype == "float32" else 1.0 for d, g in zip(model.outputs, grids_out)]
 
@@ -123,8 +126,10 @@ def test_real_sample_without_source_stops_validate_in_one_line(tmp_path):
     shutil.copytree(os.path.join(REAL, "samples", "nucleo_mnv1"), folder)
     proc = scons(repo, "validate", "MODEL=nucleo_mnv1", check=False)
     assert proc.returncode != 0 and proc.stderr.strip().splitlines() == [
-        "scons: *** models/nucleo_mnv1/model.json: no reference to validate network.c against: 30 of its epochs run on the NPU, "
-        'which no host build reproduces (fix: name the source model in model.json: "source": "model.tflite" (or .onnx), '
+        "scons: *** models/nucleo_mnv1/model.json: no reference to validate network.c against: "
+        "30 of its epochs run on the NPU, "
+        'which no host build reproduces (fix: name the source model in model.json: '
+        '"source": "model.tflite" (or .onnx), '
         'or reference data: "reference_data": "data.npz")']
     assert not os.path.exists(os.path.join(repo, "build", "nucleo_mnv1"))       # stopped before any step
 

@@ -272,8 +272,10 @@ def test_compile_and_link_command_lines(tmp_path):
                        "-DLL_ATON_RT_MODE=LL_ATON_RT_ASYNC", "-DLL_ATON_SW_FALLBACK", "-DLL_ATON_EB_DBG_INFO",
                        "-DLL_ATON_DBG_BUFFER_INFO_EXCLUDED=1", "-DLL_ATON_RT_RELOC"]   # ST's makefile order
     includes = [a[2:] for a in cc if a.startswith("-I")]
-    assert includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton") and includes[1].endswith("scripts/N6_reloc/resources/platform/stm32n6")
-    assert includes[2].endswith("scripts/N6_reloc/resources/platform") and includes[3].endswith("build/tiny_prebuilt/reloc")
+    assert (includes[0].endswith("Middlewares/ST/AI/Npu/ll_aton")
+            and includes[1].endswith("scripts/N6_reloc/resources/platform/stm32n6"))
+    assert (includes[2].endswith("scripts/N6_reloc/resources/platform")
+            and includes[3].endswith("build/tiny_prebuilt/reloc"))
     assert "-DNDEBUG" in lines["ecloader.o"] and "-DNDEBUG" in lines["ll_aton_lib_sw_operators.o"]
     assert "-DNDEBUG" not in lines["ll_aton.o"]
     assert any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_sw_integer.o"])

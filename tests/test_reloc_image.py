@@ -50,7 +50,7 @@ def _image(build, model, split=False):
 
 def _nm(elf):
     out = subprocess.run(["arm-none-eabi-nm", elf], capture_output=True, text=True, check=True).stdout
-    return {parts[2]: int(parts[0], 16) for parts in (l.split() for l in out.splitlines()) if len(parts) == 3}
+    return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3}
 
 
 def _readelf_sections(elf):

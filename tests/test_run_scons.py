@@ -304,10 +304,12 @@ def test_summary_names_models_that_cannot_be_built(repo):
         assert sorted(rows) == sorted(_bundled() + ["kws_gen_bad", "zz_unreadable"])
         assert rows["kws_gen_bad"]["result"] == "error" and rows["kws_gen_bad"]["inf_per_s"] is None
         assert rows["kws_gen_bad"]["error"].startswith("stedgeai generate of models/kws_gen_bad/model.onnx failed")
-        assert rows["zz_unreadable"]["result"] == "error" and "malformed model options" in rows["zz_unreadable"]["error"]
+        assert (rows["zz_unreadable"]["result"] == "error"
+                and "malformed model options" in rows["zz_unreadable"]["error"])
         assert all(r["result"] == "ok" for m, r in rows.items() if m in _bundled())
         named = scons(repo, "run", "MODEL=zz_unreadable", check=False)
-        assert named.returncode == 2 and "malformed model options" in named.stderr and "no such model" not in named.stderr
+        assert (named.returncode == 2 and "malformed model options" in named.stderr
+                and "no such model" not in named.stderr)
     finally:
         shutil.rmtree(gen_bad)
         shutil.rmtree(unreadable)

@@ -218,7 +218,8 @@ FAST = Timeouts(sync=0.5, sys_info=0.5, network_info=2.0, run_ack=1.0, operator=
 
 
 @pytest.mark.parametrize("fault,expect", [
-    ("silence", "no answer to SYNC"), ("garbage", "SYNC: not an aiValidation packet"), ("header", "SYNC"), ("slow:1.5", "no answer to SYNC"),
+    ("silence", "no answer to SYNC"), ("garbage", "SYNC: not an aiValidation packet"), ("header", "SYNC"),
+    ("slow:1.5", "no answer to SYNC"),
     ("disconnect:1", "connection lost"), ("crash:1", "no answer to NETWORK_RUN")])
 def test_faults_are_one_line_errors_within_the_timeout(built, monkeypatch, fault, expect):
     monkeypatch.setenv("N6_SIM_BOARD_FAULT", fault)

@@ -8,7 +8,7 @@ import pytest
 from n6 import gcc_flags
 from n6.stedgeai_install import PLATFORM
 
-from conftest import BUNDLED, ROOT
+from conftest import BUNDLED
 
 RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
            "ecloader.c", "ll_aton_reloc_callbacks.c"]

@@ -118,7 +118,8 @@ TFLITE_CASES = {"conv_depthwise_dilated_asym_pads", "conv_pointwise_relu6", "add
 # own: a value within float rounding of a .5 tie may round the other way, so within 1 LSB (measured:
 # 0 except batchnorm_folded_into_conv, whose folded int32 bias is rounded to an integer).
 EXACT = {"batchnorm_standalone", "clip", "concat_last_axis_2d", "flatten_4d", "hardsigmoid", "hardswish", "leakyrelu",
-         "maxpool_padded", "pad_constant", "prelu_per_channel", "resize_nearest_asymmetric", "resize_nearest_half_pixel",
+         "maxpool_padded", "pad_constant", "prelu_per_channel", "resize_nearest_asymmetric",
+         "resize_nearest_half_pixel",
          "resize_bilinear_half_pixel", "resize_bilinear_align_corners_sizes",
          "sigmoid", "slice_channels_and_step", "transpose_3d", "transpose_4d", "unsqueeze_to_4d"}
 PROFILES = {"no_ec": f"{MODELS}/kws_mlp/neural_art.json", "ec": f"{MODELS}/cifar_cnn/neural_art.json"}

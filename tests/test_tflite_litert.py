@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import MODELS, generate, host_build, host_run
+from conftest import MODELS, generate, host_build
 
 BUNDLED_TFLITE = sorted(glob.glob(os.path.join(MODELS, "*", "*.tflite")))
 

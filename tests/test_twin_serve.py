@@ -35,6 +35,6 @@ def test_a_missing_firmware_is_one_line_and_status_2(tmp_path):
                           env=dict(os.environ, PYTHONPATH=SIM_BOARD), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"n6board: {tmp_path / 'missing.elf'}: no such firmware ELF or ST Edge "
-                                                "AI Core install (fix: name ST's validation firmware ELF or the install "
-                                                "folder)"]
+                                                "AI Core install (fix: name ST's validation firmware ELF or the "
+                                                "install folder)"]
     assert not (tmp_path / "port").exists()

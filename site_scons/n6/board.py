@@ -129,7 +129,8 @@ def _parse_board(path, data):
     r.only("", {"name", "flash", "images", "memory", "programmer", "validation", "firmware"})
 
     flash = Flash(r.value(flash_t, "base", int), r.value(flash_t, "size", int, positive=True),
-                  r.value(flash_t, "sector_size", int, positive=True), r.value(flash_t, "page_size", int, positive=True),
+                  r.value(flash_t, "sector_size", int, positive=True),
+                  r.value(flash_t, "page_size", int, positive=True),
                   r.value(flash_t, "external_loader", str), r.ranges(flash_t, "no_write"))
     r.only(flash_t, {"base", "size", "sector_size", "page_size", "external_loader", "no_write"})
     if flash.sector_size & (flash.sector_size - 1) or flash.sector_size % flash.page_size:

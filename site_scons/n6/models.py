@@ -19,7 +19,8 @@ DATA_TYPE_SPELLING = {"float": "float32"}
 # `stedgeai generate` options the build passes itself: each has its own model.json key or is the
 # build's (where the outputs go, which model, which profile).
 BUILD_GENERATE_OPTIONS = {"-m": "the model file", "--model": "the model file", "--target": "the build",
-                          "--st-neural-art": '"profile" and neural_art.json', "-o": "the build", "--output": "the build",
+                          "--st-neural-art": '"profile" and neural_art.json',
+                          "-o": "the build", "--output": "the build",
                           "-w": "the build", "--workspace": "the build", "-n": '"name"', "--name": '"name"',
                           "--input-data-type": '"input_data_type"', "--output-data-type": '"output_data_type"'}
 # Targets and folders of the build itself: a model folder may not take these names.
@@ -148,7 +149,8 @@ def _source(path, opts, generated):
     """The model.json `source` of a prebuilt folder: the model its network was generated from."""
     if "source" in opts and not generated:
         raise N6Error(os.path.join(path, "model.json"),
-                      "'source' names the model of a prebuilt folder; this folder builds its own model", "remove 'source'")
+                      "'source' names the model of a prebuilt folder; this folder builds its own model",
+                      "remove 'source'")
     return _model_json_file(path, opts, "source", (".tflite", ".onnx"), "model.tflite")
 
 

@@ -65,7 +65,8 @@ FLAGS = {
 # generate command line): another value here would describe a network the build does not read.
 SUPPLIED = {"--load-mpool": "the profile's memory_pool", "--load-mpool-file": "the profile's memory_pool",
             "--network-name": "the model's name (model.json \"name\")",
-            "--out-dir-prefix": "its workspace folder", "--orlando-file": "its output folder", "-g": "its output folder",
+            "--out-dir-prefix": "its workspace folder", "--orlando-file": "its output folder",
+            "-g": "its output folder",
             "--output-info-file": "its output folder"}
 # `--long-name[=value]` or `-X[attached value]`, as the compiler's option parser reads them.
 _LONG = re.compile(r"--[A-Za-z][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*")

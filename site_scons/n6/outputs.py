@@ -45,7 +45,8 @@ def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        raise N6Error(shown, f"cannot create {variable}: {e.strerror}", f"set {variable} to a writable folder") from None
+        raise N6Error(shown, f"cannot create {variable}: {e.strerror}",
+                      f"set {variable} to a writable folder") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise N6Error(shown, f"{variable} is not writable", f"set {variable} to a writable folder")
 

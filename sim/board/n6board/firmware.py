@@ -238,8 +238,8 @@ class InstalledModel:
         if not self.npu.intreg & bit:
             raise NpuStopped(f"epoch {ep.first}: the epoch controller's blob never raised its interrupt", 0)
         self.npu.acknowledge(bit)
-        for field in ("CLR", "CONFCLR"):
-            self.npu.write(base + ctrl.offset, ctrl.field(field).put(ctrl.reset, 1))
+        for name in ("CLR", "CONFCLR"):
+            self.npu.write(base + ctrl.offset, ctrl.field(name).put(ctrl.reset, 1))
 
     def infer(self, inputs):
         """One inference: write the inputs, inference init, every epoch's start and end function

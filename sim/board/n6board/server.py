@@ -289,8 +289,9 @@ class Board:
 def npu_counter_logs(option, mcu_counts):
     """The NPU counter logs ST's firmware sends for an epoch with counter option `option`: the
     NPU's free-running clock counts the epoch's time in NPU cycles (its chains' simulated time
-    included); stream engines, bus interfaces and the NPU cache count nothing (not modelled). The firmware's rules: EPOCH_LEN with any stream-engine option, or alone
-    unless BUSIF_RW_DATA is asked; the bus-interface counters only without a stream-engine option."""
+    included); stream engines, bus interfaces and the NPU cache count nothing (not modelled).
+    The firmware's rules: EPOCH_LEN with any stream-engine option, or alone unless BUSIF_RW_DATA
+    is asked; the bus-interface counters only without a stream-engine option."""
     strg = option & (STRG_I_ACTIVE | STRG_O_ACTIVE | STRG_ACTIVE | STRG_HENV)
     out = []
     if strg or option & EPOCH_LEN and not option & BUSIF_RW_DATA:

@@ -15,11 +15,12 @@ OFFSETk (9-bit signed; the highest wrapping counter wins).
 Shift directions, chosen on blazeface's residual adds (bench/npu_layers.py, epochs 72/74/76/78,
 BY=1, C=0/4/4/5) against LiteRT:
 
-| choice                        | exact match (epochs 72, 74, 76, 78)  | alternative and its rates           |
-|-------------------------------|--------------------------------------|-------------------------------------|
+| choice                        | exact match (epochs 72, 74, 76, 78)  | alternative and its rates                |
+|-------------------------------|--------------------------------------|------------------------------------------|
 | AX, BY divide                 | 99.56%, 99.38%, 99.15%, 93.67%       | multiply: 53.47%, 50.57%, 60.06%, 47.87% |
-| C multiplies                  | (same)                               | divide: 99.56%, 7.36%, 60.06%, 2.04% |
-| terms aligned, one rounding   | (same)                               | each term floored or rounded first: identical rates (BY=1) |
+| C multiplies                  | (same)                               | divide: 99.56%, 7.36%, 60.06%, 2.04%     |
+| terms aligned, one rounding   | (same)                               | each term floored or rounded first:      |
+|                               |                                      | identical rates (BY=1)                   |
 
 No sample sets AX with a dual input, so its direction rests on the symmetry with BY.
 

@@ -6,13 +6,13 @@ wiring serves the NPU model's chains and the per-epoch bench.
 
 Frames: a convolution unit makes one output frame per feature frame on its port 0 (one kernel set
 each, from the kernel stream on port 1, plus the frame of partial sums on port 2 when it
-accumulates), a pooling unit one per frame on its port 0; an arithmetic unit works on the element stream across frames (its coefficient
-counters run on) and keeps the frame boundaries of its port 0."""
+accumulates), a pooling unit one per frame on its port 0; an arithmetic unit works on the
+element stream across frames (its coefficient counters run on) and keeps the frame boundaries of its port 0."""
 from dataclasses import dataclass
 
 import numpy as np
 
-from .arithacc import ArithConfig, compute
+from .arithacc import compute
 from .convacc import ConvConfig, convolve, kernel_frames
 from .fixedpoint import NotModelled
 from .poolacc import PoolConfig, pool

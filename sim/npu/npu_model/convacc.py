@@ -7,13 +7,13 @@ Kernel stream layout. Not documented anywhere public; worked out by matching the
 ST's real 2.2 samples against their source models' weights (bench/npu_kernel_layout.py prints the
 table; ST inflates a depthwise convolution into a dense one, zero off its diagonal, first):
 
-| mode     | choice: one frame (kernel set) of the stream                                  | streams matched exactly |
-|----------|-------------------------------------------------------------------------------|-------------------------|
-| normal   | KFILT.TOT items of KH*KW*depth bytes, each one kernel in (row, column, depth) | 52 of 52 (18 nucleo_mnv1, 34 blazeface) |
-|          | order; the unit takes items FIRST..LAST (all NR of them when KFILT.TOT is 1)  |                         |
-| DEEPMODE | TOT/NR blocks of NR kernels (1x1) x depth, each padded to whole 24-bit words;  | 12 of 12 (10, 2)        |
-|          | in a block, groups of 8 kernels, depth-major within a group; the unit takes   |                         |
-|          | block FIRST/NR                                                                |                         |
+| mode     | choice: one frame (kernel set) of the stream                                  | streams matched exactly   |
+|----------|-------------------------------------------------------------------------------|---------------------------|
+| normal   | KFILT.TOT items of KH*KW*depth bytes, each one kernel in (row, column, depth) | 52 of 52 (18 nucleo_mnv1, |
+|          | order; the unit takes items FIRST..LAST (all NR of them when KFILT.TOT is 1)  | 34 blazeface)             |
+| DEEPMODE | TOT/NR blocks of NR kernels (1x1) x depth, each padded to whole 24-bit        | 12 of 12 (10, 2)          |
+|          | words; in a block, groups of 8 kernels, depth-major within a group; the unit  |                           |
+|          | takes block FIRST/NR                                                          |                           |
 
 Depth slices: the units of a chain (KFILT order) or the passes of one unit over a deeper kernel
 take consecutive BTCDEPTH slices. 13 blazeface streams hold no source tensor's bytes in any layout
@@ -29,9 +29,9 @@ may send them wrapped: nucleo_mnv1 epoch 4's pointwise convolution after its dep
 to 2) and the zero frame (ZFRAME) add zero-valued features (after FSUB). The output shift is
 DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; in DEEPMODE with 8-bit features (FBYTES=1)
 a pixel's features come in whole 24-bit items, the spare value of the last dropped (nucleo_mnv1
-epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels); DFORMAT.INSHIFT scales up the
-partial sums arriving on port 2 (ST sets it on units without them too: single-unit epoch 3 of
-nucleo_mnv1 is 98.91% exact with OUTSHIFT alone, 0.35% with OUTSHIFT+INSHIFT, below 35% with
+epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels);
+DFORMAT.INSHIFT scales up the partial sums arriving on port 2 (ST sets it on units without them
+too: single-unit epoch 3 of nucleo_mnv1 is 98.91% exact with OUTSHIFT alone, 0.35% with OUTSHIFT+INSHIFT, below 35% with
 OUTSHIFT-INSHIFT; the fully connected layer, epoch 31, feeds its own OUTSHIFT-7 output back with
 INSHIFT 7). DFORMAT.RAW changes nothing the samples show: every RAW unit but the fully connected
 one has OUTSHIFT 0, and that one needs its shift.
@@ -105,8 +105,8 @@ class ConvConfig:
                    dfmt["OUTSHIFT"], rounding_of(dfmt["ROUND"], dfmt["ORNDMODE"] & 1, f"{name}: DFORMAT.ORNDMODE"),
                    bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), dfmt["INSHIFT"],
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
-                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]), frame_filter,
-                   tuple(unmodelled), name)
+                   bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]),
+                   frame_filter, tuple(unmodelled), name)
 
     @property
     def pixel_items(self):

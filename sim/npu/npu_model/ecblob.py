@@ -80,7 +80,7 @@ def decode(words):
     while i < len(words):
         w = words[i]
         op, unit = w & 0x1F, w >> 26
-        need = lambda n: words[i + 1:i + 1 + n] if i + n < len(words) else _short(i, n)
+        need = lambda n, i=i: words[i + 1:i + 1 + n] if i + n < len(words) else _short(i, n)
         if op == WRITE:
             out.append(Command(WRITE, unit, w >> 16 & 0x3FF, tuple(need(1)), w >> 10 & 0x1F, w >> 5 & 0x1F))
             i += 2

@@ -290,7 +290,8 @@ class Npu:
             if source is None or source.direction != "read":
                 return [], f"{r.dest} fed by {r.source}"
             layout = lambda name: ({k: v for k, v in fields[name]["CTRL"].items() if k.startswith("SIZE")},
-                                   fields[name].get("STRD", {}).get("FGAP", 0), fields[name].get("STRD", {}).get("BGAP", 0))
+                                   fields[name].get("STRD", {}).get("FGAP", 0),
+                                   fields[name].get("STRD", {}).get("BGAP", 0))
             if layout(r.source) != layout(r.dest) or layout(r.dest)[1:] != (0, 0):
                 return [], f"{source.item_bits}-bit items into {dest.item_bits}-bit"
             if source.nbytes != dest.nbytes:

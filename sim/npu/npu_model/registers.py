@@ -80,7 +80,8 @@ class AtonMap:
                     fields = []
                     for w in words[3:]:
                         parts = w.split(":")
-                        fields.append(Field(parts[0], int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "rw"))
+                        access = parts[3] if len(parts) > 3 else "rw"
+                        fields.append(Field(parts[0], int(parts[1]), int(parts[2]), access))
                     unit.registers[words[0]] = Register(words[0], int(words[1], 0), int(words[2], 0), fields)
             except (IndexError, ValueError, AttributeError) as e:
                 raise ValueError(f"{path}:{number}: cannot read {line.strip()!r} ({e})") from None

@@ -17,6 +17,7 @@ VERSION = "2.21.0"
 PROBE_FW = "V3J16M7"
 FAILURES = ("no-probe", "not-dev-boot", "no-loader", "verify", "probe-lost", "hotplug", "busy")
 BAR = 50
+CONNECT_MODES = {"hotplug": "Hot Plug", "ur": "Under Reset", "powerdown": "Power Down"}   # the banner's names
 RESET_TIMEOUT_S = 60          # a board process reboots its firmware (the twin boots ST's in about a second)
 USAGE = """Usage :
 STM32_Programmer_CLI [command_1] [Arguments_1][[command_2] [Arguments_2]...]
@@ -142,7 +143,7 @@ class Session:
                            "Please check power and cabling to target.", "Target unknown error 32")
         self.say(f"ST-LINK SN  : {probe['serial']}\nST-LINK FW  : {PROBE_FW}\nBoard       : STM32N6570-DK\n"
                  f"Voltage     : 3.29V\nSWD freq    : {opts.get('freq', '8000')} KHz\n"
-                 f"Connect mode: {dict(hotplug='Hot Plug', ur='Under Reset', powerdown='Power Down').get(mode, 'Normal')}\n"
+                 f"Connect mode: {CONNECT_MODES.get(mode, 'Normal')}\n"
                  "Reset mode  : Hardware reset")
         if mode == "powerdown":     # the reset step of ST's flows: the core is not reachable afterwards
             raise CliError("Error: Unable to get core ID",
@@ -319,7 +320,8 @@ def main(argv, environ=os.environ, out=sys.stdout):
     failures = {f for f in environ.get("N6_SIM_PROGRAMMER_FAIL", "").split(",") if f}
     unknown = failures - set(FAILURES)
     if unknown:
-        out.write(f"Error: N6_SIM_PROGRAMMER_FAIL: unknown failure {sorted(unknown)[0]} (known: {', '.join(FAILURES)})\n")
+        out.write(f"Error: N6_SIM_PROGRAMMER_FAIL: unknown failure {sorted(unknown)[0]} "
+                  f"(known: {', '.join(FAILURES)})\n")
         return 1
     state = BoardState.from_env(environ)
     if state is not None:

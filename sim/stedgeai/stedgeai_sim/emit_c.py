@@ -165,7 +165,8 @@ class CWriter:
     def user_io(self):
         s, L = self.sym, []
         for kind in ("Input", "Output"):
-            L += [f"LL_ATON_User_IO_Result_t LL_ATON_Set_User_{kind}_Buffer_{s}(uint32_t num, void *buffer, uint32_t size)",
+            L += [f"LL_ATON_User_IO_Result_t LL_ATON_Set_User_{kind}_Buffer_{s}"
+                  "(uint32_t num, void *buffer, uint32_t size)",
                   "{", "  LL_ATON_LIB_UNUSED(num);", "  LL_ATON_LIB_UNUSED(buffer);", "  LL_ATON_LIB_UNUSED(size);",
                   "  return LL_ATON_User_IO_WRONG_INDEX;", "}", "",
                   f"void *LL_ATON_Get_User_{kind}_Buffer_{s}(uint32_t num)", "{", "  LL_ATON_LIB_UNUSED(num);",
@@ -184,7 +185,7 @@ class CWriter:
              "------------------------------------------------------------------- */", ""]
         if layers[0].attrs.get("ec"):
             L += [f"/* epoch {epoch}: epoch-controller blob {self.blob_name(epoch)} "
-                  f"({', '.join(l.label + ' ' + l.name for l in layers)}) */",
+                  f"({', '.join(layer.label + ' ' + layer.name for layer in layers)}) */",
                   f"static void _ec_blob_cache_start_func_{epoch}(const void *epoch_block)", "{",
                   "  const EpochBlock_ItemTypeDef *eb = (const EpochBlock_ItemTypeDef *)epoch_block;",
                   "  ec_run_blob((const uint64_t *)EpochBlock_EpochBlobAddr(eb));", "}", ""]
@@ -199,7 +200,8 @@ class CWriter:
               "  };", "  LL_ATON_LIB_UNUSED(epoch_block);", f"  {fn}(&sw_info);", "}", "",
               f"static void LL_ATON_End_EpochBlock_{epoch}(const void *epoch_block)", "{",
               "  LL_ATON_LIB_UNUSED(epoch_block);",
-              f"  LL_ATON_Cache_MCU_Clean_Invalidate_Range((uintptr_t)({self.addr(out, 'unsigned char')}), {out.nbytes});",
+              f"  LL_ATON_Cache_MCU_Clean_Invalidate_Range((uintptr_t)({self.addr(out, 'unsigned char')}), "
+              f"{out.nbytes});",
               "}", ""]
         return L
 
@@ -259,8 +261,9 @@ class CWriter:
             return ("LL_SW_Eltwise_Int8_Info", "ll_sw_forward_eltwise_int8",
                     f".a = {self.addr(ta, 'const int8_t')},\n.b = {self.addr(tb, 'const int8_t')},\n"
                     f".out = {self.addr(y, 'int8_t')},\n.desc = {prefix}_desc, .mult_a = {f32(a['mult_a'])}, "
-                    f".mult_b = {f32(a['mult_b'])},\n.fixed_a = {a.get('fixed_a', 0)}, .fixed_b = {a.get('fixed_b', 0)}, "
-                    f".shift = {a.get('shift', 0)}, .ndim = {len(a['desc']) // 3}, .op = {ELTWISE_OPS[a['op'], 'shift' in a]},\n"
+                    f".mult_b = {f32(a['mult_b'])},\n.fixed_a = {a.get('fixed_a', 0)}, "
+                    f".fixed_b = {a.get('fixed_b', 0)}, .shift = {a.get('shift', 0)}, .ndim = {len(a['desc']) // 3}, "
+                    f".op = {ELTWISE_OPS[a['op'], 'shift' in a]},\n"
                     f".a_zp = {ta.zero_point}, .b_zp = {tb.zero_point}, .out_zp = {y.zero_point}, "
                     f".act_min = {amin}, .act_max = {amax},", pre)
         if layer.kind == "lut":
@@ -305,8 +308,9 @@ class CWriter:
             else:
                 item = [f".start_epoch_block = LL_ATON_Start_EpochBlock_{epoch},",
                         f".end_epoch_block = LL_ATON_End_EpochBlock_{epoch},", ".wait_mask = 0x00000000,",
-                        ".flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | EpochBlock_Flags_pure_sw,"]
-            cycles = sum(l.attrs.get("macc", 0) for l in layers) + sum(l.output.nbytes for l in layers)
+                        ".flags = EpochBlock_Flags_epoch_start | EpochBlock_Flags_epoch_end | "
+                        "EpochBlock_Flags_pure_sw,"]
+            cycles = sum(layer.attrs.get("macc", 0) + layer.output.nbytes for layer in layers)
             item += ["#ifdef LL_ATON_EB_DBG_INFO", f".epoch_num = {epoch},", f".last_epoch_num = {epoch},",
                      ".in_streng_mask = 0x00000000,", ".out_streng_mask = 0x00000000,",
                      f".estimated_npu_cycles = {cycles if ec else 0},", f".estimated_tot_cycles = {cycles},",
@@ -358,7 +362,8 @@ class CWriter:
                 L += arrays if group is tensors else []
                 out.append((t, names, arrays))
         if params:
-            L += ["#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0"] + [x for _, _, a in param_entries for x in a] + ["#endif"]
+            L += (["#if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0"] + [x for _, _, a in param_entries for x in a]
+                  + ["#endif"])
         L.append("  static const LL_Buffer_InfoTypeDef buff_info[] = {")
         for t, names, _ in entries:
             L += self.buffer_entry(t, names)
@@ -461,7 +466,8 @@ class CWriter:
             L += [f"#define LL_ATON_{up}_IN_{i}_ALIGNMENT  (8)", f"#define LL_ATON_{up}_IN_{i}_SIZE_BYTES ({t.nbytes})"]
         L.append(f"#define LL_ATON_{up}_OUT_NUM       ({len(c.net.outputs)})")
         for i, t in enumerate(c.net.outputs, 1):
-            L += [f"#define LL_ATON_{up}_OUT_{i}_ALIGNMENT (8)", f"#define LL_ATON_{up}_OUT_{i}_SIZE_BYTES ({t.nbytes})"]
+            L += [f"#define LL_ATON_{up}_OUT_{i}_ALIGNMENT (8)",
+                  f"#define LL_ATON_{up}_OUT_{i}_SIZE_BYTES ({t.nbytes})"]
         L += ["", f"#endif /* __LL_ATON_{up}_H */"]
         return "\n".join(L) + "\n"
 

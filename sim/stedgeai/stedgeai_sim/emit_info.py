@@ -37,22 +37,23 @@ def c_info(ctx, files):
                                      "score": 50 if p.external else 94, "throughput": p.throughput,
                                      "use_for_initrs": True, "write_power": p.write_power},
                       "buffers": [t.id for t in u.tensors],
-                      "cacheable": "CACHEABLE_ON" if p.cacheable else ("CACHEABLE_OFF" if rel.core >= "3" else "CACHEABLE_UNDEF"),
+                      "cacheable": "CACHEABLE_ON" if p.cacheable
+                      else ("CACHEABLE_OFF" if rel.core >= "3" else "CACHEABLE_UNDEF"),
                       "fname": f"{ctx.mpool.mem_file_prefix}.{p.fname}.raw", "id": u.index, "name": p.name,
                       "offset_start": 0, "persistent": True, "rights": p.rights,
                       "pipelined": "PIPELINED_ON" if p.pipelined else "PIPELINED_OFF",
                       "size_bytes": p.size, "used_size_bytes": u.used, "subpools": [], "user_allocated": False})
     nodes, edges = [], []
-    producer = {l.output.name: l.epoch for l in net.layers}
+    producer = {layer.output.name: layer.epoch for layer in net.layers}
     for epoch, layers in ctx.epochs():
         ec = layers[0].attrs.get("ec")
         nodes.append({"id": epoch, "name": f"epoch_{epoch}", "mapping": "NODE_EC" if ec else "NODE_SW",
-                      "macc": int(sum(l.attrs.get("macc", 0) for l in layers)),
+                      "macc": int(sum(layer.attrs.get("macc", 0) for layer in layers)),
                       "inputs": [t.id for t in layers[0].inputs], "outputs": [layers[-1].output.id],
-                      "subgraph_nodes": [{"id": i, "name": l.name, "description": f"Node kind={l.label}"}
-                                         for i, l in enumerate(layers)],
-                      "sw_functions": [] if ec else [l.kind for l in layers], "scratchs": [], "attributes": {}})
-        for t in (t for l in layers for t in l.inputs):
+                      "subgraph_nodes": [{"id": i, "name": layer.name, "description": f"Node kind={layer.label}"}
+                                         for i, layer in enumerate(layers)],
+                      "sw_functions": [] if ec else [layer.kind for layer in layers], "scratchs": [], "attributes": {}})
+        for t in (t for layer in layers for t in layer.inputs):
             src = producer.get(t.name)
             if src is not None and src != epoch:
                 edges.append({"id": len(edges) + 1, "name": f"epochdep_{src}_{epoch}", "edge_kind": "EDGE_FLOW",
@@ -60,10 +61,10 @@ def c_info(ctx, files):
                               "end": {"node_id": epoch, "port": 0}})
     accesses, power = [], []
     for epoch, layers in ctx.epochs():
-        macc = int(sum(l.attrs.get("macc", 0) for l in layers))
+        macc = int(sum(layer.attrs.get("macc", 0) for layer in layers))
         for u in ctx.uses:
-            reads = sum(t.nbytes for l in layers for t in l.inputs + l.params if t.pool is u.pool)
-            writes = sum(l.output.nbytes for l in layers if l.output.pool is u.pool)
+            reads = sum(t.nbytes for layer in layers for t in layer.inputs + layer.params if t.pool is u.pool)
+            writes = sum(layer.output.nbytes for layer in layers if layer.output.pool is u.pool)
             if reads or writes:
                 accesses.append({"mpool_id": u.index, "node_id": epoch, "reads": reads, "writes": writes,
                                  "read_cycles": reads // max(u.pool.byte_width, 1),
@@ -124,10 +125,10 @@ def report(ctx):
     L = [f"ST Edge AI Core v{rel.core_full} (simulated)", f"Created date          : {ctx.timestamp}",
          f"Parameters            : {ctx.command}", "", rule, "", f"Model name - {net.model_name}", "",
          f"{'m_id':<6}{'layer (original)':<36}{'oshape':<22}{'param/size':<16}{'macc':<12}"]
-    for i, l in enumerate(net.layers):
-        size = sum(p.nbytes for p in l.params)
-        L.append(f"{i:<6}{(l.name + ' (' + l.label + ')')[:35]:<36}{str(list(l.output.shape)):<22}"
-                 f"{size:<16,}{l.attrs.get('macc', 0):<12,}")
+    for i, layer in enumerate(net.layers):
+        size = sum(p.nbytes for p in layer.params)
+        L.append(f"{i:<6}{(layer.name + ' (' + layer.label + ')')[:35]:<36}{str(list(layer.output.shape)):<22}"
+                 f"{size:<16,}{layer.attrs.get('macc', 0):<12,}")
     weights = sum(p.nbytes for p in net.params)
     L += ["", f"model: macc={net.macc:,} weights={weights:,} activations=-- io=--", "", rule, "",
           "Compilation details", "-" * 19 if rel.core >= "3" else "",
@@ -148,9 +149,10 @@ def report(ctx):
                      f"0x{p.offset:08X}-0x{p.offset + u.used:08X}")
     epochs = ctx.epochs()
     sw = sum(1 for _, ls in epochs if not ls[0].attrs.get("ec"))
-    L += ["", rule, "", "Epochs details", f"Total number of epochs: {len(epochs)} of which {sw} implemented in software"]
+    L += ["", rule, "", "Epochs details",
+          f"Total number of epochs: {len(epochs)} of which {sw} implemented in software"]
     for e, ls in epochs:
-        kind = "EC" if ls[0].attrs.get("ec") else f"-SW- ({'+'.join(l.label for l in ls)})"
+        kind = "EC" if ls[0].attrs.get("ec") else f"-SW- ({'+'.join(layer.label for layer in ls)})"
         L.append(f"epoch {e:<4d} {kind}")
     return "\n".join(L) + "\n"
 

@@ -157,11 +157,10 @@ class _Importer:
         if data is not None:
             return self.const(i)
         kind = self.type_names.get(t.Type())
+        name = t.Name().decode('utf-8', 'replace')
         if kind not in types:
-            self.fail(where, f"tensor '{t.Name().decode('utf-8', 'replace')}' is {kind}, not int8",
-                      "convert the model with full int8 quantisation")
-        out = Tensor(t.Name().decode('utf-8', 'replace'), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
-                     int(zp[0]))
+            self.fail(where, f"tensor '{name}' is {kind}, not int8", "convert the model with full int8 quantisation")
+        out = Tensor(name, self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]), int(zp[0]))
         self.values[i] = out
         return out
 
@@ -192,10 +191,10 @@ class _Importer:
         i = op.Outputs(k)
         t, shape, scale, zp, _ = self._raw(i)
         kind = self.type_names.get(t.Type())
+        name = t.Name().decode('utf-8', 'replace')
         if kind not in types:
-            self.fail(t.Name().decode('utf-8', 'replace'), f"output is {kind}, not int8", "convert the model with full int8 quantisation")
-        y = Tensor(t.Name().decode('utf-8', 'replace'), self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
-                   int(zp[0]))
+            self.fail(name, f"output is {kind}, not int8", "convert the model with full int8 quantisation")
+        y = Tensor(name, self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]), int(zp[0]))
         self.values[i] = y
         return y
 
@@ -346,7 +345,8 @@ class _Importer:
         amap = [(a, 0, 1) for a in range(n)]
         for axis, (b, step) in enumerate(zip(begin, strides)):
             if step < 1:
-                self.fail(where, "STRIDED_SLICE with a negative or zero stride is not supported", "use positive strides")
+                self.fail(where, "STRIDED_SLICE with a negative or zero stride is not supported",
+                          "use positive strides")
             logical = _logical_axis(axis, n)
             dim = x.shape[logical]
             amap[logical] = (logical, min(max(int(b) + dim if b < 0 else int(b), 0), dim), int(step))

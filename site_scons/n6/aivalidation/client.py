@@ -162,7 +162,8 @@ class Client:
                 err = ERROR_NAMES.get(resp.ack.error, resp.ack.error) if resp.HasField("ack") else "no ack"
                 crashed = any(k in detail for k in ("HardFault", "not executable"))
                 raise BoardError(self.name, f"{what} refused by the board ({err}){detail}",
-                                 "run it on a board (PORT=)" if "not emulated" in detail or "not modelled" in detail else
+                                 "run it on a board (PORT=)"
+                                 if "not emulated" in detail or "not modelled" in detail else
                                  "rebuild the image and check it (./n6 check)" if crashed else
                                  "check that the model was flashed and installed (scons flash)")
             return resp

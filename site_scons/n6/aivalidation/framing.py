@@ -137,7 +137,8 @@ class Link:
             packet = self.read_exact(self.framing.packet_size, max(deadline - time.monotonic(), 0.001))
             eom, n = self.framing.unpack_header(packet)
             if not eom and n != self.framing.payload:
-                raise LinkError(f"non-final packet with {n} bytes (header {packet[:self.framing.header_size].hex(' ')})")
+                header = packet[:self.framing.header_size].hex(' ')
+                raise LinkError(f"non-final packet with {n} bytes (header {header})")
             out += packet[self.framing.header_size:self.framing.header_size + n]
             if eom:
                 return bytes(out)

@@ -264,7 +264,7 @@ class CubeProgrammer(Backend):
                 raise ProgrammerError(self.log_path, "the programmer did not report the probe's serial number",
                                       "name the probe with PROBE=<serial>")
             data = {}
-            for address, size, path in uploads:
+            for address, _size, path in uploads:
                 with open(path, "rb") as f:
                     data[address] = f.read()
         self.serial = serial        # later calls address the same probe

@@ -150,7 +150,8 @@ def check_external_pools(path, img, board, ext_exec_ram=None):
         taken.append(("the -ext firmware's exec RAM", ext_exec_ram[0], ext_exec_ram[0] + ext_exec_ram[1]))
     for d in img.descriptors:
         kind = d.flags >> 24
-        if kind not in (TYPE_COPY, TYPE_RESET) or d.dst < EXTERNAL_BASE or EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]:
+        if (kind not in (TYPE_COPY, TYPE_RESET) or d.dst < EXTERNAL_BASE
+                or EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]):
             continue
         lo, hi = d.dst, d.dst + align8(d.size)
         pool = f"absolute pool '{d.name}' at 0x{lo:08X}-0x{hi:08X} ({hi - lo} bytes)"

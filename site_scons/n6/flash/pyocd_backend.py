@@ -56,13 +56,15 @@ class PyOCD(Backend):
             done = 0
             for d, blob in zip(downloads, blobs):
                 start = time.monotonic()
-                loader = self.memory_loader(session, (lambda f, base=done, n=len(blob):
+                size = len(blob)
+                loader = self.memory_loader(session, (lambda f, base=done, n=size:
                                                       on_progress and on_progress(base + int(f * n), total)))
                 loader.add_data(d.address, blob)
                 loader.commit()
                 if verify and bytes(target.read_memory_block8(d.address, len(blob))) != blob:
                     raise ProgrammerError(self.log_path, f"verify failed at 0x{d.address:08X}: the flash does not "
-                                          "hold the bytes written", "power-cycle the board and flash again with FORCE=1")
+                                          "hold the bytes written",
+                                          "power-cycle the board and flash again with FORCE=1")
                 done += len(blob)
                 seconds.append(time.monotonic() - start)
             if reset != "none":

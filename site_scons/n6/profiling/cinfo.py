@@ -40,8 +40,8 @@ def read_c_info(path):
     data = read_json(path, "c_info.json", lenient=False)
     fix = "use the c_info.json stedgeai generate wrote with this model"
     if not isinstance(data, dict) or data.get("json_schema_version") != "2.0":
-        raise N6Error(path, f"c_info.json schema {data.get('json_schema_version') if isinstance(data, dict) else None!r}"
-                      ", expected '2.0'", fix)
+        schema = data.get("json_schema_version") if isinstance(data, dict) else None
+        raise N6Error(path, f"c_info.json schema {schema!r}, expected '2.0'", fix)
     try:
         nodes = data["graphs"][0]["nodes"]
         pools = {p["id"]: p["name"] for p in data["memory_pools"]}

@@ -1,6 +1,5 @@
 """The report step as the build runs it: measurement.json + c_info.json → every report in the
 profile folder, the console table, and the diff against a baseline profile."""
-import json
 import os
 
 from ..atomic import write_text

@@ -392,7 +392,8 @@ def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARA
     results = []
     for mode in (MODE_XIP, MODE_COPY):
         cfg = Config(mode=mode | MODE_CLEAR, ext_param_addr=param_addr if split else 0, exec_ram_assumed=True)
-        results.append(install(data, file_addr, cfg, fw, params if split else None, verify_params=verify_params and mode == MODE_XIP))
+        results.append(install(data, file_addr, cfg, fw, params if split else None,
+                               verify_params=verify_params and mode == MODE_XIP))
     return results
 
 

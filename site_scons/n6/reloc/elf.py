@@ -89,7 +89,8 @@ def _sanity(e):
             _fail(e.path, f"section {name} at 0x{s['sh_addr']:08X} is outside segment 0x{want:X}")
     for sym in ("_network_entries", "_network_rt_ctx", "_params_desc"):
         if sym not in e.symbols:
-            _fail(e.path, f"symbol {sym} is missing", "compile the network with BUILD_AI_NETWORK_RELOC and the prepared sources")
+            _fail(e.path, f"symbol {sym} is missing",
+                  "compile the network with BUILD_AI_NETWORK_RELOC and the prepared sources")
     h = Header.parse(e.data(".flash"))
     if h.magic != MAGIC or h.data_start != RAM_BASE or seg(h.data_data) != SEG_FLASH:
         _fail(e.path, "the first words of .flash are not a relocatable-image header")

@@ -227,7 +227,8 @@ class CodeImage:
 
     def save(self, path):
         write_bytes(path, self.code + self.ec_blobs)
-        write_text(code_facts_path(path), json.dumps({"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs)}, indent=1) + "\n")
+        facts = {"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs)}
+        write_text(code_facts_path(path), json.dumps(facts, indent=1) + "\n")
 
     @classmethod
     def load(cls, path):

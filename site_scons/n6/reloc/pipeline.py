@@ -25,7 +25,8 @@ def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, spl
         try:   # the params CRC-32 was computed from the very bytes written: not read back here
             img, installs = check_file(bin_path, packed.params_path, verify_params=False)
         except LoaderError as e:
-            raise N6Error(bin_path, f"rejected by the image checker: {e}", "report this as a bug of the packer") from None
+            raise N6Error(bin_path, f"rejected by the image checker: {e}",
+                          "report this as a bug of the packer") from None
         files = [bin_path] + ([packed.params_path] if packed.params_path else [])
         res = report.results(img, packed, name, release_for_atonn(img.rt_ctx.ll_aton_version), files)
         res["reloc_binary_image"]["notes"] = list(dict.fromkeys(w for i in installs for w in i.warnings))

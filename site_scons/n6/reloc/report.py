@@ -74,8 +74,10 @@ def usage(res, budgets, path):
 
 def text(res, budgets, path):
     r = res["reloc_binary_image"]
+    secure = "secure" if r["flags"]["secure"] else "non-secure"
+    dbg_info = "on" if r["flags"]["dbg_info"] else "off"
     lines = [f"  {path}: {r['img_size']} bytes, header {r['header_size']} B, flags {r['flags']['description']} "
-             f"({'secure' if r['flags']['secure'] else 'non-secure'}, dbg-info {'on' if r['flags']['dbg_info'] else 'off'})",
+             f"({secure}, dbg-info {dbg_info})",
              f"  XIP size {r['xip_size']}  COPY size {r['copy_size']}  PARAMS offset {r['params_offset']}  "
              f"PARAMS size {r['params_size']}  REL {r['rel_entries']}  GOT {r['got_entries']}"]
     table = [[d["name"], d["flags_raw"], d["flags_desc"], d["foff"], d["dst"], d["size"]]
@@ -89,4 +91,5 @@ def gate(res, budgets, path):
     for label, used, total in usage(res, budgets, path):
         if total and used > total:
             raise N6Error(path, f"does not fit: {label} needs {used} bytes, {total} available",
-                          "set RELOC_SPLIT=1 to flash the params separately, shrink the model, or raise the RELOC_*_SIZE budget")
+                          "set RELOC_SPLIT=1 to flash the params separately, shrink the model, "
+                          "or raise the RELOC_*_SIZE budget")

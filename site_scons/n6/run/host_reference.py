@@ -89,7 +89,8 @@ int main(int argc, char **argv)
       memcpy(ins[i]->addr_base.p + ins[i]->offset_start, data[i] + s * len, len);
     }
     LL_ATON_EC_Inference_Init_@();
-    for (const EpochBlock_ItemTypeDef *eb = LL_ATON_EpochBlockItems_@(); !(eb->flags & EpochBlock_Flags_last_eb); eb++) {
+    for (const EpochBlock_ItemTypeDef *eb = LL_ATON_EpochBlockItems_@();
+         !(eb->flags & EpochBlock_Flags_last_eb); eb++) {
       if (eb->start_epoch_block) eb->start_epoch_block(eb);
       if (eb->end_epoch_block) eb->end_epoch_block(eb);
     }
@@ -130,7 +131,6 @@ def build(folder, install_root, workdir, stem="network"):
     main = os.path.join(workdir, "host_main.c")
     with open(main, "w") as f:
         f.write((MAIN % {"pools": "\n".join(pools), "setup": "\n".join(setup)}).replace("@", sym))
-    rt = os.path.join(install_root, LL_ATON)
     srcs = [main, os.path.join(folder, f"{stem}.c")]
     missing = [x for x in srcs + _runtime_sources(install_root) if not os.path.exists(x)]
     if missing:

@@ -69,7 +69,8 @@ def read_data(path, model):
     outs = [arrays.get(f"m_outputs_{k}") for k in range(1, len(model.outputs) + 1)]
     if any(a is None for a in ins) or (any(a is None for a in outs) and any(a is not None for a in outs)):
         raise N6Error(path, f"holds {', '.join(sorted(arrays)) or 'no array'}: not one m_inputs_<k> per input "
-                      f"({len(model.inputs)}) and none or one m_outputs_<k> per output ({len(model.outputs)})", DATA_FIX)
+                      f"({len(model.inputs)}) and none or one m_outputs_<k> per output ({len(model.outputs)})",
+                      DATA_FIX)
     runs = len(ins[0])
     for k, (a, d) in enumerate(zip(ins + outs, model.inputs + model.outputs)):
         dtype_ok = a is None or a.dtype == np.dtype(d.dtype) or (k >= len(ins) and a.dtype.kind == "f")

@@ -90,9 +90,9 @@ def validate(model, got_outputs, ref_outputs, tolerance, reference, lsb=None):
         ok = m["max_abs_lsb"] <= tolerance and m["top1"] == 1.0
         passed &= ok
         per.append({"name": desc.name, **m, "st": st, "passed": ok})
-        rows.append([desc.name, f"{st['acc'] * 100:.2f}%", f"{st['rmse']:.8f}", f"{st['mae']:.8f}", f"{st['l2r']:.8f}",
-                     f"{st['cos']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}", f"{m['top1'] * 100:.1f}%",
-                     "ok" if ok else "FAIL"])
+        rows.append([desc.name, f"{st['acc'] * 100:.2f}%", f"{st['rmse']:.8f}", f"{st['mae']:.8f}",
+                     f"{st['l2r']:.8f}", f"{st['cos']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}",
+                     f"{m['top1'] * 100:.1f}%", "ok" if ok else "FAIL"])
     table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
                                     "top-1", ""], tablefmt="simple", disable_numparse=True)
     text = (f"  reference: {reference}; tolerance {tolerance} LSB and the same top-1\n"
