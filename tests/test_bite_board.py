@@ -108,4 +108,5 @@ def test_firmware_table_is_read(tmp_path):
 
 def test_a_table_key_that_is_not_a_table(tmp_path):
     with pytest.raises(N6Error, match=r"key validation: must be a table \(\[validation\]\)"):
-        board(tmp_path, ('name = "STM32N6570-DK"', 'name = "STM32N6570-DK"\nvalidation = 3'), ("[validation]", "[other]"))
+        board(tmp_path, ('name = "STM32N6570-DK"', 'name = "STM32N6570-DK"\nvalidation = 3'),
+              ("[validation]", "[other]"))

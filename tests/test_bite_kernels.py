@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, SIM
+from conftest import SIM
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no host C compiler (cc)")
 I8, I32, F32 = (np.ctypeslib.ndpointer(t, flags="C_CONTIGUOUS") for t in (np.int8, np.int32, np.float32))

@@ -116,7 +116,7 @@ def python_mutants(path, text):
         elif isinstance(node, ast.BoolOp):
             word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
             between(node.values[0], node.values[1], word, other)
-            for i, value in enumerate(node.values):            # drop one operand
+            for i in range(len(node.values)):                    # drop one operand
                 rest = node.values[:i] + node.values[i + 1:]
                 a = at(node.lineno, node.col_offset)
                 b = at(node.end_lineno, node.end_col_offset)
