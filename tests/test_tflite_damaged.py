@@ -90,3 +90,27 @@ def test_bit_flips_never_give_a_traceback(tmp_path, model):
     print(f"{os.path.basename(os.path.dirname(model))}: {both}/300 flips judged alike, "
           f"{only_litert_refuses} refused by LiteRT only")
     assert only_litert_refuses <= 3
+
+
+def test_padded_constants_are_taken_as_litert_takes_them(tmp_path):
+    """A buffer may hold more bytes than its tensor (LiteRT reads the tensor's count): every
+    constant of an ADD with a constant operand padded by 8 bytes is still a model both take."""
+    from onnx import helper
+
+    import qdq
+    import tflite_writer
+    from stedgeai_sim.onnx_import import import_onnx
+    k = np.arange(4, dtype=np.float32).reshape(1, 4, 1, 1) - 1.5
+    qdq.float_model(tmp_path / "f.onnx", [helper.make_node("Add", ["x", "k"], ["y"])], [1, 4, 3, 3], {"k": k})
+    rng = np.random.default_rng(0)
+    qdq.quantize(tmp_path / "f.onnx", tmp_path / "q.onnx",
+                 [rng.standard_normal((1, 4, 3, 3)).astype(np.float32) for _ in range(4)], False)
+    net = import_onnx(str(tmp_path / "q.onnx"))
+    writer = tflite_writer._Writer()
+    for t in net.inputs:
+        writer.tensor(t)
+    for layer in net.layers:
+        writer.layer(layer)
+    writer.buffers = [b + bytes(8) if b else b for b in writer.buffers]
+    data = writer.finish(net)
+    assert litert_takes(data) and reader_takes(data, tmp_path / "m.tflite")

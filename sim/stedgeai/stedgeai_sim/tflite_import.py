@@ -164,10 +164,10 @@ class _Importer:
         self.values[i] = out
         return out
 
-    def const(self, i, dtype=None):
+    def const(self, i):
         """A constant as an int8 Tensor (eltwise operand) laid out in logical order."""
-        t, shape, scale, zp, data = self._raw(i)
-        arr = np.frombuffer(data.tobytes(), np.int8).reshape(shape)
+        t, _, scale, zp, _ = self._raw(i)
+        arr = self.array(i, np.int8)[0]
         if arr.ndim == 4:
             arr = arr.transpose(0, 3, 1, 2)
         return Tensor(t.Name().decode('utf-8', 'replace'), tuple(arr.shape), "int8", float(scale[0]), int(zp[0]),
