@@ -146,11 +146,12 @@ class _Writer:
             ins += [self.tensor(w, w.data, w.data.shape), self.tensor(b, b.data, b.data.shape) if b is not None else -1]
             op, table, opt = self.OP.FULLY_CONNECTED, "FullyConnectedOptions", self.OPT.FullyConnectedOptions
             fields = {"FusedActivationFunction": self.act(layer)}
-        elif layer.kind == "avgpool" and tuple(a["kernel"]) == tuple(x.shape[2:]) and x.scale != y.scale:
+        elif layer.kind == "avgpool" and tuple(a["kernel"]) == tuple(x.shape[2:]) and \
+                (x.scale, x.zero_point) != (y.scale, y.zero_point):
             # a global average that rescales: TFLite's AVERAGE_POOL_2D keeps its input's scale, MEAN rescales
             ins.append(self.ints(layer.name + "_axes", [1, 2]))
             op, table, opt, fields = self.OP.MEAN, "ReducerOptions", self.OPT.ReducerOptions, {"KeepDims": True}
-        elif layer.kind == "avgpool" and x.scale != y.scale:
+        elif layer.kind == "avgpool" and (x.scale, x.zero_point) != (y.scale, y.zero_point):
             raise ValueError(f"{layer.name}: TFLite's AVERAGE_POOL_2D keeps its input's scale; this one rescales")
         elif layer.kind in ("avgpool", "maxpool"):
             op = self.OP.AVERAGE_POOL_2D if layer.kind == "avgpool" else self.OP.MAX_POOL_2D

@@ -114,3 +114,35 @@ def test_padded_constants_are_taken_as_litert_takes_them(tmp_path):
     writer.buffers = [b + bytes(8) if b else b for b in writer.buffers]
     data = writer.finish(net)
     assert litert_takes(data) and reader_takes(data, tmp_path / "m.tflite")
+
+
+def test_average_pool_averages_codes_only_when_its_grid_is_kept(tmp_path):
+    """TFLite's AVERAGE_POOL_2D averages the codes when its output keeps the input's scale and
+    zero point; one whose output grid differs is averaged on the values and requantised, never
+    given the input's codes under another grid."""
+    from onnx import helper
+
+    import qdq
+    import tflite
+    import tflite_writer
+    from stedgeai_sim.layers import POOL_MODES
+    from stedgeai_sim.onnx_import import import_onnx
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    qdq.float_model(tmp_path / "f.onnx", [node], [1, 4, 4, 4], {})
+    rng = np.random.default_rng(0)
+    qdq.quantize(tmp_path / "f.onnx", tmp_path / "q.onnx",
+                 [rng.standard_normal((1, 4, 4, 4)).astype(np.float32) for _ in range(4)], False)
+    net = import_onnx(str(tmp_path / "q.onnx"))
+    pool = next(layer for layer in net.layers if layer.kind == "avgpool")
+    pool.output.scale, pool.output.zero_point = pool.inputs[0].scale, pool.inputs[0].zero_point
+    data = bytearray(tflite_writer.tflite_bytes(net))
+    (tmp_path / "same.tflite").write_bytes(bytes(data))
+    assert [layer.attrs["mode"] for layer in import_tflite(str(tmp_path / "same.tflite")).layers] == \
+        [POOL_MODES["avgpool_codes"]]
+    g = tflite.Model.GetRootAs(data, 0).Subgraphs(0)
+    q = g.Tensors(g.Outputs(0)).Quantization()
+    at = q._tab.Vector(q._tab.Offset(10))             # the output's zero point, moved by 3
+    data[at:at + 8] = (q.ZeroPoint(0) + 3).to_bytes(8, "little", signed=True)
+    (tmp_path / "moved.tflite").write_bytes(bytes(data))
+    assert [layer.attrs["mode"] for layer in import_tflite(str(tmp_path / "moved.tflite")).layers] == \
+        [POOL_MODES["avgpool"]]

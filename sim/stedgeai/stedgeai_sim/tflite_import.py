@@ -285,7 +285,8 @@ class _Importer:
         pads = self.pads(opts, x, y, kernel, strides)
         if kind == "avgpool" and any(pads):
             self.fail(where, "SAME-padded average pooling is not supported", "use VALID padding")
-        return L.pool(y.name, x, y, kind, kernel, strides, pads, codes=kind == "avgpool")
+        same_grid = (x.scale, x.zero_point) == (y.scale, y.zero_point)   # else requantised, not codes averaged
+        return L.pool(y.name, x, y, kind, kernel, strides, pads, codes=kind == "avgpool" and same_grid)
 
     def _AVERAGE_POOL_2D(self, op, where):
         return self._pool(op, where, "avgpool")
