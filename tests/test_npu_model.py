@@ -259,3 +259,22 @@ def test_a_blob_polling_for_what_never_happens_stops_in_one_line():
     npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
     with pytest.raises(NpuStop, match=r"^epoch 9: the blob polls STRENG3.CTRL \[31:31\] for 0x1, which nothing"):
         npu.write(EPOCHCTRL + CTRL, EN)
+
+
+def test_an_inference_after_a_stopped_one_runs_its_blob():
+    """A board serves many inferences: the stop line of one (a blob polling for what never
+    happens, in control mode) is not the next one's, which runs its own blob to its interrupt."""
+    from npu_model.ecblob import POLL, Command, blob_bytes
+    ram = Ram()
+    ram.write(BLOB_AT, blob_bytes([Command(POLL, STRENG(3) >> 12, 0, (1, 100), 31, 31)]))
+    npu = ram.attach(Npu(mode="control"))
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    with pytest.raises(NpuStop):
+        npu.write(EPOCHCTRL + CTRL, EN)
+    npu.write(EPOCHCTRL + CTRL, 0)
+    ram.write(BLOB_AT, blob_bytes(copy_blob()))
+    ram.write(0x3410_0000, bytes(range(100, 116)))
+    npu.begin_inference()
+    npu.write(EPOCHCTRL + CTRL, EN)
+    assert npu.stopped is None and npu.read(EPOCHCTRL + EC_IRQ) & 1 and len(npu.programs) == 1
+    assert ram.read(0x3410_0100, 16) == bytes(range(100, 116))

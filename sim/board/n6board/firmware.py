@@ -245,6 +245,7 @@ class InstalledModel:
         """One inference: write the inputs, inference init, every epoch's start and end function
         (r9 = RAM base), the NPU model's chains between them, read the outputs. Fault/NpuStopped
         propagate."""
+        self.npu.begin_inference()
         for buf, data in zip(self.inputs, inputs):
             self.cpu.write(buf.addr, data)
         self.cpu.call(self.entry("ec_inference_init"), r9=self.r9)

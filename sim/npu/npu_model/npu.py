@@ -85,6 +85,13 @@ class Npu:
         self.counting = {}              # EVENT_<n>_CNT offset → npu_now() its stored count refers to
         self._chains_started = 0
 
+    def begin_inference(self):
+        """Forget what the last inference left: its stop line, programs and outputs not computed
+        (a board serves many inferences; registers and time go on as on the silicon)."""
+        self.stopped = None
+        self.programs.clear()
+        self.not_computed.clear()
+
     # -- the bus's side --------------------------------------------------------------------------
     def read(self, offset):
         unit, i, reg = self.aton.locate(offset)
