@@ -17,7 +17,6 @@ from n6.build_layout import ModelLayout
 from n6.errors import N6Error
 from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
-from n6.run.reference import source_of as reference_source
 from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code, uses_tool
@@ -49,16 +48,16 @@ def run_targets(env, specs, names):
     the board file's), else every model."""
     by_name = {spec.name: spec for spec in specs}
     wanted, project = env.DeployModels("run", "validate")
-    if env["RUN_MODE"] == "perf" and env.DeployModels("validate")[0]:     # before any flash or board
+    validated = env.DeployModels("validate")[0]
+    if env["RUN_MODE"] == "perf" and validated:     # before any flash or board
         raise N6Error(None, "RUN_MODE=perf runs bring no outputs back to validate", "validate with RUN_MODE=io")
     if wanted and env["INPUTS"]:     # a bad file: one line now, before any flash or board
         from n6.run.inference import read_inputs
         read_inputs(env["INPUTS"])
-    validated = env.DeployModels("validate")[0]
     return [run_model(env, by_name[name], names[name], name in project, name in validated) for name in wanted]
 
 
-def run_model(env, spec, board_name, in_project=False, validated=True):
+def run_model(env, spec, board_name, in_project, validated):
     """(run node, validate node) of one model, known on the board as `board_name` (`in_project`:
     also under the bare `run` and `validate`; `validated`: validate asked for, so its reference
     must exist); call after FlashTargets. The run puts the model's set on the board first unless
@@ -79,7 +78,10 @@ def run_model(env, spec, board_name, in_project=False, validated=True):
     if not saved_intact(layout.run):    # a saved output changed outside the build: not this run's any more
         env.AlwaysBuild(run)
     env.Precious(run)        # a failed run leaves the previous report (inference.save replaces it whole)
-    source = reference_source(spec) if validated else ""
+    source = ""
+    if validated:          # n6.run.reference imports numpy: only a build that validates pays for it
+        from n6.run.reference import source_of
+        source = source_of(spec)
     c_dir = spec.path if spec.kind != "source" else layout.st_ai_output
     test_data = os.path.join(spec.path, "test_data.npz")
     test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
