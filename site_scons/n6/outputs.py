@@ -22,14 +22,12 @@ BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
 def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
-    """A build folder must be a folder of its own: not empty, not the repository or a folder
-    holding it (`/` included), not inside a source folder (the models: outputs would read as
-    models), not a file, and one that can be created (`create`) and written. Else a one-line
-    error, before anything is read or written there."""
+    """A build folder must be a folder of its own: not the repository or a folder holding it
+    (`/` included), not inside a source folder (the models: outputs would read as models), not
+    a file, and one that can be created (`create`) and written. Else a one-line error, before
+    anything is read or written there. (An empty BUILD_DIR= is the option schema's refusal.)"""
     shown = path if shown is None else shown
     own = f"set {variable} to a folder of its own ({variable}=build, or one outside the repository)"
-    if not shown.strip():
-        raise N6Error(None, f"{variable} is empty: the outputs would land in the repository itself", own)
     if _inside(ROOT, path):
         where = "the repository" if _inside(path, ROOT) else "a folder holding the repository"
         raise N6Error(shown, f"{variable} is {where}: the build and `scons -c` would work among its files", own)
