@@ -59,6 +59,9 @@ def test_float_board_io_goes_through_the_source_models_grids(tmp_path):
     ref_f = reference.run_source(tfl, f32, [[row.tobytes()] for row in x])
     ref_q = reference.run_source(tfl, i8, [[row.tobytes()] for row in q])
     assert ref_f.lsb == [1 / 256] and ref_f.outputs[0].dtype == np.float32
+    assert reference.source_lsb(tfl, f32) == [1 / 256] and reference.source_lsb(tfl, i8) == [1.0]   # not run
+    f32_onnx = os.path.join(MODELS, "kws_mlp_f32", "model.onnx")
+    assert reference.source_lsb(f32_onnx, f32) == reference.run_source(f32_onnx, f32, [[x[0].tobytes()]]).lsb
     assert np.array_equal(ref_f.outputs[0], reference.dequantize_as_deployed(ref_q.outputs[0], 1 / 256, -128))
 
 

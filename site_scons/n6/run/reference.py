@@ -94,6 +94,13 @@ def run_source(model_file, model, inputs):
                      f"onnxruntime {version('onnxruntime')} on {model_file}")
 
 
+def source_lsb(model_file, model):
+    """Per board output, the size of one LSB as the source model's grids give it (output_lsb),
+    without running the model."""
+    grids = tflite_grids(model_file) if model_file.endswith(".tflite") else io_quantization(model_file)
+    return output_lsb(grids[1], model)
+
+
 def board_grid(desc):
     """(scale, zero point) of a board tensor, None for a float or unscaled one."""
     return (float(desc.scale), int(desc.zero_point)) if desc.scale and np.dtype(desc.dtype).kind != "f" else None
@@ -220,8 +227,8 @@ def tflite_reference(model_file, model, inputs):
             y = interp.get_tensor(meta["index"])
             own = grid if np.dtype(meta["dtype"]).kind != "f" else None
             got[j].append(fit(convert(y, meta["dtype"], own, desc.dtype, board_grid(desc)), desc.shape).reshape(-1))
-    lsb = [(grid if np.dtype(d.dtype).kind == "f" and grid else (1.0,))[0] for d, grid in zip(model.outputs, grids_out)]
-    return Reference([np.stack(o) for o in got], lsb, f"LiteRT {version('ai-edge-litert')} on {model_file}")
+    return Reference([np.stack(o) for o in got], output_lsb(grids_out, model),
+                     f"LiteRT {version('ai-edge-litert')} on {model_file}")
 
 
 def io_quantization(model_file):

@@ -65,7 +65,8 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
         inputs, expected = reference.read_data(opts.reference_data, model)
         got = run_on_board(opts, on_board_path, model, inputs, say)
         ref = reference_of(inputs) if expected is None else \
-            reference.Reference(expected, reference_of(inputs[:1]).lsb if opts.source else [1.0] * len(expected),
+            reference.Reference(expected, reference.source_lsb(opts.source, model) if opts.source else
+                                [1.0] * len(expected),
                                 f"reference data {opts.reference_data}")
     else:
         ref = reference_of(record.inputs)
