@@ -312,22 +312,14 @@ def onnx_reference(model_file, model, inputs, grids):
             grid = float_grid(desc, grids_in, k)
             if grid:
                 x = dequantize_as_deployed(quantize_as_deployed(x, *grid), *grid)
-            x = (x.astype(np.float32) - desc.zero_point) * desc.scale if desc.scale else x.astype(np.float32)
+            x = convert(x, desc.dtype, board_grid(desc), np.float32, None)
             feed[meta.name] = np.ascontiguousarray(fit(x, shape(meta)), dtype=np.float32)
         for j, (y, desc) in enumerate(zip(sess.run(None, feed), model.outputs)):
             y = fit(np.asarray(y), desc.shape)
             grid = float_grid(desc, grids_out, j)
             if grid:
                 y = dequantize_as_deployed(quantize_as_deployed(y, *grid), *grid)
-            outs[j].append(quantize(y.reshape(-1), desc))
+            outs[j].append(convert(y.reshape(-1), np.float32, None, desc.dtype, board_grid(desc)))
     return [np.stack(o) for o in outs]
-
-
-def quantize(y, desc):
-    dt = np.dtype(desc.dtype)
-    if dt.kind == "f" or not desc.scale:
-        return y.astype(dt)
-    info = np.iinfo(dt)
-    return np.clip(np.round(y / desc.scale) + desc.zero_point, info.min, info.max).astype(dt)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from tabulate import tabulate
 
 from ..errors import N6Error
-from .reference import quantize
+from .reference import board_grid, convert
 
 
 def test_set(path, model):
@@ -21,7 +21,7 @@ def test_set(path, model):
     if len(model.inputs) != 1 or x.size != len(y) * desc.size:
         raise N6Error(path, f"{x.shape} samples for input '{desc.name}' of {desc.size} values",
                       "save one sample of the model's single input per label")
-    q = quantize(x.reshape(len(y), -1), desc)
+    q = convert(x.reshape(len(y), -1), np.float32, None, desc.dtype, board_grid(desc))
     return [[row.tobytes()] for row in q], y
 
 
@@ -55,10 +55,7 @@ def metrics(got, want, lsb=1.0):
 def real_values(x, desc):
     """An output's values as ST's checker compares them: dequantised with the tensor's scale and
     zero point, in single precision (float outputs as they are)."""
-    x = np.asarray(x).reshape(len(x), -1)
-    if np.dtype(desc.dtype).kind == "f" or not desc.scale:
-        return x.astype(np.float32)
-    return (x.astype(np.float32) - np.float32(desc.zero_point)) * np.float32(desc.scale)
+    return convert(np.asarray(x).reshape(len(x), -1), desc.dtype, board_grid(desc), np.float32, None)
 
 
 def st_metrics(got, want, desc):
