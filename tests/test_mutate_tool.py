@@ -28,7 +28,19 @@ def test_python_operators():
 def test_python_mutant_text():
     m = next(m for m in mutate.python_mutants("m.py", PY) if m.new == "<=")
     assert m.apply(PY).splitlines()[2] == "    if a <= 3 and not b:"
-    assert m.key == "m.py:3:9 < -> <="
+    assert m.key == "m.py: if a < 3 and not b: | < -> <="
+    # an edit elsewhere in the file leaves the key as it was; the same change twice on a line is told apart
+    assert m.key in {n.key for n in mutate.python_mutants("m.py", "import os\n" + PY)}
+    twice = [n.key for n in mutate.python_mutants("m.py", "x = 1 < 2 < 3\n") if n.new == "<="]
+    assert twice == ["m.py: x = 1 < 2 < 3 | < -> <=", "m.py: x = 1 < 2 < 3 | <#2 -> <="]
+
+
+def test_python_mutants_land_on_their_token_after_non_ascii_text():
+    """ast counts columns in UTF-8 bytes: a "Δ" before the token must not shift the mutant."""
+    text = 'w = ["Δ", 1]\ny = w[1] < 2\n'
+    got = {(m.line, m.old, m.new) for m in mutate.python_mutants("m.py", text)}
+    assert (1, "1", "2") in got and (2, "<", "<=") in got
+    assert all(m.apply(text) != text and m.old == text[m.start:m.end] for m in mutate.python_mutants("m.py", text))
 
 
 C = '''#include "x.h" /* a < b */
@@ -60,3 +72,13 @@ def test_summary_applies_the_equivalent_list_as_it_is_now():
                                          {"key": "c", "outcome": "killed"}]}
     assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 3, "killed": 1, "survived": 1,
                                                     "equivalent": 1, "survivor %": 50.0}
+
+
+def test_every_listed_equivalent_is_a_mutant_the_tool_makes():
+    """A key that names no current mutant (its line changed) is a stale verdict: judge it again."""
+    made = {}
+    for key in mutate.equivalents():
+        path = key.split(": ", 1)[0]
+        if path not in made:
+            made[path] = {m.key for m in mutate.mutants_of(path, open(os.path.join(mutate.ROOT, path)).read())}
+        assert key in made[path], key

@@ -47,11 +47,17 @@ class Mutant:
     end: int
     old: str
     new: str
+    source_line: str = ""   # the line it changes, stripped
+    occurrence: int = 0     # how many times `old` stands on that line before it
 
     @property
     def key(self):
-        """How equivalent.txt names it: `path:line:col old -> new` (on one line)."""
-        return f"{self.path}:{self.line}:{self.col} {' '.join(self.old.split())} -> {' '.join(self.new.split())}"
+        """How equivalent.txt names it: the file, the line's text and the change, on one line, so
+        that an edit elsewhere in the file does not make a listed mutant stale (a change to the
+        line itself does: its equivalence is to be judged again)."""
+        old, new = " ".join(self.old.split()), " ".join(self.new.split())
+        nth = f"#{self.occurrence + 1}" if self.occurrence else ""
+        return f"{self.path}: {self.source_line} | {old}{nth} -> {new}"
 
     def apply(self, text):
         return text[:self.start] + self.new + text[self.end:]
@@ -60,7 +66,11 @@ class Mutant:
 def mutant(path, text, start, end, new):
     """The mutant replacing text[start:end] by `new`, located by line and column."""
     line_start = text.rfind("\n", 0, start) + 1
-    return Mutant(path, text.count("\n", 0, start) + 1, start - line_start, start, end, text[start:end], new)
+    line_end = text.find("\n", start)
+    line = text[line_start:line_end if line_end >= 0 else len(text)]
+    old = text[start:end]
+    return Mutant(path, text.count("\n", 0, start) + 1, start - line_start, start, end, old, new,
+                  " ".join(line.split()), line[:start - line_start].count(old))
 
 
 # ---- Python operators ------------------------------------------------------------------------
@@ -81,11 +91,11 @@ def _offsets(text):
 def python_mutants(path, text):
     """The mutants of one Python file, in source order."""
     tree = ast.parse(text)
-    starts = _offsets(text)
-    at = lambda line, col: starts[line - 1] + col  # noqa: E731 (ast columns are UTF-8 bytes; sources are ASCII)
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                  and n.body and isinstance(n.body[0], ast.Expr)}
+    starts, lines = _offsets(text), text.splitlines(keepends=True)
+
+    def at(line, col):
+        """The character offset of an ast position (its column counts UTF-8 bytes)."""
+        return starts[line - 1] + len(lines[line - 1].encode()[:col].decode())
     annotations = {id(sub) for n in ast.walk(tree)
                    for ann in (getattr(n, "annotation", None), getattr(n, "returns", None)) if ann is not None
                    for sub in ast.walk(ann)}
@@ -126,11 +136,19 @@ def python_mutants(path, text):
             replace(node.test, "False")
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             replace(node, f"({ast.get_source_segment(text, node.operand)})")
-        elif (isinstance(node, ast.Constant) and type(node.value) is int and id(node) not in docstrings):
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
             replace(node, str(node.value + 1))
             if node.value > 0:
                 replace(node, str(node.value - 1))
     return sorted(set(out), key=lambda m: (m.start, m.new))
+
+
+def _parses(text):
+    try:
+        ast.parse(text)
+        return True
+    except SyntaxError:
+        return False
 
 
 def _is_main_guard(node):
@@ -225,11 +243,13 @@ def run_target(name, target, limit, listing=False, label="", match=""):
         baseline = time.monotonic() - t0
         results = []
         for i, m in enumerate(mutants, 1):
+            file = os.path.join(repo, m.path)
+            original = open(file).read()
             if m.key in known:
                 outcome = "equivalent"
+            elif m.path.endswith(".py") and not _parses(m.apply(original)):
+                outcome = "invalid"       # no Python: every test would fail, which says nothing of them
             else:
-                file = os.path.join(repo, m.path)
-                original = open(file).read()
                 open(file, "w").write(m.apply(original))
                 try:
                     outcome = {"failed": "killed", "timeout": "killed", "passed": "survived"}[
