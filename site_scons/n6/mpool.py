@@ -36,7 +36,6 @@ class MemPool:
     burst_max_length: int = 0xFFFF_FFFF
     burst_penalty: int = 0
     pipelined: bool = True
-    bus_node: int = 0
 
     @property
     def usable(self):
@@ -56,22 +55,11 @@ class MemPool:
         return self.offset >= EXTERNAL_BASE
 
 
-@dataclass(frozen=True)
-class CacheInfo:
-    """The NPU cache in front of the external memories (`cacheinfo`)."""
-    nlines: int
-    linesize: int
-    associativity: int
-    bypass_enable: bool
-
-
 @dataclass
 class MpoolFile:
     path: str
     mem_file_prefix: str
     pools: list = field(default_factory=list)
-    caches: list = field(default_factory=list)
-    params: dict = field(default_factory=dict)     # `params.param[]`: name → bytes (max_onchip_sram_size)
 
     def pool(self, fname):
         return next((p for p in self.pools if p.fname == fname), None)
@@ -183,7 +171,6 @@ def parse_mpool(data, path):
             burst_max_length=_number(path, pid, "burstMaxLength", prop.get("burstMaxLength", 0xFFFF_FFFF), int),
             burst_penalty=_number(path, pid, "burstPenalty", prop.get("burstPenalty", 0), int),
             pipelined=_flag(path, pid, "pipelined", prop.get("pipelined", "PIPELINED_ON")),
-            bus_node=_number(path, pid, "busNode", p.get("busNode", 0), int),
         ))
     names = [p.fname for p in pools]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -191,24 +178,7 @@ def parse_mpool(data, path):
         raise N6Error(path, f"pool file postfix {dup[0]!r} appears twice", "give every pool a unique fname")
     _check_layout(path, pools)
     return MpoolFile(path=str(path), mem_file_prefix=_either(memory, "mem_file_prefix", "memFilePrefix", "atonbuf"),
-                     pools=pools, caches=_caches(path, memory.get("cacheinfo", [])), params=_params(path, data))
-
-
-def _caches(path, entries):
-    if not isinstance(entries, list) or not all(isinstance(c, dict) for c in entries):
-        raise N6Error(path, "malformed .mpool: 'cacheinfo' is not a list of objects", "write cacheinfo as [{...}]")
-    return [CacheInfo(*(_number(path, "cacheinfo", key, _either(c, key, camel, 0), int)
-                        for key, camel in (("nlines", "nlines"), ("linesize", "linesize"),
-                                           ("associativity", "associativity"), ("bypass_enable", "bypassEnable"))))
-            for c in entries]
-
-
-def _params(path, data):
-    entries = (data.get("params") or {}).get("param", []) if isinstance(data.get("params", {}), dict) else None
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and "paramname" in e for e in entries):
-        raise N6Error(path, "malformed .mpool: 'params.param' is not a list of {paramname, value, magnitude}",
-                      'write "params": {"param": [{"paramname": ..., "value": ..., "magnitude": ...}]}')
-    return {e["paramname"]: _quantity(path, "params", e["paramname"], e) for e in entries}
+                     pools=pools)
 
 
 def read_mpool(path):
