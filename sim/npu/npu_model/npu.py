@@ -76,7 +76,7 @@ class Npu:
         self.running = set()            # ... started, not yet done
         self.in_chain = set()           # ... part of a started chain
         self.programs = []              # EpochProgram of every chain started
-        self.not_computed = []          # {"epoch", "unit", "engine", "first", "end", "bytes"} (control mode)
+        self.not_computed = []          # {"epoch", "units", "engine", "first", "end", "bytes", "location"}
         self.cycles = 0                 # NPU cycles of every chain, simulated
         self.bytes_moved = 0
         self.writes_since = 0
@@ -206,9 +206,6 @@ class Npu:
             if asserted != self._line_state[k]:
                 self._line_state[k] = asserted
                 self.lines[k](asserted)
-
-    def line_asserted(self, k):
-        return self._line_state[k]
 
     def acknowledge(self, bits):
         """Clear INTREG `bits` (INTCLR), as the runtime's interrupt handler does."""
