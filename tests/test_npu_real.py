@@ -335,7 +335,7 @@ def test_decoded_programs_reproduce_every_unit_init_of_network_c_field_by_field(
         epoch = programs.setdefault(int(p.label.split()[1]), {"units": {}, "routes": set()})
         epoch["units"].update({u.name: u for u in p.units})
         epoch["routes"].update((r.dest, r.port, r.context, r.source, r.frames) for r in p.routes)
-    compared = 0
+    compared, moved = 0, {}
     for epoch, want in declared.items():
         if not want["streng"]:
             continue
@@ -343,11 +343,10 @@ def test_decoded_programs_reproduce_every_unit_init_of_network_c_field_by_field(
         assert got["routes"] == want["routes"], epoch
         for i, init in want["streng"].items():
             expected, decoded = expected_streng_fields(init), decoded_streng_fields(got["units"][f"STRENG{i}"])
-            if init.get("addr_base", 0) >= 0x7000_0000:          # the flash: relocated with the image
-                relocated = decoded[("ADDR", "REG")] - init.get("offset_start", 0)
+            if init.get("addr_base", 0) >= 0x7000_0000:          # the flash: each pool moved whole with the image
+                shift = moved.setdefault(init["addr_base"], decoded[("ADDR", "REG")] - expected[("ADDR", "REG")])
                 for key in (("ADDR", "REG"), ("LIMITADDR", "REG")):
-                    expected[key] -= init["addr_base"]
-                    decoded[key] -= relocated
+                    decoded[key] -= shift
             assert decoded == expected, (epoch, i)
             compared += 1
         for i, init in want["convacc"].items():
