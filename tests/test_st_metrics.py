@@ -33,7 +33,12 @@ def test_st_metrics_by_hand():
     assert m["rmse"] == pytest.approx(np.sqrt(9 / 12) / 256, rel=1e-6)
     assert m["mae"] == pytest.approx(3 / 12 / 256, rel=1e-6)
     assert m["l2r"] == pytest.approx(3 * np.sqrt(3) / 256 / np.linalg.norm(ref), rel=1e-6)
-    assert m["acc"] == np.mean(np.argmax(got, 1) == np.argmax(want, 1))
+    pred = (got.astype(np.float64) + 128) / 256
+    assert m["cos"] == pytest.approx(np.dot(ref.ravel(), pred.ravel()) / np.linalg.norm(ref) / np.linalg.norm(pred),
+                                     rel=1e-6)
+    flipped = want.copy()                    # one run of three whose top-1 moves to class 5
+    flipped[1, 5] = 127
+    assert st_metrics(flipped, want, OUT)["acc"] == pytest.approx(2 / 3) and m["acc"] == 1.0
     same = st_metrics(want, want, OUT)     # ST's cosine adds float32's epsilon to the prediction
     assert {k: v for k, v in same.items() if k != "cos"} == {"acc": 1.0, "rmse": 0.0, "mae": 0.0, "l2r": 0.0}
     assert 1 - 1e-6 < same["cos"] < 1
