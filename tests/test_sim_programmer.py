@@ -77,3 +77,24 @@ def test_errors_are_the_real_tools(tmp_path, args, message):
 def test_unknown_failure_switch_is_refused(tmp_path):
     p = cli(tmp_path, "--version", fail="gremlins")
     assert p.returncode == 1 and "unknown failure gremlins" in p.stdout
+
+
+def test_a_reset_asked_for_while_the_board_boots_is_awaited_until_it_booted_again(tmp_path, monkeypatch):
+    """The board takes the reset count before it boots and reports that one once it serves: a
+    reset the programmer asks for meanwhile is still awaited (the board sees it and boots again),
+    a dead board process is nothing to wait for."""
+    import programmer_sim.board_state as board_state
+    monkeypatch.setattr(board_state, "_board_process", lambda pid: pid == os.getpid())   # this test is the board
+    state = BoardState(str(tmp_path))
+    done, watch = state.watch_resets()
+    assert done == 0 and not watch()
+    count = state.request_reset("hardware")                 # during the board's boot
+    state.board_served(done)                                # ... which then says it serves reset 0
+    assert watch() and count == 1
+    with pytest.raises(TimeoutError):
+        state.wait_for_board(count, timeout=0.1)
+    done, watch = state.watch_resets()                      # it boots again for reset 1
+    state.board_served(done)
+    assert state.wait_for_board(count, timeout=0.1) is True and not watch()
+    (tmp_path / "board.json").write_text('{"pid": 999999999, "resets": 0}\n')
+    assert state.wait_for_board(2, timeout=0.1) is False

@@ -147,11 +147,11 @@ def serve_own_firmware(args, master, publish):
     from .dk.serve import board_state
     state, published = board_state(args.state), False
     while True:
-        watch = state.reset_watch() if state else lambda: False
+        done, watch = state.watch_resets() if state else (0, lambda: False)
         models, error, banner = boot(args)
         os.write(master, ("\r\n".join(banner) + "\r\n").encode())
         if state:
-            state.board_served(state.resets())
+            state.board_served(done)
         if not published:
             publish()
             published = True

@@ -159,18 +159,12 @@ class BoardState:
         except (FileNotFoundError, ValueError, IndexError):
             return 0
 
-    def reset_watch(self):
-        """A callable: True once the programmer has reset the board after this call."""
-        path = os.path.join(self.root, "reset")
-
-        def key():
-            try:
-                st = os.stat(path)
-                return st.st_mtime_ns, st.st_size, st.st_ino
-            except FileNotFoundError:
-                return None
-        start = key()
-        return lambda: key() != start
+    def watch_resets(self):
+        """(the resets made so far, a callable: True once the programmer has made another). A
+        board reports `board_served(done)` after it booted: a reset asked for during its boot is
+        then still awaited by the programmer, and the board boots again for it."""
+        done = self.resets()
+        return done, lambda: self.resets() != done
 
     def board_served(self, resets):
         """The board process says it has carried out `resets` resets (and serves this state)."""

@@ -64,14 +64,14 @@ def serve(args, board, images, master, publish, say=_progress):
         link, published = PtyLink(master), False
         while True:
             started = time.monotonic()
-            watch = state.reset_watch() if state else lambda: False
+            done, watch = state.watch_resets() if state else (0, lambda: False)
             twin = DkTwin(elf, link, args.state or None, args.npu_model)
             twin.boot()
             cycles, hz = twin.core.clock.now(), twin.cpu_hz()
             say(f"TWIN     {twin.firmware.name}: protocol loop after {cycles:,} cycles ({cycles / hz * 1e3:.1f} ms "
                 f"emulated at {hz / 1e6:.0f} MHz) in {time.monotonic() - started:.2f} s")
             if state:
-                state.board_served(state.resets())
+                state.board_served(done)
             if not published:
                 publish()
                 published = True
