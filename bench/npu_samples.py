@@ -1,7 +1,7 @@
 """ST's real 2.2 samples as the NPU unit benches read them (N6_REAL_STEDGEAI names the test bed):
 each epoch's units as register fields by ATON.h name, its switch routes and stream-engine inits,
 the params .raw, and the source model's constant tensors. The epochs come from network.c through
-the test suite's own parser and its init-struct → register-field rules (tests/test_npu_real.py),
+the test suite's own parser and its init-struct → register-field rules (tests/network_c_inits.py),
 the judge of npu1's decoder: read apart from the model the benches measure."""
 import json
 import os
@@ -23,7 +23,7 @@ def need_test_bed():
 
 
 def registers(fields, kind):
-    """{register: {field: value}} from test_npu_real's {(register, field): value} (resets elsewhere)."""
+    """{register: {field: value}} from network_c_inits' {(register, field): value} (resets elsewhere)."""
     from npu_model.registers import aton_map
     unit = aton_map().units[kind]
     out = {r.name: r.split(r.reset) for r in unit.registers.values()}
@@ -36,9 +36,9 @@ def registers(fields, kind):
 def epochs(sample):
     """{epoch: {"convacc"|"arith"|"pool": {i: registers}, "init": network.c's structs,
     "routes": {(dest, port, context, source, frames)}}}."""
-    from test_npu_real import expected_arith_fields, expected_convacc_fields, expected_pool_fields, network_c_epochs
+    from network_c_inits import expected_arith_fields, expected_convacc_fields, expected_pool_fields, network_c_epochs
     out = {}
-    for epoch, d in network_c_epochs(sample).items():
+    for epoch, d in network_c_epochs(os.path.join(REAL, "samples", sample, "network.c")).items():
         out[epoch] = {"convacc": {i: registers(expected_convacc_fields(c), "CONVACC") for i, c in d["convacc"].items()},
                       "arith": {i: registers(expected_arith_fields(c), "ARITH") for i, c in d["arith"].items()},
                       "pool": {i: registers(expected_pool_fields(c), "POOL") for i, c in d["pool"].items()},
@@ -87,7 +87,7 @@ VECTOR_ENTRIES = {"ARITH_BCAST_CHAN": "fChannels", "ARITH_BCAST_HEIGHT": "fHeigh
 
 def arith_vectors(sample):
     """{epoch: {unit: (vectors {"A": params offset}, precisions (A, B, C))}} of network.c."""
-    from test_npu_real import _FUNCTION, _STRUCT
+    from network_c_inits import _FUNCTION, _STRUCT
     with open(os.path.join(REAL, "samples", sample, "network.c")) as f:
         text = f.read()
     out = {}
