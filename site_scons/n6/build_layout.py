@@ -15,6 +15,7 @@ ON_BOARD = "on_board.json"          # per model, in its flash folder: what the f
 FLASH_REPORT = "flash.json"         # per model, in its flash folder: the last flash's report
 RUN_REPORT = "run.json"
 VALIDATE_REPORT = "validate.json"
+VALIDATE_FAILED = "validate-failed.json"   # beside it, instead of it, when the outputs differ
 
 
 def sim_install(build_dir: str, core: str) -> str:

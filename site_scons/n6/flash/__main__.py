@@ -8,7 +8,7 @@ import sys
 
 from ..board import BACKENDS, load_board
 from ..board_files import DEFAULT_BOARD, board_path
-from ..build_layout import DEFAULT_BUILD_DIR, sim_board
+from ..build_layout import DEFAULT_BUILD_DIR, FLASH_REPORT, ON_BOARD, sim_board
 from ..errors import N6Error
 from ..releases import DEFAULT_RELEASE, release_for_atonn
 from ..reloc.image import Image
@@ -46,7 +46,7 @@ def main(argv=None):
             ext_ram=board.budgets["ext_ram"], build_dir=os.path.dirname(os.path.abspath(out)),
             sim_board=os.path.abspath(args.sim_board), install_root=args.install)
         os.makedirs(out, exist_ok=True)
-        flash_step(opts, [(os.path.join(out, "on_board.json"), os.path.join(out, "flash.json"))])
+        flash_step(opts, [(os.path.join(out, ON_BOARD), os.path.join(out, FLASH_REPORT))])
     except N6Error as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

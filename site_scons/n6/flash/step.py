@@ -264,7 +264,8 @@ def on_board_path(opts, model):
 
 def stamp_paths(opts):
     """(on_board.json, flash.json) of each model of the set: what the flash step leaves."""
-    return [(ModelLayout(opts.build_dir, m).on_board, ModelLayout(opts.build_dir, m).flash_report) for m in opts.models]
+    layouts = [ModelLayout(opts.build_dir, m) for m in opts.models]
+    return [(layout.on_board, layout.flash_report) for layout in layouts]
 
 
 def holds(opts):

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY, ModelInfo,
                                      TensorDesc)
+from ..build_layout import RUN_REPORT
 from ..errors import N6Error
 from ..jsonfile import read_json
 
@@ -218,7 +219,7 @@ def _replace(out_dir, stage):
             os.unlink(path)
         elif old == "epochs":
             shutil.rmtree(path)
-    for name in sorted(os.listdir(stage), key=lambda n: n == "run.json"):
+    for name in sorted(os.listdir(stage), key=lambda n: n == RUN_REPORT):
         os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
 
 
@@ -246,7 +247,7 @@ def _write(out_dir, model, results, summary):
         summary["epoch_tensors"] = saved
     summary["saved"] = {os.path.relpath(os.path.join(d, n), out_dir): _digest(os.path.join(d, n))
                         for d, _, names in os.walk(out_dir) for n in sorted(names)}
-    with open(os.path.join(out_dir, "run.json"), "w") as f:
+    with open(os.path.join(out_dir, RUN_REPORT), "w") as f:
         f.write(json.dumps(summary, indent=1) + "\n")
 
 
@@ -256,7 +257,7 @@ def saved_intact(out_dir):
     is not that run's result, and the run step runs again instead of calling it up to date.
     True without a run.json (the run step runs anyway)."""
     try:
-        with open(os.path.join(out_dir, "run.json"), encoding="utf-8") as f:
+        with open(os.path.join(out_dir, RUN_REPORT), encoding="utf-8") as f:
             saved = json.load(f)["saved"]
         return all(_digest(os.path.join(out_dir, rel)) == digest for rel, digest in saved.items())
     except FileNotFoundError:

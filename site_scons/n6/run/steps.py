@@ -6,12 +6,11 @@ import os
 import numpy as np
 
 from ..atomic import write_text
+from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT
 from ..errors import N6Error
 from ..flash.step import ensure_on_board
 from . import inference, reference, validate
 from .session import board_session
-
-VALIDATED, VALIDATE_FAILED = "validate.json", "validate-failed.json"      # the validate step's verdicts
 
 
 def run_step(opts, on_board_path, out_dir, say=print):
@@ -27,7 +26,7 @@ def run_step(opts, on_board_path, out_dir, say=print):
     summary["mode"] = "perf" if opts.perf else "io"
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(out_dir, model, results, summary)
-    for verdict in (VALIDATED, VALIDATE_FAILED):     # about the outputs just replaced
+    for verdict in (VALIDATE_REPORT, VALIDATE_FAILED):     # about the outputs just replaced
         if os.path.exists(os.path.join(out_dir, verdict)):
             os.unlink(os.path.join(out_dir, verdict))
     say(text)

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from tabulate import tabulate
 
 from ..atomic import write_text
-from .steps import VALIDATE_FAILED, VALIDATED
+from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT, ModelLayout
 
 # The steps whose failure a verb's row shows, in the order they run ("build": making the model's images)
 STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run", "validate"),
@@ -47,11 +47,12 @@ def model_result(verb, model_dir, model, failures=None):
     error = failures[step] if step else ""
     if step not in (None, "validate"):
         return ModelResult(model, "error", error=error)
-    run = _read(os.path.join(model_dir, "run", "run.json")) or {}
+    layout = ModelLayout(*os.path.split(model_dir))
+    run = _read(layout.run_report) or {}
     row = ModelResult(model, "ok", inf_per_s=run.get("inferences_per_s"), ms=run.get("ms_per_inference"),
                       simulated=run.get("simulated"), error=error)
     if verb == "validate":
-        verdict = _read(os.path.join(model_dir, "run", VALIDATE_FAILED if step else VALIDATED))
+        verdict = _read(os.path.join(layout.run, VALIDATE_FAILED if step else VALIDATE_REPORT))
         if verdict is None:
             return ModelResult(model, "error", error=error or "no verdict was left")
         row.result = "failed" if step else "passed"
@@ -60,7 +61,7 @@ def model_result(verb, model_dir, model, failures=None):
         row.top1 = min((o["top1"] for o in outputs), default=None)
         row.accuracy = (verdict.get("accuracy") or {}).get("board", {}).get("accuracy")
     elif verb == "profile":
-        profile = _read(os.path.join(model_dir, "profile", "profile.json")) or {}
+        profile = _read(os.path.join(layout.profile, "profile.json")) or {}
         totals = profile.get("totals", {})
         row.inf_per_s, row.ms, row.simulated = totals.get("inf_per_s"), totals.get("time_ms"), profile.get("simulated")
     return row
