@@ -12,7 +12,6 @@ from n6.errors import N6Error
 
 from . import layers as L
 from .ir import Network, Tensor
-from .tflite_verify import Damaged, verify
 
 F32 = np.float32
 NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
@@ -67,10 +66,7 @@ class _Importer:
             raise N6Error(path, "the model file is empty", "export the model again as .tflite")
         if len(buf) < 8 or not tflite.Model.ModelBufferHasIdentifier(buf, 0):
             raise N6Error(path, "not a TFLite flatbuffer (no TFL3 identifier)", "export the model again as .tflite")
-        try:
-            verify(buf)
-        except Damaged as e:
-            raise N6Error(path, f"damaged .tflite file: {e}", "export the model again as .tflite") from None
+        _verify(path, buf)
         self.model = tflite.Model.GetRootAs(buf, 0)
         if self.model.SubgraphsLength() != 1:
             raise N6Error(path, f"{self.model.SubgraphsLength()} subgraphs", "export a model with one subgraph")
@@ -444,6 +440,17 @@ class _Importer:
         alpha = F32(self.options(op, "LeakyReluOptions").Alpha())
         return self._lut(op, where, lambda v: np.where(v >= 0, v, v * alpha).astype(F32), "LeakyRelu",
                          alpha=float(alpha))
+
+
+def _verify(path, buf):
+    """LiteRT's own reading of the file (the flatbuffer verifier, operator codes, buffers): what it
+    refuses is a damaged file, in one line."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    try:
+        Interpreter(model_content=buf, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    except (ValueError, RuntimeError) as e:
+        why = next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise N6Error(path, f"damaged .tflite file: {why[:120]}", "export the model again as .tflite") from None
 
 
 def import_tflite(path):
