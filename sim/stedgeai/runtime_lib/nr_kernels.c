@@ -162,7 +162,7 @@ void nr_eltwise_s8(const int8_t *a, const int8_t *b, int8_t *out, int ndim, cons
 {
   int32_t idx[NR_MAX_DIMS] = {0};
   /* fixed: out = (rounding - fixed_a * a_zp - fixed_b * b_zp + fixed_a * a + fixed_b * b) >> shift, in int32
-   * (multipliers below 2^22, so no overflow); the shift is arithmetic, the bias rounds half up */
+   * (multipliers below 2^21, so no overflow); the shift is arithmetic, the bias rounds half up */
   int32_t bias = op == NR_ELTWISE_ADD_FIXED ? (INT32_C(1) << (shift - 1)) - fixed_a * a_zp - fixed_b * b_zp : 0;
   do {
     int32_t ia = 0, ib = 0;

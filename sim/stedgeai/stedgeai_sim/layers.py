@@ -149,7 +149,7 @@ def _broadcast_strides(t, out):
 
 def fixed_multipliers(ma, mb):
     """Add's two scale ratios as integers and a shift, the way LiteRT's default (XNNPACK) kernels
-    compute a TFLite ADD: the larger ratio gets 22 significant bits, out = (sum + 2^(shift-1)) >> shift."""
+    compute a TFLite ADD: the larger ratio gets 21 significant bits, out = (sum + 2^(shift-1)) >> shift."""
     shift = 20 - (int(np.frexp(max(ma, mb))[1]) - 1)
     return int(np.rint(np.ldexp(np.float64(ma), shift))), int(np.rint(np.ldexp(np.float64(mb), shift))), shift
 
