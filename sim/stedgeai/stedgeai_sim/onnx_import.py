@@ -72,6 +72,9 @@ class _Importer:
             for axis, d in enumerate(vi.type.tensor_type.shape.dim):
                 if d.dim_value > 0:
                     continue
+                if d.WhichOneof("value") == "dim_value":      # a size, 0 or below: no tensor to run
+                    raise N6Error(path, f"input '{vi.name}' has dimension {axis} of size {d.dim_value}",
+                                  "export the model with every input dimension above 0")
                 if axis == 0:      # a symbolic batch: the NPU runs batch 1
                     d.Clear()
                     d.dim_value = 1
