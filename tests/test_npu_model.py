@@ -278,3 +278,15 @@ def test_an_inference_after_a_stopped_one_runs_its_blob():
     npu.write(EPOCHCTRL + CTRL, EN)
     assert npu.stopped is None and npu.read(EPOCHCTRL + EC_IRQ) & 1 and len(npu.programs) == 1
     assert ram.read(0x3410_0100, 16) == bytes(range(100, 116))
+
+
+def test_items_with_bit_gaps_stop_naming_the_gaps_not_the_widths():
+    strd = aton_map().units["STRENG"].registers["STRD"]
+    npu = Ram().attach(Npu())
+    copy_program(npu)
+    for i in (0, 1):                                     # 8-bit items on both sides, with a 4-bit gap
+        npu.write(STRENG(i) + strd.offset, strd.field("FGAP").put(0, 4))
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    with pytest.raises(NpuStop, match=r"^hardware chain 1: STRENG1 \(data movement: items with bit gaps "
+                                      r"\(FGAP/BGAP\)\) is not modelled"):
+        npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)

@@ -296,8 +296,10 @@ class Npu:
             layout = lambda name: ({k: v for k, v in fields[name]["CTRL"].items() if k.startswith("SIZE")},
                                    fields[name].get("STRD", {}).get("FGAP", 0),
                                    fields[name].get("STRD", {}).get("BGAP", 0))
-            if layout(r.source) != layout(r.dest) or layout(r.dest)[1:] != (0, 0):
+            if layout(r.source)[0] != layout(r.dest)[0]:
                 return [], f"{source.item_bits}-bit items into {dest.item_bits}-bit"
+            if layout(r.source)[1:] != (0, 0) or layout(r.dest)[1:] != (0, 0):
+                return [], "items with bit gaps (FGAP/BGAP)"
             if source.nbytes != dest.nbytes:
                 return [], f"{source.nbytes} bytes read, {dest.nbytes} written"
             if self.read_memory is None or self.write_memory is None:
