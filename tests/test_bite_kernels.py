@@ -142,3 +142,20 @@ def _resize_row(lib, out_w, coord, nearest):
 ])
 def test_resize_nearest_source_index(lib, out_w, coord, nearest, want):
     assert _resize_row(lib, out_w, coord, nearest) == want
+
+
+def test_pool_average_of_codes_counts_only_the_inside_cells_and_rounds_half_away(lib):
+    """NR_POOL_AVG_CODES (TFLite's AVERAGE_POOL_2D): the mean of the codes under the window, the
+    padding neither summed nor counted, rounded half away from zero (ties of both signs: a corner
+    window holds 4 cells, an edge one 6)."""
+    x = np.array([[1, -1, 2, -2], [3, -3, 1, -1], [0, 2, -2, 5]], np.int8).reshape(3, 4, 1)
+    padded = np.zeros((5, 6), np.int64)
+    inside = np.zeros((5, 6), np.int64)
+    padded[1:4, 1:5], inside[1:4, 1:5] = x[..., 0], 1
+    win = np.lib.stride_tricks.sliding_window_view(padded, (3, 3)).sum(axis=(-2, -1))
+    n = np.lib.stride_tricks.sliding_window_view(inside, (3, 3)).sum(axis=(-2, -1))
+    want = np.sign(win) * ((np.abs(win) + n // 2) // n)
+    out = np.zeros(12, np.int8)
+    lib.nr_pool_s8(x.ravel(), out, 1.0, 3, 4, 1, 3, 4, 3, 3, 1, 1, 1, 1, 3, 3, 2)   # in_zp 3: codes, not values
+    assert out.reshape(3, 4).tolist() == want.tolist()
+    assert sorted(set((np.abs(win) % n * 2 == n).ravel().tolist())) == [False, True]   # a tie is among them
