@@ -21,6 +21,8 @@ image's own Thumb-2 code, on a memory map laid out like the board's.
 import struct
 from dataclasses import dataclass, field
 
+from npu_model.npu import Npu
+from npu_model.registers import ATON_BASE
 from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INSN_INVALID, UC_HOOK_INTR, UC_HOOK_MEM_INVALID,
                      UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE_UNMAPPED, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError)
 from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
@@ -28,9 +30,10 @@ from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_A
 
 from .blockcount import AccessCounter, BlockCounter
 from .dk import mve, vfp_double
+from .dk.bus import SECURE_OFFSET, lane, merge_lanes
 
 PAGE = 0x1000
-NPU_REGS = ((0x480E0000, 0x20000), (0x580E0000, 0x20000))   # the NPU register block (ATON_BASE), both aliases
+NPU_REGS = tuple((base, Npu.size) for base in (ATON_BASE, ATON_BASE + SECURE_OFFSET))   # both aliases
 SCB_PAGE, CPUID, CPACR = 0xE000E000, 0xE000ED00, 0xE000ED88
 CPUID_M55 = 0x411FD220
 
@@ -129,8 +132,8 @@ class Cpu:
         if npu is not None:
             npu.stop = self._stop_for_npu
             for base, size in NPU_REGS:
-                uc.mmio_map(base, size, lambda uc, off, size, _: npu.read(off & ~3) >> (off & 3) * 8
-                            & ((1 << 8 * size) - 1), None, self._npu_write, None)
+                uc.mmio_map(base, size, lambda uc, off, size, _: lane(npu.read(off & ~3), off, size), None,
+                            self._npu_write, None)
         self.helium = mve.Helium(uc)
         self._block_sizes = {}
         self._blocks = BlockCounter(uc)
@@ -220,8 +223,7 @@ class Cpu:
     def _npu_write(self, uc, offset, size, value, _):
         word = offset & ~3
         if size < 4:
-            shift, mask = (offset & 3) * 8, (1 << 8 * size) - 1
-            value = self.npu.stored(word) & ~(mask << shift) | (value & mask) << shift
+            value = merge_lanes(self.npu.stored(word), value, offset, size)
         self.npu.write(word, value & 0xFFFFFFFF)
 
     def _stop_for_npu(self, what):

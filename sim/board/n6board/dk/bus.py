@@ -10,6 +10,17 @@ PPB = (0xE000_0000, 0x10_0000)
 GRANULE = 10                    # devices start and end on 1 KB boundaries
 
 
+
+def lane(word_value, addr, size):
+    """The `size` bytes at `addr` of the 32-bit register value holding them (a narrow read)."""
+    return word_value >> (addr & 3) * 8 & ((1 << 8 * size) - 1)
+
+
+def merge_lanes(old, value, addr, size):
+    """A narrow write of `size` bytes at `addr` merged into the register's stored value `old`."""
+    shift, mask = (addr & 3) * 8, (1 << 8 * size) - 1
+    return old & ~(mask << shift) | (value & mask) << shift
+
 class Bus:
     def __init__(self, uc):
         self._devices = {}      # 1 KB granule → device
@@ -33,22 +44,19 @@ class Bus:
 
     def read(self, addr, size=4):
         addr = self.canonical(addr)
-        shift = (addr & 3) * 8
         word = addr & ~3
         dev = self._devices.get(word >> GRANULE)
         value = dev.read(word - dev.base) if dev else self._plain_read(word)
         if self.trace:
             self.trace("r", word, value)
-        return value >> shift & ((1 << 8 * size) - 1)
+        return lane(value, addr, size)
 
     def write(self, addr, value, size=4):
         addr = self.canonical(addr)
         word = addr & ~3
         dev = self._devices.get(word >> GRANULE)
         if size < 4:             # merge the lanes into the register as stored
-            shift, mask = (addr & 3) * 8, (1 << 8 * size) - 1
-            old = dev.stored(word - dev.base) if dev else self.plain.get(word, 0)
-            value = old & ~(mask << shift) | (value & mask) << shift
+            value = merge_lanes(dev.stored(word - dev.base) if dev else self.plain.get(word, 0), value, addr, size)
         if self.trace:
             self.trace("w", word, value & 0xFFFFFFFF)
         if dev:
