@@ -149,16 +149,10 @@ class _Importer:
                 self.fail(where, f"tensor '{t.name}' is {TYPE_NAMES[t.dtype]}, not int8",
                           "convert the model with full int8 quantisation")
             return t
-        t, shape, scale, zp, data = self._raw(i)
-        if data is not None:
+        if self._raw(i)[4] is not None:
             return self.const(i)
-        kind = self.type_names.get(t.Type())
-        name = t.Name().decode('utf-8', 'replace')
-        if kind not in types:
-            self.fail(where, f"tensor '{name}' is {kind}, not int8", "convert the model with full int8 quantisation")
-        out = Tensor(name, self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]), int(zp[0]))
-        self.values[i] = out
-        return out
+        return self._activation(i, types, lambda name, kind: self.fail(
+            where, f"tensor '{name}' is {kind}, not int8", "convert the model with full int8 quantisation"))
 
     def const(self, i):
         """A constant as an int8 Tensor (eltwise operand) laid out in logical order."""
@@ -184,15 +178,19 @@ class _Importer:
         return bias
 
     def out(self, op, k=0, types=("INT8",)):
-        i = op.Outputs(k)
+        return self._activation(op.Outputs(k), types, lambda name, kind: self.fail(
+            name, f"output is {kind}, not int8", "convert the model with full int8 quantisation"))
+
+    def _activation(self, i, types, refuse):
+        """Tensor i as the activation it is (one of `types`, else refuse(name, type)), remembered."""
         t, shape, scale, zp, _ = self._raw(i)
         kind = self.type_names.get(t.Type())
         name = t.Name().decode('utf-8', 'replace')
         if kind not in types:
-            self.fail(name, f"output is {kind}, not int8", "convert the model with full int8 quantisation")
-        y = Tensor(name, self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]), int(zp[0]))
-        self.values[i] = y
-        return y
+            refuse(name, kind)
+        self.values[i] = Tensor(name, self._logical(shape), BOUNDARY_TYPES.get(kind, "int8"), float(scale[0]),
+                                int(zp[0]))
+        return self.values[i]
 
     def options(self, op, cls):
         table = op.BuiltinOptions()
@@ -320,8 +318,8 @@ class _Importer:
 
     def _DEQUANTIZE(self, op, where):
         """int8 out of the graph as float32 (a model-zoo output)."""
-        x = self.act(where, op.Inputs(0))
-        return L.convert(self.out(op, types=("FLOAT32",)).name, x, self.values[op.Outputs(0)], "int8_to_float32")
+        x, y = self.act(where, op.Inputs(0)), self.out(op, types=("FLOAT32",))
+        return L.convert(y.name, x, y, "int8_to_float32")
 
     def _TRANSPOSE(self, op, where):
         x, y = self.act(where, op.Inputs(0)), self.out(op)
