@@ -1,0 +1,227 @@
+"""The stream engines' data movement judged by ST's own software: every LL_ATON library operation
+the test bed's 2.2 samples call (their network.c, read at test time) runs twice on the same
+random memory, both builds of ST's LL_ATON 2.2 sources compiled for the host:
+
+- ST's software implementation (the library's size thresholds raised, so it never asks for the
+  stream engines);
+- ST's hybrid implementation, whose epoch blocks program the stream engines through plain
+  memory standing for the NPU registers; after each block's start our NPU model (streng.py via
+  npu.py) reads that register file and moves the bytes in the same memory.
+
+Memory after both must be byte-equal. Needs the test bed named by N6_REAL_STEDGEAI and gcc."""
+import ctypes
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from npu_model.npu import Npu, NpuStop
+from npu_model.registers import aton_map
+
+REAL = os.environ.get("N6_REAL_STEDGEAI", "")
+NPU_SOURCES = os.path.join(REAL, "2.2", "Middlewares", "ST", "AI", "Npu")
+SAMPLES = ("blazeface", "nucleo_mnv1", "facereco")
+pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(NPU_SOURCES) and shutil.which("gcc")),
+                                reason="no real ST Edge AI Core test bed with gcc (set N6_REAL_STEDGEAI to its folder)")
+
+RAM, RAM_SIZE = 0x3400_0000, 4 << 20          # AXISRAM1..6: every activation buffer of the samples
+REGISTERS = 0x2_0000
+STRSWITCH, STRENG_FIRST, STRENG_END = 0x4000, 0x5000, 0xF000
+# LL_ATON_LIB_Concat (facereco, once) is left out: 2.2's software branch of it does not compile
+LIB_OPS = ("LL_ATON_LIB_DMA_Transpose", "LL_ATON_LIB_Pad")
+SNIPPET = re.compile(r"/\* kind=(\w+) node=(\w+) \*/\n((?:(?!/\* kind=).)*?\b(" + "|".join(LIB_OPS)
+                     + r")\((?:(?!/\* kind=).)*?\);)", re.S)
+
+HARNESS = r"""
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+#include "ll_aton_NN_interface.h"
+#include "ll_aton.h"
+#include "ll_aton_lib.h"
+#include "ll_aton_runtime.h"
+
+/* the runtime's part, ours: one network instance owning the NPU, the register file in memory */
+static NN_Instance_TypeDef n6_instance;
+NN_Instance_TypeDef *volatile __ll_current_aton_ip_owner = &n6_instance;
+static uint32_t n6_aton[0x20000 / 4];
+static void (*n6_npu)(void);
+uintptr_t get_aton_base(void) { return (uintptr_t)n6_aton; }
+void complete_dmas(void) {}
+void *n6_registers(void) { return n6_aton; }
+void n6_set_npu(void (*npu)(void)) { n6_npu = npu; }
+
+/* run the epoch blocks the library inserted (and those their ends insert): start, the NPU, end */
+int n6_run_inserted(void)
+{
+  int blocks = 0;
+  const LL_ATON_RT_EpochBlockItem_t *eb;
+  while ((eb = n6_instance.exec_state.next_epoch_block) != NULL)
+  {
+    n6_instance.exec_state.next_epoch_block = NULL;
+    for (;; eb++)
+    {
+      if (eb->start_epoch_block) eb->start_epoch_block(eb);
+      n6_npu();
+      if (eb->end_epoch_block) eb->end_epoch_block(eb);
+      blocks++;
+      if (EpochBlock_IsLastEpochBlock(eb)) break;
+    }
+  }
+  return blocks;
+}
+"""
+# the software build: the library's thresholds for using the stream engines out of reach
+SOFTWARE_PRELUDE = """
+#include "ll_aton_lib.h"
+#include "ll_aton_lib_sw_operators.h"
+#undef __LL_DMA_MIN_BUFF_LEN
+#define __LL_DMA_MIN_BUFF_LEN 0x7FFFFFFF
+#undef __LL_PAD_FRAMING_DMA_MIN_BUFF_LEN
+#define __LL_PAD_FRAMING_DMA_MIN_BUFF_LEN 0x7FFFFFFF
+#undef __LL_PAD_FILLING_DMA_MIN_BUFF_LEN
+#define __LL_PAD_FILLING_DMA_MIN_BUFF_LEN 0x7FFFFFFF
+"""
+# ours: polls find what they wait for (the model's units end at once)
+POLL_PRELUDE = "#define ATON_REG_POLL(unitname, id, reg, field, val) do { } while (0)\n"
+
+
+def lib_ops():
+    """[(sample, kind, node, operation, C text of the call with its tables)] of every library call."""
+    ops = []
+    for sample in SAMPLES:
+        path = os.path.join(REAL, "samples", sample, "network.c")
+        if os.path.isfile(path):
+            with open(path) as f:
+                ops += [(sample, kind, node, op, text) for kind, node, text, op in SNIPPET.findall(f.read())]
+    return ops
+
+
+def build(workdir, name, ops, software):
+    os.makedirs(workdir, exist_ok=True)
+    prelude = os.path.join(workdir, f"{name}_prelude.h")
+    with open(prelude, "w") as f:
+        f.write(POLL_PRELUDE + (SOFTWARE_PRELUDE if software else ""))
+    harness = os.path.join(workdir, f"{name}_harness.c")
+    with open(harness, "w") as f:
+        f.write(HARNESS + "".join(f"\nvoid n6_op_{k}(void)\n{{\n{text}\n}}\n" for k, (*_, text) in enumerate(ops)))
+    flags = ["-fPIC", "-O1", "-w", "-std=gnu99", "-DNDEBUG", "-DLL_ATON_PLATFORM=LL_ATON_PLAT_TSTXPL",
+             "-DLL_ATON_OSAL=LL_ATON_OSAL_BARE_METAL", "-DLL_ATON_RT_MODE=LL_ATON_RT_POLLING",
+             f"-I{os.path.join(NPU_SOURCES, 'll_aton')}", f"-I{os.path.join(NPU_SOURCES, 'Devices', 'STM32N6XX')}",
+             "-include", prelude]
+    sources = [harness] + [os.path.join(NPU_SOURCES, "ll_aton", f) for f in
+                           ("ll_aton.c", "ll_aton_lib.c", "ll_aton_lib_sw_operators.c", "ll_aton_util.c")]
+    out = os.path.join(workdir, f"{name}.so")
+    proc = subprocess.run(["gcc", "-shared"] + flags + sources + ["-o", out, "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ctypes.CDLL(out)
+
+
+def map_ram():
+    """RAM_SIZE bytes at RAM in this process: ST's code addresses the samples' buffers directly."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    MAP_PRIVATE, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE, PROT_RW = 0x02, 0x20, 0x100000, 0x3
+    at = libc.mmap(RAM, RAM_SIZE, PROT_RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+    if at != RAM:
+        pytest.skip(f"cannot map 0x{RAM:08X} in this process (errno {ctypes.get_errno()})")
+    return (ctypes.c_uint8 * RAM_SIZE).from_address(RAM)
+
+
+class NpuOnRegisters:
+    """After each epoch block's start: our NPU model takes the register file ST's code wrote and
+    moves the bytes in this process's memory."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.aton = aton_map()
+        self.reset = np.zeros(REGISTERS // 4, dtype="<u4")
+        for offset, value in self.aton.reset_values().items():
+            self.reset[offset // 4] = value
+        lib.n6_registers.restype = ctypes.c_void_p
+        self.registers = (ctypes.c_uint32 * (REGISTERS // 4)).from_address(lib.n6_registers())
+        self.callback = ctypes.CFUNCTYPE(None)(self.step)
+        lib.n6_set_npu(self.callback)
+        self.programs, self.errors, self.bytes = [], [], 0
+
+    def clear(self):
+        """Every unit's configuration at reset, as the blocks' ends leave it (CONFCLR)."""
+        ctypes.memmove(self.registers, self.reset.ctypes.data, REGISTERS)
+
+    def step(self):
+        try:
+            regs = np.frombuffer(self.registers, dtype="<u4").copy()
+            npu = Npu()
+            npu.read_memory = lambda address, n: ctypes.string_at(address, n)
+            npu.write_memory = lambda address, data: ctypes.memmove(address, bytes(data), len(data))
+            changed = np.flatnonzero(regs[STRSWITCH // 4:STRENG_END // 4] != self.reset[STRSWITCH // 4:STRENG_END // 4])
+            ctrls = [STRENG_FIRST + 0x1000 * i for i in range(10)]
+            for offset in (STRSWITCH + 4 * changed).tolist():
+                if offset not in ctrls:
+                    npu.write(offset, int(regs[offset // 4]))
+            for offset in ctrls:
+                if regs[offset // 4] & 1:
+                    npu.write(offset, int(regs[offset // 4]))
+            self.programs += npu.programs
+            self.bytes += npu.bytes_moved
+        except NpuStop as e:
+            self.errors.append(str(e))
+        except Exception as e:                          # a callback must not raise into C
+            self.errors.append(f"{type(e).__name__}: {e}")
+        finally:
+            self.clear()
+
+
+def form(op, text):
+    """What tells one call's form from another: its shapes, item bits, permutation or pad mode."""
+    arrays = {name: [int(v) for v in re.findall(r"-?\d+", values)]
+              for name, values in re.findall(r"u?int(?:8|32)_t (\w+)\[\] = \{([^}]*)\}", text)}
+    pick = lambda part: next((v for k, v in arrays.items() if part in k), None)
+    if op == "LL_ATON_LIB_Pad":
+        args = [a.strip() for a in text[text.rindex(op):].split("(", 1)[1].split(",")]
+        return {"op": "Pad", "mode": int(args[5]), "nbits": 8 * int(args[6]), "in": pick("min_shape"),
+                "out": pick("out_shape")}
+    return {"op": "Transpose", "nbits": int(re.search(r"\.nbits = (\d+)", text).group(1)),
+            "in": pick("shape_in"), "out": pick("shape_out"), "perm": pick("perm_to_use")}
+
+
+def test_every_dma_library_op_of_the_samples_equals_st_software(tmp_path):
+    ops = lib_ops()
+    if not ops:
+        pytest.skip("the test bed's samples call no LL_ATON library operation")
+    ram = map_ram()
+    software = build(str(tmp_path), "software", [o for o in ops], software=True)
+    hybrid = build(str(tmp_path), "hybrid", [o for o in ops], software=False)
+    npu = NpuOnRegisters(hybrid)
+    rng = np.random.default_rng(30)
+    memory = np.frombuffer(ram, dtype=np.uint8)
+    rows = []
+    for k, (sample, kind, node, op, text) in enumerate(ops):
+        start = rng.integers(0, 256, RAM_SIZE, dtype=np.uint8)
+        memory[:] = start
+        getattr(software, f"n6_op_{k}")()
+        assert software.n6_run_inserted() == 0, f"{sample} {node}: the software build asked for the stream engines"
+        wanted = memory.copy()
+        memory[:] = start
+        programs, moved = len(npu.programs), npu.bytes
+        npu.clear()
+        getattr(hybrid, f"n6_op_{k}")()
+        blocks = hybrid.n6_run_inserted()
+        assert not npu.errors, (sample, node, npu.errors)
+        differ = np.flatnonzero(memory != wanted)
+        assert differ.size == 0, (f"{sample} {node}: {differ.size} bytes differ from ST's software, "
+                                  f"first at 0x{RAM + differ[0]:08X}")
+        rows.append({"sample": sample, "node": node, **form(op, text), "epoch_blocks": blocks,
+                     "chains": len(npu.programs) - programs, "bytes_moved": npu.bytes - moved,
+                     "bytes_changed": int(np.count_nonzero(wanted != start))})
+    with open(tmp_path / "npu_streng_st.json", "w") as f:
+        json.dump(rows, f, indent=1)
+    key = lambda r: (r["sample"], r["op"], r["nbits"], str(r.get("perm", r.get("mode"))))
+    forms = sorted({key(r) for r in rows})
+    print("\n".join(f"{sum(key(r) == f for r in rows):3d} x {f}" for f in forms))
+    assert all(r["chains"] and r["bytes_changed"] for r in rows), [r for r in rows if not r["chains"]]
