@@ -201,7 +201,7 @@ def test_every_dma_library_op_of_the_samples_equals_st_software(tmp_path):
     rng = np.random.default_rng(30)
     memory = np.frombuffer(ram, dtype=np.uint8)
     rows = []
-    for k, (sample, kind, node, op, text) in enumerate(ops):
+    for k, (sample, _, node, op, text) in enumerate(ops):
         start = rng.integers(0, 256, RAM_SIZE, dtype=np.uint8)
         memory[:] = start
         getattr(software, f"n6_op_{k}")()

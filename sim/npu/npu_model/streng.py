@@ -2,24 +2,32 @@
 memory items become the words it sends on the stream switch (and back). Facts from ATON.h's
 STRENG fields and from what LL_ATON's `LL_Streng_TensorInit` writes into them; the stated model:
 
-| Field | Meaning in this model |
-|-------|-----------------------|
-| ADDR | the first byte of frame 0 |
-| RAW, FSIZE | raw mode: FSIZE items back to back in a frame |
-| FSIZE.WIDTH/HEIGHT, DEPTH.SIZE/OFFSET, STRD.LOFF | raster mode: HEIGHT lines LOFF bytes apart, each WIDTH pixels DEPTH.OFFSET bytes apart, each DEPTH.SIZE consecutive items (LOFF and OFFSET widened by CID_CACHE.LOFF_MSB and LIMITEN.DOFF_MSB) |
-| SINGLE, LIMIT | one frame, else LIMIT frames |
-| FOFFSET, FRAME_RPT, FRPTOFF | frame k starts at ADDR + (k // FRAME_RPT) * FRPTOFF + (k % FRAME_RPT) * FOFFSET (k * FOFFSET when FRAME_RPT is 0) |
-| CONT | continuous: frame k + 1 starts one item past the last item of frame k |
-| NOINC | the address does not move: every item of a frame at the frame's start |
-| LIMITEN.ADDRLIMIT, LIMITADDR | the last byte the engine may touch; an item beyond it stops the run |
-| SIZE0..2 | the data bits of an item on the switch's three channels |
-| STRD.FGAP, BGAP | bits of the memory item around the data: FGAP above it (most significant), BGAP below; a memory item is FGAP + data + BGAP bits, little-endian |
-| LSBMODE | the data sits at the low end of the 24-bit stream word (channel 0 least significant); else at its high end (channel 0 most significant) |
-| SIGNEXT | on read, a low-aligned value is sign-extended to the whole word |
+- ADDR: the first byte of frame 0.
+- RAW, FSIZE: raw mode, FSIZE items back to back in a frame.
+- raster mode: FSIZE.HEIGHT lines STRD.LOFF bytes apart, each FSIZE.WIDTH pixels DEPTH.OFFSET
+  bytes apart, each DEPTH.SIZE consecutive items (LOFF and OFFSET widened by CID_CACHE.LOFF_MSB
+  and LIMITEN.DOFF_MSB).
+- SINGLE, LIMIT: one frame, else LIMIT frames.
+- FOFFSET, FRAME_RPT, FRPTOFF: frame k starts at ADDR + (k // FRAME_RPT) * FRPTOFF
+  + (k % FRAME_RPT) * FOFFSET (k * FOFFSET when FRAME_RPT is 0).
+- CONT: continuous, frame k + 1 starts one item past the last item of frame k.
+- NOINC: the address does not move, every item of a frame at the frame's start.
+- LIMITEN.ADDRLIMIT, LIMITADDR: the last byte the engine may touch; an item beyond it stops the run.
+- SIZE0..2: the data bits of an item on the switch's three channels.
+- STRD.FGAP, BGAP: bits of the memory item around the data, FGAP above it (most significant),
+  BGAP below; a memory item is FGAP + data + BGAP bits, little-endian.
+- LSBMODE: the data sits at the low end of the 24-bit stream word (channel 0 least significant);
+  else at its high end (channel 0 most significant).
+- SIGNEXT: on read, a low-aligned value is sign-extended to the whole word.
 
 An item of a writing engine takes its data bits from the word the same way and writes its gaps as
 zero. Not modelled (a `NotModelled` naming the field): memory items that are not whole bytes,
-more than 24 data bits, sub-sampling, descriptors, forced raw output, position swaps."""
+more than 24 data bits, sub-sampling, descriptors, forced raw output, position swaps.
+
+Judged against ST's software (tests/test_npu_streng_st.py): raw reads, raster writes with frame
+loops, 8-bit items and 32-bit ones as 16-bit pairs, the Pad memset and filling chains. Gaps,
+alignment between widths, sign extension, NOINC, CONT and limits follow the fields' descriptions
+only: no public sample uses them in a DMA-only chain."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,7 +121,8 @@ class StreamEngine:
             step = 0 if self.no_increment else (int(offsets[-1]) + self.item_bytes if offsets.size else 0)
             return self.address + k * step
         if self.frame_repeat:
-            return self.address + k // self.frame_repeat * self.repeat_offset + k % self.frame_repeat * self.frame_offset
+            loop, frame = k // self.frame_repeat, k % self.frame_repeat
+            return self.address + loop * self.repeat_offset + frame * self.frame_offset
         return self.address + k * self.frame_offset
 
     def item_addresses(self):
