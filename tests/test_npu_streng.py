@@ -115,7 +115,7 @@ def test_offsets_past_16_bits_take_their_high_halves():
     """LOFF's high half in CID_CACHE.LOFF_MSB, DEPTH.OFFSET's in LIMITEN.DOFF_MSB."""
     e = engine(raw=False, FSIZE={"WIDTH": 2, "HEIGHT": 2}, DEPTH={"SIZE": 1, "OFFSET": 0x10},
                STRD={"LOFF": 0x20}, CID_CACHE={"LOFF_MSB": 1}, LIMITEN={"DOFF_MSB": 2})
-    assert (e.item_addresses() - BASE).tolist() == [0, 0x20010, 0x10020, 0x30030]
+    assert (e.item_addresses - BASE).tolist() == [0, 0x20010, 0x10020, 0x30030]
 
 
 def test_gaps_and_sign_extension_move_the_data_bits():
@@ -202,3 +202,18 @@ def test_the_npu_moves_a_transpose_programmed_through_its_registers():
     streng(0, 0, 1 | 1 << 2 | 1 << 8 | 8 << 16)                    # EN, SINGLE, RAW, SIZE0 8
     assert npu.not_computed == [] and len(npu.programs) == 1
     assert ram.get(0x8000, out.size) == out.tobytes()
+
+
+def test_items_off_their_size_alignment_move_byte_by_byte():
+    """16-bit items 3 bytes apart (the model's whole-item gather does not apply)."""
+    x = rng.integers(0, 256, 30, dtype=np.uint8)
+    ram = Ram()
+    ram.put(0, x)
+    reader = engine(raw=False, size=(8, 8, 0), FSIZE={"WIDTH": 10, "HEIGHT": 1}, DEPTH={"SIZE": 1, "OFFSET": 3})
+    writer = engine("STRENG1", write=True, raw=False, size=(8, 8, 0), address=0x101, FSIZE={"WIDTH": 10, "HEIGHT": 1},
+                    DEPTH={"SIZE": 1, "OFFSET": 3})
+    copy(ram, reader, writer)
+    want = bytearray(30)
+    for k in range(10):
+        want[3 * k:3 * k + 2] = x[3 * k:3 * k + 2].tobytes()
+    assert ram.get(0x101, 30) == bytes(want)

@@ -4,7 +4,8 @@ graph (which source feeds which unit port, in which of the two contexts), and ea
 engine's memory footprint (the bytes it reads or writes, in which pool or buffer).
 
 Footprints follow streng.py's addressing model (items rounded up to whole bytes)."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from .registers import ATON_BASE
 from .streng import configured_engine
@@ -36,22 +37,28 @@ class Route:
 
 @dataclass
 class Footprint:
-    engine: str
-    direction: str                  # "read" (memory → switch) or "write" (switch → memory)
-    mode: str                       # "raw" or "raster"
-    item_bits: int
-    frames: int
-    segments: list = field(default_factory=list)     # [(address, bytes)], in access order, merged
+    """What one stream engine of a chain touches, as its addressing (streng.StreamEngine) says."""
+    addressing: object              # the streng.StreamEngine
     location: str = ""              # the pool/buffer the first byte lies in, when known
-    addressing: object = None       # the streng.StreamEngine it was computed from
+
+    engine = property(lambda self: self.addressing.name)
+    direction = property(lambda self: "write" if self.addressing.writes else "read")   # "read": memory → switch
+    mode = property(lambda self: "raw" if self.addressing.raw else "raster")
+    item_bits = property(lambda self: self.addressing.item_bits)
+    frames = property(lambda self: self.addressing.frames)
 
     @property
     def nbytes(self):
-        return sum(n for _, n in self.segments)
+        return self.addressing.item_addresses.size * self.addressing.item_bytes
 
     @property
     def span(self):
-        return (min(a for a, _ in self.segments), max(a + n for a, n in self.segments)) if self.segments else (0, 0)
+        return self.addressing.span if self.nbytes else (0, 0)
+
+    @cached_property
+    def segments(self):
+        """[(address, bytes)] in access order, contiguous runs merged."""
+        return self.addressing.segments()
 
     def as_dict(self):
         lo, hi = self.span
@@ -159,9 +166,8 @@ def _destination(aton, suffix):
 def footprint(aton, regs, i, locate=None):
     """The bytes stream engine i reads or writes, from its registers (streng.py's addressing)."""
     e = configured_engine(aton, regs, i)
-    fp = Footprint(e.name, "write" if e.writes else "read", "raw" if e.raw else "raster", e.item_bits, e.frames,
-                   e.segments(), addressing=e)
-    if locate and fp.segments:
+    fp = Footprint(e)
+    if locate and fp.nbytes:
         fp.location = locate(fp.span[0]) or ""
     return fp
 

@@ -29,6 +29,7 @@ loops, 8-bit items and 32-bit ones as 16-bit pairs, the Pad memset and filling c
 alignment between widths, sign extension, NOINC, CONT and limits follow the fields' descriptions
 only: no public sample uses them in a DMA-only chain."""
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -125,21 +126,44 @@ class StreamEngine:
             return self.address + loop * self.repeat_offset + frame * self.frame_offset
         return self.address + k * self.frame_offset
 
+    @cached_property
     def item_addresses(self):
-        """The first byte of every item the engine touches, in access order."""
+        """The first byte of every item the engine touches, in access order (int64 array)."""
         offsets = self.frame_offsets()
         return (self.frame_starts(offsets)[:, None] + offsets[None, :]).ravel()
 
+    @cached_property
+    def span(self):
+        """(first, end) of the bytes the items touch."""
+        a = self.item_addresses
+        return (int(a.min()), int(a.max()) + self.item_bytes) if a.size else (self.address, self.address)
+
+    @cached_property
+    def memory_index(self):
+        """(dtype, index) gathering the items from the bytes of the span: whole items when every
+        item starts a multiple of its size past span[0] (the common case), else single bytes, low
+        byte first."""
+        n = self.item_bytes
+        if self.raw and not self.no_increment and (self.frames == 1 or self.continuous) and n in (1, 2, 4):
+            return f"<u{n}", slice(0, self.item_addresses.size)        # back to back: one stretch
+        offsets = self.item_addresses - self.span[0]
+        if n == 1:
+            return "u1", offsets
+        if n in (2, 4) and not (offsets % n).any():
+            return f"<u{n}", offsets // n
+        return "u1", (offsets[:, None] + np.arange(n)).ravel()
+
     def segments(self):
         """[(address, bytes)] of the item accesses in order, contiguous runs merged."""
-        a = self.item_addresses()
+        a = self.item_addresses
         if not a.size:
             return []
         n = self.item_bytes
         breaks = np.flatnonzero(a[1:] != a[:-1] + n) + 1
-        starts = np.concatenate(([0], breaks))
-        ends = np.concatenate((breaks, [a.size]))
-        return [(int(a[s]), int(e - s) * n) for s, e in zip(starts, ends)]
+        starts = np.concatenate(([0], breaks)).tolist()
+        ends = np.concatenate((breaks, [a.size])).tolist()
+        first = a[starts].tolist()
+        return [(f, (e - s) * n) for f, s, e in zip(first, starts, ends)]
 
     def check(self):
         """NotModelled when this model does not follow the configuration or an item crosses the
@@ -150,18 +174,12 @@ class StreamEngine:
             raise NotModelled(f"{self.name}: items of {self.item_bits} bits in memory")
         if self.data_bits > STREAM_BITS or not self.data_bits:
             raise NotModelled(f"{self.name}: {self.data_bits} data bits per item")
-        addresses = self.item_addresses()
-        if addresses.size:
-            self._span(addresses)
-
-    def _span(self, addresses):
-        lo, hi = int(addresses.min()), int(addresses.max()) + self.item_bytes
+        lo, hi = self.span
         if self.limit is not None and hi - 1 > self.limit:
             raise NotModelled(f"{self.name}: an item at 0x{hi - self.item_bytes:08X} lies beyond its address "
                               f"limit 0x{self.limit:08X}")
         if hi - lo > SPAN_LIMIT:
             raise NotModelled(f"{self.name}: accesses spread over {hi - lo} bytes")
-        return lo, hi
 
 
 def configured_engine(aton, regs, i):
@@ -175,16 +193,16 @@ def configured_engine(aton, regs, i):
 def read_items(engine, read_memory):
     """The stream words (int64 array) a reading engine sends, from `read_memory(address, n)`."""
     engine.check()
-    addresses = engine.item_addresses()
-    if not addresses.size:
+    if not engine.item_addresses.size:
         return np.zeros(0, dtype=np.int64)
-    lo, hi = engine._span(addresses)
-    memory = np.frombuffer(read_memory(lo, hi - lo), dtype=np.uint8)
-    n = engine.item_bytes
-    raw = memory[(addresses - lo)[:, None] + np.arange(n)].astype(np.int64)
-    items = (raw << (8 * np.arange(n, dtype=np.int64))).sum(axis=1)
+    lo, hi = engine.span
+    dtype, index = engine.memory_index
+    items = np.frombuffer(read_memory(lo, hi - lo), dtype=dtype)[index]
+    if dtype == "u1" and engine.item_bytes > 1:
+        items = _from_bytes(items, engine.item_bytes)
+    items = items.astype(np.int64)
     bits = engine.data_bits
-    data = items >> engine.back_gap & ((1 << bits) - 1)
+    data = items >> engine.back_gap & ((1 << bits) - 1) if engine.item_bits != bits else items
     if not engine.low_aligned:
         return data << (STREAM_BITS - bits)
     if engine.sign_extend:
@@ -196,17 +214,28 @@ def write_items(engine, words, read_memory, write_memory):
     """Write the first items of `words` (stream words) as a writing engine lays them out; the bytes
     between its items keep what `read_memory` gives."""
     engine.check()
-    addresses = engine.item_addresses()
-    if len(words) < addresses.size:
-        raise NotModelled(f"{engine.name} writes {addresses.size} items, its source sends {len(words)}")
-    if not addresses.size:
+    count = engine.item_addresses.size
+    if len(words) < count:
+        raise NotModelled(f"{engine.name} writes {count} items, its source sends {len(words)}")
+    if not count:
         return
-    words = np.asarray(words[:addresses.size], dtype=np.int64)
+    words = np.asarray(words[:count], dtype=np.int64)
     bits = engine.data_bits
     data = words if engine.low_aligned else words >> (STREAM_BITS - bits)
     items = (data & ((1 << bits) - 1)) << engine.back_gap
-    lo, hi = engine._span(addresses)
-    memory = np.frombuffer(bytearray(read_memory(lo, hi - lo)), dtype=np.uint8)
+    lo, hi = engine.span
+    dtype, index = engine.memory_index
+    memory = bytearray(read_memory(lo, hi - lo))
     n = engine.item_bytes
-    memory[(addresses - lo)[:, None] + np.arange(n)] = (items[:, None] >> (8 * np.arange(n)) & 0xFF)
-    write_memory(lo, memory.tobytes())
+    np.frombuffer(memory, dtype=dtype)[index] = items.astype(dtype) if dtype != "u1" or n == 1 else _to_bytes(items, n)
+    write_memory(lo, memory)
+
+
+def _from_bytes(raw, n):
+    """Little-endian items of n bytes (uint8 array, n bytes each) → uint32."""
+    return (raw.reshape(-1, n).astype(np.uint32) << (8 * np.arange(n, dtype=np.uint32))).sum(axis=1)
+
+
+def _to_bytes(items, n):
+    """int64 items → their n low bytes each, little-endian (uint8 array)."""
+    return items.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :n].ravel()
