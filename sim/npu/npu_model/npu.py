@@ -405,3 +405,12 @@ def _unit_order(name):
     kinds = ["STRENG", "CONVACC", "DECUN", "ACTIV", "ARITH", "POOL", "RECBUF"]
     kind = next(k for k in kinds if name.startswith(k))
     return kinds.index(kind), int(name[len(kind):] or 0)
+
+
+def not_computed_line(entry):
+    """One line saying which output of an inference in control mode was not computed (a
+    `not_computed` entry), for the board's log."""
+    where = f"0x{entry['first']:08X}..0x{entry['end']:08X} ({entry['bytes']} bytes)" if entry["engine"] else ""
+    what = " ".join(x for x in (entry["engine"], where, entry["location"]) if x)
+    return f"NPU model (simulated, NPU_MODEL=control): {entry['epoch']}: {what} not computed: " \
+           f"{', '.join(entry['units'])}"
