@@ -148,18 +148,18 @@ def test_left_aligned_items_widen_at_the_low_end():
     assert ram.get(0x100, 64) == (x.astype(np.uint16) << 8).tobytes()
 
 
-def test_no_increment_reads_one_item_over_and_over():
-    """NOINC: a memset's source, one 32-bit constant as two 16-bit items repeated."""
+def test_no_increment_reads_every_frame_from_the_start_again():
+    """NOINC, Pad's memset form: four 16-bit items (a pair of 32-bit constants) a frame, each of
+    the 5 frames read from ADDR again whatever FOFFSET says; without NOINC the frames move on."""
+    x = rng.integers(0, 256, 40, dtype=np.uint8)
     ram = Ram()
-    ram.put(0, np.array([0x11223344], dtype="<u4"))
-    reader = engine(raw=False, size=(8, 8, 0), FSIZE={"WIDTH": 1, "HEIGHT": 1}, DEPTH={"SIZE": 2, "OFFSET": 4},
-                    LIMIT={"CNT": 10}, CTRL={"NOINC": 1})
-    assert read_items(reader, ram.read).tolist() == [0x3344 << 8] * 20     # NOINC: the address never moves
-    reader = engine(raw=False, size=(8, 8, 0), FSIZE={"WIDTH": 1, "HEIGHT": 1}, DEPTH={"SIZE": 2, "OFFSET": 4},
-                    LIMIT={"CNT": 10})
+    ram.put(0, x)
+    frames = dict(size=(8, 8, 0), FSIZE={"WIDTH": 4}, LIMIT={"CNT": 5}, FOFFSET={"REG": 8})
     writer = engine("STRENG1", write=True, size=(8, 8, 0), address=0x100, FSIZE={"WIDTH": 20})
-    copy(ram, reader, writer)                                              # frames FOFFSET 0 apart: repeats
-    assert ram.get(0x100, 40) == bytes.fromhex("44332211") * 10
+    copy(ram, engine(CTRL={"NOINC": 1}, **frames), writer)
+    assert ram.get(0x100, 40) == np.tile(x[:8], 5).tobytes()
+    copy(ram, engine(**frames), writer)
+    assert ram.get(0x100, 40) == x.tobytes()
 
 
 def test_an_item_past_the_address_limit_is_named():

@@ -92,15 +92,21 @@ SOFTWARE_PRELUDE = """
 POLL_PRELUDE = "#define ATON_REG_POLL(unitname, id, reg, field, val) do { } while (0)\n"
 
 
+ZERO_PAD = "const float pad_const_value_native = 0;"
+
+
 def lib_ops():
-    """[(sample, kind, node, operation, C text of the call with its tables)] of every library call."""
+    """[(sample, kind, node, operation, C text of the call with its tables)] of every library call,
+    and each constant Pad again with the constant 1.5 (node `<name>+1.5`): a memset of zeros
+    would not tell a source address that stays (NOINC) from one that moves."""
     ops = []
     for sample in SAMPLES:
         path = os.path.join(REAL, "samples", sample, "network.c")
         if os.path.isfile(path):
             with open(path) as f:
                 ops += [(sample, kind, node, op, text) for kind, node, text, op in SNIPPET.findall(f.read())]
-    return ops
+    return ops + [(sample, kind, node + "+1.5", op, text.replace(ZERO_PAD, ZERO_PAD.replace("0;", "1.5f;")))
+                  for sample, kind, node, op, text in ops if ZERO_PAD in text]
 
 
 def build(workdir, name, ops, software):

@@ -11,7 +11,8 @@ STRENG fields and from what LL_ATON's `LL_Streng_TensorInit` writes into them; t
 - FOFFSET, FRAME_RPT, FRPTOFF: frame k starts at ADDR + (k // FRAME_RPT) * FRPTOFF
   + (k % FRAME_RPT) * FOFFSET (k * FOFFSET when FRAME_RPT is 0).
 - CONT: continuous, frame k + 1 starts one item past the last item of frame k.
-- NOINC: the address does not move, every item of a frame at the frame's start.
+- NOINC: the frame start does not move, every frame read from ADDR again (its items in order):
+  ST's Pad memset reads its constant so.
 - LIMITEN.ADDRLIMIT, LIMITADDR: the last byte the engine may touch; an item beyond it stops the run.
 - SIZE0..2: the data bits of an item on the switch's three channels.
 - STRD.FGAP, BGAP: bits of the memory item around the data, FGAP above it (most significant),
@@ -24,10 +25,13 @@ An item of a writing engine takes its data bits from the word the same way and w
 zero. Not modelled (a `NotModelled` naming the field): memory items that are not whole bytes,
 more than 24 data bits, sub-sampling, descriptors, forced raw output, position swaps.
 
-Judged against ST's software (tests/test_npu_streng_st.py): raw reads, raster writes with frame
-loops, 8-bit items and 32-bit ones as 16-bit pairs, the Pad memset and filling chains. Gaps,
-alignment between widths, sign extension, NOINC, CONT and limits follow the fields' descriptions
-only: no public sample uses them in a DMA-only chain."""
+Judged against ST's software (tests/test_npu_streng_st.py): raw reads and writes of 8, 16 and
+24-bit items within their address limits, raster writes of 1 and 2 items per pixel with a frame
+per channel (one FRAME_RPT loop: the samples' tensors have N = 1), NOINC in Pad's memset (with
+a constant of 1.5 besides the samples' 0: the items of a frame move on, the frames do not). Gaps,
+alignment between widths, sign
+extension, CONT and several frame loops follow the fields' descriptions only: no public sample
+uses them in a DMA-only chain."""
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -106,8 +110,6 @@ class StreamEngine:
     def frame_offsets(self):
         """Byte offsets of one frame's items from the frame's start, in access order."""
         item = self.item_bytes
-        if self.no_increment:
-            return np.zeros(self.count, dtype=np.int64)
         if self.raw:
             return np.arange(self.count, dtype=np.int64) * item
         y = np.arange(self.height, dtype=np.int64)[:, None, None] * self.line_offset
@@ -118,9 +120,10 @@ class StreamEngine:
     def frame_starts(self, offsets):
         """The address each frame starts at, given one frame's item offsets."""
         k = np.arange(self.frames, dtype=np.int64)
+        if self.no_increment:
+            return self.address + 0 * k
         if self.continuous:
-            step = 0 if self.no_increment else (int(offsets[-1]) + self.item_bytes if offsets.size else 0)
-            return self.address + k * step
+            return self.address + k * (int(offsets[-1]) + self.item_bytes if offsets.size else 0)
         if self.frame_repeat:
             loop, frame = k // self.frame_repeat, k % self.frame_repeat
             return self.address + loop * self.repeat_offset + frame * self.frame_offset
@@ -144,7 +147,7 @@ class StreamEngine:
         item starts a multiple of its size past span[0] (the common case), else single bytes, low
         byte first."""
         n = self.item_bytes
-        if self.raw and not self.no_increment and (self.frames == 1 or self.continuous) and n in (1, 2, 4):
+        if self.raw and (self.frames == 1 or self.continuous and not self.no_increment) and n in (1, 2, 4):
             return f"<u{n}", slice(0, self.item_addresses.size)        # back to back: one stretch
         offsets = self.item_addresses - self.span[0]
         if n == 1:
