@@ -76,6 +76,30 @@ int n6_run_inserted(void)
   }
   return blocks;
 }
+
+/* ST's DMA transpose of a contiguous 4-D tensor at `in` to `out`, shapes and permutation ours */
+void n6_transpose(uint32_t in, uint32_t out, const uint32_t *shape, const uint8_t *perm, uint8_t nbits)
+{
+  static uint32_t in_shape[4], out_shape[4], in_strides[4], out_strides[4];
+  static LL_LIB_TensorShape_TypeDef input, output;
+  for (int i = 0; i < 4; i++)
+  {
+    in_shape[i] = shape[i];
+    out_shape[i] = shape[perm[i]];
+  }
+  in_strides[3] = out_strides[3] = nbits / 8;
+  for (int i = 2; i >= 0; i--)
+  {
+    in_strides[i] = in_strides[i + 1] * in_shape[i + 1];
+    out_strides[i] = out_strides[i + 1] * out_shape[i + 1];
+  }
+  uint32_t size = in_strides[0] * in_shape[0];
+  input = (LL_LIB_TensorShape_TypeDef){.addr_base = {.i = in}, .offset_end = size, .offset_limit = size + 64,
+                                       .ndims = 4, .nbits = nbits, .shape = in_shape, .batch = in_shape[3]};
+  output = (LL_LIB_TensorShape_TypeDef){.addr_base = {.i = out}, .offset_end = size, .offset_limit = size + 64,
+                                        .ndims = 4, .nbits = nbits, .shape = out_shape, .batch = out_shape[3]};
+  LL_ATON_LIB_DMA_Transpose(&input, in_strides, &output, out_strides, perm, perm, 0, 1);
+}
 """
 # the software build: the library's thresholds for using the stream engines out of reach
 SOFTWARE_PRELUDE = """
@@ -252,3 +276,28 @@ def test_every_dma_library_op_of_the_samples_equals_st_software(bed, tmp_path):
     forms = sorted({key(r) for r in rows})
     print("\n".join(f"{sum(key(r) == f for r in rows):3d} x {f}" for f in forms))
     assert rows and all(r["chains"] and r["bytes_changed"] for r in rows), [r for r in rows if not r["chains"]]
+
+
+@pytest.mark.parametrize("shape,perm,nbits", [((2, 3, 5, 7), (0, 3, 2, 1), 8), ((3, 4, 6, 5), (0, 2, 1, 3), 8),
+                                              ((2, 3, 4, 6), (0, 3, 2, 1), 32), ((2, 3, 4, 5), (1, 0, 3, 2), 16)])
+def test_transposes_of_several_batches_equal_st_software(bed, shape, perm, nbits):
+    """The samples' tensors have one batch: ST's transpose of our shapes with several (frame loops
+    FRPTOFF apart; self-inverse permutations, as the samples', so ST's target_pos is perm)."""
+    rng = np.random.default_rng(sum(shape))
+    start = rng.integers(0, 256, RAM_SIZE, dtype=np.uint8)
+    args = (RAM + 0x1000, RAM + 0x10_0000, (ctypes.c_uint32 * 4)(*shape), (ctypes.c_uint8 * 4)(*perm), nbits)
+    bed.memory[:] = start
+    bed.software.n6_transpose(*args)
+    assert bed.software.n6_run_inserted() == 0
+    wanted = bed.memory.copy()
+    n = np.prod(shape) * nbits // 8
+    x = start[0x1000:0x1000 + n].view(f"<u{nbits // 8}").reshape(shape)
+    assert wanted[0x10_0000:0x10_0000 + n].tobytes() == np.ascontiguousarray(x.transpose(perm)).tobytes()
+    bed.memory[:] = start
+    programs = len(bed.npu.programs)
+    bed.npu.clear()
+    bed.hybrid.n6_transpose(*args)
+    bed.hybrid.n6_run_inserted()
+    assert not bed.npu.errors, bed.npu.errors
+    assert len(bed.npu.programs) == programs + 1
+    assert np.flatnonzero(bed.memory != wanted).size == 0

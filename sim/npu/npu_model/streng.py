@@ -26,12 +26,11 @@ zero. Not modelled (a `NotModelled` naming the field): memory items that are not
 more than 24 data bits, sub-sampling, descriptors, forced raw output, position swaps.
 
 Judged against ST's software (tests/test_npu_streng_st.py): raw reads and writes of 8, 16 and
-24-bit items within their address limits, raster writes of 1 and 2 items per pixel with a frame
-per channel (one FRAME_RPT loop: the samples' tensors have N = 1), NOINC in Pad's memset (with
-a constant of 1.5 besides the samples' 0: the items of a frame move on, the frames do not). Gaps,
-alignment between widths, sign
-extension, CONT and several frame loops follow the fields' descriptions only: no public sample
-uses them in a DMA-only chain."""
+24-bit items within their address limits; raster writes of 1 and 2 items per pixel, a frame per
+channel, in FRAME_RPT loops (one in the samples, several with our shapes of 2 and 3 batches);
+NOINC in Pad's memset (with a constant of 1.5 besides the samples' 0: the items of a frame move
+on, the frames do not). Gaps, alignment between widths, sign extension and CONT follow the
+fields' descriptions only: no public sample uses them in a DMA-only chain."""
 from dataclasses import dataclass
 from functools import cached_property
 
