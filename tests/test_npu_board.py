@@ -47,7 +47,8 @@ def board(code, mode):
 
 def program_copy(cpu, read_bits=8):
     """STRENG0 reads 8 bytes of AXISRAM2 as `read_bits`-bit items, STRENG1 writes them 0x100
-    further as 8-bit items (raw, one frame): a copy, or a packing the model does not move."""
+    further as 8-bit items (raw, one frame): a copy, or (16-bit reads) half the items the writer
+    waits for, a chain the model does not end."""
     sizes = {8: 8 << 16, 16: 8 << 16 | 8 << 20}
     for i, (address, direction, bits) in enumerate(((0x3410_0000, 0, read_bits), (0x3410_0100, 1 << 3, 8))):
         cpu.call(STORE, SECURE + STRENG(i) + 0x8, address)
@@ -83,5 +84,5 @@ def test_a_chain_the_code_closes_moves_its_bytes_and_an_unmodelled_one_stops_the
     cpu.call(STORE, SECURE + STRENG(1), cpu.call(LOAD, SECURE + STRENG(1)) | 1)
     with pytest.raises(NpuStopped) as e:
         cpu.call(STORE, SECURE + STRENG(0), cpu.call(LOAD, SECURE + STRENG(0)) | 1)
-    assert str(e.value) == ("epoch 5: STRENG1 (data movement: 16-bit items into 8-bit) is not modelled "
+    assert str(e.value) == ("epoch 5: STRENG1 (data movement: 8 items written, 4 read) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")

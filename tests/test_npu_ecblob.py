@@ -51,11 +51,16 @@ def test_a_bad_blob_is_refused_in_one_line_naming_the_word():
 
 
 def workspace_blobs():
-    """{name: blob bytes} of the ec-workspace's default_ecblobs.h (uint64 arrays, little-endian)."""
-    with open(os.path.join(WORKSPACE, "default_ecblobs.h")) as f:
+    """{name: blob bytes} of the ec-workspace's default_ecblobs.h."""
+    return header_blobs(os.path.join(WORKSPACE, "default_ecblobs.h"))
+
+
+def header_blobs(path):
+    """{name: blob bytes} of an ecblobs header (`_ec_blob_<name>` uint64 arrays, little-endian)."""
+    with open(path) as f:
         text = f.read()
     out = {}
-    for name, body in re.findall(r"static const uint64_t _ec_blob_(\w+)\[\d+\] =\s*\{(.*?)\};", text, re.S):
+    for name, body in re.findall(r"static const uint64_t _ec_blob_(\w+) ?\[\d*\] =\s*\{(.*?)\};", text, re.S):
         values = [int(x, 16) for x in re.findall(r"0x([0-9a-fA-F]+)UL", body)]
         out[name] = struct.pack(f"<{len(values)}Q", *values)
     return out

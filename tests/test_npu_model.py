@@ -57,7 +57,7 @@ def raw_engine(npu, i, address, nbytes, write, sizes=SIZE0_8):
 
 def copy_program(npu, src=0x3410_0000, dst=0x3410_0100, n=16, read_sizes=SIZE0_8):
     """STRENG0 reads n bytes, the switch feeds STRENG1, which writes them (a DMA-only epoch);
-    `read_sizes` other than 8-bit items make it a packing the model does not move."""
+    16-bit `read_sizes` make STRENG0 send half the items STRENG1 writes: a chain that would not end."""
     raw_engine(npu, 0, src, n // (2 if read_sizes != SIZE0_8 else 1), write=False, sizes=read_sizes)
     raw_engine(npu, 1, dst, n, write=True)
     npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
@@ -96,13 +96,13 @@ def test_a_chain_starts_when_closed_and_a_copy_moves_the_bytes():
     assert ram.read(0x3410_0100, 16) == bytes(range(1, 17)) and npu.not_computed == []
 
 
-def test_a_packing_the_model_does_not_move_stops_in_one_line():
+def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():
     npu = Ram().attach(Npu())
     copy_program(npu, read_sizes=SIZE_16)
     npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
     with pytest.raises(NpuStop) as e:
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
-    assert str(e.value) == ("hardware chain 1: STRENG1 (data movement: 16-bit items into 8-bit) is not modelled "
+    assert str(e.value) == ("hardware chain 1: STRENG1 (data movement: 16 items written, 8 read) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")
 
 
@@ -135,7 +135,7 @@ def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():
     assert npu.read(INTREG) == 0b11 and lines == [True]
     assert not npu.read(STRENG(1) + CTRL) & RUNNING
     assert npu.not_computed == [{"epoch": "hardware chain 1",
-                                 "units": ["STRENG1 (data movement: 16-bit items into 8-bit)"],
+                                 "units": ["STRENG1 (data movement: 20 items written, 10 read)"],
                                  "engine": "STRENG1", "first": 0x3410_0100, "end": 0x3410_0114, "bytes": 20,
                                  "location": ""}]
     npu.write(INTCLR, 0b10)
@@ -280,13 +280,13 @@ def test_an_inference_after_a_stopped_one_runs_its_blob():
     assert ram.read(0x3410_0100, 16) == bytes(range(100, 116))
 
 
-def test_items_with_bit_gaps_stop_naming_the_gaps_not_the_widths():
+def test_items_of_bits_that_are_not_whole_bytes_stop_naming_the_engine():
     strd = aton_map().units["STRENG"].registers["STRD"]
     npu = Ram().attach(Npu())
     copy_program(npu)
     for i in (0, 1):                                     # 8-bit items on both sides, with a 4-bit gap
         npu.write(STRENG(i) + strd.offset, strd.field("FGAP").put(0, 4))
     npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
-    with pytest.raises(NpuStop, match=r"^hardware chain 1: STRENG1 \(data movement: items with bit gaps "
-                                      r"\(FGAP/BGAP\)\) is not modelled"):
+    with pytest.raises(NpuStop, match=r"^hardware chain 1: STRENG1 \(data movement: STRENG0: items of 12 bits "
+                                      r"in memory\) is not modelled"):
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)

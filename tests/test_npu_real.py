@@ -202,8 +202,9 @@ def test_dma_only_chains_relayout_random_tensors_as_c_info_describes_their_buffe
         data = rng.integers(0, 256, source.nbytes, dtype=np.uint8)
         (first, _), (out, _) = source.span, dest.span
         npu = Npu(lambda a, d, memory=memory: memory.__setitem__(a, bytes(d)), mode="stop")
-        npu.read_memory = lambda a, n, data=data, first=first: bytes(data[a - first:a - first + n])
-        npu._move(source, dest)
+        npu.read_memory = lambda a, n, data=data, first=first: (bytes(data[a - first:a - first + n])
+                                                                if first <= a < first + data.size else bytes(n))
+        npu._move(source.addressing, dest.addressing)
         moved = np.zeros(dest.nbytes, np.uint8)
         for address, chunk in memory.items():
             moved[address - out:address - out + len(chunk)] = np.frombuffer(chunk, np.uint8)
@@ -212,3 +213,19 @@ def test_dma_only_chains_relayout_random_tensors_as_c_info_describes_their_buffe
         assert np.array_equal(moved, expected), (program.label, ins[0]["name"], outs[0]["name"])
         judged.append((epoch, ins[0]["batch"], outs[0]["batch"]))
     assert judged and any(a != b for _, a, b in judged), judged
+
+
+@pytest.mark.skipif(SAMPLES.get("blazeface") != "2.2", reason="the test bed has no 2.2 blazeface sample")
+def test_scons_run_of_a_real_image_in_control_mode_lists_its_outputs_not_computed(repo):  # noqa: F811  (the fixture)
+    """run.json's board_log holds the simulated board's line for each output the NPU model did
+    not compute, as the model lists them running the same image."""
+    import json
+    from npu_model.npu import not_computed_line
+    proc = scons(repo, "flash", "run", "MODEL=blazeface", "BUILD_DIR=build-npu", "RELOC_ABSOLUTE_FLASH_POOLS=1",
+                 env={"STEDGEAI_CORE_DIR": _install(), "NPU_MODEL": "control"}, check=False, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    with open(os.path.join(repo, "build-npu", "blazeface", "run", "run.json")) as f:
+        run = json.load(f)
+    expected = [not_computed_line(e) for e in control_run("blazeface").npu.not_computed]
+    assert expected and run["board_log"] == expected
+    assert f"board: {len(expected)} log line(s) during the runs" in proc.stdout

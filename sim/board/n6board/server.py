@@ -24,7 +24,7 @@ from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACT
 from google.protobuf.message import DecodeError
 
 from .emulator import Fault, NotEmulated, NpuAccess, NpuStopped
-from npu_model.npu import NPU_HZ
+from npu_model.npu import NPU_HZ, not_computed_line
 
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ
 
@@ -231,6 +231,8 @@ class Board:
         except Fault as e:
             return self.error(pb.E_GENERIC, 0, f"HardFault: {e}")
         self.runs += 1
+        for entry in model.npu.not_computed:            # NPU_MODEL=control: the outputs not computed
+            self.log_and_wait(not_computed_line(entry))
         totals = [0, 0, 0]
         for run in result.epochs:
             if observed:

@@ -6,9 +6,9 @@ end-of-frame interrupts the runtime waits for.
 
 A chain starts when it is closed: every enabled unit that the stream switch connects to it is
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
-then (program.py). A chain of stream engines alone moves its bytes: the reading engine's bytes,
-in its access order, land in the writing engine's (items of one layout; packing between widths
-and two-context switching are not modelled). Units whose arithmetic is not modelled (all, in this
+then (program.py). A chain of stream engines alone moves its items: the words a reading engine
+sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
+two-context switching is not modelled). Units whose arithmetic is not modelled (all, in this
 part: convolution, arithmetic, pooling, activation, decompression, the reconfigurable buffer)
 stop the run in one line naming the epoch and the unit, unless the mode is "control":
 then the chain runs to its end with the bytes its output engines write set to zero, and
@@ -28,7 +28,9 @@ import struct
 
 from . import ecblob
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
+from .fixedpoint import NotModelled
 from .registers import ATON_BASE, aton_map
+from .streng import read_items, write_items
 
 NPU_HZ = 1_000_000_000
 BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream engine
@@ -280,39 +282,31 @@ class Npu:
             self.schedule(cycles, done)
 
     def _copies(self, program):
-        """([(source footprint, destination footprint)], None) of a chain of stream engines whose
-        data movement is modelled: each writing engine fed in context 0 by one reading engine,
-        items of the same layout (sizes, no gaps) and as many bytes on both sides; else
-        ([], what is not modelled)."""
-        by_engine = {f.engine: f for f in program.footprints}
-        fields = {u.name: u.registers for u in program.units}
+        """([(reading engine, writing engine)], None) of a chain of stream engines whose data
+        movement is modelled (streng.py): each writing engine fed in context 0 by one reading
+        engine that sends at least as many items as it writes; else ([], what is not modelled)."""
+        engines = {f.engine: f.addressing for f in program.footprints}
         copies = []
         for r in program.routes:
             if r.context or r.frames:
                 return [], "two-context switching"
-            source, dest = by_engine.get(r.source), by_engine[r.dest]
-            if source is None or source.direction != "read":
+            source, dest = engines.get(r.source), engines[r.dest]
+            if source is None or source.writes:
                 return [], f"{r.dest} fed by {r.source}"
-            layout = lambda name: ({k: v for k, v in fields[name]["CTRL"].items() if k.startswith("SIZE")},
-                                   fields[name].get("STRD", {}).get("FGAP", 0),
-                                   fields[name].get("STRD", {}).get("BGAP", 0))
-            if layout(r.source)[0] != layout(r.dest)[0]:
-                return [], f"{source.item_bits}-bit items into {dest.item_bits}-bit"
-            if layout(r.source)[1:] != (0, 0) or layout(r.dest)[1:] != (0, 0):
-                return [], "items with bit gaps (FGAP/BGAP)"
-            if source.nbytes != dest.nbytes:
-                return [], f"{source.nbytes} bytes read, {dest.nbytes} written"
+            for e in (source, dest):
+                try:
+                    e.check()
+                except NotModelled as error:
+                    return [], str(error)
+            if source.frames * source.count < dest.frames * dest.count:
+                return [], f"{dest.frames * dest.count} items written, {source.frames * source.count} read"
             if self.read_memory is None or self.write_memory is None:
                 return [], "no memory given to the model"
             copies.append((source, dest))
         return copies, None
 
     def _move(self, source, dest):
-        data = b"".join(self.read_memory(address, n) for address, n in source.segments)
-        at = 0
-        for address, n in dest.segments:
-            self.write_memory(address, data[at:at + n])
-            at += n
+        write_items(dest, read_items(source, self.read_memory), self.read_memory, self.write_memory)
 
     def _finish(self, chain, program, unmodelled, copies=()):
         for source, dest in copies:
@@ -411,3 +405,12 @@ def _unit_order(name):
     kinds = ["STRENG", "CONVACC", "DECUN", "ACTIV", "ARITH", "POOL", "RECBUF"]
     kind = next(k for k in kinds if name.startswith(k))
     return kinds.index(kind), int(name[len(kind):] or 0)
+
+
+def not_computed_line(entry):
+    """One line saying which output of an inference in control mode was not computed (a
+    `not_computed` entry), for the board's log."""
+    where = f"0x{entry['first']:08X}..0x{entry['end']:08X} ({entry['bytes']} bytes)" if entry["engine"] else ""
+    what = " ".join(x for x in (entry["engine"], where, entry["location"]) if x)
+    return f"NPU model (simulated, NPU_MODEL=control): {entry['epoch']}: {what} not computed: " \
+           f"{', '.join(entry['units'])}"

@@ -3,15 +3,12 @@ file when its units start. The units used with their fields by ATON.h name, the 
 graph (which source feeds which unit port, in which of the two contexts), and each stream
 engine's memory footprint (the bytes it reads or writes, in which pool or buffer).
 
-Footprint model (stated; its edge cases are item 3's to confirm against ST's software DMA):
-raw mode reads/writes FSIZE items back to back; raster mode HEIGHT lines LOFF bytes apart of WIDTH
-pixels DEPTH.OFFSET bytes apart, each DEPTH.SIZE items; an item occupies SIZE0+SIZE1+SIZE2 bits
-plus the front and back gaps, rounded up to bytes. LIMIT frames (1 when SINGLE): frame k starts at
-ADDR + (k // FRAME_RPT) * FRPTOFF + (k % FRAME_RPT) * FOFFSET; in continuous mode (CONT) a frame
-starts where the last ended."""
-from dataclasses import dataclass, field
+Footprints follow streng.py's addressing model (items rounded up to whole bytes)."""
+from dataclasses import dataclass
+from functools import cached_property
 
 from .registers import ATON_BASE
+from .streng import configured_engine
 
 PROCESSING_UNITS = ("CONVACC", "DECUN", "ACTIV", "ARITH", "POOL", "RECBUF")
 STREAMING_UNITS = ("STRENG",) + PROCESSING_UNITS        # the units an epoch enables and the switch connects
@@ -40,21 +37,28 @@ class Route:
 
 @dataclass
 class Footprint:
-    engine: str
-    direction: str                  # "read" (memory → switch) or "write" (switch → memory)
-    mode: str                       # "raw" or "raster"
-    item_bits: int
-    frames: int
-    segments: list = field(default_factory=list)     # [(address, bytes)], in access order, merged
+    """What one stream engine of a chain touches, as its addressing (streng.StreamEngine) says."""
+    addressing: object              # the streng.StreamEngine
     location: str = ""              # the pool/buffer the first byte lies in, when known
+
+    engine = property(lambda self: self.addressing.name)
+    direction = property(lambda self: "write" if self.addressing.writes else "read")   # "read": memory → switch
+    mode = property(lambda self: "raw" if self.addressing.raw else "raster")
+    item_bits = property(lambda self: self.addressing.item_bits)
+    frames = property(lambda self: self.addressing.frames)
 
     @property
     def nbytes(self):
-        return sum(n for _, n in self.segments)
+        return self.addressing.item_addresses.size * self.addressing.item_bytes
 
     @property
     def span(self):
-        return (min(a for a, _ in self.segments), max(a + n for a, n in self.segments)) if self.segments else (0, 0)
+        return self.addressing.span if self.nbytes else (0, 0)
+
+    @cached_property
+    def segments(self):
+        """[(address, bytes)] in access order, contiguous runs merged."""
+        return self.addressing.segments()
 
     def as_dict(self):
         lo, hi = self.span
@@ -160,46 +164,10 @@ def _destination(aton, suffix):
 
 
 def footprint(aton, regs, i, locate=None):
-    """The bytes stream engine i reads or writes, from its registers."""
-    unit = aton.units["STRENG"]
-    get = lambda reg: unit.registers[reg].split(regs.get(unit.instance_base(i) + unit.registers[reg].offset,
-                                                         unit.registers[reg].reset))
-    raw_reg = lambda reg: regs.get(unit.instance_base(i) + unit.registers[reg].offset, unit.registers[reg].reset)
-    ctrl, strd = get("CTRL"), get("STRD")
-    item_bits = ctrl["SIZE0"] + ctrl["SIZE1"] + ctrl["SIZE2"] + strd["FGAP"] + strd["BGAP"]
-    item = max(1, (item_bits + 7) // 8)
-    addr = raw_reg("ADDR")
-    if ctrl["RAW"]:
-        shape = [(0, raw_reg("FSIZE") * item)]
-        frame_bytes = raw_reg("FSIZE") * item
-    else:
-        fsize, depth = get("FSIZE"), get("DEPTH")
-        loff = strd["LOFF"] | get("CID_CACHE")["LOFF_MSB"] << 16
-        doff = depth["OFFSET"] | get("LIMITEN")["DOFF_MSB"] << 16
-        pixel = depth["SIZE"] * item
-        if doff == pixel:                                   # a line is contiguous
-            shape = [(y * loff, fsize["WIDTH"] * pixel) for y in range(fsize["HEIGHT"])]
-        else:
-            shape = [(y * loff + x * doff, pixel) for y in range(fsize["HEIGHT"]) for x in range(fsize["WIDTH"])]
-        frame_bytes = max((o + n for o, n in shape), default=0)
-    frames = 1 if ctrl["SINGLE"] else max(1, raw_reg("LIMIT"))
-    rpt, rptoff, foff = raw_reg("FRAME_RPT"), raw_reg("FRPTOFF"), raw_reg("FOFFSET")
-    segments = []
-    start = addr
-    for k in range(frames):
-        if k and ctrl["CONT"]:
-            start += frame_bytes
-        elif k:
-            start = addr + (k // rpt * rptoff + k % rpt * foff if rpt else k * foff)
-        for o, n in shape:
-            a = start + o
-            if segments and segments[-1][0] + segments[-1][1] == a:
-                segments[-1] = (segments[-1][0], segments[-1][1] + n)
-            elif n:
-                segments.append((a, n))
-    fp = Footprint(unit.instance_name(i), "write" if ctrl["DIR"] else "read", "raw" if ctrl["RAW"] else "raster",
-                   item_bits, frames, segments)
-    if locate and segments:
+    """The bytes stream engine i reads or writes, from its registers (streng.py's addressing)."""
+    e = configured_engine(aton, regs, i)
+    fp = Footprint(e)
+    if locate and fp.nbytes:
         fp.location = locate(fp.span[0]) or ""
     return fp
 

@@ -20,9 +20,15 @@ def run_step(opts, on_board_path, out_dir, say=print):
     with board_session(opts.session, on_board_path, say) as (client, device, simulated):
         model = client.model(opts.c_name)
         inputs = inference.make_inputs(model, opts.inputs or None, opts.seed, opts.runs)
+        logged = len(client.board_logs)
         model, results = inference.run_model(client, model.name, inputs,
                                              inference.run_param(opts.per_layer, opts.perf))
+        board_log = client.board_logs[logged:]
     text, summary = inference.report(model, device, results, simulated)
+    if board_log:                  # what the board said during the runs (the simulated NPU: outputs not computed)
+        summary["board_log"] = board_log
+        text += (f"\n  board: {len(board_log)} log line(s) during the runs (run.json board_log), "
+                 f"the first: {board_log[0]}")
     summary["mode"] = "perf" if opts.perf else "io"
     summary["inputs_data"] = [[b.hex() for b in bufs] for bufs in inputs]
     inference.save(out_dir, model, results, summary)
