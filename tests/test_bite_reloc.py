@@ -169,8 +169,8 @@ def test_a_params_description_keeps_relative_paths(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blob.save("params.json")                  # a bare file name: its folder is "."
     doc = json.loads((tmp_path / "params.json").read_text())
-    assert doc == {"version": 1, "size": 16, "parts": [{"pool": "pool0", "path": "network_atonbuf.pool0.raw", "size": 5},
-                                                       {"pool": "pool1", "path": "network_atonbuf.pool1.raw", "size": 8}]}
+    parts = [{"pool": f"pool{i}", "path": f"network_atonbuf.pool{i}.raw", "size": n} for i, n in enumerate((5, 8))]
+    assert doc == {"version": 1, "size": 16, "parts": parts}
     assert ParamsBlob.load("params.json").parts == [ParamsPart(p["pool"], p["path"], p["size"]) for p in doc["parts"]]
     assert ParamsBlob.load(str(tmp_path / "params.json")).parts == blob.parts
     for bad in ('{"version": 2, "parts": []}', '[1]'):
