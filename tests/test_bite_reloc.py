@@ -43,7 +43,7 @@ def _image_bytes(n_words=24, terminated=True):
     buf[RO:RO + RtCtx.SIZE] = rt.pack()
     struct.pack_into("<2I", buf, RO + GOT, 0x8000_0040, 0x2000_0010)     # GOT: a params reference, a flash one
     descriptors = [PoolDescriptor(FLASH_BASE + 0xC0, 0x01010500, 0, 0, 0x400),
-                   PoolDescriptor(FLASH_BASE + 0xC6, 0x03020612, 0, 0x34100000, 0x80)]
+                   PoolDescriptor(FLASH_BASE + 0xC6, 0x03020613, 0, 0x34100000, 0x80)]
     if terminated:
         descriptors.append(PoolDescriptor(0, 0, 0, 0, 0))
     else:
@@ -65,10 +65,10 @@ def test_an_image_is_read_word_by_word():
     assert (img.ro_size, img.rw_size, img.xip_size, img.copy_size) == (0x100, 0x91, 0x98, 0x198)
     assert img.rel_sites == [RAM_BASE + GOT + 4, FLASH_BASE + 0xD0]
     assert [(d.name, d.flags, d.dst, d.size) for d in img.descriptors] == [
-        ("xSPI2", 0x01010500, 0, 0x400), ("AXISRAM", 0x03020612, 0x34100000, 0x80)]
+        ("xSPI2", 0x01010500, 0, 0x400), ("AXISRAM", 0x03020613, 0x34100000, 0x80)]
     assert img.descriptors_terminated
     assert [(d.type, d.pool_id, d.flags_desc) for d in img.descriptors] == [
-        (1, 0, "RELOC.PARAM.0.RCACHED"), (3, 0x12, "RESET.ACTIV.WCACHED")]
+        (1, 0, "RELOC.PARAM.0.RCACHED"), (3, 0x13, "RESET.ACTIV.WCACHED")]
     assert img.rt_ctx.ll_aton_version == (0x0A, 0x0B, 0x0C, 7)
     assert (img.rt_ctx.state, img.rt_ctx.itf_network) == (0x03020100, 0x43424140)
     assert img.string_at(FLASH_BASE + 0xC6) == "AXISRAM" and img.string_at(RAM_BASE + 0xC6) == ""
@@ -272,6 +272,14 @@ def test_relative_pools_are_found_by_their_label_and_numbered_by_their_rights():
     got = {p.name: p for p in pools_of(_net(pools, buffers, [("_mem_pool_xSPI2", 1), ("_mem_pool_xSPI1", 1)]))}
     assert [(p.type, p.pool_id, p.used, p.flags, p.dst) for p in got.values()] == [
         (TYPE_RELOC, 1, 0x20, 0x01020601, 0), (TYPE_RELOC, 0, 0x10, 0x01010500, 0)]
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_read_only_pool_with_one_activation_buffer_is_refused(relative):
+    rom = (2, "xSPI2", 0x71000000, 0x100, relative, False, "?")
+    labels = [("_mem_pool_xSPI2", 1)] if relative else []
+    with pytest.raises(N6Error, match="read-only pool 'xSPI2' holds"):
+        pools_of(_net([rom], [("_mem_pool_xSPI2" if relative else 0x71000000, 0, 0x80, False)], labels))
 
 
 def test_relative_pools_and_labels_must_pair():
