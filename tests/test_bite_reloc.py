@@ -275,11 +275,12 @@ def test_relative_pools_are_found_by_their_label_and_numbered_by_their_rights():
 
 
 @pytest.mark.parametrize("relative", [True, False])
-def test_a_read_only_pool_with_one_activation_buffer_is_refused(relative):
+@pytest.mark.parametrize("end", [0x80, 0x180])      # inside the pool, or running past its end
+def test_a_read_only_pool_with_one_activation_buffer_is_refused(relative, end):
     rom = (2, "xSPI2", 0x71000000, 0x100, relative, False, "?")
     labels = [("_mem_pool_xSPI2", 1)] if relative else []
     with pytest.raises(N6Error, match="read-only pool 'xSPI2' holds"):
-        pools_of(_net([rom], [("_mem_pool_xSPI2" if relative else 0x71000000, 0, 0x80, False)], labels))
+        pools_of(_net([rom], [("_mem_pool_xSPI2" if relative else 0x71000000, 0, end, False)], labels))
 
 
 def test_relative_pools_and_labels_must_pair():
