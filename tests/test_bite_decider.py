@@ -247,7 +247,9 @@ def _differ(**changes):
 def test_an_entry_is_stored_only_when_it_changed(decider):
     assert not _store(decider, Node())
     assert _store(decider, Node(csig="new"))
-    assert not _store(decider, Node(builder=False))
+    source = Node(builder=False)
+    source.stored.binfo = NS()                   # a source's entry holds no build information
+    assert not _store(decider, source)
     node = Node(builder=False)
     node.ninfo.timestamp = 5
     assert _store(decider, node)
