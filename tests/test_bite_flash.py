@@ -160,3 +160,27 @@ def test_another_probe_gets_everything_and_the_expected_ones_pending_list_stays(
     assert store.load("S2", A) == (data, None)
     r = _flash(tmp_path, board, [_params(data)], hint=None)
     assert r.serial == "S2" and r.images[0].full_reason == "no record for this board"
+
+
+def test_pending_sectors_of_other_images_stay_pending_after_a_flash(tmp_path):
+    board = Board()
+    store = RecordStore(tmp_path / "records")
+    store.set_pending("S1", {0x71000000})                            # another model's image, interrupted
+    _flash(tmp_path, board, [_params(b"p" * 10)])
+    assert store.pending("S1") == {0x71000000}
+
+
+def test_a_probe_that_does_not_say_its_serial_is_the_expected_one(tmp_path):
+    board = Board(serial=None)
+    assert _flash(tmp_path, board, [_params(b"p" * 10)]).serial == "S1"
+    assert _flash(tmp_path, board, [_params(b"p" * 10)], hint=None).serial == "unknown"
+
+
+def test_another_probe_with_an_unreadable_pending_list_is_written_whole(tmp_path):
+    board = Board("S2")
+    store = RecordStore(tmp_path / "records")
+    store.save("S1", A, b"q" * 10, "p.bin")
+    store.set_pending("S2", {A})
+    (tmp_path / "records" / "S2" / "pending.json").write_text("[")
+    r = _flash(tmp_path, board, [_params(b"q" * 10)])
+    assert r.images[0].written == [A] and store.pending("S2") == set() and store.load("S2", A) == (b"q" * 10, None)
