@@ -3,6 +3,7 @@ record folder of a probe, which records a save drops (and which touching ones it
 and runs at their edges, the read-back ranges of each image kind, the 2.x layout, the report's
 figures, and each reason a whole image is written. test_flash_deploy.py runs the same through the
 simulated programmer, seconds per test."""
+import dataclasses
 import json
 import struct
 
@@ -10,8 +11,14 @@ import pytest
 
 from n6.board import load_board
 from n6.board_files import board_path
+from n6.errors import N6Error
 from n6.flash.deploy import FlashImage, ImageResult, ModelFiles, deploy, layout, readback_ranges
+from n6.flash.gate import (Placed, board_firmware, check_external_pools, check_firmware, check_layout,
+                           default_firmware, parse_image)
 from n6.flash.records import RecordStore, runs, sectors_of
+from n6.reloc.firmware import Firmware
+from n6.reloc.image import MAGIC
+from test_flash_deploy import COPY, RELOC, RESET, _image, _pools_image
 
 S = 0x10000
 A = 0x71800000
@@ -184,3 +191,52 @@ def test_another_probe_with_an_unreadable_pending_list_is_written_whole(tmp_path
     (tmp_path / "records" / "S2" / "pending.json").write_text("[")
     r = _flash(tmp_path, board, [_params(b"q" * 10)])
     assert r.images[0].written == [A] and store.pending("S2") == set() and store.load("S2", A) == (b"q" * 10, None)
+
+
+# -- the gate -------------------------------------------------------------------------------------
+
+def _refusal(placed):
+    with pytest.raises(N6Error) as e:
+        check_layout(placed, DK)
+    return str(e.value)
+
+
+def test_layout_refusals_at_their_edges():
+    page = DK.flash.page_size
+    assert f"address 0x70FFF100 is not aligned to {page // 1024} KB (page)" in _refusal(
+        [Placed("h", 0x70FFF100, 20, "header", ("h", 0x70FFF000, 0x71000000))])
+    below = Placed("a", 0x70FF0000, 0x810000, "network", ("network", 0x71000000, 0x71800000))   # ends at the end
+    assert "(8388608 bytes; 65536 bytes over)" in _refusal([below])
+    a = Placed("a", 0x71000000, S + 1, "network", ("network", 0x71000000, 0x71800000))
+    b = Placed("b", 0x71020000, 10, "network", ("network", 0x71000000, 0x71800000))
+    check_layout([a, b], DK)
+    assert "b: 10 bytes at 0x71010000-0x7101000A overlaps a (65537 bytes at 0x71000000-0x71010001) (fix" in _refusal(
+        [a, Placed("b", 0x71010000, 10, "network", ("network", 0x71000000, 0x71800000))])     # a's last byte
+    assert "overlaps a (65537 bytes at 0x71000000-0x71010001) within the same 64 KB erase sector" in _refusal(
+        [a, Placed("h", 0x71011000, 20, "header", ("h", 0x71011000, 0x71012000))])
+
+
+def test_the_board_files_firmware_decides_first():
+    fw = Firmware("3.0", secure=False)
+    board = dataclasses.replace(DK, firmware=fw)
+    assert board_firmware(board, None) == (fw, f"{DK.name}: the [firmware] of {DK.path}")
+
+
+def test_an_image_is_its_magic_and_a_96_byte_header_at_least():
+    assert parse_image("x", MAGIC.to_bytes(4, "little") + bytes(92)).header.magic == MAGIC
+    with pytest.raises(N6Error, match="x: Invalid magic value - 4030201 instead 4e49424e"):
+        parse_image("x", bytes([1, 2, 3, 4, 5]) + bytes(200))
+    with pytest.raises(N6Error, match="Invalid magic value - 4e49424e instead 4e49424e"):
+        parse_image("x", MAGIC.to_bytes(4, "little") + bytes(91))
+
+
+def test_external_ram_need_is_rounded_to_8_bytes():
+    check_firmware("x", _image(ext=8), default_firmware("2.2"), 8, "b")
+    check_firmware("x", _image(ext=1), default_firmware("2.2"), 8, "b")
+    with pytest.raises(N6Error, match="more external RAM than available 16 > 8"):
+        check_firmware("x", _image(ext=9), default_firmware("2.2"), 8, "b")
+
+
+@pytest.mark.parametrize("kind, dst", [(RELOC, 0x90000000), (COPY, 0x70000000), (RESET, 0x7FFFFFF0)])
+def test_only_absolute_pools_outside_external_flash_are_placed_in_external_ram(kind, dst):
+    check_external_pools("x", _pools_image(1 << 20, ("p", kind, dst, 64)), DK)
