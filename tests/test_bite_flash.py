@@ -81,7 +81,7 @@ def test_a_save_drops_the_records_it_overwrites_and_keeps_those_it_touches(tmp_p
 
 
 def test_sectors_and_runs_at_their_edges():
-    assert sectors_of(A + 5, 0, S) == [A]                        # an empty image still names its sector
+    assert sectors_of(A, 0, S) == [A] and sectors_of(A + 5, 0, S) == [A]     # an empty image names its sector
     assert sectors_of(A + 5, S - 5, S) == [A] and sectors_of(A + 5, S - 4, S) == [A, A + S]
     assert runs([A + 3 * S, A, A + 2 * S], S) == [(A, A + S), (A + 2 * S, A + 4 * S)]
     assert runs([A, A + 2 * S, A + 4 * S, A + 5 * S], S) == [(A, A + S), (A + 2 * S, A + 3 * S), (A + 4 * S, A + 6 * S)]

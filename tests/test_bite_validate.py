@@ -37,7 +37,7 @@ def test_a_test_set_of_another_shape_is_one_line(tmp_path, inputs, x):
 
 
 def test_accuracy_counts_the_top_1_of_each_run():
-    scores = np.array([[[0, 9, 1]], [[5, 0, 1]], [[0, 1, 2]]])
+    scores = np.array([[[0, 9, 1, 0]], [[5, 0, 1, 0]], [[0, 1, 2, 0]]])
     assert accuracy(scores, np.array([1, 0, 0])) == (2, 2 / 3)
     text, doc = accuracy_report(scores, scores[[0, 0, 2]], np.array([1, 0, 0]), "t.npz", "LiteRT")
     assert [line.split() for line in text.splitlines()[2:]] == [["board", "2/3", "66.67%"], ["LiteRT", "1/3", "33.33%"]]
