@@ -76,6 +76,7 @@ def test_priorities_keep_their_implemented_bits(unit):
 def test_group_priority_drops_the_subpriority_bits_of_prigroup(unit, prigroup, group):
     unit.priority_bits = 8
     unit.set_priority(20, 0xB7)
+    assert unit.priority[20] == 0xB7                                   # all eight bits implemented
     unit.prigroup = prigroup
     assert unit.group_priority(20) == group
 
@@ -194,13 +195,13 @@ def test_entry_with_fp_context_pushes_the_extended_frame_and_lazy_state(unit):
     words = _words(unit, frame, 26)
     assert words[8:] == [0x3F80_0000 + i for i in range(16)] + [0x1234, 0xABCD]
     assert uc.reg_read(UC_ARM_REG_LR) == 0xFFFFFFE9 and not uc.reg_read(UC_ARM_REG_CONTROL) & 4
-    assert unit.fpcar == frame + 32 and unit.fpccr == FPCCR_ASPEN | FPCCR_LSPEN | FPCCR_LSPACT
+    assert unit.fpcar == frame + 32 and unit.fpccr == 0xC000_0001               # ASPEN, LSPEN, LSPACT
     assert (h.fpscr_value, h.vpr_value) == (FPDSCR_RESET, 0)         # the handler starts without FP context
     for i in range(16):
         uc.reg_write(UC_ARM_REG_S0 + i, 0)
     assert unit.leave() == PENDSV
     assert [uc.reg_read(UC_ARM_REG_S0 + i) for i in range(16)] == [0x3F80_0000 + i for i in range(16)]
-    assert (h.fpscr_value, h.vpr_value) == (0x1234, 0xABCD) and unit.fpccr == FPCCR_ASPEN | FPCCR_LSPEN
+    assert (h.fpscr_value, h.vpr_value) == (0x1234, 0xABCD) and unit.fpccr == 0xC000_0000
     assert uc.reg_read(UC_ARM_REG_SP) == TOP and uc.reg_read(UC_ARM_REG_CONTROL) & 4
 
 
@@ -215,3 +216,11 @@ def test_entry_from_the_process_stack_switches_to_the_main_stack(unit):
     assert unit.leave() == IRQ0
     assert uc.reg_read(UC_ARM_REG_CONTROL) == 6 and uc.reg_read(UC_ARM_REG_SP) == TOP
     assert uc.reg_read(UC_ARM_REG_PC) == 0x1000_0020
+
+
+def test_without_lazy_stacking_no_fp_frame_is_reserved(unit):
+    unit.fpccr = FPCCR_ASPEN
+    _state(unit, TOP, control=4)
+    unit.enter(PENDSV, return_address=0x1000_0080)
+    assert unit.fpccr == FPCCR_ASPEN and unit.fpcar == 0
+    assert _words(unit, TOP - 104 + 32, 18) == [0x3F80_0000 + i for i in range(16)] + [0x1234, 0xABCD]
