@@ -266,3 +266,72 @@ def test_max_and_min_numbers():
 def test_immediates_expand_as_vfpexpandimm():
     assert [expand_immediate(i) for i in (0x70, 0x00, 0xF0, 0x60, 0x1F)] == [
         _d(1.0), _d(2.0), _d(-1.0), _d(0.5), _d(7.75)]
+
+
+# -- decoding on a core: GNU as encodes, unicorn holds the registers -------------------------------
+
+INSNS = ("vcvt.f64.f32 d2, s3", "vcvt.f32.f64 s5, d1", "vseleq.f64 d0, d1, d2", "vselvs.f64 d0, d1, d2",
+         "vselge.f64 d0, d1, d2", "vselgt.f64 d0, d1, d2", "vcvt.s32.f64 s3, d1")
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory):
+    """Each instruction's two halfwords as the GNU assembler encodes them for the Cortex-M55."""
+    from thumb import assemble
+    code = assemble(tmp_path_factory.mktemp("vfp"), "\n".join(INSNS) + "\n", 0x1000_0000)
+    return {insn: (int.from_bytes(code[4 * k:4 * k + 2], "little"), int.from_bytes(code[4 * k + 2:4 * k + 4], "little"))
+            for k, insn in enumerate(INSNS)}
+
+
+@pytest.fixture
+def core():
+    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
+    from unicorn.arm_const import UC_CPU_ARM_CORTEX_M33
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.ctl_set_cpu_model(UC_CPU_ARM_CORTEX_M33)
+    return uc
+
+
+def _run(core, encoded, insn):
+    from n6board.dk.vfp_double import execute
+    assert execute(core, *encoded[insn])
+
+
+def test_conversions_between_formats_use_odd_single_registers(core, encoded):
+    from unicorn.arm_const import UC_ARM_REG_D0, UC_ARM_REG_S0
+    core.reg_write(UC_ARM_REG_S0 + 2, 0xDEADBEEF)
+    core.reg_write(UC_ARM_REG_S0 + 3, 0x3FC00000)                     # 1.5f in s3
+    _run(core, encoded, "vcvt.f64.f32 d2, s3")
+    assert core.reg_read(UC_ARM_REG_D0 + 2) == _d(1.5)
+    core.reg_write(UC_ARM_REG_D0 + 1, _d(-2.5))
+    _run(core, encoded, "vcvt.f32.f64 s5, d1")
+    assert core.reg_read(UC_ARM_REG_S0 + 5) == 0xC0200000 and core.reg_read(UC_ARM_REG_D0 + 2) & 0xFFFFFFFF == 0
+    _run(core, encoded, "vcvt.s32.f64 s3, d1")
+    assert core.reg_read(UC_ARM_REG_S0 + 3) == 0xFFFFFFFE and core.reg_read(UC_ARM_REG_S0 + 2) == 0
+
+
+@pytest.mark.parametrize("nzcv", range(16))
+def test_vsel_takes_the_first_register_when_its_condition_holds(core, encoded, nzcv):
+    from unicorn.arm_const import UC_ARM_REG_APSR, UC_ARM_REG_D0
+    n, z, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv & 1
+    for insn, holds in (("vseleq.f64 d0, d1, d2", z), ("vselvs.f64 d0, d1, d2", v),
+                        ("vselge.f64 d0, d1, d2", n == v), ("vselgt.f64 d0, d1, d2", not z and n == v)):
+        core.reg_write(UC_ARM_REG_APSR, nzcv << 28)
+        core.reg_write(UC_ARM_REG_D0 + 1, _d(1.0))
+        core.reg_write(UC_ARM_REG_D0 + 2, _d(2.0))
+        _run(core, encoded, insn)
+        assert core.reg_read(UC_ARM_REG_D0) == _d(1.0 if holds else 2.0), insn
+
+
+@pytest.mark.parametrize("state, after", [(0b0000_0100, 0b0000_1000), (0b1000_1000, 0), (0b0001_1010, 0b0001_0100),
+                                          (0b1110_0101, 0b1110_1010), (0b0000_0011, 0b0000_0110)])
+def test_an_executed_instruction_advances_the_it_state(core, state, after):
+    """ITSTATE is xPSR[15:10]:xPSR[26:25]; ITAdvance shifts its low five bits, or ends the block."""
+    from unicorn.arm_const import UC_ARM_REG_XPSR
+    from n6board.dk.vfp_double import advance_it
+
+    def xpsr(it):
+        return 1 << 24 | 1 << 31 | (it >> 2) << 10 | (it & 3) << 25      # T and N set too
+    core.reg_write(UC_ARM_REG_XPSR, xpsr(state))
+    advance_it(core)
+    assert core.reg_read(UC_ARM_REG_XPSR) & 0xFFFF_FFF0 == xpsr(after)
