@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from npu_model.arithacc import ArithConfig, addresses, coefficient_memory, compute
+from npu_model.convacc import ConvConfig, convolve
 from npu_model.fixedpoint import NotModelled, shift_right
 from npu_model.poolacc import GMAX, GMIN, MAX, MIN, PoolConfig, pool
-from test_npu_units import arith_registers, memory, pool_registers
+from test_npu_units import arith_registers, conv_registers, memory, pool_registers
 
 RNG = np.random.default_rng(36)
 
@@ -98,3 +99,19 @@ def test_crops_at_zero_or_the_frames_edge_are_the_whole_frame():
     x = RNG.integers(-128, 128, (5, 6, 3))
     assert pool(x, PoolConfig.from_registers(regs)).tolist() == \
         pool(x, PoolConfig.from_registers(pool_registers(MAX))).tolist()
+
+
+def test_kernel_stream_sizes_and_deep_pixels():
+    assert ConvConfig.from_registers(conv_registers(kw=3, kh=3, nr=4, depth=3)).frame_bytes == 4 * 3 * 3 * 3
+    assert ConvConfig.from_registers(conv_registers(kw=2, kh=5, nr=2, depth=1, kfilt=(6, 0, 1))).frame_bytes == 60
+    deep = conv_registers(kw=1, kh=1, nr=1, depth=4, deep=1)
+    assert ConvConfig.from_registers(deep).pixel_items == 6                 # two 24-bit items of 3 values
+    deep["DFORMAT"]["FBYTES"] = 2
+    assert ConvConfig.from_registers(deep).pixel_items == 4
+    assert ConvConfig.from_registers(conv_registers(depth=4)).pixel_items == 4
+
+
+def test_deep_mode_with_a_kernel_other_than_1x1_stops():
+    cfg = ConvConfig.from_registers(conv_registers(kw=3, kh=1, nr=1, depth=3, deep=1), "CONVACC4")
+    with pytest.raises(NotModelled, match="^CONVACC4: DEEPMODE with a kernel other than 1x1 is not modelled"):
+        convolve(np.zeros((6, 7, 3)), np.zeros((1, 1, 3, 3)), cfg)
