@@ -261,6 +261,9 @@ def test_max_and_min_numbers():
     assert max_min_number(0, DOUBLE.sign_bit, DOUBLE, Fpscr(0), True) == DOUBLE.sign_bit
     assert max_min_number(0, DOUBLE.sign_bit, DOUBLE, Fpscr(0), False) == 0
     assert max_min_number(DOUBLE.infinity(1), one, DOUBLE, Fpscr(0), True) == DOUBLE.infinity(1)
+    assert max_min_number(two, DOUBLE.infinity(0), DOUBLE, Fpscr(0), False) == DOUBLE.infinity(0)
+    assert max_min_number(two, DOUBLE.infinity(1), DOUBLE, Fpscr(0), True) == DOUBLE.infinity(1)
+    assert max_min_number(two, DOUBLE.infinity(1), DOUBLE, Fpscr(0), False) == two
 
 
 def test_immediates_expand_as_vfpexpandimm():
@@ -335,3 +338,44 @@ def test_an_executed_instruction_advances_the_it_state(core, state, after):
     core.reg_write(UC_ARM_REG_XPSR, xpsr(state))
     advance_it(core)
     assert core.reg_read(UC_ARM_REG_XPSR) & 0xFFFF_FFF0 == xpsr(after)
+
+
+SPECIALS = (0, DOUBLE.sign_bit, DOUBLE.infinity(0), DOUBLE.infinity(1), _d(1.5), _d(-3.0), DOUBLE.max_normal(0), 1)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_zeros_and_infinities_combine_like_the_hosts(op):
+    ours = OPS[op][0]
+    with np.errstate(all="ignore"):
+        for a in SPECIALS:
+            for b in SPECIALS:
+                fpscr = Fpscr(0)
+                got = ours(a, b, DOUBLE, fpscr)
+                want = OPS[op][1](_host(F64, a), _host(F64, b))
+                if np.isnan(want):                                  # invalid: Arm's default NaN
+                    assert (got, fpscr.value) == (DOUBLE.default_nan(), IOC), (op, hex(a), hex(b))
+                else:
+                    assert got == _bits(F64, want), (op, hex(a), hex(b))
+
+
+def test_infinities_in_fused_multiply_add_square_root_and_rounding():
+    inf, two = DOUBLE.infinity(0), _d(2.0)
+    assert fused_multiply_add(_d(1.0), inf, two, DOUBLE, Fpscr(0)) == inf
+    assert fused_multiply_add(_d(1.0), two, DOUBLE.infinity(1), DOUBLE, Fpscr(0)) == DOUBLE.infinity(1)
+    assert fused_multiply_add(DOUBLE.infinity(1), two, two, DOUBLE, Fpscr(0)) == DOUBLE.infinity(1)
+    assert square_root(inf, DOUBLE, f := Fpscr(0)) == inf and f.value == 0
+    assert square_root(DOUBLE.sign_bit, DOUBLE, Fpscr(0)) == DOUBLE.sign_bit
+    for a in (inf, DOUBLE.infinity(1)):
+        assert round_to_integral(a, DOUBLE, Fpscr(0), RN, True) == a
+    assert round_to_integral(_d(0.5), DOUBLE, Fpscr(0), TIES_AWAY, False) == _d(1.0)
+    assert round_to_integral(_d(-0.5), DOUBLE, Fpscr(0), TIES_AWAY, False) == _d(-1.0)
+    assert to_fixed(_d(0.5), DOUBLE, Fpscr(0), False, TIES_AWAY) == 1
+
+
+@pytest.mark.parametrize("a, b", [(1.0, -math.inf), (1.0, math.inf), (2.0, math.inf), (-math.inf, 1.0),
+                                  (math.inf, -math.inf), (-1e308, -math.inf)])
+def test_comparisons_with_infinities_order_like_the_host(a, b):
+    want = 0b0110 if a == b else 0b1000 if a < b else 0b0010
+    assert compare(_d(a), _d(b), DOUBLE, Fpscr(0), signal_quiet_nans=False) == want
+    assert compare(_d(b), _d(a), DOUBLE, Fpscr(0), signal_quiet_nans=False) == \
+        (0b0110 if a == b else 0b0010 if a < b else 0b1000)
