@@ -115,3 +115,16 @@ def test_deep_mode_with_a_kernel_other_than_1x1_stops():
     cfg = ConvConfig.from_registers(conv_registers(kw=3, kh=1, nr=1, depth=3, deep=1), "CONVACC4")
     with pytest.raises(NotModelled, match="^CONVACC4: DEEPMODE with a kernel other than 1x1 is not modelled"):
         convolve(np.zeros((6, 7, 3)), np.zeros((1, 1, 3, 3)), cfg)
+
+
+def test_round_off_truncates_whatever_orndmode_says():
+    for ornd in (0, 1):
+        cfg = ArithConfig.from_registers(arith_registers("scalar", round_=0, ornd=ornd, res=1))
+        assert compute([3, -3], cfg).tolist() == [1, -2]                 # floor
+
+
+def test_coefficient_vectors_without_memory_are_zero_and_b_keeps_all_16_bits():
+    cfg = ArithConfig.from_registers(arith_registers("scalar", vectors="c", a=1))
+    assert compute([5], cfg).tolist() == [5]
+    cfg = ArithConfig.from_registers(arith_registers("scalar", vectors="b", a=0, dual=1, obytes=2), memory(b=[-3]))
+    assert compute([0], cfg, [7]).tolist() == [-21]

@@ -13,7 +13,7 @@ import pytest
 from n6.errors import N6Error
 from n6.network_c import Buffer, NetworkC, PoolComment
 from n6.reloc.image import (FLASH_BASE, MAGIC, RAM_BASE, SEG_PARAM0, CodeImage, Flags, Header, Image, PoolDescriptor,
-                            RtCtx, detect_header_words, off)
+                            RtCtx, c_string, detect_header_words, off)
 from n6.reloc.pack import pack
 from n6.reloc.params import ParamsBlob, ParamsPart
 from n6.reloc.pools import TYPE_COPY, TYPE_RELOC, TYPE_RESET, TYPE_UNUSED, describe_flags, flags_word, pools_of
@@ -301,3 +301,35 @@ def test_flags_words_and_their_text():
     assert describe_flags(0x07090607) == "0x07.0x09.WCACHED"
     got = pools_of(_net([RAM], []))[0]
     assert (got.type, got.flags) == (TYPE_UNUSED, 0x00000600)
+
+
+def test_the_edges_of_reading_an_image(tmp_path):
+    data = _image_bytes(26)
+    assert detect_header_words(data[:104]) == 26
+    assert c_string(b"a" * 300, 0) == "a" * 256
+    words = bytearray(_image_bytes())
+    struct.pack_into("<I", words, Header.offset_of("bss_start"), RAM_BASE + 0x200)   # the RW part past the file
+    with pytest.raises(N6Error, match="the header describes more"):
+        Image.parse(bytes(words))
+    last = bytearray(_image_bytes()) + struct.pack("<I", 0x8000_0200)   # a flash REL site at the last word
+    struct.pack_into("<I", last, REL_AT + 4, FLASH_BASE + len(last) - 4)
+    assert Image.parse(bytes(last)).params_references() == [0x40, 0x200]
+
+
+def test_a_split_image_needs_its_params_file(tmp_path):
+    path = tmp_path / "network_rel.bin"
+    path.write_bytes(_image_bytes())                       # params offset 0, rt_ctx's params size not 0
+    with pytest.raises(N6Error, match="missing: this split image's params file .* is not there"):
+        Image.load(str(path))
+    (tmp_path / "p.bin").write_bytes(b"P" * 8)
+    assert bytes(Image.load(str(path), str(tmp_path / "p.bin")).params) == b"P" * 8
+    joined = bytearray(_image_bytes()) + b"Q" * 8
+    struct.pack_into("<I", joined, 48, len(joined) - 8)
+    path.write_bytes(bytes(joined))
+    assert bytes(Image.load(str(path)).params) == b"Q" * 8
+
+
+def test_a_pool_without_cache_has_no_cacheable_bit():
+    net = _net([RAM], [(0x342E0000, 0, 0x10, False)])
+    net.pools[0].description = net.pools[0].description.replace("cacheable=ON", "cacheable=OFF")
+    assert pools_of(net)[0].flags == 0x03020200
