@@ -10,7 +10,7 @@ import pytest
 from npu_model.arithacc import ArithConfig, addresses, coefficient_memory, compute
 from npu_model.convacc import ConvConfig, convolve
 from npu_model.fixedpoint import NotModelled, shift_right
-from npu_model.poolacc import GMAX, GMIN, MAX, MIN, PoolConfig, pool
+from npu_model.poolacc import MAX, MIN, PoolConfig, pool
 from test_npu_units import arith_registers, conv_registers, memory, pool_registers
 
 RNG = np.random.default_rng(36)
@@ -32,8 +32,8 @@ def test_a_y_term_shifted_further_than_x_aligns_x_up_and_rounds_once():
 
 
 def test_the_coefficient_memory_is_two_words_an_entry_from_0x400():
-    regs = {0x2000 + 0x400: 5, 0x2000 + 0x404: 6, 0x2000 + 0x408: 7, 0x2000 + 0x3F8: 99}
-    assert coefficient_memory(regs, 0x2000, entries=3) == [(5, 6), (7, 0), (0, 0)]
+    regs = {0x2000 + 0x400: 5, 0x2000 + 0x404: 6, 0x2000 + 0x408: 7, 0x2000 + 0x40C: 8, 0x2000 + 0x3F8: 99}
+    assert coefficient_memory(regs, 0x2000, entries=3) == [(5, 6), (7, 8), (0, 0)]
 
 
 @pytest.mark.parametrize("field", ["FSHIFT", "FROUND", "FSAT"])
@@ -61,7 +61,7 @@ def test_coefficient_entries_past_383_stop_naming_the_limit():
         addresses(cfg, 385)
 
 
-@pytest.mark.parametrize("kind, pick", [(GMAX, np.max), (GMIN, np.min)])
+@pytest.mark.parametrize("kind, pick", [(8, np.max), (9, np.min)])       # ATON.h's POOLTYPE values
 def test_global_max_and_min_take_the_whole_frame_per_channel(kind, pick):
     x = RNG.integers(-128, 128, (5, 6, 3))
     cfg = PoolConfig.from_registers(pool_registers(kind, win=(0, 0), stride=(1, 1), out=(1, 1)))
@@ -82,7 +82,9 @@ def test_windows_with_right_padding_and_a_width_they_do_not_tile(kind):
 
 
 @pytest.mark.parametrize("change, says", [
-    ({"CTRL": {"TYPE": 2}}, r"CTRL.TYPE=0x2"), ({"XCROP": {"LCROP": 1}}, "a crop inside the frame"),
+    ({"CTRL": {"TYPE": 2}}, r"CTRL.TYPE=0x2"), ({"CTRL": {"FROUND": 1}}, "the input shifter"),
+    ({"CTRL": {"FSAT": 1}}, "the input shifter"), ({"CTRL": {"FSHIFT": 17}}, "the input shifter"),
+    ({"XCROP": {"LCROP": 1}}, "a crop inside the frame"),
     ({"YCROP": {"TCROP": 1}}, "a crop inside the frame"), ({"XCROP": {"RCROP": 5}}, "a crop inside the frame"),
     ({"YCROP": {"BCROP": 2}}, "a crop inside the frame")])
 def test_an_unmodelled_pooling_setting_stops(change, says):
@@ -128,3 +130,11 @@ def test_coefficient_vectors_without_memory_are_zero_and_b_keeps_all_16_bits():
     assert compute([5], cfg).tolist() == [5]
     cfg = ArithConfig.from_registers(arith_registers("scalar", vectors="b", a=0, dual=1, obytes=2), memory(b=[-3]))
     assert compute([0], cfg, [7]).tolist() == [-21]
+
+
+def test_a_pool_block_size_of_0_is_one_channel():
+    x = RNG.integers(-128, 128, (4, 6, 1))
+    regs = pool_registers(MAX, width=6, height=4, b=1, out=(2, 3))
+    regs["PDIMS"]["BSIZE"] = 0
+    want = x.reshape(2, 2, 3, 2).max(axis=(1, 3)).ravel()
+    assert pool(x, PoolConfig.from_registers(regs)).tolist() == want.tolist()

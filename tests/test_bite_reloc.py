@@ -333,3 +333,47 @@ def test_a_pool_without_cache_has_no_cacheable_bit():
     net = _net([RAM], [(0x342E0000, 0, 0x10, False)])
     net.pools[0].description = net.pools[0].description.replace("cacheable=ON", "cacheable=OFF")
     assert pools_of(net)[0].flags == 0x03020200
+
+
+def test_buffers_outside_a_pool_do_not_stretch_its_figure():
+    got = pools_of(_net([RAM], [(0x342E0000, 0x10, 0x20, False), (0x342E0000, 0x200, 0x210, False),
+                                (0x342E0000, -0x100, -0x80, False)]))[0]
+    assert (got.used, got.type) == (0x10, TYPE_RESET)
+
+
+def test_a_pool_of_size_0_keeps_its_global_figure_and_one_at_address_0_counts():
+    empty = (2, "xSPI1", 0x90000000, 0, False, True, "1 KB")
+    zero = (3, "AXISRAM1", 0, 0x100, False, True, "?")
+    nothing = (4, "NONE", 0, 0, False, True, "?")
+    got = {p.name: p for p in pools_of(_net([empty, zero, nothing], [(0x8FFFFFF0, 0, 0x20, False),
+                                                                     (0, 0, 0x10, False)]))}
+    assert sorted(got) == ["AXISRAM1", "xSPI1"]
+    assert (got["xSPI1"].used, got["AXISRAM1"].used) == (1024, 0x10)
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_read_only_pool_whose_constants_straddle_its_end_is_a_param_pool(relative):
+    rom = (2, "xSPI2", 0x71000000, 0x100, relative, False, "?")
+    labels = [("_mem_pool_xSPI2", 1)] if relative else []
+    got = pools_of(_net([rom], [("_mem_pool_xSPI2" if relative else 0x71000000, 0x80, 0x180, True)], labels))[0]
+    assert (got.params_only, got.flags) == (True, 0x01010500 if relative else 0x02010500)
+
+
+def test_a_relative_read_write_pool_of_constants_is_mixed():
+    pool = (1, "xSPI1", 0x90000000, 0x100, True, True, "?")
+    got = pools_of(_net([pool], [("_mem_pool_xSPI1", 0, 0x10, True)], [("_mem_pool_xSPI1", 1)]))[0]
+    assert got.flags == 0x01030601
+
+
+def test_a_read_only_pool_of_constants_and_activations_is_refused():
+    rom = (2, "xSPI2", 0x71000000, 0x100, False, False, "?")
+    with pytest.raises(N6Error, match="read-only pool 'xSPI2' holds activations"):
+        pools_of(_net([rom], [(0x71000000, 0, 0x10, True), (0x71000000, 0x20, 0x30, False)]))
+
+
+def test_ten_used_pools_are_refused():
+    pools = [(i, f"P{i}", 0x34000000 + 0x1000 * i, 0x100, False, True, "?") for i in range(10)]
+    buffers = [(0x34000000 + 0x1000 * i, 0, 0x10, False) for i in range(10)]
+    pools_of(_net(pools[:9], buffers[:9]))
+    with pytest.raises(N6Error, match="more than 9 used memory pools"):
+        pools_of(_net(pools, buffers))
