@@ -138,3 +138,32 @@ def test_a_pool_block_size_of_0_is_one_channel():
     regs["PDIMS"]["BSIZE"] = 0
     want = x.reshape(2, 2, 3, 2).max(axis=(1, 3)).ravel()
     assert pool(x, PoolConfig.from_registers(regs)).tolist() == want.tolist()
+
+
+def test_windows_with_left_padding():
+    x = RNG.integers(-128, 128, (4, 5, 2))
+    cfg = PoolConfig.from_registers(pool_registers(MAX, width=5, height=4, b=2, pads=(0, 0, 1, 0), out=(2, 3)))
+    padded = np.concatenate([np.full((4, 1, 2), -1000), x], axis=1)
+    want = [[padded[2 * i:2 * i + 2, 2 * j:2 * j + 2].max(axis=(0, 1)) for j in range(3)] for i in range(2)]
+    assert pool(x, cfg).tolist() == np.array(want).ravel().tolist()
+
+
+@pytest.mark.parametrize("crop", [{"FHCROP": {"LEFT": 0, "RIGHT": 7 * 3 - 1}}, {"FVCROP": {"TOP": 0, "BOTTOM": 5}},
+                                  {"FHCROP": {"LEFT": 0, "RIGHT": 0xFFFF}, "FVCROP": {"TOP": 0, "BOTTOM": 0xFFFF}}])
+def test_convolution_crops_at_the_frames_edges_are_the_whole_frame(crop):
+    x, w = RNG.integers(0, 256, (6, 7, 3)), RNG.integers(-128, 128, (4, 3, 3, 3))
+    regs = conv_registers(raw=1, obytes=3)
+    plain = convolve(x, w, ConvConfig.from_registers(regs))
+    regs.update(crop)
+    assert convolve(x, w, ConvConfig.from_registers(regs)).tolist() == plain.tolist()
+
+
+@pytest.mark.parametrize("crop", [{"FHCROP": {"LEFT": 1}}, {"FVCROP": {"TOP": 1}}, {"FHCROP": {"RIGHT": 19}},
+                                  {"FVCROP": {"BOTTOM": 4}}])
+def test_a_convolution_crop_inside_the_frame_stops(crop):
+    regs = conv_registers()
+    regs.update({"FHCROP": {"LEFT": 0, "RIGHT": 0xFFFF}, "FVCROP": {"TOP": 0, "BOTTOM": 0xFFFF}})
+    for field, values in crop.items():
+        regs[field].update(values)
+    with pytest.raises(NotModelled, match="a crop inside the frame"):
+        convolve(np.zeros((6, 7, 3)), np.zeros((4, 3, 3, 3)), ConvConfig.from_registers(regs))
