@@ -240,3 +240,22 @@ def test_external_ram_need_is_rounded_to_8_bytes():
 @pytest.mark.parametrize("kind, dst", [(RELOC, 0x90100000), (COPY, 0x70000000), (RESET, 0x7FFFFFF0)])
 def test_only_absolute_pools_outside_external_flash_are_placed_in_external_ram(kind, dst):
     check_external_pools("x", _pools_image(1 << 20, ("p", kind, dst, 64)), DK)     # 0x90100000: the loader's pool
+
+
+def test_a_record_is_damaged_unless_its_description_is_a_dict_with_its_size_and_hash(tmp_path):
+    store = RecordStore(tmp_path)
+    store.save("S", A, b"abc", "p.bin")
+    meta = tmp_path / "S" / "71800000.json"
+    good = json.loads(meta.read_text())
+    for bad in ([good], dict(good, size=4), dict(good, sha256="0" * 64)):
+        meta.write_text(json.dumps(bad))
+        assert store.load("S", A) == (None, "damaged record")
+
+
+def test_files_other_than_records_in_a_probes_folder_are_left_alone(tmp_path):
+    store = RecordStore(tmp_path)
+    store.set_pending("S", {A})
+    (tmp_path / "S" / "notes.bin").write_bytes(b"n")
+    store.save("S", A, b"abc", "p.bin")
+    assert (tmp_path / "S" / "notes.bin").exists() and store.pending("S") == {A}
+    assert sectors_of(A + S - 1, 1, S) == [A] and sectors_of(A + S - 1, 2, S) == [A, A + S]
