@@ -31,7 +31,7 @@ class Board:
     notes = ()
 
     def __init__(self, serial="S1"):
-        self.serial, self.memory, self.calls = serial, {}, []
+        self.serial, self.memory, self.calls, self.downloads = serial, {}, [], []
 
     def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
         self.calls.append(("exchange", list(ranges), [d.address for d in downloads]))
@@ -44,7 +44,9 @@ class Board:
 
     def _write(self, downloads):
         for d in downloads:
-            self.memory.update((d.address + i, b) for i, b in enumerate(open(d.path, "rb").read()))
+            data = open(d.path, "rb").read()
+            self.downloads.append((d.address, len(data)))
+            self.memory.update((d.address + i, b) for i, b in enumerate(data))
         return [0.5] * len(downloads)
 
 
@@ -259,3 +261,14 @@ def test_files_other_than_records_in_a_probes_folder_are_left_alone(tmp_path):
     store.save("S", A, b"abc", "p.bin")
     assert (tmp_path / "S" / "notes.bin").exists() and store.pending("S") == {A}
     assert sectors_of(A + S - 1, 1, S) == [A] and sectors_of(A + S - 1, 2, S) == [A, A + S]
+
+
+def test_each_download_holds_exactly_its_run_of_sectors(tmp_path):
+    board = Board()
+    data = bytearray(b"a" * (4 * S + 10))
+    _flash(tmp_path, board, [_params(data)])
+    assert board.downloads == [(A, 4 * S + 10)]
+    data[S] ^= 1
+    data[4 * S + 3] ^= 1
+    r = _flash(tmp_path, board, [_params(data)])
+    assert board.downloads[1:] == [(A + S, S), (A + 4 * S, 10)] and r.images[0].bytes_written == S + 10
