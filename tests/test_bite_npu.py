@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from npu_model.arithacc import ArithConfig, addresses, coefficient_memory, compute
-from npu_model.convacc import ConvConfig, convolve
+from npu_model.convacc import ConvConfig, convolve, kernel_frames
 from npu_model.fixedpoint import NotModelled, shift_right
 from npu_model.poolacc import MAX, MIN, PoolConfig, pool
 from test_npu_units import arith_registers, conv_registers, memory, pool_registers
@@ -167,3 +167,17 @@ def test_a_convolution_crop_inside_the_frame_stops(crop):
         regs[field].update(values)
     with pytest.raises(NotModelled, match="a crop inside the frame"):
         convolve(np.zeros((6, 7, 3)), np.zeros((4, 3, 3, 3)), ConvConfig.from_registers(regs))
+
+
+def test_a_kernel_stream_of_one_set_gives_every_kernel_and_a_short_one_is_refused():
+    cfg = ConvConfig.from_registers(conv_registers(kw=1, kh=1, nr=2, depth=2, kfilt=(1, 0, 0)))
+    assert kernel_frames(bytes([1, 2, 3, 4]), cfg, 1).ravel().tolist() == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="kernel stream: 7 bytes for 2 frames of 4"):
+        kernel_frames(bytes(7), cfg, 2)
+
+
+def test_signed_16_bit_features_are_read_as_16_bit():
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=1, width=2, height=1, raw=1, obytes=3, funsigned=0)
+    regs["DFORMAT"]["FBYTES"] = 2
+    got = convolve(np.array([-300, 0x7FFF]), np.array([[[[1]]]]), ConvConfig.from_registers(regs))
+    assert got.ravel().tolist() == [-300, 32767]
