@@ -272,3 +272,12 @@ def test_each_download_holds_exactly_its_run_of_sectors(tmp_path):
     data[4 * S + 3] ^= 1
     r = _flash(tmp_path, board, [_params(data)])
     assert board.downloads[1:] == [(A + S, S), (A + 4 * S, 10)] and r.images[0].bytes_written == S + 10
+
+
+def test_a_refusal_by_a_firmware_read_from_an_elf_says_where_its_facts_come_from():
+    fw = dataclasses.replace(default_firmware("2.2"), source="ai_validation.elf")
+    with pytest.raises(N6Error) as e:
+        check_firmware("x", _image(dbg=False), fw, None, "b.toml")
+    assert "(ai_validation.elf): INVALID_BIN" in str(e.value)
+    assert str(e.value).endswith("describe the firmware in [firmware] of b.toml (it is read from the install's "
+                                 "validation firmware now))")
