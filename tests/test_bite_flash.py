@@ -281,3 +281,12 @@ def test_a_refusal_by_a_firmware_read_from_an_elf_says_where_its_facts_come_from
     assert "(ai_validation.elf): INVALID_BIN" in str(e.value)
     assert str(e.value).endswith("describe the firmware in [firmware] of b.toml (it is read from the install's "
                                  "validation firmware now))")
+
+
+def test_a_no_write_area_refuses_only_the_images_that_reach_it():
+    board = dataclasses.replace(DK, flash=dataclasses.replace(DK.flash, no_write=((0x71020000, 0x71030000),)))
+    region = ("network", 0x71000000, 0x71800000)
+    check_layout([Placed("below", 0x71000000, 0x20000, "network", region),
+                  Placed("above", 0x71030000, 10, "network", region)], board)
+    with pytest.raises(N6Error, match="would write the boot area 0x71020000-0x71030000"):
+        check_layout([Placed("over", 0x71010000, 0x10001, "network", region)], board)
