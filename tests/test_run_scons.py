@@ -25,13 +25,13 @@ def _bundled():
 
 # What each bundled model meets against its reference, in output LSB (max over the outputs), with
 # the same top-1 everywhere. ONNX source models against onnxruntime's default session (integer
-# QLinear operators), measured on seeds 5-7: kws_mlp, cifar_cnn, big_mlp 0 and digits_mlp 1 (1
-# allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The .tflite source
-# (ds_cnn) against LiteRT, the prebuilt folder against the host build of its generated C: exact.
-# The board equals the host build exactly in every case. kws_mlp_f32 is kws_mlp built with float
+# QLinear operators), measured on seeds 5-7: kws_mlp, cifar_cnn, big_mlp 0 (exact: 0 here too) and
+# digits_mlp 1 (1 allows a rounding tie), mobilenet_v2 0 (1 on seed 8), tiny_yolo 0 (seeds 5-9). The
+# .tflite source (ds_cnn) against LiteRT, the prebuilt folder against the host build of its generated C:
+# exact. The board equals the host build exactly in every case. kws_mlp_f32 is kws_mlp built with float
 # inputs and outputs: the same tolerance as its int8 form, in LSB of the int8 grid behind its outputs.
-TOLERANCE_LSB = {"kws_mlp": 1, "cifar_cnn": 1, "big_mlp": 1, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
-                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0, "kws_mlp_f32": 1, "mobilenet_v2_u8": 0}
+TOLERANCE_LSB = {"kws_mlp": 0, "cifar_cnn": 0, "big_mlp": 0, "digits_mlp": 1, "tiny_prebuilt": 0, "ds_cnn": 0,
+                 "mobilenet_v2": 0, "tiny_yolo": 0, "fusion_mlp": 0, "kws_mlp_f32": 0, "mobilenet_v2_u8": 0}
 # Runs per seed: 3, or 1 where the emulator is slow for the model.
 RUNS = {"mobilenet_v2": 1, "ds_cnn": 1, "tiny_yolo": 1, "mobilenet_v2_u8": 1}
 

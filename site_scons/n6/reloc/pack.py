@@ -16,12 +16,12 @@ from .params import ParamsBlob
 class Packed:
     """What the report needs from the pack step (the rest is in the image itself)."""
     bin_path: str
-    params_path: str = None
-    size: int = 0
-    params_size: int = 0
-    rel_entries: int = 0
-    got_entries: int = 0
-    ec_blob_size: int = 0
+    params_path: str | None     # a split image's params file
+    size: int
+    params_size: int
+    rel_entries: int
+    got_entries: int
+    ec_blob_size: int
 
 
 def pack(code_path, params_desc, bin_path, split=False):
@@ -33,12 +33,11 @@ def pack(code_path, params_desc, bin_path, split=False):
     code = bytearray(c.code)
     params_offset = len(code) if (blob.size or ec_blobs) and not split else 0
     struct.pack_into("<I", code, Header.offset_of("params_offset"), params_offset)
-    result = Packed(bin_path, ec_blob_size=len(ec_blobs), rel_entries=c.rel_entries, got_entries=c.got_entries,
-                    params_size=len(ec_blobs) + blob.size if split or params_offset else 0)
+    params_size = len(ec_blobs) + blob.size if split or params_offset else 0
     crc = 0
+    split_path = params_path(bin_path) if split else None
     if split:
-        result.params_path = params_path(bin_path)
-        with atomic_open(result.params_path) as p:
+        with atomic_open(split_path) as p:
             p.write(ec_blobs)
             crc = blob.stream(p)
     with atomic_open(bin_path) as out:
@@ -46,7 +45,7 @@ def pack(code_path, params_desc, bin_path, split=False):
         if params_offset:
             out.write(ec_blobs)
             crc = blob.stream(out)
-        result.size = out.tell()
+        size = out.tell()
         out.seek(c.params_words_at)
         out.write(struct.pack("<2I", blob.size, crc))
-    return result
+    return Packed(bin_path, split_path, size, params_size, c.rel_entries, c.got_entries, len(ec_blobs))

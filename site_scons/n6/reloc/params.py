@@ -32,8 +32,8 @@ class ParamsBlob:
         return sum(align8(p.size) for p in self.parts)
 
     def save(self, path):
-        """Paths are stored relative to the description's folder."""
-        folder = os.path.dirname(path) or "."
+        """Paths are stored relative to the description's folder ("" is the current one)."""
+        folder = os.path.dirname(path)
         parts = [{"pool": p.pool, "path": os.path.relpath(p.path, folder), "size": p.size} for p in self.parts]
         write_text(path, json.dumps({"version": VERSION, "size": self.size, "parts": parts}, indent=1) + "\n")
 
@@ -42,7 +42,7 @@ class ParamsBlob:
         doc = read_json(path, "params description", lenient=False)
         if not isinstance(doc, dict) or doc.get("version") != VERSION:
             raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
-        folder = os.path.dirname(path) or "."
+        folder = os.path.dirname(path)
         return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
                     for p in doc["parts"]])
 
