@@ -207,9 +207,7 @@ class Sample:
         raise Skip(f"buffer {buffer['name']}: no LiteRT tensor in its scale")
 
     def units(self, epoch):
-        """The epoch's units wired as network.c routes them (a port's context-0 source, else its
-        context-1 one: the fully connected layer sends its completed sums in context 1), with
-        their configs."""
+        """The epoch's units wired as network.c routes them (chain.wire), with their configs."""
         d = self.epochs[epoch]
         init, routes = d["init"], d["routes"]
         others = sorted({r[0] for r in routes} - set(f"CONVACC{i}" for i in d["convacc"])
@@ -224,10 +222,7 @@ class Sample:
             vectors, precisions = self.vectors[epoch][i]
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
             configs[f"ARITH{i}"] = ArithConfig.from_registers(regs, words, f"ARITH{i}")
-        first = {}                                      # per port: its context-0 source, else context 1's
-        for dest, port, _context, source, _ in sorted(routes, key=lambda r: r[2], reverse=True):
-            first[(dest, port)] = source
-        return wire(configs, [(dest, port, source) for (dest, port), source in first.items()])
+        return wire(configs, [(dest, port, context, source) for dest, port, context, source, _ in routes])
 
     def source_ops(self, epoch):
         """{convolution or pooling unit: its LiteRT op}."""

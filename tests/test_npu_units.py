@@ -114,8 +114,8 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     frames = [x[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]
     kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, "STRENG0"), ("CONVACC3", 1, "STRENG1"), ("CONVACC3", 2, "CONVACC3"),
-                  ("STRENG2", 0, "CONVACC3")])
+                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
+                  ("STRENG2", 0, 0, "CONVACC3")])
     streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
@@ -292,9 +292,9 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
                "STRENG2": [np.frombuffer(pack_kernel_frames(items, first), np.uint8)], "STRENG3": np.split(y, 2)}
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "STRENG3": None, "STRENG4": None,
                   "CONVACC0": first, "CONVACC1": second, "ARITH0": add},
-                 [("CONVACC0", 0, "STRENG0"), ("CONVACC0", 1, "STRENG2"), ("CONVACC1", 0, "STRENG1"),
-                  ("CONVACC1", 1, "STRENG2"), ("CONVACC1", 2, "CONVACC0"), ("ARITH0", 0, "CONVACC1"),
-                  ("ARITH0", 1, "STRENG3"), ("STRENG4", 0, "ARITH0")])
+                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG2"), ("CONVACC1", 0, 0, "STRENG1"),
+                  ("CONVACC1", 1, 0, "STRENG2"), ("CONVACC1", 2, 0, "CONVACC0"), ("ARITH0", 0, 0, "CONVACC1"),
+                  ("ARITH0", 1, 0, "STRENG3"), ("STRENG4", 0, 0, "ARITH0")])
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
     sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]

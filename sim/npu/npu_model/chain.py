@@ -28,9 +28,11 @@ class Unit:
 
 
 def wire(configs, routes):
-    """Units from {name: config} and the switch's routes [(dest, port, source)] (context 0)."""
+    """Units from {name: config} and the switch's routes [(dest, port, context, source)]: a port
+    takes its context-0 source, else its context-1 one (nucleo_mnv1's fully connected layer sends
+    its completed sums in context 1 only)."""
     inputs = {}
-    for dest, port, source in routes:
+    for dest, port, context, source in sorted(routes, key=lambda r: -r[2]):
         inputs.setdefault(dest, {})[port] = source
     return {name: Unit(name, config, inputs.get(name, {})) for name, config in configs.items()}
 
