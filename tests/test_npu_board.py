@@ -130,6 +130,7 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
             "DFORMAT": {"OUTSHIFT": 0, "INSHIFT": 0, "ROUND": 0, "SAT": 1, "OBYTES": 3, "FBYTES": 1},
             "KFILT": {"TOT": 1, "FIRST": 0, "LAST": 0}}) + encode("ARITH", 0, {
             "SHIFT": {"AX": 0, "BY": 0, "C": 0, "RES": 16}, "INCCNT": {"INCVAL": 0},
+            "INSHIFTER": {"FBYTESX": 3, "FSHIFTX": 16},
             "RSTCNT1": {"RSTCNT": nr - 1}, "INCOFFSET": {"VAL": 1}, "ADDROFFSET": {"OFFSET1": m9(-(nr - 1))}})
     for j in range(nr):                                                     # coefficient memory: A, B:C
         b_c = int(bias[j]) & 0xFFFF_FFFF

@@ -182,7 +182,7 @@ def test_an_unmodelled_setting_stops_naming_the_unit_and_field():
 
 # -- arithmetic unit -------------------------------------------------------------------------------
 def arith_registers(bcast="chan", width=3, height=2, depth=4, channels=8, a=1, b=0, c=0, vectors="", combinebc=0,
-                    dual=0, shifts=(0, 0, 0), res=0, round_=1, ornd=1, obytes=1, sat=1):
+                    dual=0, shifts=(0, 0, 0), res=0, round_=1, ornd=1, obytes=1, sat=1, inbytes=(3, 3)):
     """An ARITH's registers by ATON.h field as LL_Arithacc_Init sets them for a broadcast
     (ll_aton.c's facts: counters, offsets, the input shifters at a plain pass)."""
     m9 = lambda v: v & 0x1FF
@@ -190,7 +190,8 @@ def arith_registers(bcast="chan", width=3, height=2, depth=4, channels=8, a=1, b
                      "DUALIN": dual, "COMBINEBC": combinebc, "COEFFA": int("a" in vectors),
                      "COEFFB": int("b" in vectors), "COEFFC": int("c" in vectors), "CNT1": 0, "CNT2": 0, "CNT3": 0},
             "SHIFT": {"AX": shifts[0], "BY": shifts[1], "C": shifts[2], "RES": res},
-            "COEFFAC": {"A": a & 0xFFFF, "C": c & 0xFFFF}, "COEFFB": {"B": b & 0xFFFF}}
+            "COEFFAC": {"A": a & 0xFFFF, "C": c & 0xFFFF}, "COEFFB": {"B": b & 0xFFFF},
+            "INSHIFTER": {"FBYTESX": inbytes[0], "FSHIFTX": 16, "FBYTESY": inbytes[1], "FSHIFTY": 16}}
     if bcast == "chan":
         regs["CTRL"].update(CNT1=1, CNT2=1, CNT3=1)
         regs.update({"INCCNT": {"INCVAL": 0}, "RSTCNT1": {"RSTCNT": depth - 1},

@@ -132,6 +132,7 @@ class InstalledModel:
         self.npu.write_memory, self.npu.read_memory = self.cpu.write, self.cpu.read
         for base, buf in self.installed.memory.regions:
             self.cpu.write(base, buf)
+        self.cpu.emulate_long_shifts(self.installed.ro_base, off(self.img.header.data_data))
         self.r9 = self.installed.ram_base
         rt = self.r9 + off(self.img.header.rt_ctx)
         self.cpu.write(rt + 4 * 4, struct.pack("<I", self.cpu.table))            # cbs

@@ -5,11 +5,12 @@ its writing stream engines store.
 Stream items (a stated model from ll_aton.c's facts; the stream-engine addressing module will own
 it): the switch carries words of three 8-bit lanes; a stream engine's CTRL.SIZE0..2 are the bits
 each lane takes from (or gives to) an item in memory, in memory order, items SIZE0+SIZE1+SIZE2 bits.
-A reading engine delivers one value per item, its bytes in its lanes, sign-extended from the top
-lane (ll_aton.c's unsigned right-aligned items, LSBMODE without SIGNEXT: not extended; the units
-re-read a value at their own width and signedness), except that an item filling all three lanes goes on as three 8-bit values (the
-kernel streams and DEEPMODE features: no sample stores a 24-bit value). A writing engine stores
-each value's lane bytes. Bit gaps, lanes of other than 0 or 8 bits and two-context multiplexing of
+A reading engine delivers one value per item, its bytes in its lanes, zero-extended, or with
+SIGNEXT sign-extended from the top lane (the units read a value at their own width, signed: the
+arithmetic unit's FBYTESX/Y, the pooling unit's FBYTES, the convolution unit's FBYTES and
+FUNSIGNED), except that an item filling all three lanes goes on as three 8-bit values (the kernel
+streams and DEEPMODE features: no sample stores a 24-bit value). A writing engine stores each
+value's lane bytes. Bit gaps, lanes of other than 0 or 8 bits and two-context multiplexing of
 an engine are not modelled: a stop naming the engine."""
 import numpy as np
 
@@ -59,26 +60,25 @@ def chain_writes(program, aton, regs, read_memory):
 
 
 def _lanes(unit):
-    """(the lanes an item fills, its values unsigned) of a stream engine; a stop for what is not
-    modelled."""
+    """(the lanes an item fills, SIGNEXT) of a stream engine; a stop for what is not modelled."""
     ctrl, strd = unit.registers["CTRL"], unit.registers.get("STRD", {})
     sizes = (ctrl["SIZE0"], ctrl["SIZE1"], ctrl["SIZE2"])
     if strd.get("FGAP") or strd.get("BGAP"):
         raise NotModelled(f"{unit.name}: items with bit gaps (FGAP/BGAP) in a compute chain are not modelled")
     if any(s not in (0, LANE_BITS) for s in sizes) or not any(sizes):
         raise NotModelled(f"{unit.name}: lanes of {sizes} bits are not modelled")
-    return [k for k, s in enumerate(sizes) if s], bool(ctrl["LSBMODE"] and not ctrl["SIGNEXT"])
+    return [k for k, s in enumerate(sizes) if s], bool(ctrl["SIGNEXT"])
 
 
 def _items(data, lanes):
     """The values a reading engine delivers from its bytes in access order: an item's bytes in
-    its lanes, sign-extended from the top lane's top bit (LSBMODE without SIGNEXT: not extended)."""
-    used, unsigned = lanes
+    its lanes, zero-extended, or with SIGNEXT sign-extended from the top lane's top bit."""
+    used, signext = lanes
     if len(used) == 3:
-        return data.astype(np.int8).astype(np.int64)
+        return data.astype(np.int64)
     words = data.reshape(-1, len(used)).astype(np.int64)
     value = sum(words[:, j] << LANE_BITS * k for j, k in enumerate(used))
-    if unsigned:
+    if not signext:
         return value
     half = 1 << (LANE_BITS * (used[-1] + 1) - 1)
     return (value + half) % (2 * half) - half
