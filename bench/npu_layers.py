@@ -274,7 +274,7 @@ class Sample:
             diff = (got - expected + 128) % 256 - 128
             rows.append({"engine": name, "tensor": self.details[index]["name"], "source": units[name].inputs[0],
                          "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max()),
-                         "elements": int(diff.size), "got": got, "expected": expected})
+                         "elements": int(diff.size), "got": got, "expected": expected, "address": found[1]})
         return rows
 
     def run_epoch(self, epoch):
@@ -308,7 +308,7 @@ class Sample:
                 "tensor": " ".join(o["tensor"] for o in per_output), "units": len(units) - len(d["init"]["streng"]),
                 "elements": elements, "exact": sum(o["exact"] * o["elements"] for o in per_output) / elements,
                 "max_lsb": max(o["max_lsb"] for o in per_output), "host_seconds": seconds,
-                "outputs": [{k: v for k, v in o.items() if k not in ("got", "expected")} for o in per_output]}
+                "outputs": [{k: v for k, v in o.items() if k not in ("got", "expected", "address")} for o in per_output]}
 
     def run_span(self):
         """Every hardware epoch in order over one memory, only the network's input from LiteRT:
@@ -388,7 +388,7 @@ def main():
                       f"(model class {int(np.argmax(last['got']))}, LiteRT class {int(np.argmax(last['expected']))}; "
                       f"LiteRT's two best {int(ranked[-1] - ranked[-2])} LSB apart)")
                 report[name]["span"] = {"top1_agrees": top1}
-            outputs = [{k: v for k, v in r.items() if k not in ("got", "expected")} for r in span]
+            outputs = [{k: v for k, v in r.items() if k not in ("got", "expected", "address")} for r in span]
             report[name].setdefault("span", {}).update({"outputs": outputs, "stop": stop, "units_host_seconds": spent})
         print(f"  speed: the units of these {len(rows)} epochs take {units:.2f} s of host time, "
               f"{units / sample.litert_seconds:.0f}x LiteRT's whole inference ({sample.litert_seconds * 1e3:.1f} ms, "
