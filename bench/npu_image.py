@@ -11,10 +11,9 @@ quantisation (bench/npu_layers.py's mapping), and the network's outputs with Lit
 with a LiteRT tensor, one more inference in which that epoch's outputs are replaced by LiteRT's
 right after it runs; the gain in exact matches of the last output is that epoch's share.
 Speed: host CPU seconds of one inference (CPU emulation and NPU model) and of the model's compute
-chains, against LiteRT's inference in the same run (the least of three runs each). Everything the model computes is simulated:
-no claim of bit-exactness with the silicon. JSON: build/bench/npu_image.json."""
+chains, against LiteRT's inference in the same run (the least of three runs each). Everything the
+model computes is simulated: no claim of bit-exactness with the silicon. JSON: build/bench/npu_image.json."""
 import argparse
-import json
 import os
 import time
 
@@ -22,7 +21,7 @@ import numpy as np
 from tabulate import tabulate
 
 import npu_samples
-from npu_layers import Sample, Skip
+from npu_layers import Sample, Skip, summary
 from npu_model import npu as npu_module
 
 
@@ -107,7 +106,8 @@ def outputs_against_litert(sample, model, outputs):
         want = sample.it.get_tensor(detail["index"]).ravel()
         got = np.frombuffer(data, dtype=want.dtype)
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        out.append({"output": buf.name, "elements": int(got.size), "top1_agrees": bool(np.argmax(got) == np.argmax(want)),
+        out.append({"output": buf.name, "elements": int(got.size),
+                    "top1_agrees": bool(np.argmax(got) == np.argmax(want)),
                     "exact": float(np.mean(diff == 0)), "max_difference": float(diff.max()),
                     "litert_top2_gap": float(np.diff(np.sort(want)[-2:])[0]) if want.size > 1 else 0.0})
     return out
@@ -128,8 +128,7 @@ def main():
         for seed in range(args.seeds):
             sample = Sample(name, seed)
             rows, outputs = infer(sample, model)
-            runs.append({"seed": seed, "epochs": [{k: v for k, v in r.items() if k not in ("got", "expected", "address")}
-                                                  for r in rows],
+            runs.append({"seed": seed, "epochs": [summary(r) for r in rows],
                          "outputs": outputs_against_litert(sample, model, outputs)})
         print(f"{name}: ST's image on the simulated board, every epoch through the NPU model (simulated), "
               f"against LiteRT on model.tflite")
@@ -164,10 +163,7 @@ def main():
                              f"{100 * s['gain']:+.1f}"] for s in shares],
                            headers=["epoch fixed", "its tensor", "last exact", "last max LSB", "gain (points)"]))
             report[name]["attribution"] = shares
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"JSON: {args.json}")
+    npu_samples.write_report(report, args.json)
 
 
 if __name__ == "__main__":

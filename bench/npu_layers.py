@@ -36,7 +36,6 @@ epochs 12, 26, 28: 98, 52, 2 LSB) falls where ST's requantisation chain saturate
 per-channel multiply (epoch 12: 108 saturated elements, 104 errors above 1 LSB): the model computes
 ST's arithmetic there, LiteRT does not saturate; whether the silicon does is for a board to say."""
 import argparse
-import json
 import os
 import time
 
@@ -57,6 +56,11 @@ FLASH = 0x7100_0000
 
 class Skip(Exception):
     pass
+
+
+def summary(row):
+    """A compared output without its arrays and address (for the JSON)."""
+    return {k: v for k, v in row.items() if k not in ("got", "expected", "address")}
 
 
 def frame_start(init, k):
@@ -308,7 +312,7 @@ class Sample:
                 "tensor": " ".join(o["tensor"] for o in per_output), "units": len(units) - len(d["init"]["streng"]),
                 "elements": elements, "exact": sum(o["exact"] * o["elements"] for o in per_output) / elements,
                 "max_lsb": max(o["max_lsb"] for o in per_output), "host_seconds": seconds,
-                "outputs": [{k: v for k, v in o.items() if k not in ("got", "expected", "address")} for o in per_output]}
+                "outputs": [summary(o) for o in per_output]}
 
     def run_span(self):
         """Every hardware epoch in order over one memory, only the network's input from LiteRT:
@@ -388,15 +392,12 @@ def main():
                       f"(model class {int(np.argmax(last['got']))}, LiteRT class {int(np.argmax(last['expected']))}; "
                       f"LiteRT's two best {int(ranked[-1] - ranked[-2])} LSB apart)")
                 report[name]["span"] = {"top1_agrees": top1}
-            outputs = [{k: v for k, v in r.items() if k not in ("got", "expected", "address")} for r in span]
+            outputs = [summary(r) for r in span]
             report[name].setdefault("span", {}).update({"outputs": outputs, "stop": stop, "units_host_seconds": spent})
         print(f"  speed: the units of these {len(rows)} epochs take {units:.2f} s of host time, "
               f"{units / sample.litert_seconds:.0f}x LiteRT's whole inference ({sample.litert_seconds * 1e3:.1f} ms, "
               "all tensors preserved)")
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"JSON: {args.json}")
+    npu_samples.write_report(report, args.json)
 
 
 if __name__ == "__main__":

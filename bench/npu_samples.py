@@ -22,6 +22,14 @@ def need_test_bed():
         sys.exit("no real ST Edge AI Core test bed: set N6_REAL_STEDGEAI to its folder")
 
 
+def write_report(report, path):
+    """The bench's JSON beside its printed tables."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"JSON: {path}")
+
+
 def registers(fields, kind):
     """{register: {field: value}} from network_c_inits' {(register, field): value} (resets elsewhere)."""
     from npu_model.registers import aton_map

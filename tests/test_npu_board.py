@@ -134,7 +134,7 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
             "RSTCNT1": {"RSTCNT": nr - 1}, "INCOFFSET": {"VAL": 1}, "ADDROFFSET": {"OFFSET1": m9(-(nr - 1))}})
     for j in range(nr):                                                     # coefficient memory: A, B:C
         b_c = int(bias[j]) & 0xFFFF_FFFF
-        writes += [(0x17000 + 0x400 + 8 * j, int(scale[j]) | (b_c >> 16) << 16), (0x17000 + 0x404 + 8 * j, b_c & 0xFFFF)]
+        writes += [(0x17400 + 8 * j, int(scale[j]) | (b_c >> 16) << 16), (0x17404 + 8 * j, b_c & 0xFFFF)]
     links = {"STRENG0": 0, "STRENG1": 1, "CONVACC0": 10, "ARITH0": 18}
     for dest, source in (("CONVACC00", "STRENG0"), ("CONVACC01", "STRENG1"), ("ARITH00", "CONVACC0"),
                          ("STRENG2", "ARITH0")):

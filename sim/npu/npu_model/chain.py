@@ -32,7 +32,7 @@ def wire(configs, routes):
     takes its context-0 source, else its context-1 one (nucleo_mnv1's fully connected layer sends
     its completed sums in context 1 only)."""
     inputs = {}
-    for dest, port, context, source in sorted(routes, key=lambda r: -r[2]):
+    for dest, port, _context, source in sorted(routes, key=lambda r: -r[2]):
         inputs.setdefault(dest, {})[port] = source
     return {name: Unit(name, config, inputs.get(name, {})) for name, config in configs.items()}
 

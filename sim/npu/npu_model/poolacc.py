@@ -3,7 +3,8 @@ or minimum of each WINX x WINY window (STRDX/STRDY apart, padded positions left 
 global types, of the whole frame; global average is the frame's sum times MULVAL through the
 output stage (CTRL.OUTSHIFT, rounding, ReLU, saturation: fixedpoint.py), ST's multiply-and-shift
 for 1/(H*W) (nucleo_mnv1: MULVAL 21400, OUTSHIFT 12 on 7x7 leaves a 16-bit average with 8
-fraction bits). Features are read as signed values of CTRL.FBYTES bytes. Configuration: a decoded unit's fields by ATON.h name.
+fraction bits). Features are read as signed values of CTRL.FBYTES bytes. Configuration: a
+decoded unit's fields by ATON.h name.
 
 Evidence (bench/npu_layers.py): blazeface's three 2x2 max pools equal LiteRT's MAX_POOL_2D
 outputs exactly; nucleo_mnv1's global average, with the arithmetic units after it in its epoch,
