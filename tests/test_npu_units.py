@@ -101,6 +101,32 @@ def test_the_sums_equal_onnxruntime_conv_integer_with_fsub_as_zero_point(kw, kh,
     assert np.array_equal(got, want)
 
 
+def test_a_cropped_frame_is_framed_and_padded_before_the_kernels_slide():
+    """ST's 5x5 kernel split by rows (blazeface epoch 4): rows 3..4 of the kernel on the frame
+    cropped from row 2 (FVCROP), a zero-frame row and a padding row below: onnxruntime's
+    ConvInteger on the cropped rows padded by 2 below."""
+    depth, nr, width, height, zero = 3, 4, 9, 8, 37
+    regs = conv_registers(kw=5, kh=2, nr=nr, depth=depth, width=width, height=height, stride=(2, 2),
+                          pads=(0, 1, 1, 2), zframe=(0, 1, 0, 0), fsub=zero, raw=1, obytes=3)
+    regs.update(FVCROP={"TOP": 2, "BOTTOM": height - 1}, FHCROP={"LEFT": depth, "RIGHT": width * depth - 1})
+    cfg = ConvConfig.from_registers(regs)
+    x = RNG.integers(0, 256, (height, width, depth), dtype=np.uint8)
+    w = RNG.integers(-128, 128, (nr, 2, 5, depth), dtype=np.int8)
+    want = ort_conv_integer(np.ascontiguousarray(x[2:, 1:]), w, zero, (0, 2, 1, 2), (2, 2))
+    assert np.array_equal(convolve(x, w, cfg), want) and want.shape == cfg.output_shape
+
+
+def test_the_zero_frame_holds_zfbias_and_the_unit_padding_zeros():
+    """blazeface's channel padding: a 1x1 unit kernel copies the frame, the zero frame's rows
+    come out as ZFBIAS (16-bit signed: 0xFF80 is -128); the unit's own padding stays 0."""
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=1, width=3, height=2, pads=(0, 0, 0, 1), zframe=(0, 2, 0, 0),
+                          raw=1, obytes=1, funsigned=0)
+    regs["ZFBIAS"] = {"ZFBIAS": 0xFF80}
+    x = np.array([[5, -7, 9], [1, 2, -3]]).reshape(2, 3, 1)
+    got = convolve(x, np.ones((1, 1, 1, 1)), ConvConfig.from_registers(regs))
+    assert got[..., 0].tolist() == [[5, -7, 9, 0], [1, 2, -3, 0], [-128] * 3 + [0], [-128] * 3 + [0]]
+
+
 def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_emits_every_last_frame():
     """nucleo_mnv1's fully connected layer: a 4-deep vector in two passes of 2 (AFILT 2, 1..1),
     the first pass's output (OUTSHIFT 3, rounded) fed back through INSHIFT 3: exact decimals."""
@@ -172,9 +198,9 @@ def test_features_are_read_unsigned_or_signed_as_funsigned_says_whatever_the_sen
 
 def test_an_unmodelled_setting_stops_naming_the_unit_and_field():
     regs = conv_registers()
-    regs["FHCROP"] = {"LEFT": 3, "RIGHT": 20}
+    regs["FHCROP"] = {"LEFT": 1, "RIGHT": 20}
     cfg = ConvConfig.from_registers(regs, "CONVACC2")
-    with pytest.raises(NotModelled, match=r"^CONVACC2: a crop inside the frame \(FHCROP/FVCROP\) is not modelled"):
+    with pytest.raises(NotModelled, match=r"^CONVACC2: FHCROP inside a pixel is not modelled"):
         convolve(np.zeros((6, 7, 3)), np.zeros((4, 3, 3, 3)), cfg)
     with pytest.raises(NotModelled, match=r"^CONVACC1: DFORMAT.ORNDMODE bit 0 = 0 with ROUND=1 is not modelled"):
         ConvConfig.from_registers(conv_registers(ornd=0), "CONVACC1")
