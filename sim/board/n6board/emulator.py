@@ -273,8 +273,9 @@ class Cpu:
         try:
             result = fn(self, *args)
         except Fault as e:
-            if not e.pc:    # raised by a service: the fault is at the image's call site
-                e = Fault(e.what, (uc.reg_read(UC_ARM_REG_LR) & ~1) - 4)
+            if not e.pc:    # raised by a service: the fault is at the image's call site (an NPU stop stays one)
+                pc = (uc.reg_read(UC_ARM_REG_LR) & ~1) - 4
+                e = NpuStopped(e.what, pc) if isinstance(e, NpuStopped) else Fault(e.what, pc)
             self._stop_reason = e
             uc.emu_stop()
             return
