@@ -328,6 +328,12 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
     assert [f.tolist() for f in written["STRENG4"]] == [(s + t).tolist() for s, t in zip(sums, np.split(y, 2))]
 
 
+def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
+    from npu_model.chain import wire
+    with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's two contexts"):
+        wire({"ARITH0": None}, [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")])
+
+
 # -- pooling unit ----------------------------------------------------------------------------------
 def pool_registers(kind, width=6, height=5, b=3, win=(2, 2), stride=(2, 2), pads=(0, 0, 0, 0), out=(3, 3),
                    mulval=0, outshift=0, obytes=1):

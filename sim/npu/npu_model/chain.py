@@ -31,8 +31,11 @@ def wire(configs, routes):
     """Units from {name: config} and the switch's routes [(dest, port, context, source)]: a port
     takes its context-0 source, else its context-1 one (nucleo_mnv1's fully connected layer sends
     its completed sums in context 1 only)."""
-    inputs = {}
+    inputs, seen = {}, {}
     for dest, port, _context, source in sorted(routes, key=lambda r: -r[2]):
+        if seen.setdefault((dest, port), source) != source:
+            raise NotModelled(f"{dest} port {port}: fed by {seen[dest, port]} and {source} in the switch's two "
+                              "contexts (two-context multiplexing is not modelled)")
         inputs.setdefault(dest, {})[port] = source
     return {name: Unit(name, config, inputs.get(name, {})) for name, config in configs.items()}
 

@@ -46,7 +46,10 @@ def chain_writes(program, aton, regs, read_memory):
     def read(engine):
         f = by_engine[engine]
         data = np.frombuffer(b"".join(read_memory(a, n) for a, n in f.segments), dtype=np.uint8)
-        return np.split(_items(data, lanes[engine]), f.frames)
+        items = _items(data, lanes[engine])
+        if items.size % f.frames:
+            raise NotModelled(f"{engine}: {items.size} items in {f.frames} frames of unequal size")
+        return np.split(items, f.frames)
 
     def write(engine, frames):
         f = by_engine[engine]
