@@ -161,3 +161,29 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
         want.append(max(-128, min(127, q if v >= 0 else -q)))
     assert list(np.frombuffer(cpu.read(out, h * w * nr), dtype=np.int8)) == want
     assert npu.not_computed == []
+
+
+def test_a_service_stopping_for_the_npu_stays_one_line():
+    """A firmware service (a runtime library operation) that stops the run for the NPU model
+    keeps its one line (NpuStopped), not a fault at the call site's pc."""
+    def library_op(cpu, *args):
+        raise NpuStopped("epoch 8: ll_aton_lib_dma_transpose (a runtime library operation) is not modelled", 0)
+    cpu = Cpu([Region("firmware", 0x3400_0000, 0x6_0000)], 0x3400_0000, [("ll_aton_lib_dma_transpose", library_op)])
+    with pytest.raises(NpuStopped) as e:
+        cpu.call(cpu.stubs)
+    assert str(e.value) == "epoch 8: ll_aton_lib_dma_transpose (a runtime library operation) is not modelled"
+
+
+def test_stream_items_reach_the_units_zero_extended_unless_signext():
+    """compute.py's stated item model on bytes written by hand: an 8-bit item in lane 0 as its
+    byte (no SIGNEXT) or signed (SIGNEXT); in lane 1 (ll_aton.c's 8 into 16 bits, left-aligned) as
+    byte << 8 (SIGNEXT: sign from bit 15); 16-bit items from two lanes; a 24-bit item as three bytes."""
+    from npu_model.compute import _item_bytes, _items
+    data = np.array([0x80, 0x01, 0xFF, 0x7F], dtype=np.uint8)
+    assert _items(data, ([0], False)).tolist() == [128, 1, 255, 127]
+    assert _items(data, ([0], True)).tolist() == [-128, 1, -1, 127]
+    assert _items(data, ([1], False)).tolist() == [32768, 256, 65280, 32512]
+    assert _items(data, ([1], True)).tolist() == [-32768, 256, -256, 32512]
+    assert _items(data, ([0, 1], False)).tolist() == [0x0180, 0x7FFF]
+    assert _items(data[:3], ([0, 1, 2], False)).tolist() == [128, 1, 255]
+    assert _item_bytes(np.array([0x0180, -1]), ([0, 1], False)).tolist() == [0x80, 0x01, 0xFF, 0xFF]
