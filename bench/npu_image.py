@@ -100,13 +100,19 @@ def infer(sample, model, fix=None):
 
 
 def outputs_against_litert(sample, model, outputs):
-    """Per network output: top-1 agreement (classifier outputs), largest difference, exact rate."""
+    """Per network output, against LiteRT's output of its size: top-1 agreement (classifier
+    outputs), largest difference, exact rate."""
     out = []
-    for buf, data, detail in zip(model.outputs, outputs, sample.it.get_output_details()):
+    details = sample.it.get_output_details()
+    for buf, data in zip(model.outputs, outputs):
+        detail = next(d for d in details if int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize == len(data))
         want = sample.it.get_tensor(detail["index"]).ravel()
         got = np.frombuffer(data, dtype=want.dtype)
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        out.append({"output": buf.name, "elements": int(got.size),
+        grid = np.diff(np.unique(want))
+        step = float(grid.min()) if grid.size else 0.0          # a dequantised output's LSB, as LiteRT's values show it
+        out.append({"output": buf.name, "elements": int(got.size), "lsb_estimate": step,
+                    "max_lsb": float(diff.max() / step) if step else None,
                     "top1_agrees": bool(np.argmax(got) == np.argmax(want)),
                     "exact": float(np.mean(diff == 0)), "max_difference": float(diff.max()),
                     "litert_top2_gap": float(np.diff(np.sort(want)[-2:])[0]) if want.size > 1 else 0.0})
@@ -141,7 +147,8 @@ def main():
         for x in runs:
             for o in x["outputs"]:
                 print(f"  seed {x['seed']} {o['output']}: top-1 {'agrees' if o['top1_agrees'] else 'DIFFERS'}, "
-                      f"max difference {o['max_difference']:.4g} (LiteRT's two best {o['litert_top2_gap']:.4g} apart)")
+                      f"max difference {o['max_difference']:.4g} (~{o['max_lsb'] or 0:.0f} LSB of its quantisation), "
+                      f"LiteRT's two best {o['litert_top2_gap']:.4g} apart")
         host, chains, litert = speed(Sample(name, 0), model)
         print(f"  speed: one inference {host:.2f} s of host CPU ({chains:.2f} s in the NPU model's compute chains, "
               f"the rest the emulated CPU), {host / litert:.0f}x LiteRT's {1e3 * litert:.2f} ms (all tensors kept)")

@@ -187,3 +187,39 @@ def test_stream_items_reach_the_units_zero_extended_unless_signext():
     assert _items(data, ([0, 1], False)).tolist() == [0x0180, 0x7FFF]
     assert _items(data[:3], ([0, 1, 2], False)).tolist() == [128, 1, 255]
     assert _item_bytes(np.array([0x0180, -1]), ([0, 1], False)).tolist() == [0x80, 0x01, 0xFF, 0xFF]
+
+
+@pytest.mark.parametrize("dtype,target_pos", [(np.int8, (0, 3, 1, 2)), (np.int16, (0, 2, 1, 3)),
+                                              (np.int8, (2, 0, 1))])
+def test_the_runtime_transpose_puts_each_element_where_numpy_transpose_does(dtype, target_pos):
+    """ll_aton_lib_dma_transpose carried out by the simulated board's firmware (library_ops.py):
+    input axis k becomes output axis target_pos[k]; the output bytes equal numpy.transpose."""
+    import struct
+    from n6.nn_interface import BUFFER_INFO
+    from n6board.library_ops import transpose
+    ram, firmware = 0x3410_0000, 0x3400_0000
+    cpu = Cpu([Region("firmware", firmware, 0x6_0000), Region("AXISRAM2", ram, 0x1_0000)], firmware,
+              [("ll_aton_lib_dma_transpose", transpose)])
+    shape = (1, 3, 4, 5)[-len(target_pos):]
+    x = np.random.default_rng(5).integers(-100, 100, shape).astype(dtype)
+    perm = [target_pos.index(j) for j in range(len(shape))]               # output axis j is input axis perm[j]
+    want = np.transpose(x, perm)
+    strides = lambda s: [int(np.prod(s[k + 1:])) * x.itemsize for k in range(len(s))]
+
+    def tensor(at, data_at, dims):
+        fields = {"name": 0, "addr_base": data_at, "offset_start": 0, "offset_end": x.nbytes, "ndims": len(dims),
+                  "nbits": 8 * x.itemsize, "shape": at + 0x100}
+        raw = bytearray(BUFFER_INFO.size)
+        for name, value in fields.items():
+            struct.pack_into("<I" if name not in ("ndims", "nbits") else "<B", raw, BUFFER_INFO.offsets[name], value)
+        cpu.write(at, bytes(raw))
+        cpu.write(at + 0x100, struct.pack(f"<{len(dims)}I", *dims))
+    tensor(ram, ram + 0x1000, shape)
+    tensor(ram + 0x200, ram + 0x2000, want.shape)
+    cpu.write(ram + 0x400, struct.pack(f"<{len(shape)}I", *strides(shape)))
+    cpu.write(ram + 0x500, struct.pack(f"<{len(shape)}I", *strides(want.shape)))
+    cpu.write(ram + 0x600, bytes(target_pos))
+    cpu.write(cpu.stack_top, struct.pack("<I", ram + 0x600))                 # the 5th argument, on the stack
+    cpu.write(ram + 0x1000, x.tobytes())
+    assert cpu.call(cpu.stubs, ram, ram + 0x400, ram + 0x200, ram + 0x500) == 0
+    assert np.frombuffer(cpu.read(ram + 0x2000, x.nbytes), dtype=dtype).tolist() == want.ravel().tolist()

@@ -1,9 +1,9 @@
 """Real images on the simulated board with the NPU model: ST's own relocatable images of the 2.2
 samples (ST's flow, test_real_install.st_flow) run their hardware epochs through the model.
 Judged by network.c, read apart from the model: each epoch's `Enable_epoch_<N>_all_units` list
-says which units its hardware chains must start. Every chain computes (part II: the numbers are
-judged in test_npu_image_real.py); without NPU_MODEL=control a run stops only at a runtime library
-operation the simulated board does not carry out, in one line.
+says which units its hardware chains must start. Every chain and runtime library operation
+computes, with or without NPU_MODEL=control (part II: the numbers are judged in
+test_npu_image_real.py).
 
 Needs the test bed named by N6_REAL_STEDGEAI."""
 import functools
@@ -48,28 +48,14 @@ def test_a_real_image_runs_to_its_end_in_control_mode_starting_the_units_network
     for program in model.npu.programs:
         started.setdefault(int(program.label.split()[1]), set()).update(u.name for u in program.units)
     assert started == enabled_units(sample)
-    assert model.npu.cycles > 0
-    assert [entry for entry in model.npu.not_computed if entry["engine"]] == []     # every chain computed
-    assert {entry["units"][0] for entry in model.npu.not_computed} == set(LIBRARY_OPS[sample])
-
-
-# what stops each image without the opt-in: the runtime library operations it calls (not modelled)
-LIBRARY_OPS = {"nucleo_mnv1": (), "blazeface": ("ll_aton_lib_dma_transpose",)}
+    assert model.npu.cycles > 0 and model.npu.not_computed == []        # every chain and library op computed
 
 
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
-def test_without_the_opt_in_a_real_image_computes_every_chain_and_stops_only_at_a_library_operation(sample):
-    from n6board.emulator import NpuStopped
+def test_without_the_opt_in_a_real_image_runs_to_its_end_computing_everything(sample):
     model = installed(sample, "stop")
-    if not LIBRARY_OPS[sample]:
-        result = model.infer([bytes(b.nbytes) for b in model.inputs])
-        assert len(result.epochs) == len(model.epochs) and model.npu.not_computed == []
-        return
-    with pytest.raises(NpuStopped) as e:
-        model.infer([bytes(b.nbytes) for b in model.inputs])
-    m = re.fullmatch(r"epoch (\d+): (\w+) \(a runtime library operation\) is not modelled "
-                     r"\(NPU_MODEL=control runs on with its outputs not computed\)", str(e.value))
-    assert m and m[2] in LIBRARY_OPS[sample], str(e.value)
+    result = model.infer([bytes(b.nbytes) for b in model.inputs])
+    assert len(result.epochs) == len(model.epochs) and model.npu.not_computed == []
 
 
 @pytest.mark.skipif(SAMPLES.get("nucleo_mnv1") != "2.2", reason="the test bed has no 2.2 nucleo_mnv1 sample")
