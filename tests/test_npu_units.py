@@ -328,6 +328,14 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
     assert [f.tolist() for f in written["STRENG4"]] == [(s + t).tolist() for s, t in zip(sums, np.split(y, 2))]
 
 
+def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
+    from npu_model.chain import run, wire
+    units = wire({"STRENG1": None, "ARITH0": ArithConfig.from_registers(arith_registers("scalar"), name="ARITH0")},
+                 [("ARITH0", 0, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+    with pytest.raises(NotModelled, match=r"^RECBUF feeds the chain's units but is not one of them"):
+        run(units, lambda name: [], lambda name, frames: None)
+
+
 def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
     from npu_model.chain import wire
     with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's two contexts"):

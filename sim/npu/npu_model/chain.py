@@ -45,6 +45,8 @@ def run(units, read, write):
     frames = {}
 
     def value(name):
+        if name not in units:
+            raise NotModelled(f"{name} feeds the chain's units but is not one of them")
         if name not in frames:
             frames[name] = _compute(units[name], value, read)
         return frames[name]
