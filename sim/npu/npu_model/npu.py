@@ -321,7 +321,11 @@ class Npu:
         return copies, None
 
     def _move(self, source, dest):
-        self._store(dest, b"".join(self.read_memory(address, n) for address, n in source.segments))
+        data = b"".join(self.read_memory(address, n) for address, n in source.segments)
+        at = 0
+        for address, n in dest.segments:
+            self.write_memory(address, data[at:at + n])
+            at += n
 
     def _store(self, dest, data):
         """A writing stream engine's bytes, in its access order."""
