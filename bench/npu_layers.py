@@ -36,7 +36,6 @@ epochs 12, 26, 28: 98, 52, 2 LSB) falls where ST's requantisation chain saturate
 per-channel multiply (epoch 12: 108 saturated elements, 104 errors above 1 LSB): the model computes
 ST's arithmetic there, LiteRT does not saturate; whether the silicon does is for a board to say."""
 import argparse
-import json
 import os
 import time
 
@@ -57,6 +56,11 @@ FLASH = 0x7100_0000
 
 class Skip(Exception):
     pass
+
+
+def summary(row):
+    """A compared output without its arrays and address (for the JSON)."""
+    return {k: v for k, v in row.items() if k not in ("got", "expected", "address")}
 
 
 def frame_start(init, k):
@@ -207,9 +211,7 @@ class Sample:
         raise Skip(f"buffer {buffer['name']}: no LiteRT tensor in its scale")
 
     def units(self, epoch):
-        """The epoch's units wired as network.c routes them (a port's context-0 source, else its
-        context-1 one: the fully connected layer sends its completed sums in context 1), with
-        their configs."""
+        """The epoch's units wired as network.c routes them (chain.wire), with their configs."""
         d = self.epochs[epoch]
         init, routes = d["init"], d["routes"]
         others = sorted({r[0] for r in routes} - set(f"CONVACC{i}" for i in d["convacc"])
@@ -224,10 +226,7 @@ class Sample:
             vectors, precisions = self.vectors[epoch][i]
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
             configs[f"ARITH{i}"] = ArithConfig.from_registers(regs, words, f"ARITH{i}")
-        first = {}                                      # per port: its context-0 source, else context 1's
-        for dest, port, _context, source, _ in sorted(routes, key=lambda r: r[2], reverse=True):
-            first[(dest, port)] = source
-        return wire(configs, [(dest, port, source) for (dest, port), source in first.items()])
+        return wire(configs, [(dest, port, context, source) for dest, port, context, source, _ in routes])
 
     def source_ops(self, epoch):
         """{convolution or pooling unit: its LiteRT op}."""
@@ -279,7 +278,7 @@ class Sample:
             diff = (got - expected + 128) % 256 - 128
             rows.append({"engine": name, "tensor": self.details[index]["name"], "source": units[name].inputs[0],
                          "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max()),
-                         "elements": int(diff.size), "got": got, "expected": expected})
+                         "elements": int(diff.size), "got": got, "expected": expected, "address": found[1]})
         return rows
 
     def run_epoch(self, epoch):
@@ -313,7 +312,7 @@ class Sample:
                 "tensor": " ".join(o["tensor"] for o in per_output), "units": len(units) - len(d["init"]["streng"]),
                 "elements": elements, "exact": sum(o["exact"] * o["elements"] for o in per_output) / elements,
                 "max_lsb": max(o["max_lsb"] for o in per_output), "host_seconds": seconds,
-                "outputs": [{k: v for k, v in o.items() if k not in ("got", "expected")} for o in per_output]}
+                "outputs": [summary(o) for o in per_output]}
 
     def run_span(self):
         """Every hardware epoch in order over one memory, only the network's input from LiteRT:
@@ -393,15 +392,12 @@ def main():
                       f"(model class {int(np.argmax(last['got']))}, LiteRT class {int(np.argmax(last['expected']))}; "
                       f"LiteRT's two best {int(ranked[-1] - ranked[-2])} LSB apart)")
                 report[name]["span"] = {"top1_agrees": top1}
-            outputs = [{k: v for k, v in r.items() if k not in ("got", "expected")} for r in span]
+            outputs = [summary(r) for r in span]
             report[name].setdefault("span", {}).update({"outputs": outputs, "stop": stop, "units_host_seconds": spent})
         print(f"  speed: the units of these {len(rows)} epochs take {units:.2f} s of host time, "
               f"{units / sample.litert_seconds:.0f}x LiteRT's whole inference ({sample.litert_seconds * 1e3:.1f} ms, "
               "all tensors preserved)")
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
-    print(f"JSON: {args.json}")
+    npu_samples.write_report(report, args.json)
 
 
 if __name__ == "__main__":

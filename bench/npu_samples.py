@@ -22,6 +22,14 @@ def need_test_bed():
         sys.exit("no real ST Edge AI Core test bed: set N6_REAL_STEDGEAI to its folder")
 
 
+def write_report(report, path):
+    """The bench's JSON beside its printed tables."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"JSON: {path}")
+
+
 def registers(fields, kind):
     """{register: {field: value}} from network_c_inits' {(register, field): value} (resets elsewhere)."""
     from npu_model.registers import aton_map
@@ -135,3 +143,24 @@ def buffer_at(info, address, epoch):
         if alive and start <= address < start + b["size_bytes"]:
             return b, start
     return None
+
+
+FLASH_PARAMS = 0x7100_0000          # network.c's flash pool: the params .raw at its absolute address
+IMAGE_AT = 0x7200_0000              # the relocatable image beside it in the xSPI2 window
+
+
+def installed(sample, mode="stop"):
+    """ST's image of the sample (ST's flow on the test bed's install, test_real_install.st_flow)
+    installed on the simulated board with the NPU model in `mode`, its params .raw at the absolute
+    flash address network.c reads them from (ST's flow leaves that pool absolute: ST's own
+    deployment flashes network_atonbuf.xSPI2.raw there) and the image beside it."""
+    from n6board.firmware import DEFAULT_LAYOUT, InstalledModel
+    from test_real_install import st_flow
+    build, _ = st_flow(sample, "secure")
+    raw = params(sample)
+    layout = dict(DEFAULT_LAYOUT, network=IMAGE_AT,
+                  regions=DEFAULT_LAYOUT["regions"] + [("xSPI2 flash (params)", FLASH_PARAMS, len(raw))])
+    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
+        model = InstalledModel(f.read(), layout=layout, npu_model=mode)
+    model.cpu.write(FLASH_PARAMS, raw)
+    return model

@@ -113,6 +113,11 @@ CASES = [
               "vstrb.8 q0, [r1], #16\nletp lr, 1b\n2:\nvmov q1, q0"),
     ("wlstp_zero", "mov r0, r6\nmov r7, #0\nveor q0, q0, q0\nwlstp.16 lr, r7, 2f\n1:\nvstrh.16 q1, [r0], #16\n"
                    "letp lr, 1b\n2:\nvaddv.u32 r0, q0\nlctp"),
+    ("long_shift_imm", "mov r0, r2\nmov r1, r3\nlsll r0, r1, #5\nlsrl r2, r3, #1\nasrl r4, r5, #31\n"
+                       "mov r6, r5\nmov r7, r2\nasrl r6, r7, #32\nlsll r2, r3, #32"),
+    ("long_shift_reg", "mov r0, r2\nmov r1, r5\nlsll r0, r1, r3\nmov r7, #0xF3\nlsll r2, r3, r7\n"
+                       "asrl r4, r5, r7\nmov r7, #70\nmov r6, r0\nlsll r0, r1, r7\nmov r7, #0xB0\n"
+                       "asrl r2, r3, r7\nmov r7, #9\nasrl r4, r5, r7"),
     ("tp_vpt", "mov r1, r6\nveor q0, q0, q0\nand r7, r5, #15\nadd r7, #1\n"
                "dlstp.32 lr, r7\n1:\nvldrw.u32 q1, [r1], #16\nvpt.s32 gt, q1, r3\n"
                "vaddt.i32 q0, q0, q1\nletp lr, 1b\nvaddv.s32 r0, q0"),
@@ -269,6 +274,8 @@ def _our_records(elf):
                 cpu.write(seg["p_vaddr"], seg.data())
                 if seg["p_paddr"] != seg["p_vaddr"]:
                     cpu.write(seg["p_paddr"], seg.data())
+                if seg["p_flags"] & 1:                  # executable: the scalar long shifts hooked
+                    cpu.emulate_long_shifts(seg["p_vaddr"], seg["p_filesz"])
         symbols = {s.name: s["st_value"] for s in e.get_section_by_name(".symtab").iter_symbols()}
     cpu.call(symbols["run_all"] & ~1)
     n = cpu.u32(symbols["n_records"])

@@ -1,9 +1,11 @@
 """The NPU model mapped into the simulated board's CPU: the emulated code's loads and stores reach
 its registers at both aliases (byte stores merged into the register), a copy chain it closes moves
 the board's bytes, and an unmodelled one stops the call with the model's one line (NpuStopped),
-not a fault, or in control mode writes zeros."""
+not a fault, or in control mode writes zeros; a compute chain (convolution, arithmetic) computes
+the bytes an independent numpy computation gives."""
 import subprocess
 
+import numpy as np
 import pytest
 
 from n6board.emulator import Cpu, NpuStopped, Region
@@ -86,3 +88,139 @@ def test_a_chain_the_code_closes_moves_its_bytes_and_an_unmodelled_one_stops_the
         cpu.call(STORE, SECURE + STRENG(0), cpu.call(LOAD, SECURE + STRENG(0)) | 1)
     assert str(e.value) == ("epoch 5: STRENG1 (data movement: 8 items written, 4 read) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")
+
+
+def encode(unit, i, registers):
+    """[(offset, value)] of unit instance i's registers set by ATON.h field name (aton_map.txt,
+    itself judged against ATON.h in test_npu_registers.py), other fields at reset."""
+    from npu_model.registers import aton_map
+    u = aton_map().units[unit]
+    out = []
+    for name, fields in registers.items():
+        r = u.registers[name]
+        value = r.reset
+        for field, v in fields.items():
+            value = r.field(field).put(value, v)
+        out.append((u.instance_base(i) + r.offset, value))
+    return out
+
+
+def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(code):
+    """STRENG0 features (uint8, zero point 7) and STRENG1 kernels feed CONVACC0 (3x3, padding 1,
+    24-bit sums), ARITH0 scales each channel (A) and adds its 32-bit bias (COMBINEBC B:C), shifts
+    by 16 rounding half away from zero and saturates to int8, STRENG2 writes it: the bytes equal a
+    numpy convolution and Python integer requantisation written here, from the register program
+    the emulated code stores."""
+    rng = np.random.default_rng(31)
+    h, w, c, nr, zero = 5, 6, 3, 4, 7
+    x = rng.integers(0, 256, (h, w, c))
+    k = rng.integers(-128, 128, (nr, 3, 3, c))
+    scale, bias = rng.integers(60, 250, nr), rng.integers(-(1 << 20), 1 << 20, nr)
+    cpu, npu = board(code, "stop")
+    features, kernels, out = 0x3410_0000, 0x3410_0200, 0x3410_0400
+    cpu.write(features, (x & 0xFF).astype(np.uint8).tobytes())
+    cpu.write(kernels, (k & 0xFF).astype(np.uint8).tobytes())             # kernel i: (row, column, depth)
+    raw = lambda address, items, write: {"ADDR": {"REG": address}, "FSIZE": {"WIDTH": items},
+                                         "CTRL": {"RAW": 1, "SINGLE": 1, "SIZE0": 8, "DIR": write}}
+    m9 = lambda v: v & 0x1FF
+    writes = encode("STRENG", 0, raw(features, x.size, 0)) + encode("STRENG", 1, raw(kernels, k.size, 0)) + \
+        encode("STRENG", 2, raw(out, h * w * nr, 1)) + encode("CONVACC", 0, {
+            "KFORMAT": {"WIDTH": 3, "HEIGHT": 3, "BTCDEPTH": c, "NR": nr},
+            "SAMPLE": {"TPAD": 1, "BPAD": 1, "LPAD": 1, "RPAD": 1, "HSTRD": 1, "VSTRD": 1},
+            "FFORMAT": {"WIDTH": w * c, "HEIGHT": h}, "FSUB": {"FSUB": zero},
+            "DFORMAT": {"OUTSHIFT": 0, "INSHIFT": 0, "ROUND": 0, "SAT": 1, "OBYTES": 3, "FBYTES": 1},
+            "KFILT": {"TOT": 1, "FIRST": 0, "LAST": 0}}) + encode("ARITH", 0, {
+            "SHIFT": {"AX": 0, "BY": 0, "C": 0, "RES": 16}, "INCCNT": {"INCVAL": 0},
+            "INSHIFTER": {"FBYTESX": 3, "FSHIFTX": 16},
+            "RSTCNT1": {"RSTCNT": nr - 1}, "INCOFFSET": {"VAL": 1}, "ADDROFFSET": {"OFFSET1": m9(-(nr - 1))}})
+    for j in range(nr):                                                     # coefficient memory: A, B:C
+        b_c = int(bias[j]) & 0xFFFF_FFFF
+        writes += [(0x17400 + 8 * j, int(scale[j]) | (b_c >> 16) << 16), (0x17404 + 8 * j, b_c & 0xFFFF)]
+    links = {"STRENG0": 0, "STRENG1": 1, "CONVACC0": 10, "ARITH0": 18}
+    for dest, source in (("CONVACC00", "STRENG0"), ("CONVACC01", "STRENG1"), ("ARITH00", "CONVACC0"),
+                         ("STRENG2", "ARITH0")):
+        writes += encode("STRSWITCH", 0, {f"DST{dest}": {"EN0": 1, "LINK0": links[source]}})
+    for offset, value in writes:
+        cpu.call(STORE, SECURE + offset, value)
+    enable = encode("CONVACC", 0, {"CTRL": {"EN": 1, "NOSUM": 1, "SIMD": 1, "FUNSIGNED": 1}}) + encode(
+        "ARITH", 0, {"CTRL": {"EN": 1, "CNT1": 1, "ROUND": 1, "ORNDMODE": 1, "SAT": 1, "COEFFA": 1, "COEFFB": 1,
+                              "COEFFC": 1, "COMBINEBC": 1, "OBYTES": 1}})
+    for offset, value in enable:
+        cpu.call(STORE, SECURE + offset, value)
+    for i in (2, 1, 0):
+        cpu.call(STORE, SECURE + STRENG(i), cpu.call(LOAD, SECURE + STRENG(i)) | 1)
+    assert cpu.call(LOAD, SECURE + 0x1008) == 0b111                    # INTREG: the three engines ended
+    padded = np.pad(x - zero, ((1, 1), (1, 1), (0, 0)))
+    sums = np.zeros((h, w, nr), dtype=np.int64)
+    for dy in range(3):
+        for dx in range(3):
+            sums += np.einsum("hwc,oc->hwo", padded[dy:dy + h, dx:dx + w], k[:, dy, dx, :])
+    want = []
+    for s, j in zip(sums.ravel().tolist(), [j for _ in range(h * w) for j in range(nr)]):
+        v = int(scale[j]) * s + int(bias[j])
+        q = (abs(v) + (1 << 15)) >> 16
+        want.append(max(-128, min(127, q if v >= 0 else -q)))
+    assert list(np.frombuffer(cpu.read(out, h * w * nr), dtype=np.int8)) == want
+    assert npu.not_computed == []
+
+
+def test_a_service_stopping_for_the_npu_stays_one_line():
+    """A firmware service (a runtime library operation) that stops the run for the NPU model
+    keeps its one line (NpuStopped), not a fault at the call site's pc."""
+    def library_op(cpu, *args):
+        raise NpuStopped("epoch 8: ll_aton_lib_dma_transpose (a runtime library operation) is not modelled", 0)
+    cpu = Cpu([Region("firmware", 0x3400_0000, 0x6_0000)], 0x3400_0000, [("ll_aton_lib_dma_transpose", library_op)])
+    with pytest.raises(NpuStopped) as e:
+        cpu.call(cpu.stubs)
+    assert str(e.value) == "epoch 8: ll_aton_lib_dma_transpose (a runtime library operation) is not modelled"
+
+
+def test_stream_items_reach_the_units_zero_extended_unless_signext():
+    """compute.py's stated item model on bytes written by hand: an 8-bit item in lane 0 as its
+    byte (no SIGNEXT) or signed (SIGNEXT); in lane 1 (ll_aton.c's 8 into 16 bits, left-aligned) as
+    byte << 8 (SIGNEXT: sign from bit 15); 16-bit items from two lanes; a 24-bit item as three bytes."""
+    from npu_model.compute import _item_bytes, _items
+    data = np.array([0x80, 0x01, 0xFF, 0x7F], dtype=np.uint8)
+    assert _items(data, ([0], False)).tolist() == [128, 1, 255, 127]
+    assert _items(data, ([0], True)).tolist() == [-128, 1, -1, 127]
+    assert _items(data, ([1], False)).tolist() == [32768, 256, 65280, 32512]
+    assert _items(data, ([1], True)).tolist() == [-32768, 256, -256, 32512]
+    assert _items(data, ([0, 1], False)).tolist() == [0x0180, 0x7FFF]
+    assert _items(data[:3], ([0, 1, 2], False)).tolist() == [128, 1, 255]
+    assert _item_bytes(np.array([0x0180, -1]), ([0, 1], False)).tolist() == [0x80, 0x01, 0xFF, 0xFF]
+
+
+@pytest.mark.parametrize("dtype,target_pos", [(np.int8, (0, 3, 1, 2)), (np.int16, (0, 2, 1, 3)),
+                                              (np.int8, (2, 0, 1))])
+def test_the_runtime_transpose_puts_each_element_where_numpy_transpose_does(dtype, target_pos):
+    """ll_aton_lib_dma_transpose carried out by the simulated board's firmware (library_ops.py):
+    input axis k becomes output axis target_pos[k]; the output bytes equal numpy.transpose."""
+    import struct
+    from n6.nn_interface import BUFFER_INFO
+    from n6board.library_ops import transpose
+    ram, firmware = 0x3410_0000, 0x3400_0000
+    cpu = Cpu([Region("firmware", firmware, 0x6_0000), Region("AXISRAM2", ram, 0x1_0000)], firmware,
+              [("ll_aton_lib_dma_transpose", transpose)])
+    shape = (1, 3, 4, 5)[-len(target_pos):]
+    x = np.random.default_rng(5).integers(-100, 100, shape).astype(dtype)
+    perm = [target_pos.index(j) for j in range(len(shape))]               # output axis j is input axis perm[j]
+    want = np.transpose(x, perm)
+    strides = lambda s: [int(np.prod(s[k + 1:])) * x.itemsize for k in range(len(s))]
+
+    def tensor(at, data_at, dims):
+        fields = {"name": 0, "addr_base": data_at, "offset_start": 0, "offset_end": x.nbytes, "ndims": len(dims),
+                  "nbits": 8 * x.itemsize, "shape": at + 0x100}
+        raw = bytearray(BUFFER_INFO.size)
+        for name, value in fields.items():
+            struct.pack_into("<I" if name not in ("ndims", "nbits") else "<B", raw, BUFFER_INFO.offsets[name], value)
+        cpu.write(at, bytes(raw))
+        cpu.write(at + 0x100, struct.pack(f"<{len(dims)}I", *dims))
+    tensor(ram, ram + 0x1000, shape)
+    tensor(ram + 0x200, ram + 0x2000, want.shape)
+    cpu.write(ram + 0x400, struct.pack(f"<{len(shape)}I", *strides(shape)))
+    cpu.write(ram + 0x500, struct.pack(f"<{len(shape)}I", *strides(want.shape)))
+    cpu.write(ram + 0x600, bytes(target_pos))
+    cpu.write(cpu.stack_top, struct.pack("<I", ram + 0x600))                 # the 5th argument, on the stack
+    cpu.write(ram + 0x1000, x.tobytes())
+    assert cpu.call(cpu.stubs, ram, ram + 0x400, ram + 0x200, ram + 0x500) == 0
+    assert np.frombuffer(cpu.read(ram + 0x2000, x.nbytes), dtype=dtype).tolist() == want.ravel().tolist()

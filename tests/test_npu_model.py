@@ -11,15 +11,15 @@ from npu_model.registers import AtonMap, aton_map, TABLE
 
 # ATON.h facts: offsets from ATON_BASE, field positions
 STRENG = lambda i: 0x5000 + 0x1000 * i
-CONVACC = lambda i: 0xF000 + 0x1000 * i
+ACTIV = lambda i: 0x15000 + 0x1000 * i
 CTRL, VERSION, ADDR, FSIZE, DEPTH, STRD, LIMIT = 0x0, 0x4, 0x8, 0xC, 0x10, 0x14, 0x34
 EN, CLR, SINGLE, DIR, RAW, CONFCLR, RUNNING = 1, 1 << 1, 1 << 2, 1 << 3, 1 << 8, 1 << 30, 1 << 31
 SIZE0_8 = 8 << 16
 INTCTRL, INTREG, INTSET, INTCLR, INTORMSK0, INTANDMSK0 = 0x1000, 0x1008, 0x100C, 0x1010, 0x1014, 0x1024
 DSTSTRENG = lambda i: 0x4008 + 4 * i               # STRSWITCH DSTSTRENGi: EN0 bit 0, LINK0 bits 5:1
-DSTCONVACC = lambda i, port: 0x4030 + 4 * (3 * i + port)
+DSTACTIV = lambda i: 0x4070 + 4 * i
 LINK_STRENG = lambda i: i
-LINK_CONVACC = lambda i: 10 + i
+LINK_ACTIV = lambda i: 16 + i
 route = lambda link: 1 | link << 1
 
 
@@ -107,16 +107,16 @@ def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():
 
 
 def test_an_unmodelled_unit_is_named_in_the_stop_line():
-    npu = Npu()
+    npu = Ram().attach(Npu())
     npu.epoch_label = lambda: "epoch 3"
     raw_engine(npu, 0, 0x3410_0000, 64, write=False)
     raw_engine(npu, 2, 0x3410_0100, 64, write=True)
-    npu.write(DSTCONVACC(0, 0), route(LINK_STRENG(0)))
-    npu.write(DSTSTRENG(2), route(LINK_CONVACC(0)))
+    npu.write(DSTACTIV(0), route(LINK_STRENG(0)))
+    npu.write(DSTSTRENG(2), route(LINK_ACTIV(0)))
     for unit in (STRENG(0), STRENG(2)):
         npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
-    with pytest.raises(NpuStop, match=r"^epoch 3: CONVACC0 is not modelled"):
-        npu.write(CONVACC(0) + CTRL, EN)
+    with pytest.raises(NpuStop, match=r"^epoch 3: ACTIV0 is not modelled \(NPU_MODEL=control runs on"):
+        npu.write(ACTIV(0) + CTRL, EN)
 
 
 def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():

@@ -101,6 +101,32 @@ def test_the_sums_equal_onnxruntime_conv_integer_with_fsub_as_zero_point(kw, kh,
     assert np.array_equal(got, want)
 
 
+def test_a_cropped_frame_is_framed_and_padded_before_the_kernels_slide():
+    """ST's 5x5 kernel split by rows (blazeface epoch 4): rows 3..4 of the kernel on the frame
+    cropped from row 2 (FVCROP), a zero-frame row and a padding row below: onnxruntime's
+    ConvInteger on the cropped rows padded by 2 below."""
+    depth, nr, width, height, zero = 3, 4, 9, 8, 37
+    regs = conv_registers(kw=5, kh=2, nr=nr, depth=depth, width=width, height=height, stride=(2, 2),
+                          pads=(0, 1, 1, 2), zframe=(0, 1, 0, 0), fsub=zero, raw=1, obytes=3)
+    regs.update(FVCROP={"TOP": 2, "BOTTOM": height - 1}, FHCROP={"LEFT": depth, "RIGHT": width * depth - 1})
+    cfg = ConvConfig.from_registers(regs)
+    x = RNG.integers(0, 256, (height, width, depth), dtype=np.uint8)
+    w = RNG.integers(-128, 128, (nr, 2, 5, depth), dtype=np.int8)
+    want = ort_conv_integer(np.ascontiguousarray(x[2:, 1:]), w, zero, (0, 2, 1, 2), (2, 2))
+    assert np.array_equal(convolve(x, w, cfg), want) and want.shape == cfg.output_shape
+
+
+def test_the_zero_frame_holds_zfbias_and_the_unit_padding_zeros():
+    """blazeface's channel padding: a 1x1 unit kernel copies the frame, the zero frame's rows
+    come out as ZFBIAS (16-bit signed: 0xFF80 is -128); the unit's own padding stays 0."""
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=1, width=3, height=2, pads=(0, 0, 0, 1), zframe=(0, 2, 0, 0),
+                          raw=1, obytes=1, funsigned=0)
+    regs["ZFBIAS"] = {"ZFBIAS": 0xFF80}
+    x = np.array([[5, -7, 9], [1, 2, -3]]).reshape(2, 3, 1)
+    got = convolve(x, np.ones((1, 1, 1, 1)), ConvConfig.from_registers(regs))
+    assert got[..., 0].tolist() == [[5, -7, 9, 0], [1, 2, -3, 0], [-128] * 3 + [0], [-128] * 3 + [0]]
+
+
 def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_emits_every_last_frame():
     """nucleo_mnv1's fully connected layer: a 4-deep vector in two passes of 2 (AFILT 2, 1..1),
     the first pass's output (OUTSHIFT 3, rounded) fed back through INSHIFT 3: exact decimals."""
@@ -114,8 +140,8 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     frames = [x[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]
     kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, "STRENG0"), ("CONVACC3", 1, "STRENG1"), ("CONVACC3", 2, "CONVACC3"),
-                  ("STRENG2", 0, "CONVACC3")])
+                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
+                  ("STRENG2", 0, 0, "CONVACC3")])
     streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
@@ -172,9 +198,9 @@ def test_features_are_read_unsigned_or_signed_as_funsigned_says_whatever_the_sen
 
 def test_an_unmodelled_setting_stops_naming_the_unit_and_field():
     regs = conv_registers()
-    regs["FHCROP"] = {"LEFT": 3, "RIGHT": 20}
+    regs["FHCROP"] = {"LEFT": 1, "RIGHT": 20}
     cfg = ConvConfig.from_registers(regs, "CONVACC2")
-    with pytest.raises(NotModelled, match=r"^CONVACC2: a crop inside the frame \(FHCROP/FVCROP\) is not modelled"):
+    with pytest.raises(NotModelled, match=r"^CONVACC2: FHCROP inside a pixel is not modelled"):
         convolve(np.zeros((6, 7, 3)), np.zeros((4, 3, 3, 3)), cfg)
     with pytest.raises(NotModelled, match=r"^CONVACC1: DFORMAT.ORNDMODE bit 0 = 0 with ROUND=1 is not modelled"):
         ConvConfig.from_registers(conv_registers(ornd=0), "CONVACC1")
@@ -182,7 +208,7 @@ def test_an_unmodelled_setting_stops_naming_the_unit_and_field():
 
 # -- arithmetic unit -------------------------------------------------------------------------------
 def arith_registers(bcast="chan", width=3, height=2, depth=4, channels=8, a=1, b=0, c=0, vectors="", combinebc=0,
-                    dual=0, shifts=(0, 0, 0), res=0, round_=1, ornd=1, obytes=1, sat=1):
+                    dual=0, shifts=(0, 0, 0), res=0, round_=1, ornd=1, obytes=1, sat=1, inbytes=(3, 3)):
     """An ARITH's registers by ATON.h field as LL_Arithacc_Init sets them for a broadcast
     (ll_aton.c's facts: counters, offsets, the input shifters at a plain pass)."""
     m9 = lambda v: v & 0x1FF
@@ -190,7 +216,8 @@ def arith_registers(bcast="chan", width=3, height=2, depth=4, channels=8, a=1, b
                      "DUALIN": dual, "COMBINEBC": combinebc, "COEFFA": int("a" in vectors),
                      "COEFFB": int("b" in vectors), "COEFFC": int("c" in vectors), "CNT1": 0, "CNT2": 0, "CNT3": 0},
             "SHIFT": {"AX": shifts[0], "BY": shifts[1], "C": shifts[2], "RES": res},
-            "COEFFAC": {"A": a & 0xFFFF, "C": c & 0xFFFF}, "COEFFB": {"B": b & 0xFFFF}}
+            "COEFFAC": {"A": a & 0xFFFF, "C": c & 0xFFFF}, "COEFFB": {"B": b & 0xFFFF},
+            "INSHIFTER": {"FBYTESX": inbytes[0], "FSHIFTX": 16, "FBYTESY": inbytes[1], "FSHIFTY": 16}}
     if bcast == "chan":
         regs["CTRL"].update(CNT1=1, CNT2=1, CNT3=1)
         regs.update({"INCCNT": {"INCVAL": 0}, "RSTCNT1": {"RSTCNT": depth - 1},
@@ -292,13 +319,27 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
                "STRENG2": [np.frombuffer(pack_kernel_frames(items, first), np.uint8)], "STRENG3": np.split(y, 2)}
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "STRENG3": None, "STRENG4": None,
                   "CONVACC0": first, "CONVACC1": second, "ARITH0": add},
-                 [("CONVACC0", 0, "STRENG0"), ("CONVACC0", 1, "STRENG2"), ("CONVACC1", 0, "STRENG1"),
-                  ("CONVACC1", 1, "STRENG2"), ("CONVACC1", 2, "CONVACC0"), ("ARITH0", 0, "CONVACC1"),
-                  ("ARITH0", 1, "STRENG3"), ("STRENG4", 0, "ARITH0")])
+                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG2"), ("CONVACC1", 0, 0, "STRENG1"),
+                  ("CONVACC1", 1, 0, "STRENG2"), ("CONVACC1", 2, 0, "CONVACC0"), ("ARITH0", 0, 0, "CONVACC1"),
+                  ("ARITH0", 1, 0, "STRENG3"), ("STRENG4", 0, 0, "ARITH0")])
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
     sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]
     assert [f.tolist() for f in written["STRENG4"]] == [(s + t).tolist() for s, t in zip(sums, np.split(y, 2))]
+
+
+def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
+    from npu_model.chain import run, wire
+    units = wire({"STRENG1": None, "ARITH0": ArithConfig.from_registers(arith_registers("scalar"), name="ARITH0")},
+                 [("ARITH0", 0, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+    with pytest.raises(NotModelled, match=r"^RECBUF feeds the chain's units but is not one of them"):
+        run(units, lambda name: [], lambda name, frames: None)
+
+
+def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
+    from npu_model.chain import wire
+    with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's two contexts"):
+        wire({"ARITH0": None}, [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")])
 
 
 # -- pooling unit ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from unicorn.arm_const import (UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0, UC_A
                                UC_ARM_REG_R3, UC_ARM_REG_R9, UC_ARM_REG_SP, UC_CPU_ARM_CORTEX_M33)
 
 from .blockcount import AccessCounter, BlockCounter
-from .dk import mve, vfp_double
+from .dk import long_shift, mve, vfp_double
 from .dk.bus import SECURE_OFFSET, lane, merge_lanes
 
 PAGE = 0x1000
@@ -167,6 +167,16 @@ class Cpu:
     def write(self, addr, data):
         self.uc.mem_write(addr, bytes(data))
 
+    def emulate_long_shifts(self, base, size):
+        """Hook the scalar 64-bit shifts of the code loaded at base..base+size (dk/long_shift.py:
+        unicorn runs them silently wrong); returns how many."""
+        return long_shift.hook(self.uc, base, self.read(base, size), self._stop_not_emulated)
+
+    def _stop_not_emulated(self, what, pc):
+        if self._stop_reason is None:
+            self._stop_reason = NotEmulated(what, pc)
+        self.uc.emu_stop()
+
     def u32(self, addr):
         return struct.unpack("<I", self.read(addr, 4))[0]
 
@@ -263,8 +273,9 @@ class Cpu:
         try:
             result = fn(self, *args)
         except Fault as e:
-            if not e.pc:    # raised by a service: the fault is at the image's call site
-                e = Fault(e.what, (uc.reg_read(UC_ARM_REG_LR) & ~1) - 4)
+            if not e.pc:    # raised by a service: the fault is at the image's call site (an NPU stop stays one)
+                pc = (uc.reg_read(UC_ARM_REG_LR) & ~1) - 4
+                e = NpuStopped(e.what, pc) if isinstance(e, NpuStopped) else Fault(e.what, pc)
             self._stop_reason = e
             uc.emu_stop()
             return

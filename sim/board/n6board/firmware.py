@@ -14,6 +14,7 @@ from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, in
 from n6.reloc.image import Image, RtCtx, off
 from npu_model.npu import NPU_HZ, Npu
 
+from . import library_ops
 from .emulator import Counters, Cpu, Fault, NpuStopped, Region
 
 FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
@@ -132,6 +133,7 @@ class InstalledModel:
         self.npu.write_memory, self.npu.read_memory = self.cpu.write, self.cpu.read
         for base, buf in self.installed.memory.regions:
             self.cpu.write(base, buf)
+        self.cpu.emulate_long_shifts(self.installed.ro_base, off(self.img.header.data_data))
         self.r9 = self.installed.ram_base
         rt = self.r9 + off(self.img.header.rt_ctx)
         self.cpu.write(rt + 4 * 4, struct.pack("<I", self.cpu.table))            # cbs
@@ -158,6 +160,8 @@ class InstalledModel:
                                                               f"{cpu.c_string(func)}:{line}", 0))
         if name in callbacks.CACHE_OPS:
             return lambda cpu, *args: None      # no caches in the emulated memory system
+        if name in library_ops.OPS:
+            return library_ops.OPS[name]
         if name.startswith("ll_aton_lib_"):
             return lambda cpu, *args: self._library_op(name)
         return lambda cpu, *args: _raise(Fault(f"firmware service {name} is not provided by the simulated board",

@@ -1,4 +1,6 @@
-"""The arithmetic unit (ARITH): per stream element x (and y on the second port with DUALIN),
+"""The arithmetic unit (ARITH): per stream element x (and y on the second port with DUALIN), each
+read as a signed value of INSHIFTER.FBYTESX/FBYTESY bytes (ST reads an unsigned 8-bit stream,
+which arrives zero-extended, at 2 bytes: nucleo_mnv1's input conversion),
 A*x/2^AX + B*y/2^BY + C*2^C, then the output stage (fixedpoint.py: SHIFT.RES, rounding, ReLU,
 saturation). ST's requantisation after every convolution is a chain of these: a per-channel
 multiply (A vector), a per-channel 32-bit bias (COMBINEBC), a zero-point offset (scalars).
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of
+from .fixedpoint import NotModelled, output_stage, rounding_of, to_width
 from .units import unit_fields
 
 MEM_OFFSET = 0x400
@@ -58,6 +60,7 @@ class ArithConfig:
     out_bytes: int
     saturate: bool
     counters: tuple                 # ((enabled, reset) x 3), INCCNT, INCOFFSET, (OFFSET1..3)
+    in_bytes: tuple = (3, 3)        # INSHIFTER.FBYTESX/Y: the width x and y are read at, signed
     unmodelled: tuple = ()
     name: str = "ARITH"
 
@@ -92,7 +95,8 @@ class ArithConfig:
                     tuple(_signed(offsets[f"OFFSET{k}"], 9) for k in (1, 2, 3)))
         return cls(bool(ctrl["DUALIN"]), a, b, c, bool(ctrl["COMBINEBC"]), (shift["AX"], shift["BY"], shift["C"]),
                    shift["RES"], rounding_of(ctrl["ROUND"], ctrl["ORNDMODE"] & 1, f"{name}: CTRL.ORNDMODE"),
-                   bool(ctrl["ORNDMODE"] & 2), ctrl["OBYTES"], bool(ctrl["SAT"]), counters, tuple(unmodelled), name)
+                   bool(ctrl["ORNDMODE"] & 2), ctrl["OBYTES"], bool(ctrl["SAT"]), counters,
+                   (sh["FBYTESX"], sh["FBYTESY"]), tuple(unmodelled), name)
 
 
 def coefficient_memory(regs, unit_base, entries=MEM_ENTRIES):
@@ -119,7 +123,7 @@ def compute(x, cfg, y=None):
     """The unit's output for the stream elements x (and y with DUALIN), in stream order."""
     if cfg.unmodelled:
         raise NotModelled(f"{cfg.name}: {cfg.unmodelled[0]} is not modelled")
-    x = np.asarray(x, dtype=np.int64).ravel()
+    x = to_width(np.asarray(x, dtype=np.int64).ravel(), cfg.in_bytes[0], False)
     address = addresses(cfg, x.size) if any(isinstance(v, np.ndarray) for v in (cfg.a, cfg.b, cfg.c)) else None
     coeff = lambda v: v[address] if isinstance(v, np.ndarray) and v.ndim else np.int64(v)
     ax, by, cs = cfg.shifts
@@ -128,5 +132,6 @@ def compute(x, cfg, y=None):
     if cfg.dual:
         if y is None:
             raise ValueError(f"{cfg.name}: DUALIN set but nothing reaches its port 1")
-        total = total + (coeff(cfg.b) * np.asarray(y, dtype=np.int64).ravel() << top - by)
+        total = total + (coeff(cfg.b) * to_width(np.asarray(y, dtype=np.int64).ravel(), cfg.in_bytes[1], False)
+                         << top - by)
     return output_stage(total, cfg.result_shift + top, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)

@@ -28,9 +28,14 @@ class Unit:
 
 
 def wire(configs, routes):
-    """Units from {name: config} and the switch's routes [(dest, port, source)] (context 0)."""
-    inputs = {}
-    for dest, port, source in routes:
+    """Units from {name: config} and the switch's routes [(dest, port, context, source)]: a port
+    takes its context-0 source, else its context-1 one (nucleo_mnv1's fully connected layer sends
+    its completed sums in context 1 only)."""
+    inputs, seen = {}, {}
+    for dest, port, _context, source in sorted(routes, key=lambda r: -r[2]):
+        if seen.setdefault((dest, port), source) != source:
+            raise NotModelled(f"{dest} port {port}: fed by {seen[dest, port]} and {source} in the switch's two "
+                              "contexts (two-context multiplexing is not modelled)")
         inputs.setdefault(dest, {})[port] = source
     return {name: Unit(name, config, inputs.get(name, {})) for name, config in configs.items()}
 
@@ -40,6 +45,8 @@ def run(units, read, write):
     frames = {}
 
     def value(name):
+        if name not in units:
+            raise NotModelled(f"{name} feeds the chain's units but is not one of them")
         if name not in frames:
             frames[name] = _compute(units[name], value, read)
         return frames[name]

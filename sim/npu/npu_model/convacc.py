@@ -26,7 +26,7 @@ Arithmetic (chosen by exact-match rate against LiteRT, bench/npu_layers.py): fea
 with FBYTES=2) values read unsigned or signed as CTRL.FUNSIGNED says (a unit upstream on the switch
 may send them wrapped: nucleo_mnv1 epoch 4's pointwise convolution after its depthwise one), minus FSUB
 (a 24-bit signed zero point) times kernels, summed in int64; the unit's padding (SAMPLE pads, up
-to 2) and the zero frame (ZFRAME) add zero-valued features (after FSUB). The output shift is
+to 2) adds zero-valued features (after FSUB), the zero frame ZFBIAS-valued ones (below). The output shift is
 DFORMAT.OUTSHIFT with the rounding fixedpoint.py states; in DEEPMODE with 8-bit features (FBYTES=1)
 a pixel's features come in whole 24-bit items, the spare value of the last dropped (nucleo_mnv1
 epoch 29: 43 items for depth 128, 99.40% exact; with FBYTES=3 they are packed across pixels);
@@ -36,9 +36,17 @@ OUTSHIFT-INSHIFT; the fully connected layer, epoch 31, feeds its own OUTSHIFT-7 
 INSHIFT 7). DFORMAT.RAW changes nothing the samples show: every RAW unit but the fully connected
 one has OUTSHIFT 0, and that one needs its shift.
 
-Not modelled yet (a stop naming the field; the samples use the first four in a few epochs): crops
-inside the frame, ZFBIAS, AFILT modes other than frame-zero; kernels other than 1x1 in DEEPMODE, FSTAT,
-DSS2MODE, KT1."""
+Crop, zero frame, padding (stated order, from the one shape the samples allow): the frame's rows
+FVCROP.TOP..BOTTOM and columns FHCROP.LEFT..RIGHT (items, whole pixels) are kept, the zero frame
+(ZFRAME) goes around them, the unit's padding (SAMPLE) around that. blazeface epoch 4 splits a 5x5
+stride-2 kernel by rows: the 2-row part crops 2 rows off the top and adds 1 zero-frame and 1 padding
+row below, which gives its 64 output rows only in that order. The zero frame's features are ZFBIAS
+(16-bit signed), the padding's 0 (both after FSUB): every sample use of ZFBIAS is a 1x1 unit kernel
+padding channels with -128 (blazeface, 11 epochs), which cannot tell a feature value from an output
+bias; a board can.
+
+Not modelled yet (a stop naming the field): FHCROP bounds inside a pixel, AFILT modes other than
+frame-zero, kernels other than 1x1 in DEEPMODE, FSTAT, DSS2MODE, KT1."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +69,7 @@ class ConvConfig:
     height: int
     hstride: int
     vstride: int
-    pads: tuple                     # (top, bottom, left, right): unit padding plus zero frame
+    pads: tuple                     # (top, bottom, left, right): the unit's padding (SAMPLE), zeros
     fsub: int
     outshift: int
     rounding: str
@@ -76,6 +84,9 @@ class ConvConfig:
     feature_bytes: int = 1          # DFORMAT.FBYTES
     features_unsigned: bool = False # CTRL.FUNSIGNED
     frame_filter: tuple = ()        # AFILT (TOT, FIRST, LAST) in frame-zero mode: see chain.py
+    crop: tuple = ()                # (top, bottom, left, right) pixels kept of the frame, bounds included
+    zero_frame: tuple = (0, 0, 0, 0)    # ZFRAME (top, bottom, left, right) pixels around the cropped frame
+    zfbias: int = 0                 # ZFBIAS: the value of the zero frame's features (16-bit signed)
     unmodelled: tuple = ()          # settings the arithmetic does not model (the kernel stream does)
     name: str = "CONVACC"
 
@@ -86,19 +97,21 @@ class ConvConfig:
         ctrl, dfmt, kfmt, sample, zf = f["CTRL"], f["DFORMAT"], f["KFORMAT"], f["SAMPLE"], f["ZFRAME"]
         depth = kfmt["BTCDEPTH"]
         unmodelled = [f"CTRL.{flag}=1" for flag in ("DSS2MODE", "KT1", "FSTAT") if ctrl[flag]]
-        unmodelled += ["ZFBIAS"] * bool(f["ZFBIAS"]["ZFBIAS"])
         if ctrl["AFILTMODE"] not in (0, AFILT_FRAMEZERO) or ctrl["GEN1SUM"] != (ctrl["AFILTMODE"] == AFILT_FRAMEZERO):
             unmodelled.append(f"CTRL.AFILTMODE={ctrl['AFILTMODE']} with GEN1SUM={ctrl['GEN1SUM']}")
         frame_filter = (f["AFILT"]["TOT"], f["AFILT"]["FIRST"], f["AFILT"]["LAST"]) if ctrl["AFILTMODE"] else ()
         width = f["FFORMAT"]["WIDTH"] // depth
         height = f["FFORMAT"]["HEIGHT"]
-        crops = (f["FHCROP"]["LEFT"], f["FHCROP"]["RIGHT"], f["FVCROP"]["TOP"], f["FVCROP"]["BOTTOM"])
-        if crops[0] or crops[2] or crops[1] not in (0xFFFF, width * depth - 1) or crops[3] not in (0xFFFF, height - 1):
-            unmodelled.append("a crop inside the frame (FHCROP/FVCROP)")
+        left, right = f["FHCROP"]["LEFT"], min(f["FHCROP"]["RIGHT"], width * depth - 1)
+        top, bottom = f["FVCROP"]["TOP"], min(f["FVCROP"]["BOTTOM"], height - 1)
+        if left % depth or (right + 1) % depth:
+            unmodelled.append("FHCROP inside a pixel")
+        crop = (top, bottom, left // depth, (right + 1) // depth - 1)
         if ctrl["DEEPMODE"] and (kfmt["WIDTH"], kfmt["HEIGHT"]) != (1, 1):
             unmodelled.append("DEEPMODE with a kernel other than 1x1")
-        pads = (sample["TPAD"] + zf["TOP"], sample["BPAD"] + zf["BOTTOM"],
-                sample["LPAD"] + zf["LEFT"] // depth, sample["RPAD"] + zf["RIGHT"] // depth)
+        pads = (sample["TPAD"], sample["BPAD"], sample["LPAD"], sample["RPAD"])
+        zero_frame = (zf["TOP"], zf["BOTTOM"], zf["LEFT"] // depth, zf["RIGHT"] // depth)
+        zfbias = f["ZFBIAS"]["ZFBIAS"]
         fsub = f["FSUB"]["FSUB"]
         return cls(kfmt["WIDTH"], kfmt["HEIGHT"], kfmt["NR"], depth, width, height,
                    sample["HSTRD"], sample["VSTRD"], pads, fsub - (1 << 24) if fsub >> 23 else fsub,
@@ -106,7 +119,7 @@ class ConvConfig:
                    bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), dfmt["INSHIFT"],
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
                    bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]),
-                   frame_filter, tuple(unmodelled), name)
+                   frame_filter, crop, zero_frame, zfbias - (zfbias >> 15 << 16), tuple(unmodelled), name)
 
     @property
     def pixel_items(self):
@@ -117,10 +130,17 @@ class ConvConfig:
         return self.depth
 
     @property
+    def padded_shape(self):
+        """(rows, columns) of the frame the kernels slide over: cropped, framed, padded."""
+        top, bottom, left, right = self.crop or (0, self.height - 1, 0, self.width - 1)
+        return (bottom - top + 1 + sum(self.pads[:2]) + sum(self.zero_frame[:2]),
+                right - left + 1 + sum(self.pads[2:]) + sum(self.zero_frame[2:]))
+
+    @property
     def output_shape(self):
-        top, bottom, left, right = self.pads
-        return ((self.height + top + bottom - self.kernel_height) // self.vstride + 1,
-                (self.width + left + right - self.kernel_width) // self.hstride + 1, self.kernels)
+        rows, columns = self.padded_shape
+        return ((rows - self.kernel_height) // self.vstride + 1, (columns - self.kernel_width) // self.hstride + 1,
+                self.kernels)
 
     # -- the kernel stream -------------------------------------------------------------------------
     @property
@@ -195,14 +215,18 @@ def accumulate(features, kernels, cfg):
     kernels [NR, KH, KW, depth] → int64 [OH, OW, NR]."""
     if cfg.unmodelled:
         raise NotModelled(f"{cfg.name}: {cfg.unmodelled[0]} is not modelled")
-    top, bottom, left, right = cfg.pads
     bits = 16 if cfg.feature_bytes == 2 else 8            # FBYTES=3 carries three 8-bit values an item
     f = np.asarray(features, dtype=np.int64) & (1 << bits) - 1
     if not cfg.features_unsigned:
         f = f - (f >> (bits - 1) << bits)
     f = f.reshape(cfg.height, cfg.width, cfg.pixel_items)[..., :cfg.depth] - cfg.fsub
-    padded = np.zeros((cfg.height + top + bottom, cfg.width + left + right, cfg.depth), dtype=np.int64)
-    padded[top:top + cfg.height, left:left + cfg.width] = f
+    if cfg.crop:
+        top, bottom, left, right = cfg.crop
+        f = f[top:bottom + 1, left:right + 1]
+    zt, zb, zl, zr = cfg.zero_frame
+    f = np.pad(f, ((zt, zb), (zl, zr), (0, 0)), constant_values=cfg.zfbias)
+    top, bottom, left, right = cfg.pads
+    padded = np.pad(f, ((top, bottom), (left, right), (0, 0)))
     oh, ow, _ = cfg.output_shape
     k = np.asarray(kernels, dtype=np.int64)
     sums = np.zeros((oh, ow, cfg.kernels), dtype=np.int64)

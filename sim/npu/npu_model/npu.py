@@ -8,11 +8,12 @@ A chain starts when it is closed: every enabled unit that the stream switch conn
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
 then (program.py). A chain of stream engines alone moves its items: the words a reading engine
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
-two-context switching is not modelled). Units whose arithmetic is not modelled (all, in this
-part: convolution, arithmetic, pooling, activation, decompression, the reconfigurable buffer)
-stop the run in one line naming the epoch and the unit, unless the mode is "control":
-then the chain runs to its end with the bytes its output engines write set to zero, and
-`not_computed` lists them.
+two-context switching is not modelled). A chain of convolution, arithmetic and pooling units
+computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
+ends. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
+buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
+is not modelled, unless the mode is "control": then the chain runs to its end with the bytes its
+output engines write set to zero, and `not_computed` lists them.
 
 Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) through this
 same register model; its irq raises the controller's interrupt.
@@ -27,8 +28,10 @@ the NPU clock is NPU_HZ."""
 import struct
 
 from . import ecblob
-from .program import STREAMING_UNITS, decode, register_name, switch_routes
+from .chain import MODELLED
+from .compute import chain_writes
 from .fixedpoint import NotModelled
+from .program import STREAMING_UNITS, decode, register_name, switch_routes
 from .registers import ATON_BASE, aton_map
 from .streng import read_items, write_items
 
@@ -36,7 +39,6 @@ NPU_HZ = 1_000_000_000
 BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream engine
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
-MODELLED = frozenset()          # processing units whose arithmetic is modelled (part II adds them)
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
 TRACE_UNIT, EVENT_ALWAYS_HIGH = "DEBUG_TRACE", 1    # the trace unit; the event that is always high
 
@@ -261,21 +263,31 @@ class Npu:
         self.programs.append(program)
         self.in_chain |= set(chain)
         unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        copies = []
-        if not unmodelled:                                    # stream engines only: a copy
-            copies, why = self._copies(program)
-            if why:
-                unmodelled = [f"{f.engine} (data movement: {why})" for f in program.footprints
+        why = f"{unmodelled[0]} is not modelled" if unmodelled else None
+        copies, computed = [], []
+        if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
+            copies, reason = self._copies(program)
+            if reason:
+                unmodelled = [f"{f.engine} (data movement: {reason})" for f in program.footprints
                               if f.direction == "write"]
+                why = f"{unmodelled[0]} is not modelled"
+        elif not unmodelled:                                  # compute units: chain.py
+            try:
+                if self.read_memory is None:
+                    raise NotModelled("no memory given to the model")
+                computed = chain_writes(program, self.aton, self.regs, self.read_memory)
+            except (NotModelled, ValueError) as e:
+                why = str(e)
+                unmodelled = [why]
         if unmodelled and self.mode != "control":
-            self._halt(f"{label}: {unmodelled[0]} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)")
+            self._halt(f"{label}: {why} (NPU_MODEL=control runs on with its outputs zeroed)")
             return
         moved = sum(f.nbytes for f in program.footprints)
         busiest = max((f.nbytes for f in program.footprints), default=0)
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
-        done = lambda: self._finish(chain, program, unmodelled, copies)
+        done = lambda: self._finish(chain, program, unmodelled, copies, computed)
         if self.schedule is None:
             done()
         else:
@@ -308,9 +320,18 @@ class Npu:
     def _move(self, source, dest):
         write_items(dest, read_items(source, self.read_memory), self.read_memory, self.write_memory)
 
-    def _finish(self, chain, program, unmodelled, copies=()):
+    def _store(self, dest, data):
+        """A writing stream engine's bytes, in its access order."""
+        at = 0
+        for address, n in dest.segments:
+            self.write_memory(address, data[at:at + n])
+            at += n
+
+    def _finish(self, chain, program, unmodelled, copies=(), computed=()):
         for source, dest in copies:
             self._move(source, dest)
+        for dest, data in computed:
+            self._store(dest, data)
         for f in program.footprints:
             if f.direction != "write":
                 continue

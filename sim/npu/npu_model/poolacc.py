@@ -3,7 +3,8 @@ or minimum of each WINX x WINY window (STRDX/STRDY apart, padded positions left 
 global types, of the whole frame; global average is the frame's sum times MULVAL through the
 output stage (CTRL.OUTSHIFT, rounding, ReLU, saturation: fixedpoint.py), ST's multiply-and-shift
 for 1/(H*W) (nucleo_mnv1: MULVAL 21400, OUTSHIFT 12 on 7x7 leaves a 16-bit average with 8
-fraction bits). Configuration: a decoded unit's fields by ATON.h name.
+fraction bits). Features are read as signed values of CTRL.FBYTES bytes. Configuration: a
+decoded unit's fields by ATON.h name.
 
 Evidence (bench/npu_layers.py): blazeface's three 2x2 max pools equal LiteRT's MAX_POOL_2D
 outputs exactly; nucleo_mnv1's global average, with the arithmetic units after it in its epoch,
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of
+from .fixedpoint import NotModelled, output_stage, rounding_of, to_width
 from .units import unit_fields
 
 MAX, MIN, AVG, GMAX, GMIN, GAVG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA     # ATON.h's POOLTYPE values
@@ -39,6 +40,7 @@ class PoolConfig:
     relu: bool
     out_bytes: int
     saturate: bool
+    in_bytes: int = 3               # CTRL.FBYTES: the width features are read at, signed
     unmodelled: tuple = ()
     name: str = "POOL"
 
@@ -60,14 +62,14 @@ class PoolConfig:
                    (dims["TPAD"], dims["BPAD"], dims["LPAD"], dims["RPAD"]), b, width, height,
                    f["OUTDIMS"]["FEATX"], f["OUTDIMS"]["FEATY"], f["MULVAL"]["MULVAL"], ctrl["OUTSHIFT"],
                    rounding_of(ctrl["ROUND"], rnd["ORNDMODE"] & 1, f"{name}: RNDCTRL.ORNDMODE"),
-                   bool(rnd["ORNDMODE"] & 2), rnd["OBYTES"], bool(ctrl["SAT"]), tuple(unmodelled), name)
+                   bool(rnd["ORNDMODE"] & 2), rnd["OBYTES"], bool(ctrl["SAT"]), ctrl["FBYTES"], tuple(unmodelled), name)
 
 
 def pool(features, cfg):
     """One output frame of the unit, as a flat array in (row, column, channel) order."""
     if cfg.unmodelled:
         raise NotModelled(f"{cfg.name}: {cfg.unmodelled[0]} is not modelled")
-    x = np.asarray(features, dtype=np.int64).reshape(cfg.height, cfg.width, cfg.channels)
+    x = to_width(features, cfg.in_bytes, False).reshape(cfg.height, cfg.width, cfg.channels)
     if cfg.kind == GAVG:
         return output_stage(x.sum(axis=(0, 1)) * cfg.mulval, cfg.outshift, cfg.rounding, cfg.relu, cfg.out_bytes,
                             cfg.saturate)
