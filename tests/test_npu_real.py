@@ -115,6 +115,20 @@ def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo,
         assert {e["name"] for e in profile["epochs"] if e["kind"] == "HW"} == hardware
 
 
+@pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
+def test_without_the_opt_in_st_firmware_on_the_twin_stops_at_the_first_hardware_epoch_in_one_line(repo, sample):  # noqa: F811
+    proc = scons(repo, "flash", "run", f"MODEL={sample}", "BUILD_DIR=build-npu-twin", "RELOC_ABSOLUTE_FLASH_POOLS=1",
+                 f"SIM_FIRMWARE={_install()}", env={"STEDGEAI_CORE_DIR": _install(), "NPU_MODEL": None},
+                 check=False, timeout=1800)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode != 0 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    m = re.search(r"the simulated board stopped: n6board: epoch (\d+): (\w+) is not modelled "
+                  r"\(NPU_MODEL=control runs on with its outputs zeroed\) at pc 0x[0-9A-F]{8} ", errors[0])
+    units = enabled_units(sample)
+    assert m and int(m[1]) == min(units), errors[0]
+    assert m[2] in units[min(units)] and not m[2].startswith("STRENG")
+
+
 @functools.lru_cache(maxsize=None)
 def control_run(sample):
     model = installed(sample, "control")
