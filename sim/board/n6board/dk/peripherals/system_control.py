@@ -10,7 +10,7 @@ Control Block, in front of the twin's exception unit. Register facts (Armv8-M AR
     SHPR1-3 0xD18-0xD23 (a byte per system exception 4-15), FPCCR 0xF34, FPCAR 0xF38, FPDSCR 0xF3C
     (the exception unit's FP context state).
 Every other register (SAU, MPU, FPU control, cache maintenance) reads back what was written:
-the twin's caches are transparent, but for the D-cache invalidations, passed on to
+the twin's caches are transparent, but for the D-cache invalidations by address, passed on to
 `dcache_invalidate(offset, value)` (the NOR window's lines, nor_window.py)."""
 from ..exceptions import IRQ0, PENDSV, SYSTICK
 from ..nor_window import INVALIDATIONS
