@@ -80,3 +80,122 @@ def test_every_blob_of_the_ec_workspace_decodes_into_st_disassembly_command_for_
         assert encode(commands) == words, name
         counts[name] = len(commands)
     assert counts == {"default_1": 11962, "default_115": 1742, "default_133": 10089}
+
+
+# -- blobs against the LL_ATON program they were recorded from -------------------------------------
+
+TRACER = os.path.join(WORKSPACE, "tracer_workspace")
+RECORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ec_trace", "recorder.c")
+
+
+def traced_programs(tmp_path):
+    """{blob name: [access]} of the workspace's default_blob_trace.c (ST's LL_ATON calls of each
+    blob's epochs), built for the host with ST's trace-mode LL_ATON and our recorder
+    (fixtures/ec_trace/recorder.c) in place of ST's tracer; an access is ("w", unit, register,
+    value), ("f", unit, register, lsb, bits, value) or ("p", unit, register, lsb, bits, value)."""
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no host C compiler (cc)")
+    exe = tmp_path / "trace_prog"
+    subprocess.run([cc, "-O0", "-w", "-o", str(exe), "-I", os.path.join(TRACER, "ectracer", "include"),
+                    os.path.join(WORKSPACE, "default_blob_trace.c"), os.path.join(TRACER, "working_dir", "ll_aton.c"),
+                    os.path.join(TRACER, "working_dir", "ll_aton_util.c"), RECORDER], check=True, timeout=600)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=600).stdout
+    programs, current = {}, None
+    for line in out.splitlines():
+        kind, *fields = line.split()
+        if kind == "blob":
+            current = programs.setdefault(fields[0].removeprefix("_ec_blob_"), [])
+        elif kind in "wfp":
+            current.append((kind, *(int(v, 0) for v in fields)))
+        else:
+            assert kind == "epoch", line         # ("x": a register read the trace cannot record)
+    return programs
+
+
+def write_stream(run):
+    """[(offset, register value after the write) or ("poll", offset, msb, lsb, value)] of
+    `run(npu, polled)` through a fresh NPU model: every write the model takes, in order."""
+    from npu_model.npu import Npu
+    npu = Npu(lambda address, data: None, mode="control")
+    stream, write = [], npu.write
+
+    def recorded(offset, value):
+        write(offset, value)
+        stream.append((offset, npu.regs.get(offset)))
+    npu.write = recorded
+    run(npu, lambda offset, msb, lsb, value: stream.append(("poll", offset, msb, lsb, value)))
+    return stream, npu.programs
+
+
+def run_traced(program):
+    def run(npu, polled):
+        for kind, unit, register, *rest in program:
+            offset = unit << 12 | register << 2
+            if kind == "w":
+                npu.write(offset, rest[0])
+                continue
+            lsb, bits, value = rest
+            if kind == "f":
+                mask = ((1 << bits) - 1) << lsb
+                npu.write(offset, npu.regs.get(offset, 0) & ~mask | value << lsb & mask)
+            else:
+                polled(offset, lsb + bits - 1, lsb, value)
+    return write_stream(run)
+
+
+def run_blob(data):
+    def run(npu, polled):
+        for c in decode(blob_words(data)):
+            npu._execute(c, "blob")
+            if c.op == POLL:
+                polled(c.unit << 12 | c.register << 2, c.msb, c.lsb, c.values[0])
+    return write_stream(run)
+
+
+def between_polls(stream):
+    """The stream cut at its polls: [(sorted writes before the poll, the poll)]."""
+    out, writes = [], []
+    for item in stream:
+        if item[0] == "poll":
+            out.append((sorted(writes), item))
+            writes = []
+        else:
+            writes.append(item)
+    return out + [(sorted(writes), None)]
+
+
+def first_difference(ours, theirs):
+    """None, or (index, ours, theirs) at the first place two lists differ (a short failure line)."""
+    return next(((i, a, b) for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+
+
+def per_register(stream):
+    out = {}
+    for item in stream:
+        if item[0] != "poll":
+            out.setdefault(item[0], []).append(item[1])
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir(TRACER), reason="no ec-workspace in the test bed (set N6_REAL_STEDGEAI)")
+def test_every_blob_makes_the_writes_of_the_ll_aton_program_it_was_recorded_from(tmp_path):
+    """Each blob executed through the NPU model, and ST's LL_ATON program it was recorded from
+    (default_blob_trace.c, built for the host) run through a fresh model: the same register
+    writes, write for write. ST's optimiser reorders writes between two polls and merges them
+    into bursts, so the order is compared where it is kept: the same polls in the same order, the
+    same writes between two polls, every register given the same values in the same order, and
+    every chain started with the same program."""
+    traced = traced_programs(tmp_path)
+    counts = {}
+    for name, data in workspace_blobs().items():
+        (theirs, their_chains), (ours, our_chains) = run_traced(traced[name]), run_blob(data)
+        assert len(ours) == len(theirs), name
+        assert first_difference(between_polls(ours), between_polls(theirs)) is None, name
+        mine, program = per_register(ours), per_register(theirs)
+        assert first_difference(sorted(mine.items()), sorted(program.items())) is None, name
+        assert first_difference(our_chains, their_chains) is None, name
+        counts[name] = (len(ours) - sum(item[0] == "poll" for item in ours), len(our_chains))
+    assert counts == {"default_1": (29450, 115), "default_115": (4358, 17), "default_133": (25172, 111)}

@@ -76,16 +76,21 @@ def test_npu_trace_prints_and_writes_every_epoch_program_with_c_info_names(tmp_p
     assert proc.stdout.count("route      ") == sum(len(p["routes"]) for p in report["programs"])
 
 
+@pytest.mark.parametrize("board", ["own", "twin"])
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
-def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo, sample):  # noqa: F811  (the fixture)
-    """Built and flashed with the real install, profiled on the simulated board with
-    NPU_MODEL=control: every epoch of c_info.json is reported, the hardware ones with the time
-    of their chains (simulated) between start and end."""
+def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo, sample, board):  # noqa: F811
+    """Built and flashed with the real install (absolute flash pools, as ST's flow builds them),
+    profiled with NPU_MODEL=control on the simulated board with its own firmware, or with ST's
+    validation firmware on the DK twin (`twin`): every epoch network.c declares is reported, the
+    hardware ones with the time of their chains (simulated) between start and end. On the twin
+    ST's loader first copies the flash pool onto the image itself (nor_window.py)."""
     import json
-    proc = scons(repo, "flash", "profile", f"MODEL={sample}", "BUILD_DIR=build-npu", "RELOC_ABSOLUTE_FLASH_POOLS=1",
+    firmware = [f"SIM_FIRMWARE={_install()}"] if board == "twin" else []
+    proc = scons(repo, "flash", "profile", f"MODEL={sample}", f"BUILD_DIR=build-npu-{board}",
+                 "RELOC_ABSOLUTE_FLASH_POOLS=1", *firmware,
                  env={"STEDGEAI_CORE_DIR": _install(), "NPU_MODEL": "control"}, check=False, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    with open(os.path.join(repo, "build-npu", sample, "profile", "profile.json")) as f:
+    with open(os.path.join(repo, f"build-npu-{board}", sample, "profile", "profile.json")) as f:
         profile = json.load(f)
     from test_real_tables import declared_epochs, st_codes
     with open(os.path.join(REAL, "samples", sample, "network.c")) as f:
@@ -93,7 +98,27 @@ def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo,
     assert [n for e in profile["epochs"] for n in e["epochs"]] == \
         [f"epoch_{k}" for d in declared for k in range(d[3], d[4] + 1)]
     hardware = {f"epoch_{n}" for n in enabled_units(sample)}
-    assert all((e["npu_cycles"]["core"] > 0) == bool(set(e["epochs"]) & hardware) for e in profile["epochs"])
+    if board == "own":
+        assert all((e["npu_cycles"]["core"] > 0) == bool(set(e["epochs"]) & hardware) for e in profile["epochs"])
+    else:   # ST's firmware counts NPU clocks through every core phase; ST's runtime runs hybrid epochs' DMA on the NPU
+        core = {kind: [e["npu_cycles"]["core"] for e in profile["epochs"] if (e["kind"] == "SW") == kind]
+                for kind in (True, False)}
+        assert min(core[False]) > 10 * max(core[True] or [0])
+        assert {e["name"] for e in profile["epochs"] if e["kind"] == "HW"} == hardware
+
+
+@pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
+def test_without_the_opt_in_st_firmware_on_the_twin_stops_at_the_first_hardware_epoch_in_one_line(repo, sample):  # noqa: F811
+    proc = scons(repo, "flash", "run", f"MODEL={sample}", "BUILD_DIR=build-npu-twin", "RELOC_ABSOLUTE_FLASH_POOLS=1",
+                 f"SIM_FIRMWARE={_install()}", env={"STEDGEAI_CORE_DIR": _install(), "NPU_MODEL": None},
+                 check=False, timeout=1800)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode != 0 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    m = re.search(r"the simulated board stopped: n6board: epoch (\d+): (\w+) is not modelled "
+                  r"\(NPU_MODEL=control runs on with its outputs zeroed\) at pc 0x[0-9A-F]{8} ", errors[0])
+    units = enabled_units(sample)
+    assert m and int(m[1]) == min(units), errors[0]
+    assert m[2] in units[min(units)] and not m[2].startswith("STRENG")
 
 
 @functools.lru_cache(maxsize=None)

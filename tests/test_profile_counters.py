@@ -513,3 +513,18 @@ def test_a_measurement_stored_before_the_fold_loads_folded(tmp_path, monkeypatch
     sw, hybrid = steps.load_measurement(str(path)).epochs
     assert (hybrid.index, hybrid.last, hybrid.extra, hybrid.mcu_total) == (5, 6, 1, 3600)
     assert hybrid.extra_mcu_cycles.as_list() == [50, 1000, 150] and hybrid.npu_cycles.as_list() == [180, 3500, 540]
+
+
+def test_an_extra_epoch_numbered_as_st_firmware_numbers_it_folds_into_its_hybrid_epoch():
+    """ST's aiValidation firmware: an internal epoch's own epoch_num and last_epoch_num are
+    negative (evt_pre_start's fourth and fifth values, the operator id's int16 high half), its
+    current epoch and the operator id's low half those of the epoch it belongs to."""
+    (opt, msgs), = _fold_recording()
+    for m in msgs:
+        log = m.get("log", {}).get("str", "")
+        if log.startswith("s:node:evt_pre_start:5:6:6:6:"):
+            m["log"]["str"] = log.replace(":5:6:6:6:", ":5:5:-10:-10:")
+        elif m.get("op", {}).get("id") == 6 << 16 | 6:
+            m["op"]["id"] = (-10 & 0xFFFF) << 16 | 5
+    epochs = messages.parse_run([(opt, msgs)], "network", CLOCKS, "recording").epochs
+    assert [(e.index, e.last, e.kind, e.extra) for e in epochs] == [(4, 4, "SW", 0), (5, 5, "HYBRID", 1)]

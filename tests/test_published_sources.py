@@ -58,7 +58,8 @@ def repo_with_sources(tmp_path_factory):
     return repo
 
 
-@pytest.mark.parametrize("source, firmware", [("nucleo_mnv1", "own"), ("blazeface", "own"), ("nucleo_mnv1", "st")])
+@pytest.mark.parametrize("source, firmware", [("nucleo_mnv1", "own"), ("blazeface", "own"), ("nucleo_mnv1", "st"),
+                                              ("blazeface", "st")])
 def test_published_source_runs_on_the_simulated_board(repo_with_sources, source, firmware):
     """flash, run and validate with SCons: the board's outputs equal the host build's (0 LSB),
     which equals LiteRT's (above), with the simulated board's firmware and with ST's validation

@@ -130,3 +130,30 @@ def test_the_bus_merges_byte_lanes_and_keeps_unmodelled_registers(bus):
     assert bus.read(0x4400_0010) == 0x11AB3344
     assert bus.read(0x4400_0013, size=1) == 0x11
     assert bus.untouched() == [(0x4400_0010, 2, 2)]
+
+
+def test_a_cpu_write_to_the_mapped_nor_lasts_until_its_d_cache_line_is_invalidated():
+    """ST's loader copies an absolute flash pool onto the image itself, then cleans and
+    invalidates the range: the NOR ignores the write (no write enable), so the image reads whole
+    again after the invalidation; before it, the D-cache holds what was written."""
+    from unicorn import UC_PROT_ALL
+    from unicorn.arm_const import UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R3, UC_ARM_REG_R4, \
+        UC_ARM_REG_R5, UC_ARM_REG_R6
+    from n6board.dk.memory_map import NorContent
+    from n6board.dk.nor_window import NorWindow
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    bus = Bus(uc)
+    scs = bus.attach(SystemControlSpace(CycleClock(uc), ExceptionUnit(uc, lambda: 0, Helium(uc)), 0x3400_0000))
+    uc.mem_map(0x7100_0000, 0x1000, UC_PROT_ALL)
+    uc.mem_write(0x7100_0000, b"NBIN" * 16)
+    flash = NorContent({0x7100_0000: b"NBIN" * 16}, 64)
+    scs.dcache_invalidate = NorWindow(uc, flash.read, 0x7100_0000, 0x1000).invalidate
+    uc.mem_map(0x3400_0000, 0x1000, UC_PROT_ALL)
+    code = bytes.fromhex("0160" "0468" "4160" "1860" "0568" "4668")   # str r1,[r0]; ldr r4,[r0]; str r1,[r0,#4];
+    uc.mem_write(0x3400_0000, code)                                   # str r0,[r3]; ldr r5,[r0]; ldr r6,[r0,#4]
+    for reg, value in ((UC_ARM_REG_R0, 0x7100_0020), (UC_ARM_REG_R1, 0xDEADBEEF), (UC_ARM_REG_R3, 0xE000_EF70)):
+        uc.reg_write(reg, value)                                      # DCCIMVAC of the line at r0
+    uc.emu_start(0x3400_0001, 0x3400_0000 + len(code))
+    assert uc.reg_read(UC_ARM_REG_R4) == 0xDEADBEEF                   # the cache holds the write
+    assert uc.reg_read(UC_ARM_REG_R5) == uc.reg_read(UC_ARM_REG_R6) == int.from_bytes(b"NBIN", "little")
+    assert bytes(uc.mem_read(0x7100_0000, 64)) == b"NBIN" * 16

@@ -24,13 +24,11 @@ from n6_scons import board_action, describe_targets, progress, reports_errors, s
 
 MEASURE_MODULES = ["n6.aivalidation", "n6.flash.step", "n6.jsonfile", "n6.profiling.measure", "n6.run.session"]
 REPORT_MODULES = ["n6.profiling.steps"]
-SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's code, far slower than a board
 
 
 @reports_errors
 @board_action(lambda env: env["N6_PROFILE_OPTIONS"].flash, progress("PROFILE"))
 def _measure_action(target, source, env):
-    from n6.aivalidation import Timeouts
     from n6.flash.step import ensure_on_board, on_board_path
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure, save_measurement
@@ -39,8 +37,7 @@ def _measure_action(target, source, env):
     stamp = on_board_path(opts.flash, target[0].dir.dir.name)
     ensure_on_board(opts.flash, say)
     on_board = read_json(stamp, "on_board.json")
-    with board_session(opts.session, stamp, say, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as \
-            (client, _, simulated):
+    with board_session(opts.session, stamp, say) as (client, _, simulated):
         m = measure(client, opts.c_name, samples=opts.samples, simulated=simulated,
                     board=f"{on_board.get('board', '')} {on_board.get('probe', '')}".strip())
     save_measurement(m, target[0].abspath)

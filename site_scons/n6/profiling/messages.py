@@ -172,8 +172,9 @@ class _Parser:
         if len(f) != _FIELDS[f[0]] and not (f[0] == "streng_active" and f[1] == "max"):
             self.fail(f"board sent {len(f) - 1} values in counter log {text!r}, expected {_FIELDS[f[0]] - 1}")
         cat = f[0]
-        if cat == "evt_pre_start":
-            rec["pre_start"] = (self._ints(text, f[:4], 1)[2], f[7])
+        if cat == "evt_pre_start":       # the current epoch, as the operator message names it (an
+            #                                 internal epoch's own number is negative)
+            rec["pre_start"] = (self._ints(text, f[:4], 1)[1], f[7])
         elif cat in ("mcu_cycles", "npu_cycles"):
             rec[cat] = self._ints(text, f, 1)
         elif cat == "npu_cache":
@@ -247,7 +248,8 @@ class _Parser:
                 continue
             op_type, op_id = int(_get(payload, "type", 0)), int(_get(payload, "id", 0))
             if (op_type >> 24) & OPERATOR_INTERNAL:
-                index, last = op_id & 0xFFFF, op_id >> 16
+                # last_epoch_num is an int16: an internal epoch's is negative
+                index, last = op_id & 0xFFFF, ((op_id >> 16 & 0xFFFF) ^ 0x8000) - 0x8000
                 kind_name = logs["pre_start"][1] if "pre_start" in logs else EPOCH_KINDS.get(op_type & 0xF, "HW")
                 what = f"epoch {index}"
                 cycles = self.counters(payload, 3, what)

@@ -16,6 +16,9 @@ from ..errors import N6Error
 from ..paths import SIM_BOARD
 from ..serial_link import BAUDRATE, DEFAULT_HEADER
 
+# The simulated board emulates the image's code, far slower than a board in host time (ST's
+# firmware on the DK twin: about a minute per BlazeFace inference, seconds to send a 32 KB output).
+SIMULATED_TIMEOUTS = Timeouts(run_ack=120.0, operator=900.0, tensor=120.0)
 
 
 @contextlib.contextmanager
@@ -90,7 +93,7 @@ def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None, reset
 
 
 @contextlib.contextmanager
-def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
+def board_session(opts, on_board_path, say=print):
     """(client, device, simulated) for the board a flash step put the model on (its
     `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
     started first), else the simulated board booting from the simulated flash."""
@@ -116,7 +119,7 @@ def board_session(opts, on_board_path, say=print, simulated_timeouts=None):
         with simulated_board(opts.board_file, state=opts.state, release=opts.release, firmware=opts.sim_firmware,
                              mode="COPY" if opts.copy_mode else "XIP") as sim_port:
             with connect(sim_port, board.validation.baudrate, board.validation.header,
-                         simulated_timeouts) as (client, device):
+                         SIMULATED_TIMEOUTS) as (client, device):
                 _check_identity(on_board, on_board_path, device, f"the simulated board {opts.state}")
                 yield client, device, True
     else:

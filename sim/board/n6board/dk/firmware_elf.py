@@ -44,7 +44,9 @@ class FirmwareElf:
         return os.path.basename(self.path)
 
     def function_at(self, pc):
-        """The function holding `pc`, or None."""
+        """The function holding `pc`, or None (also outside the firmware's segments: a model's code)."""
+        if not any(a <= pc < a + len(data) for a, data in self.segments):
+            return None
         i = bisect.bisect_right(self.functions, (pc & ~1, "\uffff")) - 1
         return self.functions[i][1] if i >= 0 else None
 

@@ -69,15 +69,35 @@ class MemoryMap:
         self.load(addr, bytes([byte]) * size)
 
 
+@dataclass
+class NorContent:
+    """What the NOR flash holds, whatever the CPU wrote over its memory-mapped window since:
+    the programmed sectors, erased (0xFF) up to `erased_end`, 0 beyond."""
+    sectors: dict            # sector address → its bytes
+    sector_size: int
+    erased_end: int = NOR_BASE
+
+    def read(self, address, n):
+        """`n` bytes at `address`, within one sector."""
+        sector = address - (address - NOR_BASE) % self.sector_size
+        data = self.sectors.get(sector)
+        if data is not None:
+            return data[address - sector:address - sector + n]
+        return bytes([ERASED if address < self.erased_end else 0]) * n
+
+
 def load_nor_flash(memory, state_dir):
     """Put the simulated board's flash (the sectors the simulated programmer wrote, in
     `state_dir`) into the mapped NOR: written sectors as they are, the rest as erased (0xFF) up
     to ERASED_SPAN or the last written sector (the bytes beyond read 0: not worth 128 MB of
-    host memory). Returns the number of sectors loaded."""
+    host memory). Returns the NorContent loaded."""
     from programmer_sim.board_state import BoardState
     flash = BoardState(state_dir)
     sectors = flash.sectors()
-    memory.fill(NOR_BASE, max(ERASED_SPAN, sectors[-1] + flash.sector_size - NOR_BASE if sectors else 0), ERASED)
-    for sector in sectors:
-        memory.load(sector, flash.read_sector(sector))
-    return len(sectors)
+    erased = max(ERASED_SPAN, sectors[-1] + flash.sector_size - NOR_BASE if sectors else 0)
+    memory.fill(NOR_BASE, erased, ERASED)
+    content = NorContent({sector: flash.read_sector(sector) for sector in sectors}, flash.sector_size,
+                         NOR_BASE + erased)
+    for sector, data in content.sectors.items():
+        memory.load(sector, data)
+    return content

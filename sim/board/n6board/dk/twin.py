@@ -12,7 +12,8 @@ from .bus import Bus
 from .core import Core, Stop
 from .exceptions import IRQ0, exception_name
 from .firmware_elf import FirmwareElf
-from .memory_map import MemoryMap, load_nor_flash
+from .memory_map import NOR_BASE, NOR_SIZE, MemoryMap, NorContent, load_nor_flash
+from .nor_window import NorWindow
 from .peripherals.bsec import Bsec
 from .peripherals.cycle_counters import DwtCycleCounter, PmuCycleCounter
 from .peripherals.rcc import Rcc
@@ -36,9 +37,10 @@ class DkTwin:
         self.firmware = FirmwareElf.read(firmware_path)
         self.core = core = Core(self.firmware.function_at)
         self.memory = MemoryMap(core.uc)
-        self.flash_sectors = load_nor_flash(self.memory, state_dir) if state_dir else 0
+        self.flash = load_nor_flash(self.memory, state_dir) if state_dir else NorContent({}, NOR_SIZE)
         self.bus = Bus(core.uc)
         self.scs = self.bus.attach(SystemControlSpace(core.clock, core.exceptions, self.firmware.vector_table))
+        self.scs.dcache_invalidate = NorWindow(core.uc, self.flash.read, NOR_BASE, NOR_SIZE).invalidate
         self.bus.attach(PmuCycleCounter(core.clock))
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())

@@ -10,8 +10,10 @@ Control Block, in front of the twin's exception unit. Register facts (Armv8-M AR
     SHPR1-3 0xD18-0xD23 (a byte per system exception 4-15), FPCCR 0xF34, FPCAR 0xF38, FPDSCR 0xF3C
     (the exception unit's FP context state).
 Every other register (SAU, MPU, FPU control, cache maintenance) reads back what was written:
-the twin's caches are transparent."""
+the twin's caches are transparent, but for the D-cache invalidations by address, passed on to
+`dcache_invalidate(offset, value)` (the NOR window's lines, nor_window.py)."""
 from ..exceptions import IRQ0, PENDSV, SYSTICK
+from ..nor_window import INVALIDATIONS
 from .device import Device
 
 CPUID_CORTEX_M55 = 0x411FD220
@@ -181,6 +183,7 @@ class SystemControlSpace(Device):
         self.systick = SysTick(clock, exceptions)
         self.nvic = Nvic(exceptions)
         self.scb = Scb(exceptions, vtor)
+        self.dcache_invalidate = lambda offset, value: None
         exceptions.vtor = lambda: self.scb.vtor
 
     def read(self, offset):
@@ -197,3 +200,5 @@ class SystemControlSpace(Device):
             self.systick.write(offset, value)
         elif not (self.nvic.write(offset, value) or self.scb.write(offset, value)):
             super().write(offset, value)
+            if offset in INVALIDATIONS:
+                self.dcache_invalidate(offset, value)
