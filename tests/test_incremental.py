@@ -18,6 +18,7 @@ from n6.mpool import read_mpool
 from n6.placement import params_pool
 from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
+from n6.stedgeai_install import RUNTIME_SOURCES
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
 
@@ -268,6 +269,26 @@ def test_network_c_change_recompiles_and_relinks_that_model_only(repo):
     assert sum(1 for v, _ in got if v == "CC") == 1   # network_reloc.o only; the runtime objects stay
 
 
+def test_runtime_objects_are_shared_by_the_models_with_the_same_flags(repo):
+    """The LL_ATON sources that never read the model's configuration are compiled once per flag
+    set: one model's own flags change → its own three objects and a second set of runtime objects,
+    no other model's; back → its three objects only (the first set was kept)."""
+    shared = sorted(os.listdir(os.path.join(repo, "build", "runtime", "secure-dbg_info")))
+    assert shared == sorted(s[:-2] + ".o" for s in RUNTIME_SOURCES)
+    assert not any(os.path.exists(os.path.join(repo, "build", m, "reloc", "obj", "ll_aton.o")) for m in ALL_MODELS)
+    spec = os.path.join(repo, "models", "tiny_prebuilt", "model.json")
+    with open(spec, "w") as f:
+        json.dump({"reloc": {"secure": False}}, f)
+    got = steps(scons(repo))
+    compiled = sorted(m for v, m in got if v == "CC")
+    assert compiled == ["runtime"] * len(RUNTIME_SOURCES) + ["tiny_prebuilt"] * 3, got
+    assert {m for _, m in got} == {"runtime", "tiny_prebuilt"}
+    assert os.path.isfile(os.path.join(repo, "build", "runtime", "nonsecure-dbg_info", "ll_aton.o"))
+    os.unlink(spec)
+    got = steps(scons(repo))
+    assert sorted(m for v, m in got if v == "CC") == ["tiny_prebuilt"] * 3, got
+
+
 def test_profile_and_mpool_changes_regenerate(repo):
     prof = os.path.join(repo, "models", "cifar_cnn", "neural_art.json")
     data = json.load(open(prof))
@@ -293,7 +314,7 @@ def test_split_option_repacks_without_recompiling(repo):
 
 
 @pytest.mark.parametrize("rel, expected", [
-    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("runtime/secure-dbg_info/ll_aton.o", ["CC"]),
     ("big_mlp/reloc/network_reloc_params.json", ["PREPARE"]),
     ("cifar_cnn/reloc/network.elf", ["LINK"]),
     ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
@@ -334,7 +355,7 @@ def _truncate(path):
                          ids=["flip", "truncate", "touch-r", "delete"])
 @pytest.mark.parametrize("rel, expected", [
     ("tiny_prebuilt/network_rel.bin", ["PACK"]),
-    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("runtime/secure-dbg_info/ll_aton.o", ["CC"]),
     ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
 ])
 def test_output_changed_outside_the_build_is_rebuilt(repo, rel, expected, damage):
@@ -444,7 +465,8 @@ def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
                                    "\n/* a change of an installed header */\n")
     assert got[0] == ("INSTALL", "stedgeai-sim") and "GEN" not in {v for v, _ in got}
     compiled = [m for v, m in got if v == "CC"]
-    assert sorted(set(compiled)) == sorted(ALL_MODELS) and len(compiled) > len(ALL_MODELS)   # what includes it
+    assert sorted(set(compiled)) == sorted(ALL_MODELS + ["runtime"])   # what includes it
+    assert len(compiled) > len(ALL_MODELS)
     assert "LINK" not in {v for v, _ in got}   # a comment: the same objects, nothing relinks
 
 

@@ -17,7 +17,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
 
-from n6 import gcc_flags
+from n6 import build_layout, gcc_flags
 from n6.board_files import board_path
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
@@ -79,7 +79,6 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     name = reloc_name(env, spec, network_c)
     install_root, install_rel, simulated = env.StedgeaiInstall()
     rt_dir = os.path.join(install_root, LL_ATON)
-    sw_inc = os.path.join(install_root, SW_LIB_INC)
     plt_dir = os.path.join(install_root, PLATFORM)
     runtime_lib = env.StedgeaiRuntimeLib()
     build = layout.reloc
@@ -90,24 +89,24 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
                                 N6_PREPARE_OPTIONS=prep_opts)
     reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
 
-    defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
-               for d in gcc_flags.defines(name, opts.dbg_info, opts.ecblob_in_params)]
-    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts.secure), "CPPDEFINES": defines,   # no copy
-                         "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)]})
+    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts.secure),   # no copy
+                         "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir)],
+                         "N6_SW_LIB_INC": os.path.join(install_root, SW_LIB_INC)})
+    model_defines = _quoted(gcc_flags.defines(name, opts.dbg_info, opts.ecblob_in_params))
 
-    flag_envs = {}   # one environment per flag set, shared by its objects
+    def model_obj(src, name_):
+        return _compiled(cenv, layout.obj(name_), src, name_, model_defines, [env.Dir(build)])
 
-    def obj(src, name_):
-        key = (tuple(EXTRA_DEFINES.get(name_, [])), name_ in NEEDS_SW_LIB_INC)
-        if key not in flag_envs:
-            flag_envs[key] = cenv.Override(cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
-                                                              CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else [])))
-        return flag_envs[key].RelocCompile(layout.obj(name_), src)
-
-    # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
-    # include the model's configuration header from the model's build folder.
-    first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
-    late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
+    # ST's makefile compiles the runtime per model; the sources that never read the model's
+    # configuration make the same object for every model with the same flags: compiled once.
+    shared = build_layout.runtime_objects(env.subst("$BUILD_DIR"), gcc_flags.flag_set_name(
+        opts.secure, opts.dbg_info, opts.ecblob_in_params))
+    runtime_defines = _quoted(gcc_flags.defines(None, opts.dbg_info, opts.ecblob_in_params))
+    first = [model_obj(reloc_c, f"{name}_reloc.c")] + \
+        [_compiled(cenv, os.path.join(shared, s[:-2] + ".o"), os.path.join(rt_dir, s), s, runtime_defines, [])
+         for s in RUNTIME_SOURCES]
+    late = [model_obj(mempools_c, f"{name}_reloc_mempools.c")] + \
+        [model_obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
     # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
@@ -125,6 +124,23 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     if board:
         env.Depends(image, board)
     return image
+
+
+def _quoted(defines):
+    return [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
+
+
+_OBJECTS = {}   # object path → its node: a shared object is declared once, by the first model
+
+
+def _compiled(cenv, target, src, name, defines, includes):
+    """The object `target` of C file `src` (named `name`: its extra flags) with ST's flags."""
+    if target not in _OBJECTS:
+        flags = cenv.ExpandedFlags(CPPDEFINES=defines + EXTRA_DEFINES.get(name, []),
+                                   CPPPATH=cenv["CPPPATH"] + includes +
+                                   ([cenv["N6_SW_LIB_INC"]] if name in NEEDS_SW_LIB_INC else []))
+        _OBJECTS[target] = cenv.Override(flags).RelocCompile(target, src)
+    return _OBJECTS[target]
 
 
 def _longest_first(prepared, runtime):
