@@ -438,6 +438,29 @@ def test_cache_dir_is_opt_in_and_restores_outputs(tmp_path):
         shutil.rmtree(os.path.join(other, "build", "kws_mlp"))
 
 
+EPOCH_CONTROLLER_MODELS = ["cifar_cnn", "mobilenet_v2", "tiny_yolo"]   # the images that embedded the checkout's path
+
+
+def test_two_checkouts_build_the_same_images_and_share_a_cache(tmp_path):
+    """Signatures and images do not depend on where the checkout lies: a second checkout in a
+    folder of another path length builds byte-identical images on its own, and with the first's
+    CACHE_DIR it retrieves every target and runs no step (the simulated install is laid out
+    when the build is read, not a step)."""
+    first = copy_repo(tmp_path / "a")
+    second = copy_repo(tmp_path / "a-checkout-in-a-folder-with-a-longer-name")
+    alone = copy_repo(tmp_path / "alone")
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    scons(first, cache, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt")
+    scons(alone, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt", env={"N6_CACHE_DIR": None})
+    proc = scons(second, cache, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt")
+    assert [v for v, _ in steps(proc)] == ["INSTALL"], proc.stdout
+    assert proc.stdout.count("Retrieved") > 4 * 9
+    steps_retrieved = re.search(r"^  CACHE    (\d+) of (\d+) steps retrieved from ", proc.stdout, re.M)
+    assert steps_retrieved and steps_retrieved[1] == steps_retrieved[2], proc.stdout
+    for model in EPOCH_CONTROLLER_MODELS + ["tiny_prebuilt"]:
+        assert _image(second, model) == _image(first, model) == _image(alone, model), model
+
+
 def _rebuild_after_appending(tmp_path, relpath, text):
     """Build a fresh copy, append `text` to one of its files, rebuild; the progress steps."""
     repo = copy_repo(tmp_path / "appended")

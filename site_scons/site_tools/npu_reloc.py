@@ -111,7 +111,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
     env.Depends([first[0]] + late, [conf_h] + prepared[4:])
     elf = cenv.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
-                         RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
+                         RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib,
+                         RELOC_SCRIPT=env.File(LINKER_SCRIPT))   # relative to the project, as every path signed
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(layout.code(name), elf[0])
     board = _budget_board(env)

@@ -30,7 +30,11 @@ _INSTALLS = {}
 
 
 def _install(env):
-    """(root, release, simulated) of the ST Edge AI Core the build uses; found once per build."""
+    """(root, release, simulated) of the ST Edge AI Core the build uses; found once per build. The
+    simulated install's root is relative to the project's top (unless BUILD_DIR lies outside it):
+    compile lines, the paths compiled into the images (__FILE__) and so the signatures and the
+    CacheDir keys are the same in every checkout. A real install's root stays as given: it lies
+    outside the checkout, and ST's flow compiles with the install's own path."""
     key = (env.get("STEDGEAI_CORE_DIR"), env["STEDGEAI_SIM_RELEASE"], env.subst("$BUILD_DIR"))
     if key not in _INSTALLS:
         root = key[0]
@@ -38,7 +42,7 @@ def _install(env):
             _INSTALLS[key] = check_install(root), install_release(root), False
         else:
             rel = release(key[1])
-            _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).abspath, rel, True
+            _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).path, rel, True
     return _INSTALLS[key]
 
 
@@ -196,12 +200,16 @@ def _show_output(output):
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
-    sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
-    if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/)
+    sources = [spec.model_file, spec.profile_file, args["mpool"]]
+    if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/), and
+        # the code its launcher runs, not the launcher: it names this checkout's folders (checkouts share a cache)
         from stedgeai_sim.install import installed_files
         root = _install(env)[0]
-        sources += [os.path.join(root, f) for f in installed_files(args["release"]) if f.startswith("Utilities")]
+        sources += [os.path.join(root, f) for f in installed_files(args["release"])
+                    if f.startswith("Utilities") and f != CLI]
         sources.append(code_version(env, "stedgeai-sim", sim_python_sources()))
+    else:
+        sources.append(args["tool"])
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets
