@@ -98,6 +98,22 @@ def test_raw_change_runs_pack_only(repo, tmp_path):
     assert _image(repo, "tiny_prebuilt") == _image(clean, "tiny_prebuilt")
 
 
+def test_a_weight_change_reads_each_changed_file_once(repo):
+    """A weight-only rebuild reads the new .raw once to decide and each output once after pack
+    wrote it (SCons's visited() would hash every output a second time)."""
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    with open(raw, "r+b") as f:
+        f.seek(16)
+        f.write(bytes(8) if f.read(8) != bytes(8) else b"\x01" * 8)
+    bump(raw)
+    proc = scons(repo, env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "count_hashes")})
+    hashed = re.findall(r"^HASHED (\S+)$", proc.stderr, re.M)
+    assert steps(proc) == [("PACK", "tiny_prebuilt")]
+    written = [os.path.join("build", "tiny_prebuilt", f) for f in ("network_rel.bin", "network_reloc_results.json")]
+    assert [hashed.count(f) for f in [os.path.relpath(raw, repo)] + written] == [1, 1, 1], hashed
+    assert len(hashed) == len(set(hashed)), hashed    # nothing read twice (earlier tests may leave racy files)
+
+
 def test_a_new_raw_file_reruns_prepare(repo):
     """Prepare sees the .raw names, not their bytes: a new name must reach it (it picks the raws)."""
     extra = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.AXISRAM9.raw")
