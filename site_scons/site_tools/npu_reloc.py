@@ -197,16 +197,10 @@ def _code_action(target, source, env):
 
 @reports_errors
 def _pack_action(target, source, env):
-    from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
-    from n6.reloc.report import Budgets
+    from n6.reloc.pipeline import pack_budgets, pack_step   # tabulate and the checker: only when packing
     opts = env["N6_PACK_OPTIONS"]
-    limits = dict(opts.budgets)
-    if opts.board:
-        from n6.board import load_board
-        board = load_board(opts.board).budgets
-        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
-              Budgets(**limits, copy_mode=opts.copy_mode), split=opts.split, log=say)
+    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name, pack_budgets(opts),
+              split=opts.split, log=say)
 
 
 @reports_errors
