@@ -1,8 +1,10 @@
 """The options of a model's image steps as typed values, built once per model from the build's
 variables and its model.json: their repr makes each step's signature (the varlist idiom) and the
 steps receive them as they are."""
+import os
 from dataclasses import dataclass, fields
 
+from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
 
@@ -53,3 +55,15 @@ def size_budgets(values):
     where the value is empty: the board file's applies, which the pack step reads, an input of it)."""
     return {k: "board" if values.get(k) in ("", None) else
             parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}
+
+
+def gate_board(budgets, board):
+    """The board file (of the board named `board`) the size gate reads, if any of `budgets`
+    comes from it; a missing one: load_board's one line, which says which boards there are."""
+    if "board" not in budgets.values():
+        return None
+    path = board_path(board)
+    if not os.path.isfile(path):
+        from ..board import load_board
+        load_board(path)
+    return path
