@@ -95,7 +95,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
                           N6_PACK_OPTIONS=pack_opts)
     env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
     env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
-    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.report", "n6.board"], __file__))
+    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"],
+                                        __file__))
     env.Depends(image, [board] if board else [])
     return image
 
@@ -142,7 +143,8 @@ def _code_action(target, source, env):
 
 @reports_errors
 def _pack_action(target, source, env):
-    from n6.reloc.pipeline import pack_budgets, pack_step   # tabulate and the checker: only when packing
+    from n6.reloc.options import pack_budgets
+    from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     opts = env["N6_PACK_OPTIONS"]
     pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name, pack_budgets(opts),
               split=opts.split, log=say)

@@ -67,3 +67,16 @@ def gate_board(budgets, board):
         from ..board import load_board
         load_board(path)
     return path
+
+
+def pack_budgets(opts):
+    """The size gate of a pack step (PackOptions → report.Budgets): the board file's budget
+    wherever the options say "board". Kept out of n6.reloc.pipeline, which the image step runs:
+    only pack reads board files."""
+    from .report import Budgets
+    limits = dict(opts.budgets)
+    if opts.board:
+        from ..board import load_board
+        board = load_board(opts.board).budgets
+        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
+    return Budgets(**limits, copy_mode=opts.copy_mode)

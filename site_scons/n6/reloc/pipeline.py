@@ -19,17 +19,6 @@ def code_step(elf, code_path):
     code_image(elf).save(code_path)
 
 
-def pack_budgets(opts):
-    """The size gate of a pack step (PackOptions → report.Budgets): the board file's budget
-    wherever the options say "board"."""
-    limits = dict(opts.budgets)
-    if opts.board:
-        from ..board import load_board
-        board = load_board(opts.board).budgets
-        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    return report.Budgets(**limits, copy_mode=opts.copy_mode)
-
-
 def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print):
     try:
         packed = pack(code_path, params_desc, bin_path, split=split)
