@@ -9,27 +9,21 @@ and diff, no board)."""
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from conftest import copy_repo  # noqa: E402
+import timed  # noqa: E402
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 STEP = re.compile(r"^  ([A-Z]+)\s", re.M)
 
 
 def scons(cwd, *args):
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=cwd, capture_output=True, text=True,
-                          env=ENV)
-    if proc.returncode:
-        sys.exit(proc.stdout + proc.stderr)
-    return time.perf_counter() - t, STEP.findall(proc.stdout)
+    t, out = timed.scons(cwd, *args)
+    return t, STEP.findall(out)
 
 
 def main(models):

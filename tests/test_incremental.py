@@ -18,6 +18,7 @@ from n6.mpool import read_mpool
 from n6.placement import params_pool
 from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
+from n6.stedgeai_install import RUNTIME_SOURCES
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
 
@@ -95,6 +96,22 @@ def test_raw_change_runs_pack_only(repo, tmp_path):
     shutil.copyfile(raw, os.path.join(clean, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw"))
     scons(clean, "tiny_prebuilt")
     assert _image(repo, "tiny_prebuilt") == _image(clean, "tiny_prebuilt")
+
+
+def test_a_weight_change_reads_each_changed_file_once(repo):
+    """A weight-only rebuild reads the new .raw once to decide and each output once after pack
+    wrote it (SCons's visited() would hash every output a second time)."""
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    with open(raw, "r+b") as f:
+        f.seek(16)
+        f.write(bytes(8) if f.read(8) != bytes(8) else b"\x01" * 8)
+    bump(raw)
+    proc = scons(repo, env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "count_hashes")})
+    hashed = re.findall(r"^HASHED (\S+)$", proc.stderr, re.M)
+    assert steps(proc) == [("PACK", "tiny_prebuilt")]
+    written = [os.path.join("build", "tiny_prebuilt", f) for f in ("network_rel.bin", "network_reloc_results.json")]
+    assert [hashed.count(f) for f in [os.path.relpath(raw, repo)] + written] == [1, 1, 1], hashed
+    assert len(hashed) == len(set(hashed)), hashed    # nothing read twice (earlier tests may leave racy files)
 
 
 def test_a_new_raw_file_reruns_prepare(repo):
@@ -268,6 +285,26 @@ def test_network_c_change_recompiles_and_relinks_that_model_only(repo):
     assert sum(1 for v, _ in got if v == "CC") == 1   # network_reloc.o only; the runtime objects stay
 
 
+def test_runtime_objects_are_shared_by_the_models_with_the_same_flags(repo):
+    """The LL_ATON sources that never read the model's configuration are compiled once per flag
+    set: one model's own flags change → its own three objects and a second set of runtime objects,
+    no other model's; back → its three objects only (the first set was kept)."""
+    shared = sorted(os.listdir(os.path.join(repo, "build", "runtime", "secure-dbg_info")))
+    assert shared == sorted(s[:-2] + ".o" for s in RUNTIME_SOURCES)
+    assert not any(os.path.exists(os.path.join(repo, "build", m, "reloc", "obj", "ll_aton.o")) for m in ALL_MODELS)
+    spec = os.path.join(repo, "models", "tiny_prebuilt", "model.json")
+    with open(spec, "w") as f:
+        json.dump({"reloc": {"secure": False}}, f)
+    got = steps(scons(repo))
+    compiled = sorted(m for v, m in got if v == "CC")
+    assert compiled == ["runtime"] * len(RUNTIME_SOURCES) + ["tiny_prebuilt"] * 3, got
+    assert {m for _, m in got} == {"runtime", "tiny_prebuilt"}
+    assert os.path.isfile(os.path.join(repo, "build", "runtime", "nonsecure-dbg_info", "ll_aton.o"))
+    os.unlink(spec)
+    got = steps(scons(repo))
+    assert sorted(m for v, m in got if v == "CC") == ["tiny_prebuilt"] * 3, got
+
+
 def test_profile_and_mpool_changes_regenerate(repo):
     prof = os.path.join(repo, "models", "cifar_cnn", "neural_art.json")
     data = json.load(open(prof))
@@ -293,7 +330,7 @@ def test_split_option_repacks_without_recompiling(repo):
 
 
 @pytest.mark.parametrize("rel, expected", [
-    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("runtime/secure-dbg_info/ll_aton.o", ["CC"]),
     ("big_mlp/reloc/network_reloc_params.json", ["PREPARE"]),
     ("cifar_cnn/reloc/network.elf", ["LINK"]),
     ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
@@ -334,7 +371,7 @@ def _truncate(path):
                          ids=["flip", "truncate", "touch-r", "delete"])
 @pytest.mark.parametrize("rel, expected", [
     ("tiny_prebuilt/network_rel.bin", ["PACK"]),
-    ("kws_mlp/reloc/obj/ll_aton.o", ["CC"]),
+    ("runtime/secure-dbg_info/ll_aton.o", ["CC"]),
     ("cifar_cnn/reloc/network_rel_code.bin", ["IMAGE"]),
 ])
 def test_output_changed_outside_the_build_is_rebuilt(repo, rel, expected, damage):
@@ -417,6 +454,29 @@ def test_cache_dir_is_opt_in_and_restores_outputs(tmp_path):
         shutil.rmtree(os.path.join(other, "build", "kws_mlp"))
 
 
+EPOCH_CONTROLLER_MODELS = ["cifar_cnn", "mobilenet_v2", "tiny_yolo"]   # the images that embedded the checkout's path
+
+
+def test_two_checkouts_build_the_same_images_and_share_a_cache(tmp_path):
+    """Signatures and images do not depend on where the checkout lies: a second checkout in a
+    folder of another path length builds byte-identical images on its own, and with the first's
+    CACHE_DIR it retrieves every target and runs no step (the simulated install is laid out
+    when the build is read, not a step)."""
+    first = copy_repo(tmp_path / "a")
+    second = copy_repo(tmp_path / "a-checkout-in-a-folder-with-a-longer-name")
+    alone = copy_repo(tmp_path / "alone")
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    scons(first, cache, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt")
+    scons(alone, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt", env={"N6_CACHE_DIR": None})
+    proc = scons(second, cache, *EPOCH_CONTROLLER_MODELS, "tiny_prebuilt")
+    assert [v for v, _ in steps(proc)] == ["INSTALL"], proc.stdout
+    assert proc.stdout.count("Retrieved") > 4 * 9
+    steps_retrieved = re.search(r"^  CACHE    (\d+) of (\d+) steps retrieved from ", proc.stdout, re.M)
+    assert steps_retrieved and steps_retrieved[1] == steps_retrieved[2], proc.stdout
+    for model in EPOCH_CONTROLLER_MODELS + ["tiny_prebuilt"]:
+        assert _image(second, model) == _image(first, model) == _image(alone, model), model
+
+
 def _rebuild_after_appending(tmp_path, relpath, text):
     """Build a fresh copy, append `text` to one of its files, rebuild; the progress steps."""
     repo = copy_repo(tmp_path / "appended")
@@ -444,7 +504,8 @@ def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
                                    "\n/* a change of an installed header */\n")
     assert got[0] == ("INSTALL", "stedgeai-sim") and "GEN" not in {v for v, _ in got}
     compiled = [m for v, m in got if v == "CC"]
-    assert sorted(set(compiled)) == sorted(ALL_MODELS) and len(compiled) > len(ALL_MODELS)   # what includes it
+    assert sorted(set(compiled)) == sorted(ALL_MODELS + ["runtime"])   # what includes it
+    assert len(compiled) > len(ALL_MODELS)
     assert "LINK" not in {v for v, _ in got}   # a comment: the same objects, nothing relinks
 
 

@@ -8,8 +8,9 @@ DEFAULT_BUILD_DIR = "build"        # BUILD_DIR='s default
 SIM_INSTALL = "stedgeai-sim"        # the simulated ST Edge AI Core: one tree per release
 SIM_BOARD = "sim-board"             # the simulated board's flash and state
 DEPLOY_RECORDS = "deploy-records"   # what each probe's board holds (n6.flash.records)
+RUNTIME = "runtime"                 # LL_ATON objects shared by the models compiled with the same flags
 SCONSIGN = ".sconsign"              # SCons's signatures of this build folder
-FOLDERS = (SIM_INSTALL, SIM_BOARD, DEPLOY_RECORDS)   # the build's own folders: no model may take their names
+FOLDERS = (SIM_INSTALL, SIM_BOARD, DEPLOY_RECORDS, RUNTIME)   # the build's own folders: no model may take their names
 
 ON_BOARD = "on_board.json"          # per model, in its flash folder: what the flash step put on the board
 FLASH_REPORT = "flash.json"         # per model, in its flash folder: the last flash's report
@@ -26,6 +27,12 @@ def sim_install(build_dir: str, core: str) -> str:
 def sim_install_objects(build_dir: str, core: str) -> str:
     """Where the simulated install's runtime archive is compiled (outside the install tree)."""
     return os.path.join(build_dir, SIM_INSTALL, "obj", core)
+
+
+def runtime_objects(build_dir: str, flags: str) -> str:
+    """The LL_ATON objects of every model compiled with the flag set named `flags`
+    (gcc_flags.flag_set_name)."""
+    return os.path.join(build_dir, RUNTIME, flags)
 
 
 def sim_board(build_dir: str) -> str:

@@ -16,12 +16,19 @@ ECBLOB_DEFINE = 'ECBLOB_CONST_SECTION=__attribute__((used, section (".const_ec_b
 
 def defines(name, dbg_info=True, ecblob_in_params=False):
     """The -D list of ST's makefile, in its order: the reloc define, the model's config header,
-    then the runtime's (the debug-info switch among them, the EC-blob section last)."""
+    then the runtime's (the debug-info switch among them, the EC-blob section last). `name` None:
+    no config header, for the runtime sources that never read it (shared by the models)."""
     runtime = list(DEFINES)
     if dbg_info:
         runtime.insert(runtime.index("LL_ATON_DBG_BUFFER_INFO_EXCLUDED=1"), DBG_INFO_DEFINE)
-    return [RELOC_DEFINE, f'MODEL_CONF="{name}_reloc_conf.h"'] + runtime + \
+    return [RELOC_DEFINE] + ([f'MODEL_CONF="{name}_reloc_conf.h"'] if name else []) + runtime + \
         ([ECBLOB_DEFINE] if ecblob_in_params else [])
+
+
+def flag_set_name(secure=True, dbg_info=True, ecblob_in_params=False):
+    """A folder name for one set of the image's compile flags, e.g. "secure-dbg_info"."""
+    return "-".join(["secure" if secure else "nonsecure"] + ["dbg_info"] * dbg_info +
+                    ["ecblob_in_params"] * ecblob_in_params)
 
 # The runtime library is compiled like the model (it is linked into it), and its own memcpy &
 # co. must not be turned back into calls to themselves.

@@ -31,10 +31,12 @@ RUNTIME_LIB_DIR = os.path.join("Middlewares", "ST", "AI", "Lib", "GCC", "ARMCort
 RUNTIME_LIB_GLOB = os.path.join(RUNTIME_LIB_DIR, "NetworkRuntime*_PIC.a")
 # The platform headers ST's relocatable-model makefile compiles with (-I<this> -I<this>/..).
 PLATFORM = os.path.join("scripts", "N6_reloc", "resources", "platform", "stm32n6")
-# LL_ATON sources compiled into every relocatable image (ST's makefile lists them).
+# LL_ATON sources compiled into every relocatable image (ST's makefile lists them). RUNTIME_SOURCES
+# never read the model's configuration header (MODEL_CONF), in ST's 2.2 install and the simulated
+# one: their objects are the same for every model compiled with the same flags.
 RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
                    "ecloader.c")
-LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)
+LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)   # includes ll_aton_reloc_network.h: per model
 # Read when present: ST's prebuilt validation firmwares (the flash gate reads what they check). The
 # simulated install ships none: the simulated board plays the firmware.
 VALIDATION_FIRMWARE_DIR = os.path.join("scripts", "N6_reloc", "test")

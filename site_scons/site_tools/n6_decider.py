@@ -56,7 +56,14 @@ def _hash_file(path):
 
 
 def _stat_cache_csig(node):
-    """Replaces File.get_max_drift_csig: SCons's only place that reuses a stored signature."""
+    """Replaces File.get_max_drift_csig: SCons's only place that reuses a stored signature.
+    A signature this run took already (get_csig keeps it in the node's info, which building the
+    node resets) is the one visited() records: reading the file again would cost a second read
+    of a racy file (just edited, or just written by its step) and could record content that no
+    decision of this run saw."""
+    csig = getattr(node.get_ninfo(), "csig", None)
+    if csig:
+        return csig
     cache = _CACHE[0]
     sig = cache.signature(node.get_abspath(), _hash_file) if cache else None
     return sig or ""

@@ -128,9 +128,7 @@ def generate(env):
     env.Tool("n6_outputs")
     build_dir = env.subst("$BUILD_DIR")
     env.N6BuildFolder()                # one build at a time in a build folder; before any signature is read
-    if env["CACHE_DIR"]:
-        env.N6CheckFolder("$CACHE_DIR", "CACHE_DIR")
-        SCons.Script.CacheDir(env["CACHE_DIR"])
+    env.Tool("n6_cache")
     env.SConsignFile(build_layout.sconsign(build_dir))
     env.Tool("n6_decider")             # content signatures, re-hashed only when a file's stat moves
     SCons.Script.SetOption("implicit_cache", 1)   # remember #include scans between runs

@@ -2,7 +2,7 @@
 
   RelocPrepare  network.c (+ _ecblobs.h, c_info.json, the .raw names) → the reloc sources and
                 the params description (which .raw files, in which order)
-  RelocCompile  one reloc or LL_ATON runtime source → its object, with ST's flags (arm_gcc env)
+  (objects: the reloc_objects tool)
   RelocLink     objects + runtime archive → <name>.elf + <name>.map, ST's link order
   RelocCode     <name>.elf → the code image (all of the image but the params; pyelftools)
   RelocPack     code image + .raw files → <name>_rel.bin [+ _rel_params.bin] + results JSON,
@@ -15,21 +15,16 @@ import sys
 
 import SCons.Action
 import SCons.Builder
-import SCons.Scanner.C
 
 from n6 import gcc_flags
-from n6.board_files import board_path
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, size_budgets
-from n6.stedgeai_install import LATE_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
+from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, size_budgets
 from n6.variables import VARIABLES, defaults
-from n6_scons import describe_targets, progress, reports_errors, say, step_code
+from n6_scons import describe_targets, progress, reports_errors, say, step_code, uses_tool
 
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
-EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
-NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 
 
 # -- prepare ---------------------------------------------------------------------------------------
@@ -67,7 +62,7 @@ def check_variables(env):
     """The variables every model shares: a bad one fails at once, not once per model."""
     if env.get("RELOC_NAME"):
         c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
-    _budget_board(env)
+    gate_board(budgets(env), env["BOARD"])
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
@@ -77,10 +72,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     new weights never rerun it)."""
     opts = reloc_options(env, spec)
     name = reloc_name(env, spec, network_c)
-    install_root, install_rel, simulated = env.StedgeaiInstall()
-    rt_dir = os.path.join(install_root, LL_ATON)
-    sw_inc = os.path.join(install_root, SW_LIB_INC)
-    plt_dir = os.path.join(install_root, PLATFORM)
+    install_rel, simulated = env.StedgeaiInstall()[1:]
     runtime_lib = env.StedgeaiRuntimeLib()
     build = layout.reloc
     raws = [n for n in inputs if str(n).endswith(".raw")]
@@ -88,42 +80,24 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
                                simulated, tuple(install_rel.atonn), tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
                                 N6_PREPARE_OPTIONS=prep_opts)
-    reloc_c, mempools_c, conf_h, params_desc = prepared[:4]
+    params_desc = prepared[3]
 
-    defines = [d.replace('"', '\\"')   # the shell strips quotes SCons leaves bare
-               for d in gcc_flags.defines(name, opts.dbg_info, opts.ecblob_in_params)]
-    cenv = arm.Override({"CCFLAGS": gcc_flags.compile_flags(opts.secure), "CPPDEFINES": defines,   # no copy
-                         "CPPPATH": [rt_dir, plt_dir, os.path.dirname(plt_dir), env.Dir(build)]})
-
-    flag_envs = {}   # one environment per flag set, shared by its objects
-
-    def obj(src, name_):
-        key = (tuple(EXTRA_DEFINES.get(name_, [])), name_ in NEEDS_SW_LIB_INC)
-        if key not in flag_envs:
-            flag_envs[key] = cenv.Override(cenv.ExpandedFlags(CPPDEFINES=defines + list(key[0]),
-                                                              CPPPATH=cenv["CPPPATH"] + ([sw_inc] if key[1] else [])))
-        return flag_envs[key].RelocCompile(layout.obj(name_), src)
-
-    # Like ST's makefile, the runtime sources are compiled per model: with a real install they may
-    # include the model's configuration header from the model's build folder.
-    first = [obj(reloc_c, f"{name}_reloc.c")] + [obj(os.path.join(rt_dir, s), s) for s in RUNTIME_SOURCES]
-    late = [obj(mempools_c, f"{name}_reloc_mempools.c")] + [obj(os.path.join(rt_dir, s), s) for s in LATE_SOURCES]
-    # MODEL_CONF is a macro include that no scanner sees: the model's sources and the runtime's
-    # reloc callbacks (through ll_aton_reloc_network.h) read the prepared config header.
-    env.Depends([first[0]] + late, [conf_h] + prepared[4:])
-    elf = cenv.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
-                         RELOC_FIRST=first, RELOC_LATE=late, RELOC_LIB=runtime_lib, RELOC_SCRIPT=LINKER_SCRIPT)
+    first, late = env.RelocObjects(arm, opts, name, layout, prepared)
+    elf = arm.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
+                        CCFLAGS=gcc_flags.compile_flags(opts.secure), RELOC_FIRST=first, RELOC_LATE=late,
+                        RELOC_LIB=runtime_lib,
+                        RELOC_SCRIPT=env.File(LINKER_SCRIPT))   # relative to the project, as every path signed
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(layout.code(name), elf[0])
-    board = _budget_board(env)
+    board = gate_board(budgets(env), env["BOARD"])
     pack_opts = PackOptions(name, opts.split, tuple(budgets(env).items()), board, bool(env["RELOC_COPY_MODE"]))
     image = env.RelocPack(layout.image(name), code + [params_desc] + raws,
                           N6_PACK_OPTIONS=pack_opts)
     env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
     env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
-    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.report", "n6.board"], __file__))
-    if board:
-        env.Depends(image, board)
+    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"],
+                                        __file__))
+    env.Depends(image, [board] if board else [])
     return image
 
 
@@ -144,17 +118,6 @@ def _longest_first(prepared, runtime):
 def budgets(env):
     """The size gate's budgets as the RELOC_*_SIZE variables give them (n6.reloc.options)."""
     return size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
-
-
-def _budget_board(env):
-    """The board file the size gate reads, if any budget comes from it (a missing one: one line)."""
-    if "board" not in budgets(env).values():
-        return None
-    path = board_path(env["BOARD"])
-    if not os.path.isfile(path):
-        from n6.board import load_board
-        load_board(path)   # says which boards there are
-    return path
 
 
 def _link_emitter(target, source, env):
@@ -180,16 +143,11 @@ def _code_action(target, source, env):
 
 @reports_errors
 def _pack_action(target, source, env):
+    from n6.reloc.options import pack_budgets
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
-    from n6.reloc.report import Budgets
     opts = env["N6_PACK_OPTIONS"]
-    limits = dict(opts.budgets)
-    if opts.board:
-        from n6.board import load_board
-        board = load_board(opts.board).budgets
-        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
-              Budgets(**limits, copy_mode=opts.copy_mode), split=opts.split, log=say)
+    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name, pack_budgets(opts),
+              split=opts.split, log=say)
 
 
 @reports_errors
@@ -210,8 +168,7 @@ def generate(env):
                      ("<model>", "that model's images"),
                      ("check", "run the image checker (XIP and COPY install) on every image"))
     env.SetDefault(**defaults("BOARD", *(v.name for v in VARIABLES if v.name.startswith("RELOC_"))))
-    env["BUILDERS"]["RelocCompile"] = SCons.Builder.Builder(   # one C file, the cc tool's command line
-        action=SCons.Action.Action("$CCCOM", "$CCCOMSTR"), source_scanner=SCons.Scanner.C.CScanner())
+    uses_tool(env, "reloc_objects")
     env["BUILDERS"]["RelocPrepare"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_prepare_action, progress("PREPARE"), varlist=["N6_PREPARE_OPTIONS"]),
         emitter=_prepare_emitter,

@@ -30,7 +30,11 @@ _INSTALLS = {}
 
 
 def _install(env):
-    """(root, release, simulated) of the ST Edge AI Core the build uses; found once per build."""
+    """(root, release, simulated) of the ST Edge AI Core the build uses; found once per build. The
+    simulated install's root is relative to the project's top (unless BUILD_DIR lies outside it):
+    compile lines, the paths compiled into the images (__FILE__) and so the signatures and the
+    CacheDir keys are the same in every checkout. A real install's root stays as given: it lies
+    outside the checkout, and ST's flow compiles with the install's own path."""
     key = (env.get("STEDGEAI_CORE_DIR"), env["STEDGEAI_SIM_RELEASE"], env.subst("$BUILD_DIR"))
     if key not in _INSTALLS:
         root = key[0]
@@ -38,7 +42,7 @@ def _install(env):
             _INSTALLS[key] = check_install(root), install_release(root), False
         else:
             rel = release(key[1])
-            _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).abspath, rel, True
+            _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).path, rel, True
     return _INSTALLS[key]
 
 
@@ -108,100 +112,27 @@ def _generate_emitter(target, source, env):
     return [outdir.File(n) for n in names], source
 
 
-def _generate_argv(args, outdir):
-    argv = [args["tool"], "generate", "-m", args["model"], "--target", "stm32n6",
-            "--st-neural-art", f"{args['profile']}@{args['profile_file']}",
-            "-o", outdir, "-w", os.path.join(os.path.dirname(outdir), "st_ai_ws")]
-    if args["name"]:
-        argv += ["-n", args["name"]]
-    for key in ("input_data_type", "output_data_type"):
-        if args[key]:
-            argv += ["--" + key.replace("_", "-"), args[key]]
-    return argv + args["extra"]
-
-
 @reports_errors
 def _generate_action(target, source, env):
-    from n6.reloc.prepare import check_generated
-    from n6.tool_runner import ToolRunner
-    args = json.loads(source[-1].read())
-    outdir = os.path.dirname(target[0].path)
-    for warning in args["warnings"]:
-        say(f"  WARNING  {warning}")
-    runner = ToolRunner(verbose=bool(env.get("VERBOSE")), timeout=env["STEDGEAI_TIMEOUT"], echo=say)
-    result = runner.run(_generate_argv(args, outdir))
-    failed = _generate_failure(result, args["model"], env["STEDGEAI_TIMEOUT"])
-    if failed is None and not os.path.exists(target[0].path):
-        failed = N6Error(args["model"], f"stedgeai generate wrote no {target[0].name} (exit 0)" +
-                         _last_line(result.output, "; last output: "), _see(result.output))
-    missing = [t.path for t in target if not os.path.exists(t.path)] if failed is None else []
-    if missing:
-        failed = N6Error(missing[0], "stedgeai did not write this file although the profile and .mpool call for it",
-                         "check the profile's memory pools; constants must go to the constants_preferred pool")
-    elif failed is None:
-        try:
-            check_generated(target[0].path)
-        except N6Error as e:
-            failed = e
-    if failed is not None:
-        _show_output(result.output)
-        for t in target:           # what a failed run wrote is no output to build on
-            if os.path.exists(t.path):
-                os.unlink(t.path)
-        raise failed
+    from n6.stedgeai_generate import run_generate
+    run_generate(json.loads(source[-1].read()), [t.path for t in target], bool(env.get("VERBOSE")),
+                 env["STEDGEAI_TIMEOUT"], say)
     return 0
-
-
-SHOWN_LINES = 40      # of a failed generate's output, above the error line
-
-
-def _generate_failure(result, model, timeout):
-    """The one-line error of a generate that did not finish well, else None."""
-    if result.timed_out:
-        return N6Error("STEDGEAI_TIMEOUT", f"stedgeai generate of {model} stopped after {timeout:g} s" +
-                       _last_line(result.output, "; last output: "),
-                       _see(result.output) + "; give it more time with STEDGEAI_TIMEOUT=<seconds>")
-    if result.returncode:
-        last = _last_line(result.output, ": ")
-        return N6Error(None, f"stedgeai generate of {model} failed (exit {result.returncode})" + last,
-                       None if "(fix: " in last else _see(result.output))
-    return None
-
-
-LAST_LINE_CHARS = 300      # of the tool's last line in the one-line error
-
-
-def _last_line(output, lead):
-    """The tool's last line (its error, usually), or that it printed nothing; control characters
-    (a tool printing binary) shown escaped, so that the error stays one plain line."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if not lines:
-        return " with no output"
-    last = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1].removeprefix("stedgeai: error: "))
-    return lead + (last if len(last) <= LAST_LINE_CHARS else last[:LAST_LINE_CHARS] + "...")
-
-
-def _see(output):
-    return "see the tool's output above" if output.strip() else "run the command VERBOSE=1 shows by hand"
-
-
-def _show_output(output):
-    lines = output.rstrip().splitlines()
-    if lines:
-        skipped = len(lines) - SHOWN_LINES
-        say((f"  ... ({skipped} lines before)\n" if skipped > 0 else "") +
-            "\n".join("  | " + line for line in lines[-SHOWN_LINES:]))
 
 
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
-    sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
-    if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/)
+    sources = [spec.model_file, spec.profile_file, args["mpool"]]
+    if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/), and
+        # the code its launcher runs, not the launcher: it names this checkout's folders (checkouts share a cache)
         from stedgeai_sim.install import installed_files
         root = _install(env)[0]
-        sources += [os.path.join(root, f) for f in installed_files(args["release"]) if f.startswith("Utilities")]
+        sources += [os.path.join(root, f) for f in installed_files(args["release"])
+                    if f.startswith("Utilities") and f != CLI]
         sources.append(code_version(env, "stedgeai-sim", sim_python_sources()))
+    else:
+        sources.append(args["tool"])
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])
     env.Clean(targets, os.path.join(os.path.dirname(outdir), "st_ai_ws"))
     return targets

@@ -1,8 +1,10 @@
 """The options of a model's image steps as typed values, built once per model from the build's
 variables and its model.json: their repr makes each step's signature (the varlist idiom) and the
 steps receive them as they are."""
+import os
 from dataclasses import dataclass, fields
 
+from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
 
@@ -53,3 +55,28 @@ def size_budgets(values):
     where the value is empty: the board file's applies, which the pack step reads, an input of it)."""
     return {k: "board" if values.get(k) in ("", None) else
             parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}
+
+
+def gate_board(budgets, board):
+    """The board file (of the board named `board`) the size gate reads, if any of `budgets`
+    comes from it; a missing one: load_board's one line, which says which boards there are."""
+    if "board" not in budgets.values():
+        return None
+    path = board_path(board)
+    if not os.path.isfile(path):
+        from ..board import load_board
+        load_board(path)
+    return path
+
+
+def pack_budgets(opts):
+    """The size gate of a pack step (PackOptions → report.Budgets): the board file's budget
+    wherever the options say "board". Kept out of n6.reloc.pipeline, which the image step runs:
+    only pack reads board files."""
+    from .report import Budgets
+    limits = dict(opts.budgets)
+    if opts.board:
+        from ..board import load_board
+        board = load_board(opts.board).budgets
+        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
+    return Budgets(**limits, copy_mode=opts.copy_mode)
