@@ -54,9 +54,16 @@ def flash_targets(env, model_images, install_release, broken=None):
     planned = {m for models in state.plans for m in models}
     todo = sorted({m for models in state.requests.values() for m in models} - planned)
     held = () if planned else held_set(env.Dir("$BUILD_DIR").abspath, todo, model_images)
-    for models in board_sets(todo, multi, held):
+    names = {m: board_name(nodes) for m, nodes in model_images.items()}
+    for models in board_sets(todo, multi, held, names):
         _plan(env, models)
     return nodes
+
+
+def board_name(image_nodes):
+    """The name the board knows a model by: its image's (`<name>_rel.bin`), as the image says it
+    (lower case)."""
+    return next(n.name[:-len("_rel.bin")].lower() for n in image_nodes if n.name.endswith("_rel.bin"))
 
 
 def deploy_models(env, *verbs):
