@@ -92,6 +92,21 @@ def _folder(name, source=TINY):
     return mutate
 
 
+def _onnx_initializer(name, value):
+    """models/kws_mlp/model.onnx with every element of initializer `name` set to `value`."""
+    def mutate(repo):
+        import onnx
+        from onnx import numpy_helper
+        path = os.path.join(repo, KWS, "model.onnx")
+        model = onnx.load(path)
+        init = next(i for i in model.graph.initializer if i.name == name)
+        array = numpy_helper.to_array(init).copy()
+        array[...] = value
+        init.CopyFrom(numpy_helper.from_array(array, name))
+        onnx.save(model, path)
+    return mutate
+
+
 def _both(repo):
     stedgeai_output_folder(os.path.join(repo, "models", "both"))
     shutil.copyfile(os.path.join(repo, KWS, "model.onnx"), os.path.join(repo, "models", "both", "model.onnx"))
@@ -133,11 +148,22 @@ def _npy(array):
     return buf.getvalue()
 
 
-def _inputs(data, name="inputs.npy"):
-    """An INPUTS= file of `data` (bytes), for a run of the prebuilt model."""
+def _with(array, at, value):
+    array[at] = value
+    return array
+
+
+def _npz(**arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _inputs(data, name="inputs.npy", model="tiny_prebuilt"):
+    """An INPUTS= file of `data` (bytes), for a run of `model`."""
     def mutate(repo):
         _write(name, data)(repo)
-        return [f"INPUTS={name}", "run-tiny_prebuilt"]
+        return [f"INPUTS={name}", f"run-{model}"]
     return mutate
 
 
@@ -220,6 +246,11 @@ CASES = [
     # ONNX
     ("empty-onnx", _write(os.path.join(KWS, "model.onnx"), b""),
      ["models/kws_mlp/model.onnx: the model file is empty"]),
+    ("weight-scale-nan", _onnx_initializer("w_2_scale", np.nan),
+     ["models/kws_mlp/model.onnx: node 'w_2_DQ': scale 'w_2_scale' holds nan, not a finite number 0 or "
+      "more", "quantise the model again"]),
+    ("input-scale-zero", _onnx_initializer("q_1_scale", 0),
+     ["models/kws_mlp/model.onnx: node 'q_1_Q': scale 'q_1_scale' is 0: no value can be quantised"]),
     # names
     ("reloc-name-escapes", _args("RELOC_NAME=../evil"), ["RELOC_NAME: image name '../evil' is not a C identifier"]),
     ("model-json-name", _write(os.path.join(KWS, "model.json"), '{"name": "kws net"}'),
@@ -275,6 +306,11 @@ CASES = [
     ("inputs-strings", _inputs(_npy(np.array(["a", "b"]))), ["inputs.npy: the inputs file holds <U1, not numbers"]),
     ("inputs-no-array", _inputs(b"PK\x05\x06" + bytes(18), "inputs.npz"),        # an empty .npz (zip)
      ["inputs.npz: the inputs file holds no array"]),
+    ("inputs-nan", _inputs(_npy(_with(np.zeros((2, 490), np.float32), (1, 7), np.nan)), "in.npy", "kws_mlp_f32"),
+     ["in.npy: input array [1, 7] is nan, not a finite number", "give finite numbers as inputs"]),
+    ("inputs-inf-in-npz", _inputs(_npz(input_float32=_with(np.zeros((1, 490), np.float32), (0, 3), -np.inf)),
+                                  "inputs.npz", "kws_mlp_f32"),
+     ["inputs.npz: input array input_float32[0, 3] is -inf, not a finite number"]),
     # c_info.json: encoding, the inputs' and outputs' formats against network.c
     ("c-info-utf16", _utf16(os.path.join(TINY, "network_c_info.json")),
      ["models/tiny_prebuilt/network_c_info.json: c_info.json is UTF-16-LE text (no byte-order mark)",
@@ -328,7 +364,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
+    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)

@@ -137,7 +137,11 @@ class _Importer:
         zp = self.inits.get(zp_name) if zp_name else np.zeros((), np.int8)
         if scale is None or zp is None:
             self.fail(node, "scale and zero point must be constants", "export with constant Q/DQ parameters")
-        return scale.astype(F32), zp
+        scale = scale.astype(F32)
+        if not np.all(np.isfinite(scale) & (scale >= 0)):
+            self.fail(node, f"scale '{scale_name}' holds {scale[~(np.isfinite(scale) & (scale >= 0))].flat[0]:g}, "
+                      "not a finite number 0 or more", "quantise the model again")
+        return scale, zp
 
     def _DequantizeLinear(self, node):
         x = node.input[0]
@@ -160,6 +164,8 @@ class _Importer:
             self.fail(node, f"activation zero point is {zp.dtype}, not int8", "quantise activations to int8")
         if scale.size != 1:
             self.fail(node, "activations must be quantised per tensor", "quantise activations per tensor")
+        if not scale.reshape(-1)[0] > 0:       # every value would be x / 0
+            self.fail(node, f"scale '{node.input[1]}' is 0: no value can be quantised with it", "quantise the model again")
         shape = self.shapes.get(node.output[0]) or self.shapes.get(x)
         if shape is None:
             self.fail(node, f"the shape of '{x}' is unknown or dynamic", "export the model with fixed shapes")
