@@ -165,7 +165,8 @@ class _Importer:
         if scale.size != 1:
             self.fail(node, "activations must be quantised per tensor", "quantise activations per tensor")
         if not scale.reshape(-1)[0] > 0:       # every value would be x / 0
-            self.fail(node, f"scale '{node.input[1]}' is 0: no value can be quantised with it", "quantise the model again")
+            self.fail(node, f"scale '{node.input[1]}' is 0: no value can be quantised with it",
+                      "quantise the model again")
         shape = self.shapes.get(node.output[0]) or self.shapes.get(x)
         if shape is None:
             self.fail(node, f"the shape of '{x}' is unknown or dynamic", "export the model with fixed shapes")
