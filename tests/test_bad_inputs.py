@@ -107,6 +107,17 @@ def _onnx_initializer(name, value):
     return mutate
 
 
+def _link(rel, target, *args):
+    """`rel` made a symbolic link to `target`, which does not exist; scons is given `args`."""
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+        return list(args)
+    return mutate
+
+
 def _both(repo):
     stedgeai_output_folder(os.path.join(repo, "models", "both"))
     shutil.copyfile(os.path.join(repo, KWS, "model.onnx"), os.path.join(repo, "models", "both", "model.onnx"))
@@ -246,6 +257,12 @@ CASES = [
     # ONNX
     ("empty-onnx", _write(os.path.join(KWS, "model.onnx"), b""),
      ["models/kws_mlp/model.onnx: the model file is empty"]),
+    ("model-file-dangling-link", _link(os.path.join(KWS, "model.onnx"), "gone.onnx"),
+     ["models/kws_mlp/model.onnx: a link to gone.onnx, which does not exist", "point the link at the model file"]),
+    ("model-folder-dangling-link", _link(os.path.join("models", "linked"), "../elsewhere", "linked"),
+     ["models/linked: a link to ../elsewhere, which does not exist", "point the link at a model folder"]),
+    ("model-json-duplicate-key", _write(os.path.join(KWS, "model.json"), '{"profile": "default", "profile": "x"}'),
+     ["models/kws_mlp/model.json: model options file: key 'profile' is given twice in one object", "keep one"]),
     ("weight-scale-nan", _onnx_initializer("w_2_scale", np.nan),
      ["models/kws_mlp/model.onnx: node 'w_2_DQ': scale 'w_2_scale' holds nan, not a finite number 0 or "
       "more", "quantise the model again"]),
@@ -317,6 +334,9 @@ CASES = [
       "save it as UTF-8"]),
     ("c-info-format-type", _io_format(8),
      ["models/tiny_prebuilt/network_c_info.json: buffer 'input': format 8 is not an STAI_FORMAT_ name"]),
+    ("c-info-format-unknown", _io_format("STAI_FORMAT_BOGUS"),
+     ["models/tiny_prebuilt/network_c_info.json: buffer 'input': format 'STAI_FORMAT_BOGUS' is not an STAI_FORMAT_ "
+      "name"]),
     ("c-info-format-contradicts-network-c", _io_format("STAI_FORMAT_FLOAT"),
      ["models/tiny_prebuilt/network_c_info.json: buffer 'input' is STAI_FORMAT_FLOAT here but DataType_INT8 in "
       "network.c"]),
@@ -385,6 +405,14 @@ def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, f
     assert "(fix: " in errors[0] and errors[0].isprintable(), errors[0]
     again = scons(repo, "-q", *args, check=False)
     assert again.returncode != 0, "a later run takes the failed output as up to date"
+
+
+def test_st_files_with_a_key_given_twice_are_read_as_st_reads_them(pristine):
+    """ST's tools read c_info.json with Python's json: a key given twice keeps its last value. n6
+    takes it the same (here the last `format` agrees with network.c, the first does not)."""
+    _replace(os.path.join(TINY, "network_c_info.json"), '"format": "STAI_FORMAT_S8"',
+             '"format": "STAI_FORMAT_FLOAT", "format": "STAI_FORMAT_S8"')(pristine)
+    assert "  PREPARE " in scons(pristine, "tiny_prebuilt").stdout
 
 
 def test_damaged_generate_output_is_rewritten_by_the_next_run_with_the_same_tool(pristine):

@@ -87,7 +87,7 @@ def _options(path):
     file = os.path.join(path, "model.json")
     if not os.path.exists(file):
         return {}
-    opts = read_json(file, "model options file", shape=dict)
+    opts = read_json(file, "model options file", shape=dict, unique=True)
     for key, value in opts.items():
         if key not in MODEL_OPTIONS:
             raise N6Error(file, f"unknown option '{key}'", f"use only {', '.join(sorted(MODEL_OPTIONS))}")
@@ -187,6 +187,8 @@ def read_model(path, reserved=()):
     if len(models) > 1:
         raise N6Error(path, f"several model files ({', '.join(map(os.path.basename, models))})",
                       "keep one model per folder")
+    if not os.path.exists(models[0]):
+        raise _dangling(models[0], "the model file")
     if os.path.getsize(models[0]) == 0:
         raise N6Error(models[0], "the model file is empty", "copy the model file again")
     profile_file = os.path.join(path, "neural_art.json")
@@ -200,14 +202,24 @@ def read_model(path, reserved=()):
                      reference_data=data)
 
 
+def _dangling(path, what):
+    """The error of a symbolic link whose target does not exist."""
+    return N6Error(path, f"a link to {os.readlink(path)}, which does not exist", f"point the link at {what}, or remove it")
+
+
 def discover(models_dir, reserved=RESERVED_NAMES):
-    """(specs, errors): every readable model folder, and {name: N6Error} of the others."""
+    """(specs, errors): every readable model folder, and {name: N6Error} of the others (a link to
+    no folder among them)."""
     if not os.path.isdir(models_dir):
         raise N6Error(models_dir, "no models folder", "create models/<name>/ with a model and its neural_art.json")
     specs, errors = [], {}
     for entry in sorted(os.listdir(models_dir)):
         path = os.path.join(models_dir, entry)
-        if os.path.isdir(path) and not entry.startswith((".", "_")):
+        if entry.startswith((".", "_")):
+            continue
+        if os.path.islink(path) and not os.path.exists(path):
+            errors[entry] = _dangling(path, "a model folder")
+        elif os.path.isdir(path):
             try:
                 specs.append(read_model(path, reserved))
             except N6Error as e:
