@@ -204,7 +204,8 @@ def read_model(path, reserved=()):
 
 def _dangling(path, what):
     """The error of a symbolic link whose target does not exist."""
-    return N6Error(path, f"a link to {os.readlink(path)}, which does not exist", f"point the link at {what}, or remove it")
+    return N6Error(path, f"a link to {os.readlink(path)}, which does not exist",
+                   f"point the link at {what}, or remove it")
 
 
 def discover(models_dir, reserved=RESERVED_NAMES):
