@@ -118,6 +118,29 @@ def _link(rel, target, *args):
     return mutate
 
 
+def _onnx_opset(version, *args):
+    """models/kws_mlp/model.onnx stamped with ONNX opset `version`; scons is given `args`."""
+    def mutate(repo):
+        import onnx
+        path = os.path.join(repo, KWS, "model.onnx")
+        model = onnx.load(path)
+        model.opset_import[0].version = version
+        onnx.save(model, path)
+        return list(args)
+    return mutate
+
+
+def _external_data(repo, keep=True):
+    """models/kws_mlp/model.onnx saved with its initializers in weights.bin beside it (removed
+    unless `keep`)."""
+    import onnx
+    path = os.path.join(repo, KWS, "model.onnx")
+    model = onnx.load(path)
+    onnx.save(model, path, save_as_external_data=True, location="weights.bin", size_threshold=0)
+    if not keep:
+        os.unlink(os.path.join(repo, KWS, "weights.bin"))
+
+
 def _both(repo):
     stedgeai_output_folder(os.path.join(repo, "models", "both"))
     shutil.copyfile(os.path.join(repo, KWS, "model.onnx"), os.path.join(repo, "models", "both", "model.onnx"))
@@ -257,6 +280,13 @@ CASES = [
     # ONNX
     ("empty-onnx", _write(os.path.join(KWS, "model.onnx"), b""),
      ["models/kws_mlp/model.onnx: the model file is empty"]),
+    ("onnx-external-data-missing", lambda repo: _external_data(repo, keep=False),
+     ["models/kws_mlp/weights.bin: missing: the external data of initializer", "copy the data file next to the model"]),
+    ("onnx-opset-99", _onnx_opset(99), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any ONNX "
+                                        "release this tool reads", "export the model with an older opset"]),
+    ("onnx-opset-onnxruntime-cannot-load", _onnx_opset(28, "validate-kws_mlp"),     # the tool reads it, ORT not
+     ["models/kws_mlp/model.onnx: onnxruntime ", " cannot load the model: ONNX Runtime only *guarantees* support",
+      "export the model with an opset and IR version onnxruntime supports"]),
     ("model-file-dangling-link", _link(os.path.join(KWS, "model.onnx"), "gone.onnx"),
      ["models/kws_mlp/model.onnx: a link to gone.onnx, which does not exist", "point the link at the model file"]),
     ("model-folder-dangling-link", _link(os.path.join("models", "linked"), "../elsewhere", "linked"),
@@ -413,6 +443,19 @@ def test_st_files_with_a_key_given_twice_are_read_as_st_reads_them(pristine):
     _replace(os.path.join(TINY, "network_c_info.json"), '"format": "STAI_FORMAT_S8"',
              '"format": "STAI_FORMAT_FLOAT", "format": "STAI_FORMAT_S8"')(pristine)
     assert "  PREPARE " in scons(pristine, "tiny_prebuilt").stdout
+
+
+def test_onnx_external_data_is_read_and_a_change_to_it_regenerates(pristine):
+    """An ONNX model whose weights are in a file of their own builds, and that file is one of the
+    generate step's sources: new weights in it generate again."""
+    _external_data(pristine)
+    assert "  GEN " in scons(pristine, "kws_mlp").stdout
+    assert scons(pristine, "-q", "kws_mlp", check=False).returncode == 0
+    weights = os.path.join(pristine, KWS, "weights.bin")
+    data = bytearray(open(weights, "rb").read())
+    data[0] ^= 1
+    open(weights, "wb").write(bytes(data))
+    assert scons(pristine, "-q", "kws_mlp", check=False).returncode != 0
 
 
 def test_damaged_generate_output_is_rewritten_by_the_next_run_with_the_same_tool(pristine):

@@ -52,6 +52,7 @@ class ModelSpec:
     generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
     source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
     reference_data: str = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
+    data_files: tuple = ()      # the ONNX model's external data files that are there (generate reads them)
 
 
 def c_identifier(value, where, what, fix):
@@ -81,6 +82,24 @@ def _model_files(path):
     files = sorted(glob.glob(os.path.join(glob.escape(path), "*.onnx")) +
                    glob.glob(os.path.join(glob.escape(path), "*.tflite")))
     return [f for f in files if not SIDE_FILE.match(os.path.basename(f))]
+
+
+def onnx_external_data(model_file):
+    """The files an ONNX model's initializers are stored in (ONNX external data), those present.
+    A model naming none holds no `location` key: such a file is not parsed at all."""
+    import mmap
+    with open(model_file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data.find(b"location") < 0:
+            return ()
+    import onnx
+    try:
+        model = onnx.load(model_file, load_external_data=False)
+    except Exception:     # not readable: generate says why
+        return ()
+    folder = os.path.dirname(model_file)
+    names = {os.path.normpath(os.path.join(folder, e.value)) for t in model.graph.initializer
+             if t.data_location == onnx.TensorProto.EXTERNAL for e in t.external_data if e.key == "location"}
+    return tuple(sorted(n for n in names if os.path.isfile(n)))
 
 
 def _options(path):
@@ -199,7 +218,8 @@ def read_model(path, reserved=()):
                      profile=opts.get("profile", "default"), c_name=opts.get("name"),
                      input_data_type=opts.get("input_data_type"), output_data_type=opts.get("output_data_type"),
                      reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())),
-                     reference_data=data)
+                     reference_data=data,
+                     data_files=onnx_external_data(models[0]) if models[0].endswith(".onnx") else ())
 
 
 def _dangling(path, what):

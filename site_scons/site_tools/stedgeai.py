@@ -196,7 +196,7 @@ def _show_output(output):
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
-    sources = [spec.model_file, spec.profile_file, args["mpool"], args["tool"]]
+    sources = [spec.model_file, *spec.data_files, spec.profile_file, args["mpool"], args["tool"]]
     if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/)
         from stedgeai_sim.install import installed_files
         root = _install(env)[0]

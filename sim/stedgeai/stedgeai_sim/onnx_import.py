@@ -51,13 +51,27 @@ def _str(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
+def _external_data_present(path, model):
+    """Each file the model's externally stored initializers name is there, next to the model."""
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            where = os.path.join(os.path.dirname(path), {e.key: e.value for e in t.external_data}.get("location", ""))
+            if not os.path.isfile(where):
+                raise N6Error(where, f"missing: the external data of initializer '{t.name}' of {path}",
+                              "copy the data file next to the model, or save the model with its data inside")
+
+
 class _Importer:
     def __init__(self, path):
         self.path = path
         if os.path.exists(path) and os.path.getsize(path) == 0:
             raise N6Error(path, "the model file is empty", "export the model again as .onnx")
         try:
-            model = onnx.load(path)
+            model = onnx.load(path, load_external_data=False)
+            _external_data_present(path, model)
+            onnx.load_external_data_for_model(model, os.path.dirname(path))
+        except N6Error:
+            raise
         except FileNotFoundError:
             raise N6Error(path, "model file not found", "check the -m/--model path") from None
         except Exception as e:  # onnx raises DecodeError and friends
@@ -65,6 +79,11 @@ class _Importer:
                           "export the model again as .onnx") from None
         if not model.graph.node:
             raise N6Error(path, "the model has no operator (empty graph)", "export the model again as .onnx")
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+        if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
+            raise N6Error(path, f"IR version {model.ir_version}, opset {opset}: newer than any ONNX release this "
+                          f"tool reads (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})",
+                          "export the model with an older opset")
         inits = {i.name for i in model.graph.initializer}
         for vi in model.graph.input:
             if vi.name in inits:
