@@ -592,7 +592,8 @@ def test_disk_full_while_packing_is_one_line_and_leaves_no_image(repo):
     """The disk fills up while the pack step writes network_rel.bin: one line naming the image and
     the fix, no image (nor a temporary) left, and the next build packs again."""
     args = ("BUILD_DIR=full-build", "tiny_prebuilt")
-    proc = scons(repo, *args, check=False, env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full_pack")})
+    full = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full_pack")}
+    proc = scons(repo, *args, check=False, env=full)
     assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert _errors(proc)[0].endswith("full-build/tiny_prebuilt/network_rel.bin: cannot write: No space left on device "
                                      "(fix: free space on its disk, then build again)"), _errors(proc)[0]
