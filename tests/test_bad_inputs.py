@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -601,6 +602,19 @@ def test_disk_full_while_packing_is_one_line_and_leaves_no_image(repo):
     assert not [f for f in os.listdir(folder) if f.startswith("network_rel.bin")]
     assert "  PACK " in scons(repo, *args).stdout
     shutil.rmtree(os.path.join(repo, "full-build"))
+
+
+def test_a_killed_board_is_one_line_and_stores_nothing(repo):
+    """The simulated board process killed during a run (not one of its own faults): one line saying
+    so, not the board file with a last line the board never printed; nothing stored."""
+    args = ("BUILD_DIR=killed-build", "run-tiny_prebuilt")
+    proc = scons(repo, *args, check=False, env={"N6_SIM_BOARD_FAULT": "kill:1"})
+    assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(r"\] simulated board \(pid \d+\): killed by SIGKILL during the step; nothing of this step "
+                     r"was stored \(fix: run the step again\)$", _errors(proc)[0]), _errors(proc)[0]
+    assert not os.path.exists(os.path.join(repo, "killed-build", "tiny_prebuilt", "run", "run.json"))
+    assert scons(repo, "-q", *args, check=False).returncode != 0
+    shutil.rmtree(os.path.join(repo, "killed-build"))
 
 
 def test_bad_profile_baseline_keeps_the_previous_profile(repo, tmp_path):
