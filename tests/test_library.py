@@ -286,8 +286,8 @@ def test_stale_outputs_spare_steps_declared_only_on_request():
                 "kws/st_ai_output/network.c", "broken/network_rel.bin"}
     current = {"kws/network_rel.bin", "kws/st_ai_output/network.c"}
     assert stale_outputs(previous, current, keep=["broken"]) == [
-        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash/on_board.json",
-        "old/network_rel.bin"]
+        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash", "old/flash/on_board.json",
+        "old/network_rel.bin", "old/profile", "old/run"]           # a gone model's board-step folders whole
     assert stale_outputs(previous, current | {"kws/flash/flash.json"}, keep=["broken"])[0] == \
         "kws/flash/on_board.json"
 
