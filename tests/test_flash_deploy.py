@@ -379,6 +379,7 @@ def test_a_3x_set_never_holds_two_models_of_one_c_name(tmp_path):
     assert board_sets("abcdefg", True, (), names) == [("a", "b", "e", "f"), ("c", "g"), ("d",)]
     assert board_sets("abcdefg", True, ("f",), names) == [("f",), ("a", "b", "e", "g"), ("c",), ("d",)]
     assert board_sets("abc", False, (), names) == [("a",), ("b",), ("c",)]
+    assert board_sets("a", False, ("a", "b")) == [("a",)]          # a 3.x set held, then a 2.x install
 
 
 # -- absolute external-RAM pools ---------------------------------------------------------------------

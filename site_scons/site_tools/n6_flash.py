@@ -149,8 +149,9 @@ def _summaries(summaries, build_dir, broken):
     for failure in SCons.Script.GetBuildFailures():
         if not isinstance(failure.node, SCons.Node.FS.Base):      # an alias (broken-models): rows of its own
             continue
-        model, step = model_step(build_dir.abspath, failure.node.abspath)
-        failures.setdefault(model, {}).setdefault(step, failure.errstr)
+        for node in failure.node.get_executor().get_all_targets():    # a set's flash step: each model's error
+            model, step = model_step(build_dir.abspath, node.abspath)
+            failures.setdefault(model, {}).setdefault(step, failure.errstr)
     for verb, results in summaries.items():
         rows = []
         for model, nodes in sorted(results.items()):
@@ -160,7 +161,8 @@ def _summaries(summaries, build_dir, broken):
             done = all(n.get_state() in (executed, up_to_date) for n in nodes)
             rows.append(model_result(verb, build_dir.Dir(model).abspath, model, failures.get(model))
                         if done or model in failures else not_run(model))
-        text, _ = summary(verb, rows, build_dir.File(f"{verb}-summary.json").abspath)
+        text, _ = summary(verb, rows, build_dir.File(f"{verb}-summary.json").abspath,
+                          kept_going=bool(SCons.Script.GetOption("keep_going")))
         say(text.rstrip("\n"))
 
 

@@ -167,7 +167,7 @@ def board_sets(models, multi, held=(), names=None):
     models of one name on the board (`names`: model → the name the board knows it by; the firmware
     runs the first model of a name)."""
     todo, sets = sorted(models), []
-    if set(held) & set(todo):
+    if set(held) & set(todo) and (multi or len(held) == 1):    # a 3.x set held is no set for a 2.x install
         sets.append(tuple(held))
         todo = [m for m in todo if m not in held]
     size = mrel.MAX_MODELS if multi else 1
