@@ -108,6 +108,10 @@ class _Importer:
             dims = vi.type.tensor_type.shape.dim
             if all(d.dim_value > 0 for d in dims):
                 self.shapes[vi.name] = tuple(d.dim_value for d in dims)
+        self.consumers = {}   # name -> the nodes that take it
+        for n in g.node:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
         self.values = {}      # name -> Tensor (int8 activation) | _FloatOp | _Const | ("dq", Tensor)
         self.layers = []
 
@@ -147,6 +151,12 @@ class _Importer:
             return v[1]
         if isinstance(v, Tensor):
             return v
+        if isinstance(v, _FloatOp) and v.kind in MOVES and isinstance(v.args[0], tuple) and v.args[0][0] == "dq" \
+                and name in self.shapes:          # DequantizeLinear, then a move: the move runs on the int8 codes
+            t = v.args[0][1]
+            out = Tensor(name, self.shapes[name], "int8", t.scale, t.zero_point)
+            self.layers.append(self._move(v, t, out))
+            return out
         raise N6Error(self.path, f"graph output '{name}' is not an int8 tensor (no QuantizeLinear "
                       "before it); the model is not int8", "quantise the model to int8 (QDQ format)")
 
@@ -194,6 +204,15 @@ class _Importer:
         if v is None:  # a graph input: the model's native input is this int8 tensor
             out.name = x
             self.values[("input", x)] = out
+        elif isinstance(v, _FloatOp) and v.args[:1] == [("input", v.node.input[0])]:
+            # a move (Transpose, Reshape...) of the float input, then Q: quantising commutes with moving
+            # values, so the input is quantised as it comes and the move runs on its int8 codes
+            name = v.node.input[0]
+            if name not in self.shapes:
+                self.fail(node, f"the shape of '{name}' is unknown or dynamic", "export the model with fixed shapes")
+            source = Tensor(name, self.shapes[name], "int8", out.scale, out.zero_point)
+            self.values[("input", name)] = source
+            self.layers.append(self._move(v, source, out))
         elif isinstance(v, _FloatOp):
             self.layers.append(self._lower(v, out))
         elif isinstance(v, tuple) and v[0] == "dq":  # DQ → Q: requantising copy
@@ -205,16 +224,38 @@ class _Importer:
     # -- float operators: remembered until a QuantizeLinear lowers them ------------------------
     def _float(self, node):
         args = []
-        for i in node.input:
+        graph_inputs = {vi.name for vi in self.model.graph.input} - set(self.inits)
+        for n, i in enumerate(node.input):
             a = self.values.get(i) if i else None
-            if a is None and i and i not in self.inits:
+            if a is None and n == 0 and i in graph_inputs and node.op_type in MOVES and node.op_type != "Concat":
+                a = ("input", i)       # data movement on the float input: done on its int8 codes (see _QuantizeLinear)
+            elif a is None and i and i not in self.inits:
                 self.fail(node, f"input '{i}' is float, the model is not int8",
                           "quantise the model to int8 (QDQ format): every input of a compute node "
                           "must come from DequantizeLinear")
             if isinstance(a, Tensor):
                 self.fail(node, f"input '{i}' is an int8 tensor without DequantizeLinear", "re-export the QDQ model")
             args.append(a)
-        self.values[node.output[0]] = _FloatOp(node, args)
+        op = _FloatOp(node, args)
+        if self._on_its_grid(op):
+            x = args[0][1]
+            out = Tensor(node.output[0], self.shapes[node.output[0]], "int8", x.scale, x.zero_point)
+            self.layers.append(self._lower(op, out))
+            self.values[node.output[0]] = ("dq", out)
+        else:
+            self.values[node.output[0]] = op
+
+    def _on_its_grid(self, op):
+        """A Relu, MaxPool or data movement of one dequantised tensor whose result no QuantizeLinear takes
+        (ST's `_OE_` files: DequantizeLinear, Relu, Pad, Conv): its result is exact on its input's
+        int8 grid, so it runs there, on the codes."""
+        node = op.node
+        if node.op_type not in ("Relu", "MaxPool", *MOVES) or node.op_type == "Concat" or node.output[0] not in self.shapes:
+            return False
+        if not (isinstance(op.args[0], tuple) and op.args[0][0] == "dq") or \
+                any(a is not None and not isinstance(a, _Const) for a in op.args[1:]):
+            return False
+        return not any(n.op_type == "QuantizeLinear" for n in self.consumers.get(node.output[0], ()))
 
     # -- lowering helpers --------------------------------------------------------------------
     def _act(self, node, arg):
@@ -304,7 +345,11 @@ class _Importer:
             return L.softmax(name, x, out)
         if kind == "Resize":
             return self._resize(node, x, out)
-        return getattr(self, "_move_" + kind)(node, op, x, out)
+        return self._move(op, x, out)
+
+    def _move(self, op, x, out):
+        """The data-movement layer of `op` (Transpose, Reshape, Slice, Pad, Concat...) from `x` to `out`."""
+        return getattr(self, "_move_" + op.kind)(op.node, op, x, out)
 
     def _clip_bounds(self, node):
         a = _attrs(node)
@@ -348,7 +393,7 @@ class _Importer:
         if _str(a.get("auto_pad", "NOTSET")) != "NOTSET":
             self.fail(node, "auto_pad is not supported", "export explicit pads")
         x = self._act(node, op.args[0])
-        w = self._const(node, op.args[1], "weight")
+        w = self._const(node, op.args[1], "weight") if op.args[1] is not None else self._float_weights(node)
         if w.q.ndim != 4:
             self.fail(node, f"{w.q.ndim - 2}-D convolution is not supported", "use a 2-D Conv")
         group = a.get("group", 1)
@@ -358,12 +403,29 @@ class _Importer:
                       f"{group} groups", "check the model shapes")
         w_scale = self._weights(node, w, 0)
         wq = w.q
-        bias = self._bias(node, self._const(node, op.args[2], "bias") if len(op.args) > 2 else None, oc)
+        bias = op.args[2] if len(op.args) > 2 else None
+        if len(op.args) > 2 and bias is None:      # a float bias beside float weights: on their grid, int32
+            real = self.inits[node.input[2]].astype(np.float64)
+            bias = _Const(node.input[2], np.rint(real / (np.float64(F32(x.scale)) * w_scale)).astype(np.int32), None,
+                          None)
+        bias = self._bias(node, self._const(node, bias, "bias") if bias is not None else None, oc)
         if bn is not None:
             wq, w_scale, bias = self._fold_bn(bn, x, wq, w_scale, bias)
         pads = a.get("pads", [0, 0, 0, 0])
         return L.conv2d(node.name or node.output[0], x, wq, w_scale, bias, out, a.get("strides", [1, 1]), pads,
                         a.get("dilations", [1, 1]), group, act)
+
+    def _float_weights(self, node):
+        """Float Conv weights in a model whose activations are quantised (ST's own `_OE_` ONNX of
+        an int8 model holds them dequantised): int8 per output channel, symmetric, scale
+        max|w| / 127, TFLite's rule, so that an int8 model's weights come back as they were."""
+        w = self.inits.get(node.input[1])
+        if w is None or w.dtype != np.float32:
+            self.fail(node, "weight must be a quantised constant", "quantise weights to int8 (QDQ format)")
+        peak = np.abs(w).reshape(w.shape[0], -1).max(axis=1).astype(F32)
+        scale = np.where(peak > 0, peak / F32(127), F32(1)).astype(F32)
+        q = np.clip(np.rint(w / scale.reshape(-1, *([1] * (w.ndim - 1)))), -127, 127).astype(np.int8)
+        return _Const(node.input[1], q, scale, np.zeros(w.shape[0], np.int8))
 
     def _fold_bn(self, bn, x, wq, w_scale, bias):
         """Conv → BatchNormalization: scale the weights' per-channel scales, fold the shift into the bias."""
