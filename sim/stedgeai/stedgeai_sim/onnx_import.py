@@ -250,7 +250,8 @@ class _Importer:
         (ST's `_OE_` files: DequantizeLinear, Relu, Pad, Conv): its result is exact on its input's
         int8 grid, so it runs there, on the codes."""
         node = op.node
-        if node.op_type not in ("Relu", "MaxPool", *MOVES) or node.op_type == "Concat" or node.output[0] not in self.shapes:
+        if node.op_type not in ("Relu", "MaxPool", *MOVES) or node.op_type == "Concat" or \
+                node.output[0] not in self.shapes:
             return False
         if not (isinstance(op.args[0], tuple) and op.args[0][0] == "dq") or \
                 any(a is not None and not isinstance(a, _Const) for a in op.args[1:]):
