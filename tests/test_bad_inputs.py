@@ -119,6 +119,19 @@ def _link(rel, target, *args):
     return mutate
 
 
+def _tflite_weight_scale_nan(repo):
+    """models/ds_cnn/model.tflite with its first weight scale NaN (LiteRT loads and prepares it)."""
+    import struct
+    from ai_edge_litert.interpreter import Interpreter
+    path = os.path.join(repo, "models", "ds_cnn", "model.tflite")
+    weights = next(d for d in Interpreter(path).get_tensor_details() if d["name"] == "conv_3_weights")
+    data = open(path, "rb").read()
+    scale = struct.pack("<f", float(weights["quantization_parameters"]["scales"][0]))
+    assert data.count(scale) == 1
+    open(path, "wb").write(data.replace(scale, struct.pack("<f", float("nan"))))
+    return ["ds_cnn"]
+
+
 def _onnx_opset(version, *args):
     """models/kws_mlp/model.onnx stamped with ONNX opset `version`; scons is given `args`."""
     def mutate(repo):
@@ -297,6 +310,8 @@ CASES = [
     ("weight-scale-nan", _onnx_initializer("w_2_scale", np.nan),
      ["models/kws_mlp/model.onnx: node 'w_2_DQ': scale 'w_2_scale' holds nan, not a finite number 0 or "
       "more", "quantise the model again"]),
+    ("tflite-weight-scale-nan", _tflite_weight_scale_nan,
+     ["models/ds_cnn/model.tflite: tensor 'conv_3_weights' has the scale nan, not a finite number 0 or more"]),
     ("input-scale-zero", _onnx_initializer("q_1_scale", 0),
      ["models/kws_mlp/model.onnx: node 'q_1_Q': scale 'q_1_scale' is 0: no value can be quantised"]),
     # names
