@@ -503,7 +503,10 @@ def test_the_table_covers_every_boundary():
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
                    "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
                    "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw", "stedgeai-prints-binary",
-                   "board-image-outside-flash", "board-lock-unusable"):
+                   "board-image-outside-flash", "board-lock-unusable", "weight-scale-nan", "tflite-weight-scale-nan",
+                   "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
+                   "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
+                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load"):
         assert needed in ids
 
 
