@@ -63,7 +63,7 @@ def host_time(repo, name):
         exe = host_reference.build(out, os.path.join(repo, "build", "stedgeai-sim", "2.2"), work)
         info = json.load(open(os.path.join(out, "network_c_info.json")))
         import numpy as np
-        feed = [bytes(int(np.prod(i["shape"])) * {"uint8": 1, "int8": 1, "float32": 4}[i["data_format"]["type"]])
+        feed = [bytes(int(np.prod(i["shape"])) * i["data_format"]["size"] // 8)
                 for i in info["graphs"][0]["original_inputs"]]
         n_out = len(info["graphs"][0]["original_outputs"])
         return best(lambda: host_reference.execute(exe, work, feed, n_out), 2)

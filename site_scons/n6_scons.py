@@ -12,7 +12,7 @@ import SCons.Action
 import SCons.Errors
 
 from n6 import build_layout
-from n6.errors import N6Error
+from n6.errors import N6Error, machine_error
 from n6.paths import ROOT, SITE_SCONS
 from n6.simulators import sources as simulator_sources
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
@@ -26,12 +26,18 @@ def say(text):
 
 
 def reports_errors(fn):
-    """Wrap a Python action: an N6Error becomes a BuildError (one line, exit 2, no traceback)."""
+    """Wrap a Python action: an N6Error, or the machine refusing a write (a full disk, a read-only
+    folder), becomes a BuildError (one line, exit 2, no traceback)."""
     def action(target, source, env):
         try:
             return fn(target, source, env)
         except N6Error as e:
             raise SCons.Errors.BuildError(node=target[0], errstr=str(e), exitstatus=2) from None
+        except OSError as e:
+            problem = machine_error(e, target[0].path)
+            if problem is None:
+                raise
+            raise SCons.Errors.BuildError(node=target[0], errstr=str(problem), exitstatus=2) from None
     action.__name__ = fn.__name__
     return action
 

@@ -32,6 +32,11 @@ def reference(model_path, x, fused=False):
     return sess.run(None, {sess.get_inputs()[0].name: x})[0]
 
 
+def grid(data_format):
+    """(scale, zero point) of a c_info `data_format` (ST's spelling: one-element lists)."""
+    return data_format["scale"][0], data_format["zero"][0]
+
+
 def on_grid(y, scale, zero):
     return np.clip(np.rint(np.asarray(y, np.float32) / np.float32(scale)) + zero, -128, 127).astype(np.int8)
 

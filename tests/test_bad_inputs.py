@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,68 @@ def _folder(name, source=TINY):
     return mutate
 
 
+def _onnx_initializer(name, value):
+    """models/kws_mlp/model.onnx with every element of initializer `name` set to `value`."""
+    def mutate(repo):
+        import onnx
+        from onnx import numpy_helper
+        path = os.path.join(repo, KWS, "model.onnx")
+        model = onnx.load(path)
+        init = next(i for i in model.graph.initializer if i.name == name)
+        array = numpy_helper.to_array(init).copy()
+        array[...] = value
+        init.CopyFrom(numpy_helper.from_array(array, name))
+        onnx.save(model, path)
+    return mutate
+
+
+def _link(rel, target, *args):
+    """`rel` made a symbolic link to `target`, which does not exist; scons is given `args`."""
+    def mutate(repo):
+        path = os.path.join(repo, rel)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+        return list(args)
+    return mutate
+
+
+def _tflite_weight_scale_nan(repo):
+    """models/ds_cnn/model.tflite with its first weight scale NaN (LiteRT loads and prepares it)."""
+    import struct
+    from ai_edge_litert.interpreter import Interpreter
+    path = os.path.join(repo, "models", "ds_cnn", "model.tflite")
+    weights = next(d for d in Interpreter(path).get_tensor_details() if d["name"] == "conv_3_weights")
+    data = open(path, "rb").read()
+    scale = struct.pack("<f", float(weights["quantization_parameters"]["scales"][0]))
+    assert data.count(scale) == 1
+    open(path, "wb").write(data.replace(scale, struct.pack("<f", float("nan"))))
+    return ["ds_cnn"]
+
+
+def _onnx_opset(version, *args):
+    """models/kws_mlp/model.onnx stamped with ONNX opset `version`; scons is given `args`."""
+    def mutate(repo):
+        import onnx
+        path = os.path.join(repo, KWS, "model.onnx")
+        model = onnx.load(path)
+        model.opset_import[0].version = version
+        onnx.save(model, path)
+        return list(args)
+    return mutate
+
+
+def _external_data(repo, keep=True):
+    """models/kws_mlp/model.onnx saved with its initializers in weights.bin beside it (removed
+    unless `keep`)."""
+    import onnx
+    path = os.path.join(repo, KWS, "model.onnx")
+    model = onnx.load(path)
+    onnx.save(model, path, save_as_external_data=True, location="weights.bin", size_threshold=0)
+    if not keep:
+        os.unlink(os.path.join(repo, KWS, "weights.bin"))
+
+
 def _both(repo):
     stedgeai_output_folder(os.path.join(repo, "models", "both"))
     shutil.copyfile(os.path.join(repo, KWS, "model.onnx"), os.path.join(repo, "models", "both", "model.onnx"))
@@ -133,11 +196,22 @@ def _npy(array):
     return buf.getvalue()
 
 
-def _inputs(data, name="inputs.npy"):
-    """An INPUTS= file of `data` (bytes), for a run of the prebuilt model."""
+def _with(array, at, value):
+    array[at] = value
+    return array
+
+
+def _npz(**arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _inputs(data, name="inputs.npy", model="tiny_prebuilt"):
+    """An INPUTS= file of `data` (bytes), for a run of `model`."""
     def mutate(repo):
         _write(name, data)(repo)
-        return [f"INPUTS={name}", "run-tiny_prebuilt"]
+        return [f"INPUTS={name}", f"run-{model}"]
     return mutate
 
 
@@ -220,6 +294,26 @@ CASES = [
     # ONNX
     ("empty-onnx", _write(os.path.join(KWS, "model.onnx"), b""),
      ["models/kws_mlp/model.onnx: the model file is empty"]),
+    ("onnx-external-data-missing", lambda repo: _external_data(repo, keep=False),
+     ["models/kws_mlp/weights.bin: missing: the external data of initializer", "copy the data file next to the model"]),
+    ("onnx-opset-99", _onnx_opset(99), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any ONNX "
+                                        "release this tool reads", "export the model with an older opset"]),
+    ("onnx-opset-onnxruntime-cannot-load", _onnx_opset(28, "validate-kws_mlp"),     # the tool reads it, ORT not
+     ["models/kws_mlp/model.onnx: onnxruntime ", " cannot load the model: ONNX Runtime only *guarantees* support",
+      "export the model with an opset and IR version onnxruntime supports"]),
+    ("model-file-dangling-link", _link(os.path.join(KWS, "model.onnx"), "gone.onnx"),
+     ["models/kws_mlp/model.onnx: a link to gone.onnx, which does not exist", "point the link at the model file"]),
+    ("model-folder-dangling-link", _link(os.path.join("models", "linked"), "../elsewhere", "linked"),
+     ["models/linked: a link to ../elsewhere, which does not exist", "point the link at a model folder"]),
+    ("model-json-duplicate-key", _write(os.path.join(KWS, "model.json"), '{"profile": "default", "profile": "x"}'),
+     ["models/kws_mlp/model.json: model options file: key 'profile' is given twice in one object", "keep one"]),
+    ("weight-scale-nan", _onnx_initializer("w_2_scale", np.nan),
+     ["models/kws_mlp/model.onnx: node 'w_2_DQ': scale 'w_2_scale' holds nan, not a finite number 0 or "
+      "more", "quantise the model again"]),
+    ("tflite-weight-scale-nan", _tflite_weight_scale_nan,
+     ["models/ds_cnn/model.tflite: tensor 'conv_3_weights' has the scale nan, not a finite number 0 or more"]),
+    ("input-scale-zero", _onnx_initializer("q_1_scale", 0),
+     ["models/kws_mlp/model.onnx: node 'q_1_Q': scale 'q_1_scale' is 0: no value can be quantised"]),
     # names
     ("reloc-name-escapes", _args("RELOC_NAME=../evil"), ["RELOC_NAME: image name '../evil' is not a C identifier"]),
     ("model-json-name", _write(os.path.join(KWS, "model.json"), '{"name": "kws net"}'),
@@ -275,12 +369,20 @@ CASES = [
     ("inputs-strings", _inputs(_npy(np.array(["a", "b"]))), ["inputs.npy: the inputs file holds <U1, not numbers"]),
     ("inputs-no-array", _inputs(b"PK\x05\x06" + bytes(18), "inputs.npz"),        # an empty .npz (zip)
      ["inputs.npz: the inputs file holds no array"]),
+    ("inputs-nan", _inputs(_npy(_with(np.zeros((2, 490), np.float32), (1, 7), np.nan)), "in.npy", "kws_mlp_f32"),
+     ["in.npy: input array [1, 7] is nan, not a finite number", "give finite numbers as inputs"]),
+    ("inputs-inf-in-npz", _inputs(_npz(input_float32=_with(np.zeros((1, 490), np.float32), (0, 3), -np.inf)),
+                                  "inputs.npz", "kws_mlp_f32"),
+     ["inputs.npz: input array input_float32[0, 3] is -inf, not a finite number"]),
     # c_info.json: encoding, the inputs' and outputs' formats against network.c
     ("c-info-utf16", _utf16(os.path.join(TINY, "network_c_info.json")),
      ["models/tiny_prebuilt/network_c_info.json: c_info.json is UTF-16-LE text (no byte-order mark)",
       "save it as UTF-8"]),
     ("c-info-format-type", _io_format(8),
      ["models/tiny_prebuilt/network_c_info.json: buffer 'input': format 8 is not an STAI_FORMAT_ name"]),
+    ("c-info-format-unknown", _io_format("STAI_FORMAT_BOGUS"),
+     ["models/tiny_prebuilt/network_c_info.json: buffer 'input': format 'STAI_FORMAT_BOGUS' is not an STAI_FORMAT_ "
+      "name"]),
     ("c-info-format-contradicts-network-c", _io_format("STAI_FORMAT_FLOAT"),
      ["models/tiny_prebuilt/network_c_info.json: buffer 'input' is STAI_FORMAT_FLOAT here but DataType_INT8 in "
       "network.c"]),
@@ -328,7 +430,7 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
+    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -349,6 +451,27 @@ def test_bad_input_is_one_line_and_leaves_nothing_up_to_date(pristine, mutate, f
     assert "(fix: " in errors[0] and errors[0].isprintable(), errors[0]
     again = scons(repo, "-q", *args, check=False)
     assert again.returncode != 0, "a later run takes the failed output as up to date"
+
+
+def test_st_files_with_a_key_given_twice_are_read_as_st_reads_them(pristine):
+    """ST's tools read c_info.json with Python's json: a key given twice keeps its last value. n6
+    takes it the same (here the last `format` agrees with network.c, the first does not)."""
+    _replace(os.path.join(TINY, "network_c_info.json"), '"format": "STAI_FORMAT_S8"',
+             '"format": "STAI_FORMAT_FLOAT", "format": "STAI_FORMAT_S8"')(pristine)
+    assert "  PREPARE " in scons(pristine, "tiny_prebuilt").stdout
+
+
+def test_onnx_external_data_is_read_and_a_change_to_it_regenerates(pristine):
+    """An ONNX model whose weights are in a file of their own builds, and that file is one of the
+    generate step's sources: new weights in it generate again."""
+    _external_data(pristine)
+    assert "  GEN " in scons(pristine, "kws_mlp").stdout
+    assert scons(pristine, "-q", "kws_mlp", check=False).returncode == 0
+    weights = os.path.join(pristine, KWS, "weights.bin")
+    data = bytearray(open(weights, "rb").read())
+    data[0] ^= 1
+    open(weights, "wb").write(bytes(data))
+    assert scons(pristine, "-q", "kws_mlp", check=False).returncode != 0
 
 
 def test_damaged_generate_output_is_rewritten_by_the_next_run_with_the_same_tool(pristine):
@@ -380,7 +503,10 @@ def test_the_table_covers_every_boundary():
                    "c-info-format-type", "c-info-format-contradicts-network-c", "stedgeai-fails",
                    "stedgeai-writes-nothing", "stedgeai-hangs", "stedgeai-writes-truncated-network-c",
                    "stedgeai-writes-broken-c-info", "stedgeai-writes-short-raw", "stedgeai-prints-binary",
-                   "board-image-outside-flash", "board-lock-unusable"):
+                   "board-image-outside-flash", "board-lock-unusable", "weight-scale-nan", "tflite-weight-scale-nan",
+                   "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
+                   "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
+                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load"):
         assert needed in ids
 
 
@@ -479,6 +605,34 @@ def _folder_digest(folder):
             with open(os.path.join(d, f), "rb") as data:
                 out[os.path.relpath(os.path.join(d, f), folder)] = hashlib.sha256(data.read()).hexdigest()
     return out
+
+
+def test_disk_full_while_packing_is_one_line_and_leaves_no_image(repo):
+    """The disk fills up while the pack step writes network_rel.bin: one line naming the image and
+    the fix, no image (nor a temporary) left, and the next build packs again."""
+    args = ("BUILD_DIR=full-build", "tiny_prebuilt")
+    full = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full_pack")}
+    proc = scons(repo, *args, check=False, env=full)
+    assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert _errors(proc)[0].endswith("full-build/tiny_prebuilt/network_rel.bin: cannot write: No space left on device "
+                                     "(fix: free space on its disk, then build again)"), _errors(proc)[0]
+    folder = os.path.join(repo, "full-build", "tiny_prebuilt")
+    assert not [f for f in os.listdir(folder) if f.startswith("network_rel.bin")]
+    assert "  PACK " in scons(repo, *args).stdout
+    shutil.rmtree(os.path.join(repo, "full-build"))
+
+
+def test_a_killed_board_is_one_line_and_stores_nothing(repo):
+    """The simulated board process killed during a run (not one of its own faults): one line saying
+    so, not the board file with a last line the board never printed; nothing stored."""
+    args = ("BUILD_DIR=killed-build", "run-tiny_prebuilt")
+    proc = scons(repo, *args, check=False, env={"N6_SIM_BOARD_FAULT": "kill:1"})
+    assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(r"\] simulated board \(pid \d+\): killed by SIGKILL during the step; nothing of this step "
+                     r"was stored \(fix: run the step again\)$", _errors(proc)[0]), _errors(proc)[0]
+    assert not os.path.exists(os.path.join(repo, "killed-build", "tiny_prebuilt", "run", "run.json"))
+    assert scons(repo, "-q", *args, check=False).returncode != 0
+    shutil.rmtree(os.path.join(repo, "killed-build"))
 
 
 def test_bad_profile_baseline_keeps_the_previous_profile(repo, tmp_path):

@@ -246,8 +246,8 @@ def test_gate_accepts_the_board_layout(tmp_path):
                   P("b", 0x71010000, 5), P("p", 0x71800000, 100, "params", REGION)], DK)
 
 
-def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, sizes=0x3038):
-    """A minimal image: header, flags, and rt_ctx right after the header."""
+def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, sizes=0x3038, c_name=b""):
+    """A minimal image: header, flags, rt_ctx right after the header, and its c-name after that."""
     flags = 8 << 28 | 1 << 22 | dbg << 21 | secure << 20 | 8 << 16 | 2 << 13 | 1 << 12 | cpu
     n = 4 * words
     hdr = [0] * words
@@ -258,7 +258,8 @@ def _image(secure=True, dbg=True, rt=(1, 1, 1), ext=0, words=24, cpu=0xD22, size
         hdr[23] = 0x20000010
     rt_ctx = [0] * 17
     rt_ctx[8], rt_ctx[10], rt_ctx[14] = ext, rt[0] << 24 | rt[1] << 16 | rt[2] << 8, sizes
-    return struct.pack(f"<{words}I", *hdr) + struct.pack("<17I", *rt_ctx) + bytes(64)
+    rt_ctx[5] = 0x20000000 + n + 68
+    return struct.pack(f"<{words}I", *hdr) + struct.pack("<17I", *rt_ctx) + c_name.ljust(64, b"\0")
 
 
 @pytest.mark.parametrize("image, fw, message", [
@@ -288,16 +289,17 @@ def test_firmware_gate_secure_rules():
     assert check_firmware("x", _image(words=26, rt=(1, 1, 3)), default_firmware("3.0"), None, "b") == []
 
 
-def _sized_image(ro, rw, words=26):
+def _sized_image(ro, rw, words=26, c_name=b"m"):
     """A 3.x image whose RO part is `ro` bytes and RW part `rw` bytes (XIP size = rw, COPY size =
     rw + ro, rounded to 8 as ST's tools do); rt_ctx at the start of the data image."""
-    base = _image(words=words, rt=(1, 1, 3))
+    base = _image(words=words, rt=(1, 1, 3), c_name=c_name)
     hdr = list(struct.unpack_from(f"<{words}I", base))
     hdr[4] = 0x20000000 + ro                                   # data_data: the RO part ends here
     hdr[5] = hdr[6] = hdr[7] = hdr[8] = 0x40000000 + rw        # bss_start, bss_end, got_start, got_end
     data = bytearray(ro + max(rw, 68) + 64)
     data[:4 * words] = struct.pack(f"<{words}I", *hdr)
     data[ro:ro + 68] = base[4 * words:4 * words + 68]
+    data[4 * words + 68:4 * words + 69 + len(c_name)] = c_name + b"\0"     # where rt_ctx's c_name points
     return bytes(data)
 
 
@@ -305,7 +307,7 @@ def _models(tmp_path, *sizes):
     files = []
     for i, (ro, rw) in enumerate(sizes):
         net = tmp_path / f"m{i}_rel.bin"
-        net.write_bytes(_sized_image(ro, rw))
+        net.write_bytes(_sized_image(ro, rw, c_name=f"m{i}".encode()))
         files.append(ModelFiles(f"m{i}", str(net)))
     return files
 
@@ -341,7 +343,7 @@ def test_multi_model_layout_and_header(tmp_path):
     files = []
     for name, n, p in (("a", S + 1, 3), ("b", 300, None), ("c", 400, 2 * S)):
         net = tmp_path / f"{name}_rel.bin"
-        net.write_bytes(_image(words=26, rt=(1, 1, 3)).ljust(n, b"\0"))
+        net.write_bytes(_image(words=26, rt=(1, 1, 3), c_name=name.encode()).ljust(n, b"\0"))
         par = None
         if p:
             par = tmp_path / f"{name}_rel_params.bin"
@@ -358,6 +360,26 @@ def test_multi_model_layout_and_header(tmp_path):
         layout(files, DK, multi_model=False)
     with pytest.raises(N6Error, match="5 models; the multi-model header holds at most 4"):
         layout(files + files[:2], DK, multi_model=True)
+
+
+def test_a_3x_set_never_holds_two_models_of_one_c_name(tmp_path):
+    """ST's firmware runs the first model of the c-name the host asks for: the gate refuses a set
+    holding a name twice, and a whole project's sets keep the models of one name apart."""
+    from n6.flash.step import board_sets
+    files = []
+    for model, c_name in (("a", b"network"), ("b", b"kws"), ("c", b"network")):
+        net = tmp_path / f"{model}_rel.bin"
+        net.write_bytes(_image(words=26, rt=(1, 1, 3), c_name=c_name))
+        files.append(ModelFiles(model, str(net)))
+    assert len(layout(files[:2], DK, multi_model=True)) == 3
+    with pytest.raises(N6Error, match=f"^{tmp_path}/c_rel.bin: its model is named 'network' on the board, as "
+                       f"{tmp_path}/a_rel.bin's is: .* \\(fix: give each model its own c-name"):
+        layout(files, DK, multi_model=True)
+    names = {"a": "network", "b": "kws", "c": "network", "d": "network", "e": "x", "f": "y", "g": "z"}
+    assert board_sets("abcdefg", True, (), names) == [("a", "b", "e", "f"), ("c", "g"), ("d",)]
+    assert board_sets("abcdefg", True, ("f",), names) == [("f",), ("a", "b", "e", "g"), ("c",), ("d",)]
+    assert board_sets("abc", False, (), names) == [("a",), ("b",), ("c",)]
+    assert board_sets("a", False, ("a", "b")) == [("a",)]          # a 3.x set held, then a 2.x install
 
 
 # -- absolute external-RAM pools ---------------------------------------------------------------------

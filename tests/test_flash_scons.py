@@ -337,11 +337,21 @@ def test_flash_model_switch_invalidates_the_other_models_stamp(repo):
     assert written(repo)["network_rel.bin"][0] == 1
 
 
-def test_multi_model_flash_3x(repo):
+@pytest.fixture
+def cifar_named(repo):
+    """cifar_cnn with a c-name of its own (`cifar`): two models of one name never share a 3.x board."""
+    spec = os.path.join(repo, "models", "cifar_cnn", "model.json")
+    with open(spec, "w") as f:
+        f.write('{"name": "cifar"}')
+    yield
+    os.unlink(spec)
+
+
+def test_multi_model_flash_3x(repo, cifar_named):
     args = ["BUILD_DIR=build30", "STEDGEAI_SIM_RELEASE=3.0", "flash", "MODEL=kws_mlp,cifar_cnn"]
     scons(repo, *args)
     st = board(repo, "build30")
-    kws, cifar = image(repo, "network_rel.bin", "kws_mlp", "build30"), image(repo, "network_rel.bin", "cifar_cnn",
+    kws, cifar = image(repo, "network_rel.bin", "kws_mlp", "build30"), image(repo, "cifar_rel.bin", "cifar_cnn",
                                                                               "build30")
     cifar_at = 0x71000000 + -(-len(kws) // S) * S
     header = st.read(0x70FFF000, 12 + 16)

@@ -286,8 +286,8 @@ def test_stale_outputs_spare_steps_declared_only_on_request():
                 "kws/st_ai_output/network.c", "broken/network_rel.bin"}
     current = {"kws/network_rel.bin", "kws/st_ai_output/network.c"}
     assert stale_outputs(previous, current, keep=["broken"]) == [
-        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash/on_board.json",
-        "old/network_rel.bin"]
+        "kws/network_rel_params.bin", "kws/st_ai_output/network_ecblobs.h", "old/flash", "old/flash/on_board.json",
+        "old/network_rel.bin", "old/profile", "old/run"]           # a gone model's board-step folders whole
     assert stale_outputs(previous, current | {"kws/flash/flash.json"}, keep=["broken"])[0] == \
         "kws/flash/on_board.json"
 
@@ -350,3 +350,15 @@ def test_atomic_write_removes_what_a_killed_writer_left_only(tmp_path):
     running.write_text("being written")
     write_text(path, "whole")
     assert path.read_text() == "whole" and not dead.exists() and running.exists()
+
+
+def test_summary_says_why_a_model_did_not_run(tmp_path):
+    """Without -k a model not run is one the build stopped before; with -k, one whose steps need a
+    step that failed (the build went on)."""
+    from n6.run.summary import ModelResult, not_run, summary
+    rows = [ModelResult("a", "failed"), not_run("b")]
+    stopped, _ = summary("run", rows, str(tmp_path / "s.json"))
+    kept, _ = summary("run", rows, str(tmp_path / "s.json"), kept_going=True)
+    assert stopped.splitlines()[-1] == "not run: the build stopped at the first failure (`scons -k` goes on with " \
+        "the other models)"
+    assert kept.splitlines()[-1] == "not run: a step the model needs failed (its error is above)"

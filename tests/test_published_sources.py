@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import generate, host_build
+from stedgeai_sim.emit_info import DATA_FORMAT_TYPES
 from test_tflite_litert import compare_with_litert, litert, seeded_inputs
 
 REAL = os.environ.get("N6_REAL_STEDGEAI")
@@ -33,7 +34,7 @@ def test_published_source_builds_and_computes_what_litert_does(sim_install, tmp_
     exe, info = host_build(out, sim_install("2.2"), tmp_path)
     ind = litert(model).get_input_details()[0]
     inp = info["graphs"][0]["original_inputs"][0]
-    assert inp["data_format"]["type"] == np.dtype(ind["dtype"]).name        # the model's input type, as ST keeps it
+    assert inp["data_format"]["type"] == DATA_FORMAT_TYPES[np.dtype(ind["dtype"]).kind]   # the model's input type
     rows = compare_with_litert(model, exe, tmp_path, seeded_inputs(ind, n))
     for name, equal, lsb, top1 in rows:
         print(f"{source} {name}: {100 * equal:.2f} % equal LiteRT's, max {lsb} LSB, top-1 {top1:.2f}")

@@ -154,6 +154,33 @@ def test_multi_model_board_of_a_3x_release(tmp_path):
     runs = {m: json.load(open(os.path.join(repo, "build", m, "run", "run.json"))) for m in ("kws_mlp", "big_mlp")}
     assert runs["kws_mlp"]["model"] == "kws" and runs["big_mlp"]["model"] == "network"
     assert runs["kws_mlp"]["outputs"][0]["shape"] == [1, 12] and runs["big_mlp"]["outputs"][0]["shape"] == [1, 10]
+    scons(repo, "validate", "MODEL=kws_mlp")       # then 2.2: the 3.x set the board held is no 2.2 set
+
+
+def test_3x_models_of_one_c_name_take_the_board_in_turn(tmp_path):
+    """The bundled models are all `network` on the board, and ST's firmware runs the first model of
+    a name: a 3.x whole-project validate puts them on the board one set each, and a flash of two
+    of them together is refused in one line before anything is written."""
+    from programmer_sim.board_state import BoardState
+    repo = copy_repo(tmp_path / "repo")
+    release, three = "STEDGEAI_SIM_RELEASE=3.0", ["big_mlp", "digits_mlp", "kws_mlp"]
+    proc = scons(repo, "validate", release, "MODEL=" + ",".join(three))
+    assert json.load(open(os.path.join(repo, "build", "validate-summary.json")))["failed"] == 0, proc.stdout
+    assert [json.load(open(os.path.join(repo, "build", m, "flash", "on_board.json")))["set"] for m in three[2:]] == \
+        [["kws_mlp"]]
+    state = BoardState(os.path.join(repo, "build", "sim-board"))
+    calls = len(state.events("call"))
+    proc = scons(repo, "flash", release, "MODEL=kws_mlp,big_mlp", check=False)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("scons: ***")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "build/big_mlp/network_rel.bin: its model is named 'network' on the board, as build/kws_mlp/" \
+        "network_rel.bin's is" in errors[0] and "(fix: give each model its own c-name" in errors[0]
+    assert len(state.events("call")) == calls
+    kept = scons(repo, "-k", "flash", "run", release, "MODEL=kws_mlp,big_mlp", check=False)   # the set's step failed:
+    rows = json.load(open(os.path.join(repo, "build", "run-summary.json")))["models"]      # each model's error row
+    assert kept.returncode == 2 and [(r["model"], r["result"]) for r in rows] == [("big_mlp", "error"),
+                                                                                 ("kws_mlp", "error")], kept.stdout
+    assert "not run:" not in kept.stdout
 
 
 def test_two_inputs_two_outputs(repo, tmp_path):

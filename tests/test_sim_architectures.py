@@ -83,7 +83,7 @@ def test_tflite_and_onnx_of_one_network_compute_the_same(sim_install, tmp_path, 
         exe, info = host_build(out, sim_install("2.2"), tmp_path / kind)
         assert info["environment"]["tools"][0]["input_model"]["type"] == kind
         inp = info["graphs"][0]["original_inputs"][0]
-        feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, inp["data_format"]["scale"], inp["data_format"]["zero"]))
+        feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, *qdq.grid(inp["data_format"])))
                                .reshape(-1) for x in _samples(inp["shape"])])
         outs.append(host_run(exe, tmp_path / kind, feed))
         assert len(outs[-1]) == 8 * 12
@@ -97,7 +97,7 @@ def test_trained_digits_accuracy_on_the_host_equals_onnxruntime(generated, sim_i
     out = generated("digits_mlp")
     exe, info = host_build(out, sim_install("2.2"), tmp_path)
     q = info["graphs"][0]["original_inputs"][0]["data_format"]
-    got = np.frombuffer(host_run(exe, tmp_path, qdq.on_grid(x, q["scale"], q["zero"])), np.int8).reshape(300, 10)
+    got = np.frombuffer(host_run(exe, tmp_path, qdq.on_grid(x, *qdq.grid(q))), np.int8).reshape(300, 10)
     ref = np.concatenate([qdq.reference(_model_file("digits_mlp"), s.reshape(1, 64)) for s in x])
     host, ort = int(np.sum(np.argmax(got, 1) == y)), int(np.sum(np.argmax(ref, 1) == y))
     print(f"digits_mlp accuracy: host build {host}/300, onnxruntime {ort}/300")

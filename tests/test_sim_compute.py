@@ -8,6 +8,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 from conftest import BUNDLED, MODELS, host_build, host_run
+from qdq import grid
 
 
 @pytest.mark.parametrize("model", BUNDLED)
@@ -15,19 +16,19 @@ def test_generated_code_matches_the_onnx_reference(generated, sim_install, tmp_p
     out = generated(model)
     exe, info = host_build(out, sim_install("2.2"), tmp_path)
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
-    qin, qout = inp["data_format"], outp["data_format"]
+    (s_in, z_in), (s_out, z_out) = grid(inp["data_format"]), grid(outp["data_format"])
     rng = np.random.default_rng(7)
     for trial in range(3):
         x = rng.standard_normal(inp["shape"]).astype(np.float32)
-        xq = np.clip(np.round(x / qin["scale"]) + qin["zero"], -128, 127).astype(np.int8)
+        xq = np.clip(np.round(x / s_in) + z_in, -128, 127).astype(np.int8)
         if len(inp["shape"]) == 4:   # the network's input buffer is channel-last
             feed = xq.transpose(0, 2, 3, 1)
         else:
             feed = xq
         got = np.frombuffer(host_run(exe, tmp_path, feed), np.int8)
         ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, model, "model.onnx")))
-        y = ref.run(None, {"input": ((xq.astype(np.float32) - qin["zero"]) * qin["scale"]).astype(np.float32)})[0]
-        want = np.clip(np.round(y / qout["scale"]) + qout["zero"], -128, 127).reshape(-1)
+        y = ref.run(None, {"input": ((xq.astype(np.float32) - z_in) * s_in).astype(np.float32)})[0]
+        want = np.clip(np.round(y / s_out) + z_out, -128, 127).reshape(-1)
         assert got.tolist() == want.astype(int).tolist(), trial      # integer arithmetic: exact (was <= 2 LSB)
 
 
@@ -40,11 +41,11 @@ def test_float_input_and_uint8_output_conversions(stedgeai, sim_install, tmp_pat
     assert "LL_SW_CONVERT_FLOAT_TO_INT8" in text and "LL_SW_CONVERT_INT8_TO_UINT8" in text
     exe, info = host_build(str(out), sim_install("2.2"), tmp_path)
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
-    assert (inp["data_format"]["type"], outp["data_format"]["type"]) == ("float32", "uint8")
+    assert (inp["data_format"]["type"], outp["data_format"]["type"]) == ("FLOAT", "UNSIGNED")
     x = np.random.default_rng(3).standard_normal(inp["shape"]).astype(np.float32)
     got = np.frombuffer(host_run(exe, tmp_path, x), np.uint8)
     ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, "kws_mlp", "model.onnx")))
     y = ref.run(None, {"input": x})[0]
-    q = outp["data_format"]
-    want = np.clip(np.round(y / q["scale"]) + q["zero"], 0, 255).reshape(-1)
+    scale, zero = grid(outp["data_format"])
+    want = np.clip(np.round(y / scale) + zero, 0, 255).reshape(-1)
     assert got.tolist() == want.astype(int).tolist()            # no ties on these inputs: exact (was <= 2 LSB)

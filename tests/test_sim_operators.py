@@ -139,11 +139,11 @@ def check_within(model, exe, info, tmp_path, samples, lsb, fused=False):
     agreement, share of output values that are equal)."""
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
     qi, qo = inp["data_format"], outp["data_format"]
-    feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples])
+    feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, *qdq.grid(qi))).reshape(-1) for x in samples])
     got = np.frombuffer(host_run(exe, tmp_path, feed), np.int8).reshape(len(samples), -1)
     worst, agree, equal = 0, 0, 0
     for x, g in zip(samples, got):
-        want = qdq.on_grid(qdq.reference(model, x, fused), qo["scale"], qo["zero"])
+        want = qdq.on_grid(qdq.reference(model, x, fused), *qdq.grid(qo))
         mine = qdq.from_memory(g.tobytes(), want.shape)
         worst = max(worst, int(np.max(np.abs(mine.astype(int) - want.astype(int)))))
         agree += int(np.argmax(mine) == np.argmax(want))
@@ -172,7 +172,7 @@ def test_operator_matches_onnxruntime(sim_install, tmp_path, case):
                                             tmp_path / "tflite" / "st_ai_output")
     assert tfl_info["environment"]["tools"][0]["input_model"]["type"] == "tflite"
     qi = info["graphs"][0]["original_inputs"][0]["data_format"]
-    feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, qi["scale"], qi["zero"])).reshape(-1) for x in samples[:3]])
+    feed = np.concatenate([qdq.to_memory(qdq.on_grid(x, *qdq.grid(qi))).reshape(-1) for x in samples[:3]])
     assert host_run(tfl_exe, tmp_path, feed) == host_run(exe, tmp_path, feed)
 
 

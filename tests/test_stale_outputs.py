@@ -86,6 +86,22 @@ def test_source_model_turned_prebuilt_packs_the_folders_raw_files(repo):
     scons(repo, "kws_mlp")
 
 
+def test_deleted_model_leaves_no_run_or_flash_records(repo):
+    """A model folder deleted after it ran: the next build removes its run outputs (the .npy files
+    the run wrote beside run.json) and its flash records with the rest of its build folder; a
+    file of the user's there stays."""
+    shutil.copytree(os.path.join(repo, "models", "tiny_prebuilt"), os.path.join(repo, "models", "tiny_d"))
+    scons(repo, "run-tiny_d")
+    assert os.path.exists(_out(repo, "tiny_d", "flash", "on_board.json"))
+    mine = _out(repo, "tiny_d", "notes.txt")
+    open(mine, "w").write("user file")
+    shutil.rmtree(os.path.join(repo, "models", "tiny_d"))
+    proc = scons(repo, "tiny_prebuilt")
+    assert os.listdir(_out(repo, "tiny_d")) == ["notes.txt"], proc.stdout
+    assert "  REMOVE   build/tiny_d/run/ (no longer built)" in proc.stdout
+    shutil.rmtree(_out(repo, "tiny_d"))
+
+
 def test_deleted_model_is_removed_by_clean_of_its_old_name(repo):
     shutil.copytree(os.path.join(repo, "models", "tiny_prebuilt"), os.path.join(repo, "models", "tiny_c"))
     scons(repo, "tiny_c")

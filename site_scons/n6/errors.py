@@ -1,4 +1,6 @@
 """The one exception type users see: a problem in a named file plus how to fix it."""
+import errno
+import re
 
 
 class N6Error(Exception):
@@ -13,3 +15,21 @@ class N6Error(Exception):
     def __str__(self):
         text = f"{self.path}: {self.problem}" if self.path else self.problem
         return f"{text} (fix: {self.fix})" if self.fix else text
+
+
+# What the machine refuses (a full disk, a read-only folder): the fix is the machine's, not the input's.
+_MACHINE_FIXES = {errno.ENOSPC: "free space on its disk, then build again",
+                  errno.EDQUOT: "free space within your disk quota, then build again",
+                  errno.EROFS: "make the folder writable (or choose another BUILD_DIR)",
+                  errno.EACCES: "make the folder writable (or choose another BUILD_DIR)"}
+
+
+def machine_error(error, path):
+    """The N6Error of an OSError the machine raised while a step wrote `path` (a full disk, a
+    read-only folder), or None for any other OSError. A write-then-rename temporary is named by
+    the file it was for."""
+    fix = _MACHINE_FIXES.get(error.errno)
+    if fix is None:
+        return None
+    where = re.sub(r"\.tmp\d+$", "", str(error.filename)) if error.filename else path
+    return N6Error(where, f"cannot write: {error.strerror or error}", fix)

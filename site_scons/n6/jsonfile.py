@@ -8,10 +8,24 @@ _COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*')
 _TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[\]}])')
 
 
-def loads_lenient(text):
+def loads_lenient(text, **kw):
     text = _COMMENT.sub(lambda m: m.group(1) or "", text)
     text = _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), text)
-    return json.loads(text)
+    return json.loads(text, **kw)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs):
+    """An object whose keys are all different (Python's json, as ST's tools, keeps the last)."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
 
 
 def read_text(path, what):
@@ -40,12 +54,16 @@ def read_text(path, what):
 _SHAPES = {dict: "an object {...}", list: "an array [...]"}
 
 
-def read_json(path, what="JSON file", lenient=True, shape=None):
+def read_json(path, what="JSON file", lenient=True, shape=None, unique=False):
     """Parse `path`; any failure becomes an N6Error naming the file and the position. `shape`:
-    the type the top level must have (dict or list)."""
+    the type the top level must have (dict or list). `unique`: a key given twice in one object is
+    an error (n6's own files; ST's files are read as ST's tools read them: the last one wins)."""
     text = read_text(path, what)
+    kw = {"object_pairs_hook": _unique_keys} if unique else {}
     try:
-        data = loads_lenient(text) if lenient else json.loads(text)
+        data = loads_lenient(text, **kw) if lenient else json.loads(text, **kw)
+    except _DuplicateKey as e:
+        raise N6Error(path, f"{what}: key '{e.args[0]}' is given twice in one object", "keep one of them") from None
     except json.JSONDecodeError as e:
         raise N6Error(path, f"malformed {what}: {e.msg} at line {e.lineno} column {e.colno}",
                       "fix the JSON syntax") from None

@@ -52,6 +52,7 @@ class ModelSpec:
     generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
     source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
     reference_data: str = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
+    data_files: tuple = ()      # the ONNX model's external data files that are there (generate reads them)
 
 
 def c_identifier(value, where, what, fix):
@@ -83,11 +84,29 @@ def _model_files(path):
     return [f for f in files if not SIDE_FILE.match(os.path.basename(f))]
 
 
+def onnx_external_data(model_file):
+    """The files an ONNX model's initializers are stored in (ONNX external data), those present.
+    A model naming none holds no `location` key: such a file is not parsed at all."""
+    import mmap
+    with open(model_file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data.find(b"location") < 0:
+            return ()
+    import onnx
+    try:
+        model = onnx.load(model_file, load_external_data=False)
+    except Exception:     # not readable: generate says why
+        return ()
+    folder = os.path.dirname(model_file)
+    names = {os.path.normpath(os.path.join(folder, e.value)) for t in model.graph.initializer
+             if t.data_location == onnx.TensorProto.EXTERNAL for e in t.external_data if e.key == "location"}
+    return tuple(sorted(n for n in names if os.path.isfile(n)))
+
+
 def _options(path):
     file = os.path.join(path, "model.json")
     if not os.path.exists(file):
         return {}
-    opts = read_json(file, "model options file", shape=dict)
+    opts = read_json(file, "model options file", shape=dict, unique=True)
     for key, value in opts.items():
         if key not in MODEL_OPTIONS:
             raise N6Error(file, f"unknown option '{key}'", f"use only {', '.join(sorted(MODEL_OPTIONS))}")
@@ -187,6 +206,8 @@ def read_model(path, reserved=()):
     if len(models) > 1:
         raise N6Error(path, f"several model files ({', '.join(map(os.path.basename, models))})",
                       "keep one model per folder")
+    if not os.path.exists(models[0]):
+        raise _dangling(models[0], "the model file")
     if os.path.getsize(models[0]) == 0:
         raise N6Error(models[0], "the model file is empty", "copy the model file again")
     profile_file = os.path.join(path, "neural_art.json")
@@ -197,17 +218,29 @@ def read_model(path, reserved=()):
                      profile=opts.get("profile", "default"), c_name=opts.get("name"),
                      input_data_type=opts.get("input_data_type"), output_data_type=opts.get("output_data_type"),
                      reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())),
-                     reference_data=data)
+                     reference_data=data,
+                     data_files=onnx_external_data(models[0]) if models[0].endswith(".onnx") else ())
+
+
+def _dangling(path, what):
+    """The error of a symbolic link whose target does not exist."""
+    return N6Error(path, f"a link to {os.readlink(path)}, which does not exist",
+                   f"point the link at {what}, or remove it")
 
 
 def discover(models_dir, reserved=RESERVED_NAMES):
-    """(specs, errors): every readable model folder, and {name: N6Error} of the others."""
+    """(specs, errors): every readable model folder, and {name: N6Error} of the others (a link to
+    no folder among them)."""
     if not os.path.isdir(models_dir):
         raise N6Error(models_dir, "no models folder", "create models/<name>/ with a model and its neural_art.json")
     specs, errors = [], {}
     for entry in sorted(os.listdir(models_dir)):
         path = os.path.join(models_dir, entry)
-        if os.path.isdir(path) and not entry.startswith((".", "_")):
+        if entry.startswith((".", "_")):
+            continue
+        if os.path.islink(path) and not os.path.exists(path):
+            errors[entry] = _dangling(path, "a model folder")
+        elif os.path.isdir(path):
             try:
                 specs.append(read_model(path, reserved))
             except N6Error as e:

@@ -13,6 +13,7 @@ import os
 import shutil
 
 from .atomic import write_text
+from .build_layout import ModelLayout
 from .errors import N6Error
 from .paths import MODELS, ROOT, SOURCE_FOLDERS
 
@@ -117,7 +118,11 @@ def stale_outputs(previous, current, keep=()):
         if p in current or any(p == k or p.startswith(k + "/") for k in keep):
             return False
         return p.split("/", 1)[0] not in tops or os.path.dirname(p) in folders
-    return sorted(p for p in previous if stale(p))
+    out = {p for p in previous if stale(p)}
+    for top in {p.split("/", 1)[0] for p in out} - tops:     # a model that is gone: its board steps' folders
+        layout = ModelLayout("", top)                        # too, with what they wrote beside their reports
+        out |= {os.path.relpath(f) for f in (layout.flash, layout.run, layout.profile)}
+    return sorted(out)
 
 
 def prune(build_dir, current, keep=(), dry_run=False):
@@ -135,13 +140,13 @@ def prune(build_dir, current, keep=(), dry_run=False):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)
-            removed.append(rel)
+            removed.append(rel.rstrip("/") + "/")
         elif os.path.lexists(path):
             os.unlink(path)
             removed.append(rel)
     if not dry_run:
         for rel in removed:
-            remove_empty_parents(build_dir, os.path.dirname(rel))
+            remove_empty_parents(build_dir, os.path.dirname(rel.rstrip("/")))
         still = {p for p in previous if p not in stale and os.path.lexists(os.path.join(build_dir, p))}
         listing = set(current) | still
         if listing != previous:

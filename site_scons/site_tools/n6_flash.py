@@ -54,9 +54,16 @@ def flash_targets(env, model_images, install_release, broken=None):
     planned = {m for models in state.plans for m in models}
     todo = sorted({m for models in state.requests.values() for m in models} - planned)
     held = () if planned else held_set(env.Dir("$BUILD_DIR").abspath, todo, model_images)
-    for models in board_sets(todo, multi, held):
+    names = {m: board_name(nodes) for m, nodes in model_images.items()}
+    for models in board_sets(todo, multi, held, names):
         _plan(env, models)
     return nodes
+
+
+def board_name(image_nodes):
+    """The name the board knows a model by: its image's (`<name>_rel.bin`), as the image says it
+    (lower case)."""
+    return next(n.name[:-len("_rel.bin")].lower() for n in image_nodes if n.name.endswith("_rel.bin"))
 
 
 def deploy_models(env, *verbs):
@@ -142,8 +149,9 @@ def _summaries(summaries, build_dir, broken):
     for failure in SCons.Script.GetBuildFailures():
         if not isinstance(failure.node, SCons.Node.FS.Base):      # an alias (broken-models): rows of its own
             continue
-        model, step = model_step(build_dir.abspath, failure.node.abspath)
-        failures.setdefault(model, {}).setdefault(step, failure.errstr)
+        for node in failure.node.get_executor().get_all_targets():    # a set's flash step: each model's error
+            model, step = model_step(build_dir.abspath, node.abspath)
+            failures.setdefault(model, {}).setdefault(step, failure.errstr)
     for verb, results in summaries.items():
         rows = []
         for model, nodes in sorted(results.items()):
@@ -153,7 +161,8 @@ def _summaries(summaries, build_dir, broken):
             done = all(n.get_state() in (executed, up_to_date) for n in nodes)
             rows.append(model_result(verb, build_dir.Dir(model).abspath, model, failures.get(model))
                         if done or model in failures else not_run(model))
-        text, _ = summary(verb, rows, build_dir.File(f"{verb}-summary.json").abspath)
+        text, _ = summary(verb, rows, build_dir.File(f"{verb}-summary.json").abspath,
+                          kept_going=bool(SCons.Script.GetOption("keep_going")))
         say(text.rstrip("\n"))
 
 

@@ -123,7 +123,7 @@ def _generate_action(target, source, env):
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
-    sources = [spec.model_file, spec.profile_file, args["mpool"]]
+    sources = [spec.model_file, *spec.data_files, spec.profile_file, args["mpool"]]
     if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/), and
         # the code its launcher runs, not the launcher: it names this checkout's folders (checkouts share a cache)
         from stedgeai_sim.install import installed_files

@@ -3,12 +3,14 @@ host requests, answer with bare `respMsg`s, wait for the host's ack after every 
 injection for tests (N6_SIM_BOARD_FAULT): `silence`, `garbage`, `header` (the other header
 variant), `disconnect:N` (drop the link during run N), `crash:N` (hang after N inferences),
 `slow:S` (every reply S seconds late), `counters` (epoch counter blocks one value short),
+`kill:N` (the board process killed during run N),
 `wrong-output:NAME` (the model NAME's outputs sent with their first byte changed), `lsb-error:NAME:N`
 (the first value of the model NAME's first output N LSB off).
 PER_LAYER runs count instructions per epoch; with the BUSIF_RW_DATA counter option also reads and
 writes per memory region, with the region's base and size (`s:sim:mem:` logs)."""
 import os
 import select
+import signal
 import time
 
 import numpy as np
@@ -213,6 +215,8 @@ class Board:
         if self.fault == "disconnect" and self.runs + 1 >= max(self.fault_arg, 1):
             os.close(self.link.port.fd)
             raise Disconnect()
+        if self.fault == "kill" and self.runs + 1 >= max(self.fault_arg, 1):
+            os.kill(os.getpid(), signal.SIGKILL)
         observed = bool(req.param & (PER_LAYER | PER_LAYER_WITH_DATA))
         with_data = bool(req.param & PER_LAYER_WITH_DATA) and not req.param & PERF
         model.cpu.set_counting(observed, observed and bool(req.opt >> 8 & BUSIF_RW_DATA))

@@ -107,10 +107,21 @@ def c_info(ctx, files):
     }
 
 
+# numpy's kind of an I/O type → c_info's `data_format` `type`, as ST spells it
+DATA_FORMAT_TYPES = {"i": "SIGNED", "u": "UNSIGNED", "f": "FLOAT", "b": "BOOL"}
+
+
+def data_format(t):
+    """c_info's `data_format` of an I/O tensor in ST's spelling: element size in bits, and for an
+    integer tensor a UNIFORM quantizer with one-element scale and zero lists (empty for float)."""
+    quantised = np.dtype(t.dtype).kind in "iu"
+    return {"quantizer": "UNIFORM" if quantised else "NONE", "scale": [float(t.scale)] if quantised else [],
+            "size": t.itemsize * 8, "type": DATA_FORMAT_TYPES[np.dtype(t.dtype).kind],
+            "zero": [int(t.zero_point)] if quantised else []}
+
+
 def _io(t):
-    return {"name": t.name, "shape": list(t.shape), "shape_map": [], "c_shape_map": [],
-            "data_format": {"quantizer": "int", "scale": float(t.scale), "size": t.nbytes, "type": t.dtype,
-                            "zero": t.zero_point}}
+    return {"name": t.name, "shape": list(t.shape), "shape_map": [], "c_shape_map": [], "data_format": data_format(t)}
 
 
 def _kib(n):

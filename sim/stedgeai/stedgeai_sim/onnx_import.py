@@ -51,13 +51,27 @@ def _str(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
+def _external_data_present(path, model):
+    """Each file the model's externally stored initializers name is there, next to the model."""
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            where = os.path.join(os.path.dirname(path), {e.key: e.value for e in t.external_data}.get("location", ""))
+            if not os.path.isfile(where):
+                raise N6Error(where, f"missing: the external data of initializer '{t.name}' of {path}",
+                              "copy the data file next to the model, or save the model with its data inside")
+
+
 class _Importer:
     def __init__(self, path):
         self.path = path
         if os.path.exists(path) and os.path.getsize(path) == 0:
             raise N6Error(path, "the model file is empty", "export the model again as .onnx")
         try:
-            model = onnx.load(path)
+            model = onnx.load(path, load_external_data=False)
+            _external_data_present(path, model)
+            onnx.load_external_data_for_model(model, os.path.dirname(path))
+        except N6Error:
+            raise
         except FileNotFoundError:
             raise N6Error(path, "model file not found", "check the -m/--model path") from None
         except Exception as e:  # onnx raises DecodeError and friends
@@ -65,6 +79,11 @@ class _Importer:
                           "export the model again as .onnx") from None
         if not model.graph.node:
             raise N6Error(path, "the model has no operator (empty graph)", "export the model again as .onnx")
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+        if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
+            raise N6Error(path, f"IR version {model.ir_version}, opset {opset}: newer than any ONNX release this "
+                          f"tool reads (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})",
+                          "export the model with an older opset")
         inits = {i.name for i in model.graph.initializer}
         for vi in model.graph.input:
             if vi.name in inits:
@@ -89,6 +108,10 @@ class _Importer:
             dims = vi.type.tensor_type.shape.dim
             if all(d.dim_value > 0 for d in dims):
                 self.shapes[vi.name] = tuple(d.dim_value for d in dims)
+        self.consumers = {}   # name -> the nodes that take it
+        for n in g.node:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
         self.values = {}      # name -> Tensor (int8 activation) | _FloatOp | _Const | ("dq", Tensor)
         self.layers = []
 
@@ -128,6 +151,12 @@ class _Importer:
             return v[1]
         if isinstance(v, Tensor):
             return v
+        if isinstance(v, _FloatOp) and v.kind in MOVES and isinstance(v.args[0], tuple) and v.args[0][0] == "dq" \
+                and name in self.shapes:          # DequantizeLinear, then a move: the move runs on the int8 codes
+            t = v.args[0][1]
+            out = Tensor(name, self.shapes[name], "int8", t.scale, t.zero_point)
+            self.layers.append(self._move(v, t, out))
+            return out
         raise N6Error(self.path, f"graph output '{name}' is not an int8 tensor (no QuantizeLinear "
                       "before it); the model is not int8", "quantise the model to int8 (QDQ format)")
 
@@ -137,7 +166,11 @@ class _Importer:
         zp = self.inits.get(zp_name) if zp_name else np.zeros((), np.int8)
         if scale is None or zp is None:
             self.fail(node, "scale and zero point must be constants", "export with constant Q/DQ parameters")
-        return scale.astype(F32), zp
+        scale = scale.astype(F32)
+        if not np.all(np.isfinite(scale) & (scale >= 0)):
+            self.fail(node, f"scale '{scale_name}' holds {scale[~(np.isfinite(scale) & (scale >= 0))].flat[0]:g}, "
+                      "not a finite number 0 or more", "quantise the model again")
+        return scale, zp
 
     def _DequantizeLinear(self, node):
         x = node.input[0]
@@ -160,6 +193,9 @@ class _Importer:
             self.fail(node, f"activation zero point is {zp.dtype}, not int8", "quantise activations to int8")
         if scale.size != 1:
             self.fail(node, "activations must be quantised per tensor", "quantise activations per tensor")
+        if not scale.reshape(-1)[0] > 0:       # every value would be x / 0
+            self.fail(node, f"scale '{node.input[1]}' is 0: no value can be quantised with it",
+                      "quantise the model again")
         shape = self.shapes.get(node.output[0]) or self.shapes.get(x)
         if shape is None:
             self.fail(node, f"the shape of '{x}' is unknown or dynamic", "export the model with fixed shapes")
@@ -168,6 +204,15 @@ class _Importer:
         if v is None:  # a graph input: the model's native input is this int8 tensor
             out.name = x
             self.values[("input", x)] = out
+        elif isinstance(v, _FloatOp) and v.args[:1] == [("input", v.node.input[0])]:
+            # a move (Transpose, Reshape...) of the float input, then Q: quantising commutes with moving
+            # values, so the input is quantised as it comes and the move runs on its int8 codes
+            name = v.node.input[0]
+            if name not in self.shapes:
+                self.fail(node, f"the shape of '{name}' is unknown or dynamic", "export the model with fixed shapes")
+            source = Tensor(name, self.shapes[name], "int8", out.scale, out.zero_point)
+            self.values[("input", name)] = source
+            self.layers.append(self._move(v, source, out))
         elif isinstance(v, _FloatOp):
             self.layers.append(self._lower(v, out))
         elif isinstance(v, tuple) and v[0] == "dq":  # DQ → Q: requantising copy
@@ -179,16 +224,39 @@ class _Importer:
     # -- float operators: remembered until a QuantizeLinear lowers them ------------------------
     def _float(self, node):
         args = []
-        for i in node.input:
+        graph_inputs = {vi.name for vi in self.model.graph.input} - set(self.inits)
+        for n, i in enumerate(node.input):
             a = self.values.get(i) if i else None
-            if a is None and i and i not in self.inits:
+            if a is None and n == 0 and i in graph_inputs and node.op_type in MOVES and node.op_type != "Concat":
+                a = ("input", i)       # data movement on the float input: done on its int8 codes (see _QuantizeLinear)
+            elif a is None and i and i not in self.inits:
                 self.fail(node, f"input '{i}' is float, the model is not int8",
                           "quantise the model to int8 (QDQ format): every input of a compute node "
                           "must come from DequantizeLinear")
             if isinstance(a, Tensor):
                 self.fail(node, f"input '{i}' is an int8 tensor without DequantizeLinear", "re-export the QDQ model")
             args.append(a)
-        self.values[node.output[0]] = _FloatOp(node, args)
+        op = _FloatOp(node, args)
+        if self._on_its_grid(op):
+            x = args[0][1]
+            out = Tensor(node.output[0], self.shapes[node.output[0]], "int8", x.scale, x.zero_point)
+            self.layers.append(self._lower(op, out))
+            self.values[node.output[0]] = ("dq", out)
+        else:
+            self.values[node.output[0]] = op
+
+    def _on_its_grid(self, op):
+        """A Relu, MaxPool or data movement of one dequantised tensor whose result no QuantizeLinear takes
+        (ST's `_OE_` files: DequantizeLinear, Relu, Pad, Conv): its result is exact on its input's
+        int8 grid, so it runs there, on the codes."""
+        node = op.node
+        if node.op_type not in ("Relu", "MaxPool", *MOVES) or node.op_type == "Concat" or \
+                node.output[0] not in self.shapes:
+            return False
+        if not (isinstance(op.args[0], tuple) and op.args[0][0] == "dq") or \
+                any(a is not None and not isinstance(a, _Const) for a in op.args[1:]):
+            return False
+        return not any(n.op_type == "QuantizeLinear" for n in self.consumers.get(node.output[0], ()))
 
     # -- lowering helpers --------------------------------------------------------------------
     def _act(self, node, arg):
@@ -278,7 +346,11 @@ class _Importer:
             return L.softmax(name, x, out)
         if kind == "Resize":
             return self._resize(node, x, out)
-        return getattr(self, "_move_" + kind)(node, op, x, out)
+        return self._move(op, x, out)
+
+    def _move(self, op, x, out):
+        """The data-movement layer of `op` (Transpose, Reshape, Slice, Pad, Concat...) from `x` to `out`."""
+        return getattr(self, "_move_" + op.kind)(op.node, op, x, out)
 
     def _clip_bounds(self, node):
         a = _attrs(node)
@@ -322,7 +394,7 @@ class _Importer:
         if _str(a.get("auto_pad", "NOTSET")) != "NOTSET":
             self.fail(node, "auto_pad is not supported", "export explicit pads")
         x = self._act(node, op.args[0])
-        w = self._const(node, op.args[1], "weight")
+        w = self._const(node, op.args[1], "weight") if op.args[1] is not None else self._float_weights(node)
         if w.q.ndim != 4:
             self.fail(node, f"{w.q.ndim - 2}-D convolution is not supported", "use a 2-D Conv")
         group = a.get("group", 1)
@@ -332,12 +404,29 @@ class _Importer:
                       f"{group} groups", "check the model shapes")
         w_scale = self._weights(node, w, 0)
         wq = w.q
-        bias = self._bias(node, self._const(node, op.args[2], "bias") if len(op.args) > 2 else None, oc)
+        bias = op.args[2] if len(op.args) > 2 else None
+        if len(op.args) > 2 and bias is None:      # a float bias beside float weights: on their grid, int32
+            real = self.inits[node.input[2]].astype(np.float64)
+            bias = _Const(node.input[2], np.rint(real / (np.float64(F32(x.scale)) * w_scale)).astype(np.int32), None,
+                          None)
+        bias = self._bias(node, self._const(node, bias, "bias") if bias is not None else None, oc)
         if bn is not None:
             wq, w_scale, bias = self._fold_bn(bn, x, wq, w_scale, bias)
         pads = a.get("pads", [0, 0, 0, 0])
         return L.conv2d(node.name or node.output[0], x, wq, w_scale, bias, out, a.get("strides", [1, 1]), pads,
                         a.get("dilations", [1, 1]), group, act)
+
+    def _float_weights(self, node):
+        """Float Conv weights in a model whose activations are quantised (ST's own `_OE_` ONNX of
+        an int8 model holds them dequantised): int8 per output channel, symmetric, scale
+        max|w| / 127, TFLite's rule, so that an int8 model's weights come back as they were."""
+        w = self.inits.get(node.input[1])
+        if w is None or w.dtype != np.float32:
+            self.fail(node, "weight must be a quantised constant", "quantise weights to int8 (QDQ format)")
+        peak = np.abs(w).reshape(w.shape[0], -1).max(axis=1).astype(F32)
+        scale = np.where(peak > 0, peak / F32(127), F32(1)).astype(F32)
+        q = np.clip(np.rint(w / scale.reshape(-1, *([1] * (w.ndim - 1)))), -127, 127).astype(np.int8)
+        return _Const(node.input[1], q, scale, np.zeros(w.shape[0], np.int8))
 
     def _fold_bn(self, bn, x, wq, w_scale, bias):
         """Conv → BatchNormalization: scale the weights' per-channel scales, fold the shift into the bias."""

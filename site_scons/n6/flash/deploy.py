@@ -65,12 +65,14 @@ def layout(models, board, multi_model, flags=0):
     par_region = ("params", img.params, board.flash.end)
     out, pairs, exec_sizes = [], [], []
     net_at, par_at = img.network, img.params
+    named = {}                    # c-name → the image that carries it
     for m in models:
         data = _read(m.network)
         out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
         if multi_model:
             image = parse_image(m.network, data)
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
+            _one_model_per_c_name(named, image, m.network)
         pair = [net_at, 0]
         net_at = _align(net_at + len(data), sector)
         if m.params:
@@ -86,6 +88,17 @@ def layout(models, board, multi_model, flags=0):
                                  "header", tuple(m.name for m in models),
                                  ("multi-model header", at, at + board.flash.page_size)))
     return out
+
+
+def _one_model_per_c_name(named, image, path):
+    """ST's validation firmware runs the first installed model of the c-name a host asks for (and
+    ST's client keeps one model per c-name): a second model of that name could never run."""
+    c_name = image.string_at(image.rt_ctx.c_name) if image.rt_ctx else ""
+    if c_name in named:
+        raise N6Error(path, f"its model is named '{c_name}' on the board, as {named[c_name]}'s is: the firmware "
+                      f"runs the first model of a name, so this one could not run",
+                      "give each model its own c-name (model.json \"name\"), or put them on the board in turn")
+    named[c_name] = path
 
 
 def readback_ranges(image, record):

@@ -160,16 +160,25 @@ def deploy_requests(targets, chosen, all_models):
     return {verb: sorted(models) for verb, models in wanted.items()}
 
 
-def board_sets(models, multi, held=()):
+def board_sets(models, multi, held=(), names=None):
     """The model sets put on the board in turn so that each of `models` runs: the set the board
     already holds (`held`) first when it has any of them, so that running one model of a flashed
-    3.x set keeps the set; then the rest in sets of up to four (3.x) or one by one (2.x)."""
+    3.x set keeps the set; then the rest in sets of up to four (3.x) or one by one (2.x), never two
+    models of one name on the board (`names`: model → the name the board knows it by; the firmware
+    runs the first model of a name)."""
     todo, sets = sorted(models), []
-    if set(held) & set(todo):
+    if set(held) & set(todo) and (multi or len(held) == 1):    # a 3.x set held is no set for a 2.x install
         sets.append(tuple(held))
         todo = [m for m in todo if m not in held]
     size = mrel.MAX_MODELS if multi else 1
-    return sets + [tuple(todo[i:i + size]) for i in range(0, len(todo), size)]
+    name = (names or {}).get
+    filling = []
+    for m in todo:
+        room = next((s for s in filling if len(s) < size and name(m, m) not in {name(x, x) for x in s}), None)
+        if room is None:
+            filling.append(room := [])
+        room.append(m)
+    return sets + [tuple(s) for s in filling]
 
 
 def held_set(build_dir, models, all_models):

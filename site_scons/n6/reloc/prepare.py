@@ -68,6 +68,10 @@ FORMAT_TYPES = {"STAI_FORMAT_FLOAT": "DataType_FLOAT", "STAI_FORMAT_FLOAT32": "D
                 "STAI_FORMAT_FLOAT64": "DataType_DOUBLE", "STAI_FORMAT_BOOL": "DataType_BOOL",
                 **{f"STAI_FORMAT_{s}{n}": f"DataType_{t}INT{n}" for n in (8, 16, 32, 64)
                    for s, t in (("S", ""), ("U", "U"))}}
+# Every format name ST's stai.h declares (and c_info.json's spelling STAI_FORMAT_FLOAT).
+STAI_FORMATS = {*FORMAT_TYPES, "STAI_FORMAT_NONE", "STAI_FORMAT_Q", "STAI_FORMAT_UQ",
+                *(f"STAI_FORMAT_{s}{n}" for s in ("S", "U") for n in (1, 4)),
+                *(f"STAI_FORMAT_{q}{n}" for q in ("Q", "UQ") for n in (3, 7, 15))}
 
 
 def check_io_formats(path, info, net):
@@ -80,7 +84,7 @@ def check_io_formats(path, info, net):
         if not isinstance(b, dict) or b.get("name") not in io or "format" not in b:
             continue
         fmt, c_type = b["format"], io[b["name"]]
-        if not isinstance(fmt, str) or not fmt.startswith("STAI_FORMAT_"):
+        if fmt not in STAI_FORMATS:
             raise N6Error(path, f"buffer '{b['name']}': format {fmt!r} is not an STAI_FORMAT_ name",
                           "use the c_info.json stedgeai generate wrote with this network.c")
         if FORMAT_TYPES.get(fmt, c_type) != c_type and c_type in FORMAT_TYPES.values():

@@ -37,12 +37,16 @@ def read_inputs(path):
         raise N6Error(path, f"not a numpy inputs file: {why}", INPUTS_FIX) from None
     if not arrays:
         raise N6Error(path, "the inputs file holds no array", INPUTS_FIX)
-    for a in arrays:
+    for name, a in zip(names, arrays):
         if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
             kind = a.dtype if isinstance(a, np.ndarray) else "bytes that are no array"
             raise N6Error(path, f"the inputs file holds {kind}, not numbers", INPUTS_FIX)
         if not a.size:
             raise N6Error(path, f"an input array of shape {list(a.shape)} holds no sample", INPUTS_FIX)
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):     # the board would quantise it to any code
+            at = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise N6Error(path, f"input array {name or ''}{list(at)} is {a[at]}, not a finite number",
+                          "give finite numbers as inputs")
     return list(zip(names, arrays))
 
 

@@ -288,6 +288,13 @@ def output_lsb(grids, model):
     return [(float_grid(d, grids, j) or (1.0,))[0] for j, d in enumerate(model.outputs)]
 
 
+def _ort_reason(error):
+    """onnxruntime's message without its status code, source line and C++ signature."""
+    text = " ".join(str(error).split())
+    m = re.match(r"\[ONNXRuntimeError\] : .*?\S+:\d+ .*?\) (?=[A-Z])", text)
+    return text[m.end():] if m else text
+
+
 def onnx_reference(model_file, model, inputs, grids):
     """Evaluate the ONNX model with onnxruntime on the board's inputs; returns the outputs
     quantised like the board's outputs, one array (runs, n) per output. A float input or output
@@ -297,7 +304,11 @@ def onnx_reference(model_file, model, inputs, grids):
         import onnxruntime as ort
     except ImportError:
         raise N6Error(model_file, "onnxruntime is not installed", "install requirements.txt (./n6 setup)") from None
-    sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+    try:
+        sess = ort.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+    except Exception as e:      # onnxruntime's own exception types, one per failure kind
+        raise N6Error(model_file, f"onnxruntime {version('onnxruntime')} cannot load the model: {_ort_reason(e)}",
+                      "export the model with an opset and IR version onnxruntime supports") from None
     feeds = sess.get_inputs()
 
     def shape(meta):

@@ -6,6 +6,7 @@ the RESET button would, and asked again; the step says so in one line."""
 import contextlib
 import functools
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,8 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
             deadline = time.monotonic() + start_timeout
             while not os.path.exists(port_file):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise BoardError(board_file, f"the simulated board did not start: {_last_line(log)}",
+                    raise BoardError(board_file,
+                                     f"the simulated board did not start: {_last_line(log) or 'no output'}",
                                      "check the image (./n6 check) and the board state")
                 time.sleep(0.02)
             with open(port_file) as f:
@@ -48,14 +50,12 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
                 yield port
             except BoardError:
                 try:
-                    failed = proc.wait(2) != 0        # the board process stopped with an error of its own
+                    status = proc.wait(2)              # non-zero: the board process stopped on its own
                 except subprocess.TimeoutExpired:
-                    failed = False
-                if not failed:
+                    status = 0
+                if status == 0:
                     raise
-                raise BoardError(board_file, f"the simulated board stopped: {_last_line(log)}",
-                                 "see the simulated board's line: what the firmware waited for or where it "
-                                 "faulted") from None
+                raise _board_stopped(board_file, proc.pid, status, _last_line(log)) from None
         finally:
             proc.terminate()
             try:
@@ -68,7 +68,20 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
 
 def _last_line(log):
     log.seek(0)
-    return (log.read().strip().splitlines() or ["no output"])[-1]
+    return (log.read().strip().splitlines() or [None])[-1]
+
+
+def _board_stopped(board_file, pid, status, last_line):
+    """The error of a simulated board process that ended during a step: killed by a signal (by
+    someone else: its own faults are lines it prints), or exited after saying why."""
+    if status < 0:
+        return BoardError(f"simulated board (pid {pid})", f"killed by {signal.Signals(-status).name} during the "
+                          "step; nothing of this step was stored", "run the step again")
+    if last_line is None:
+        return BoardError(f"simulated board (pid {pid})", f"exited with status {status} without a word",
+                          "run the step again")
+    return BoardError(board_file, f"the simulated board stopped: {last_line}",
+                      "see the simulated board's line: what the firmware waited for or where it faulted")
 
 
 @contextlib.contextmanager

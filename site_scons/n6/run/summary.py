@@ -77,8 +77,13 @@ def failed_row(model, error):
     return ModelResult(model, "error", error=error)
 
 
-def summary(verb, rows, path):
-    """Write `path` (JSON) and return (table text, every model passed)."""
+NOT_RUN = {False: "not run: the build stopped at the first failure (`scons -k` goes on with the other models)",
+           True: "not run: a step the model needs failed (its error is above)"}
+
+
+def summary(verb, rows, path, kept_going=False):
+    """Write `path` (JSON) and return (table text, every model passed). `kept_going`: the build
+    went on after a failure (`scons -k`), so a model not run is one whose own steps could not."""
     failed = [r for r in rows if r.failed]
     simulated = any(r.simulated for r in rows)
     write_text(path, json.dumps({"verb": verb, "simulated": simulated, "models": [asdict(r) for r in rows],
@@ -96,6 +101,5 @@ def summary(verb, rows, path):
     table = tabulate([[get(r) for _, _, get in columns] for r in rows], [name for name, _, _ in columns],
                      floatfmt=[fmt for _, fmt, _ in columns], missingval="")
     verdict = f"{len(rows) - len(failed)} of {len(rows)} models {'passed' if verb == 'validate' else 'ok'}"
-    stopped = "\nnot run: the build stopped at the first failure (`scons -k` goes on with the other models)" \
-        if any(r.result == "not run" for r in rows) else ""
+    stopped = "\n" + NOT_RUN[kept_going] if any(r.result == "not run" for r in rows) else ""
     return f"{verb} summary: {verdict}\n" + table + stopped + "\n", not failed
