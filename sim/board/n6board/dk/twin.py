@@ -9,6 +9,7 @@ from n6.nn_interface import EPOCH_BLOCK, NN_INSTANCE
 from npu_model.npu import NPU_HZ, Npu
 
 from .bus import Bus
+from . import long_shift
 from .core import Core, Stop
 from .exceptions import IRQ0, exception_name
 from .firmware_elf import FirmwareElf
@@ -61,6 +62,7 @@ class DkTwin:
             self.bus.attach(controller)
         for addr, data in self.firmware.segments:
             self.memory.load(addr, data)
+        self._emulate_long_shifts()
         self.nn_instance = None
         run_epoch_block = self.firmware.address_of("LL_ATON_RT_RunEpochBlock")
         if run_epoch_block is not None:
@@ -86,6 +88,20 @@ class DkTwin:
                     "the NPU model started ends it")
         names = ", ".join(exception_name(n) for n in sorted(enabled)) or "none"
         return f"the interrupt it waits for is never raised (enabled interrupts: {names})"
+
+    def _emulate_long_shifts(self):
+        """Unicorn runs the Armv8.1-M 64-bit scalar shifts silently wrong (dk/long_shift.py); ST's
+        runtime in a model's image uses them and runs in place from the NOR, so the firmware's
+        segments and every programmed run of NOR sectors are scanned for them once, at power-on."""
+        runs = [(addr, [data]) for addr, data in self.firmware.segments]
+        end = None
+        for sector in sorted(self.flash.sectors):
+            if sector != end:
+                runs.append((sector, []))
+            runs[-1][1].append(self.flash.sectors[sector])
+            end = sector + self.flash.sector_size
+        for base, parts in runs:
+            long_shift.hook(self.core.uc, base, b"".join(parts), self.core.stop_with)
 
     def _model_hal_delay(self):
         """ST's HAL_Delay(ms) polls uwTick until ms + uwTickFreq ticks have passed: about 190 M
