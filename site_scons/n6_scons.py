@@ -39,16 +39,22 @@ def reports_errors(fn):
 _BOARD = threading.Lock()
 
 
-def board_action(flash_options, progress_line=None):
+def board_action(flash_options, progress_line=None, puts_set=lambda env: True):
     """Decorate a Python action that talks to the board: one at a time, in the order SCons starts
-    them, its progress line (a `progress` strfunction; give the Action none) printed once it has
-    the board. A lock, not an SCons SideEffect: SCons restarts a step that waited on a side effect
-    ahead of the steps declared before it, which would interleave the model sets. The board's own
-    lock (n6.flash.shared_board, `flash_options(env)` names the board) keeps other builds off it."""
+    them; once it has the board, its model set put there unless the board holds it (when
+    `puts_set(env)`: n6.flash.step.ensure_on_board, so a FLASH line comes before the step's),
+    then its progress line (a `progress` strfunction; give the Action none). A lock, not an SCons
+    SideEffect: SCons restarts a step that waited on a side effect ahead of the steps declared
+    before it, which would interleave the model sets. The board's own lock (n6.flash.shared_board,
+    `flash_options(env)` names the board) keeps other builds off it."""
     def wrap(fn):
         def action(target, source, env):
             from n6.flash.shared_board import board_lock
-            with _BOARD, board_lock(flash_options(env), say):
+            from n6.flash.step import ensure_on_board
+            opts = flash_options(env)
+            with _BOARD, board_lock(opts, say):
+                if puts_set(env):
+                    ensure_on_board(opts, say, verbose=bool(env.get("VERBOSE")))
                 line = progress_line(target, source, env) if progress_line else None
                 if line:
                     say(line)

@@ -211,7 +211,7 @@ def _flash_step(env, models):
 
 
 @reports_errors
-@board_action(lambda env: env["N6_FLASH_OPTIONS"])
+@board_action(lambda env: env["N6_FLASH_OPTIONS"], puts_set=lambda env: False)
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     opts, state = env["N6_FLASH_OPTIONS"], env["N6_FLASHING"]

@@ -31,13 +31,12 @@ SIM_OPERATOR_TIMEOUT = 900.0      # s: the simulated board emulates the image's 
 @board_action(lambda env: env["N6_PROFILE_OPTIONS"].flash, progress("PROFILE"))
 def _measure_action(target, source, env):
     from n6.aivalidation import Timeouts
-    from n6.flash.step import ensure_on_board, on_board_path
+    from n6.flash.step import on_board_path
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure, save_measurement
     from n6.run.session import board_session
     opts = env["N6_PROFILE_OPTIONS"]
     stamp = on_board_path(opts.flash, target[0].dir.dir.name)
-    ensure_on_board(opts.flash, say)
     on_board = read_json(stamp, "on_board.json")
     with board_session(opts.session, stamp, say, Timeouts(operator=SIM_OPERATOR_TIMEOUT)) as \
             (client, _, simulated):

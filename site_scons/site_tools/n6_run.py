@@ -21,7 +21,7 @@ from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code, uses_tool
 
-RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and all it imports)
+RUN_MODULES = ["n6.flash.step", "n6.run.steps"]      # what the run and validate actions run (and all they import)
 
 
 @reports_errors
@@ -33,7 +33,8 @@ def _run_action(target, source, env):
 
 
 @reports_errors
-@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path))
+@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path),
+              lambda env: bool(env["N6_VALIDATE_OPTIONS"].test_data or env["N6_VALIDATE_OPTIONS"].reference_data))
 def _validate_action(target, source, env):
     from n6.run.steps import validate_step
     opts = env["N6_VALIDATE_OPTIONS"]
