@@ -80,8 +80,8 @@ def profile_targets(env, c_infos):
     for name in models:
         c_info, c_name = c_infos[name]
         out = ModelLayout("$BUILD_DIR", name).profile
-        flash, made_of, flash_step = env.BoardSet(name)
-        opts = ProfileOptions(session_options(env), flash, c_name, int(env["PROFILE_SAMPLES"]))
+        flash, made_of, flash_step, board = env.BoardSet(name)
+        opts = ProfileOptions(session_options(env, board), flash, c_name, int(env["PROFILE_SAMPLES"]))
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   made_of + [env.File(opts.session.board_file),
                                              step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +

@@ -65,8 +65,8 @@ def run_model(env, spec, board_name, in_project, validated):
     it is there (env.BoardSet): it depends on what the set is made of, so a changed image is
     flashed before it runs, whatever ran on the board before."""
     layout = ModelLayout(env.subst("$BUILD_DIR"), spec.name)
-    flash, made_of, flash_step = env.BoardSet(spec.name)
-    session = session_options(env)
+    flash, made_of, flash_step, board = env.BoardSet(spec.name)
+    session = session_options(env, board)
     runs = int(env["RUNS"]) if "RUNS" in SCons.Script.ARGUMENTS else None     # unset: every INPUTS= sample
     opts = RunOptions(session, flash, board_name, runs, int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],
