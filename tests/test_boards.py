@@ -24,6 +24,8 @@ def test_probes_and_ports_pair_in_order(tmp_path):
         attached_boards("A,B", "p,q,r", 1, sim, False)
     with pytest.raises(N6Error, match="does not name a probe for each"):
         attached_boards("", "p,q", 1, sim, False)
+    with pytest.raises(N6Error, match="LAB_PLACES= and PROBE= / PORT= both name boards"):
+        attached_boards("A", "", 1, sim, False, places="n6-1", coordinator="127.0.0.1:1")
 
 
 def test_simulated_boards_have_folders_and_probes_of_their_own(tmp_path):

@@ -100,6 +100,10 @@ VARIABLES = (
     Variable("INPUTS", "run/validate: inputs (.npy, .npz: one array per input) instead of random data", "", PATH),
     Variable("PORT", "run/validate: the board's serial port (empty: the simulated board); several, comma "
              "separated: one per PROBE= board, in order"),
+    Variable("LAB_PLACES", "run/validate/profile: labgrid places whose boards to use (comma list; acquired for "
+             "the build, released at its end: docs/lab.md)"),
+    Variable("LAB_COORDINATOR", "the labgrid coordinator of LAB_PLACES (HOST:PORT)", "127.0.0.1:20408",
+             environ="LG_COORDINATOR"),
     Variable("SIM_BOARDS", "run/validate/profile: simulated boards to spread the models over (one job each)", 1,
              NUMBER, parse=numbers.count),
     Variable("SIM_FIRMWARE", "the simulated board's firmware: empty = its own; ST's validation firmware ELF, an ST "

@@ -134,7 +134,7 @@ def _template(env):
             bool(env["FORCE"]), env["FLASH_RESET"], bool(env["DRY_RUN"]), bool(env["RELOC_COPY_MODE"]),
             env["RELOC_EXT_RAM_SIZE"], env.Dir("$BUILD_DIR").path, env.StedgeaiInstall()[0])
         state.boards = attached_boards(env["PROBE"], env["PORT"], int(env["SIM_BOARDS"]), sim_board_dir(env),
-                                       state.template.simulated)
+                                       state.template.simulated, env["LAB_PLACES"], env["LAB_COORDINATOR"])
     return state.template
 
 
@@ -186,8 +186,9 @@ _FLASH_ACTION = SCons.Action.Action(_flash_action, None, varlist=["N6_FLASH_OPTI
 def generate(env):
     describe_targets(env, ("flash", "put the chosen model(s) on the board (BOARD=, MODEL=), writing changed sectors "
                                     "only"), ("flash-<model>", "put that model on the board"))
-    env.SetDefault(**defaults("BOARD", "MODEL", "PROBE", "PORT", "SIM_BOARDS", "FORCE", "FLASH_BACKEND",
-                              "FLASH_RESET", "DRY_RUN", "RELOC_COPY_MODE", "RELOC_EXT_RAM_SIZE"))
+    env.SetDefault(**defaults("BOARD", "MODEL", "PROBE", "PORT", "SIM_BOARDS", "LAB_PLACES", "LAB_COORDINATOR",
+                              "FORCE", "FLASH_BACKEND", "FLASH_RESET", "DRY_RUN", "RELOC_COPY_MODE",
+                              "RELOC_EXT_RAM_SIZE"))
     for name, method in (("FlashTargets", flash_targets), ("OnBoard", on_board), ("DeployModels", deploy_models),
                          ("BoardSet", board_set), ("DeployResult", deploy_result), ("UsesBoard", uses_board),
                          ("DeployOrder", deploy_order)):

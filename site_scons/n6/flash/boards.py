@@ -24,12 +24,20 @@ def split_list(value: str) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def attached_boards(probe: str, port: str, sim_boards: int, sim_dir: str, simulated: bool) -> tuple[Attached, ...]:
-    """The boards of a build, in order. A real flash: one board per PROBE= serial, paired in order
-    with PORT='s ports (none: each board file's port). A simulated flash: SIM_BOARDS= boards, the
-    first in `sim_dir`, the others beside it (`<sim_dir>-2`, ...), or one per PORT= port when it
-    names several (simulated boards served elsewhere: a lab's)."""
+def attached_boards(probe: str, port: str, sim_boards: int, sim_dir: str, simulated: bool, places: str = "",
+                    coordinator: str = "") -> tuple[Attached, ...]:
+    """The boards of a build, in order. LAB_PLACES= `places`: the labgrid places' boards
+    (n6.flash.lab, acquired on `coordinator`). A real flash: one board per PROBE= serial, paired
+    in order with PORT='s ports (none: each board file's port). A simulated flash: SIM_BOARDS=
+    boards, the first in `sim_dir`, the others beside it (`<sim_dir>-2`, ...), or one per PORT=
+    port when it names several (simulated boards served elsewhere)."""
     probes, ports = split_list(probe), split_list(port)
+    if places:
+        if probes or ports:
+            raise N6Error(None, "LAB_PLACES= and PROBE= / PORT= both name boards",
+                          "leave PROBE= and PORT= empty: each place names its board's probe and port")
+        from .lab import place_boards
+        return place_boards(split_list(places), coordinator, simulated)
     if len(probes) > 1 and ports and len(ports) != len(probes):
         raise N6Error(None, f"PROBE= names {len(probes)} probes but PORT= {len(ports)} ports",
                       "give one port per probe, in the same order")
