@@ -118,3 +118,20 @@ def test_two_boards_run_side_by_side(repo):
     probes = {json.load(open(os.path.join(build, m, "flash", "on_board.json")))["probe"]
               for m in ("kws_mlp", "fusion_mlp")}
     assert len(probes) == 2
+
+
+@pytest.mark.slow
+def test_profile_on_two_boards_gives_the_one_board_summary(repo):
+    """Three models profiled on one board, then on two: the same profile summary, the
+    measurements taken on the boards the sets were dealt to."""
+    build = os.path.join(repo, "build")
+    models = ["digits_mlp", "fusion_mlp", "kws_mlp"]
+    summaries, boards = [], []
+    for n in (1, 2):
+        forget_boards(build)
+        scons(repo, "profile", "MODEL=" + ",".join(models), f"SIM_BOARDS={n}", "FORCE=1")
+        summaries.append(json.load(open(os.path.join(build, "profile-summary.json"))))
+        boards.append([json.load(open(os.path.join(build, m, "profile", "measurement.json")))["board"].split()[-1]
+                       for m in models])
+    assert summaries[1] == summaries[0] and summaries[0]["failed"] == 0
+    assert len(set(boards[0])) == 1 and boards[1][0] == boards[1][2] != boards[1][1]
