@@ -39,6 +39,8 @@ def test_simulated_boards_have_folders_and_probes_of_their_own(tmp_path):
     assert [(b.port, b.sim_board) for b in lab] == [("rfc2217://h:1", sim), ("rfc2217://h:2", sim + "-2")]
     with pytest.raises(N6Error, match="SIM_BOARDS=3 but PORT= names 2 ports"):
         attached_boards("", "p,q", 3, sim, True)
+    with pytest.raises(N6Error, match="PROBE= names 2 probes but the programmer is the simulated one"):
+        attached_boards("A,B", "", 1, sim, True)
 
 
 def test_sets_are_dealt_out_in_turn():

@@ -42,6 +42,9 @@ def attached_boards(probe: str, port: str, sim_boards: int, sim_dir: str, simula
         raise N6Error(None, f"PROBE= names {len(probes)} probes but PORT= {len(ports)} ports",
                       "give one port per probe, in the same order")
     if simulated:
+        if len(probes) > 1:
+            raise N6Error(None, f"PROBE= names {len(probes)} probes but the programmer is the simulated one",
+                          "give SIM_BOARDS=<n> for several simulated boards, or flash with a real programmer")
         if len(ports) > 1 and sim_boards > 1 and len(ports) != sim_boards:
             raise N6Error(None, f"SIM_BOARDS={sim_boards} but PORT= names {len(ports)} ports",
                           "give one port per simulated board, or leave PORT= empty")
