@@ -18,6 +18,11 @@ from n6.simulators import sources as simulator_sources
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
+def jobs_given():
+    """Whether the command line sets SCons's -j (the build's own default is then left alone)."""
+    return any(a.startswith(("-j", "--jobs")) for a in sys.argv[1:])
+
+
 def say(text):
     """One write per message (print() makes two): under parallel jobs another job's progress
     line never lands inside it, where a `  VERB  path` line would no longer start a line."""
@@ -42,19 +47,32 @@ def reports_errors(fn):
     return action
 
 
-_BOARD = threading.Lock()
+_BOARDS = {}                # board (n6.flash.shared_board.board_key) → this process's lock on it
+_BOARDS_MADE = threading.Lock()
 
 
-def board_action(flash_options, progress_line=None):
-    """Decorate a Python action that talks to the board: one at a time, in the order SCons starts
-    them, its progress line (a `progress` strfunction; give the Action none) printed once it has
-    the board. A lock, not an SCons SideEffect: SCons restarts a step that waited on a side effect
-    ahead of the steps declared before it, which would interleave the model sets. The board's own
-    lock (n6.flash.shared_board, `flash_options(env)` names the board) keeps other builds off it."""
+def _board_thread_lock(key):
+    with _BOARDS_MADE:
+        return _BOARDS.setdefault(key, threading.Lock())
+
+
+def board_action(flash_options, progress_line=None, puts_set=lambda env: True):
+    """Decorate a Python action that talks to a board: one at a time on each board, in the order
+    SCons starts them; once it has the board, its model set put there unless the board holds it
+    (when `puts_set(env)`: n6.flash.step.ensure_on_board, so a FLASH line comes before the step's),
+    then its progress line (a `progress` strfunction; give the Action none). A lock, not an SCons
+    SideEffect: SCons restarts a step that waited on a side effect ahead of the steps declared
+    before it, which would interleave the model sets. The board's own lock (n6.flash.shared_board,
+    `flash_options(env)` names the board) keeps other builds off it; steps on different boards
+    run side by side under -j."""
     def wrap(fn):
         def action(target, source, env):
-            from n6.flash.shared_board import board_lock
-            with _BOARD, board_lock(flash_options(env), say):
+            from n6.flash.shared_board import board_key, board_lock
+            from n6.flash.step import ensure_on_board
+            opts = flash_options(env)
+            with _board_thread_lock(board_key(opts)), board_lock(opts, say):
+                if puts_set(env):
+                    ensure_on_board(opts, say, verbose=bool(env.get("VERBOSE")))
                 line = progress_line(target, source, env) if progress_line else None
                 if line:
                     say(line)
@@ -132,14 +150,15 @@ def targets_help(env):
     return "".join(f"  {name:<18} {text}\n" for name, text in env.get("N6_TARGETS", []))
 
 
-def session_options(env):
-    """How the deploy steps reach the board (n6.run.options.SessionOptions), from the variables."""
+def session_options(env, board):
+    """How the deploy steps reach `board` (n6.flash.boards.Attached: its port, the simulated board's
+    state) as n6.run.options.SessionOptions, with the variables."""
     from n6.board import load_board
     from n6.board_files import board_path
     from n6.run.options import SessionOptions
     install_root, install, _ = env.StedgeaiInstall()
     board_file = os.path.abspath(board_path(env["BOARD"]))
-    return SessionOptions(board_file=board_file, port=env.get("PORT", ""), state=sim_board_dir(env),
+    return SessionOptions(board_file=board_file, port=board.port, state=board.sim_board,
                           release=install.core, install_root=os.path.abspath(install_root),
                           copy_mode=bool(env["RELOC_COPY_MODE"]),
                           backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend,

@@ -90,6 +90,16 @@ def copy_repo(dest):
     return dest
 
 
+def forget_boards(build):
+    """Forget every run, flash and simulated board of the build folder `build`: the next run or
+    validate flashes and runs every model again."""
+    for name in os.listdir(build):
+        if name.startswith("sim-board"):
+            shutil.rmtree(os.path.join(build, name))
+        for step in ("run", "flash"):
+            shutil.rmtree(os.path.join(build, name, step), ignore_errors=True)
+
+
 def scons(cwd, *args, check=True, env=None, timeout=600):
     """`scons -Q args` in `cwd`; `env`: variables set on top of this process's (None: removed)."""
     environ = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}

@@ -210,13 +210,23 @@ def test_two_inputs_two_outputs(repo, tmp_path):
 
 
 def _deploy_lines(stdout):
-    """(verb, model) of the RUN / FLASH / VALIDATE progress lines, in order."""
+    """(verb, model) of the RUN / FLASH / VALIDATE / PROFILE progress lines, in order."""
     out = []
     for line in stdout.splitlines():
         parts = line.split()
-        if line.startswith("  ") and parts and parts[0] in ("RUN", "FLASH", "VALIDATE"):
+        if line.startswith("  ") and parts and parts[0] in ("RUN", "FLASH", "VALIDATE", "PROFILE"):
             out.append((parts[0], parts[1].split("/")[1]))
     return out
+
+
+def test_a_step_says_flash_before_it_runs_on_the_board(repo):
+    """A run, a validate with a test set and a profile put their model on the board first: the
+    FLASH line comes before the step's own line, not after it."""
+    scons(repo, "run", "MODEL=kws_mlp")
+    proc = scons(repo, "run", "validate", "MODEL=digits_mlp", "RUNS=1")
+    assert _deploy_lines(proc.stdout) == [("FLASH", "digits_mlp"), ("RUN", "digits_mlp"), ("VALIDATE", "digits_mlp")]
+    proc = scons(repo, "profile", "MODEL=kws_mlp")
+    assert _deploy_lines(proc.stdout) == [("FLASH", "kws_mlp"), ("PROFILE", "kws_mlp")]
 
 
 def test_whole_project_validate_one_model_at_a_time(repo):
@@ -236,9 +246,9 @@ def test_whole_project_validate_one_model_at_a_time(repo):
         lines = _deploy_lines(proc.stdout)
         runs = [m for verb, m in lines if verb == "RUN"]
         assert sorted(runs) == models
-        assert lines[0][0] != "FLASH"
-        for before, (verb, m) in zip(lines, lines[1:]):       # a flash only right after its model's RUN line
-            assert verb != "FLASH" or before == ("RUN", m)
+        assert lines[-1][0] != "FLASH"
+        for (verb, m), after in zip(lines, lines[1:]):       # a flash only right before its model's RUN line
+            assert verb != "FLASH" or after == ("RUN", m)
         summary = json.load(open(summary_json))
         assert [r["model"] for r in summary["models"]] == models and summary["failed"] == 0
         assert all(r["result"] == "passed" and r["max_lsb"] <= 2 and r["inf_per_s"] > 0 for r in summary["models"])

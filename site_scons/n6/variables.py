@@ -85,7 +85,8 @@ VARIABLES = (
     Variable("MODEL", "model(s) to flash, run, validate or profile (comma list; default: the board file's, else "
              "every model, each in turn on the board, with a summary; flash needs a choice when they do not fit "
              "together)"),
-    Variable("PROBE", "serial number of the ST-LINK to flash (default: the only one attached)"),
+    Variable("PROBE", "serial number of the ST-LINK to flash (default: the only one attached); several, comma "
+             "separated: a board each, the models spread over them (docs/boards.md)"),
     Variable("FORCE", "flash: write every sector, ignoring what the board holds; profile: measure again", False,
              BOOL),
     Variable("FLASH_BACKEND", "programmer (empty: the board file's)", "", CHOICE, choices=("",) + BACKENDS),
@@ -97,7 +98,14 @@ VARIABLES = (
              parse=numbers.count),
     Variable("SEED", "run/validate: seed of the random inputs", 0, NUMBER, parse=numbers.seed),
     Variable("INPUTS", "run/validate: inputs (.npy, .npz: one array per input) instead of random data", "", PATH),
-    Variable("PORT", "run/validate: the board's serial port (empty: the simulated board)"),
+    Variable("PORT", "run/validate: the board's serial port (empty: the simulated board); several, comma "
+             "separated: one per PROBE= board, in order"),
+    Variable("LAB_PLACES", "run/validate/profile: labgrid places whose boards to use (comma list; acquired for "
+             "the build, released at its end: docs/lab.md)"),
+    Variable("LAB_COORDINATOR", "the labgrid coordinator of LAB_PLACES (HOST:PORT)", "127.0.0.1:20408",
+             environ="LG_COORDINATOR"),
+    Variable("SIM_BOARDS", "run/validate/profile: simulated boards to spread the models over (one job each)", 1,
+             NUMBER, parse=numbers.count),
     Variable("SIM_FIRMWARE", "the simulated board's firmware: empty = its own; ST's validation firmware ELF, an ST "
              "Edge AI Core install (the variant the flash step chooses) or 'st' (STEDGEAI_CORE_DIR's) = that "
              "firmware on the DK twin", environ="N6_SIM_FIRMWARE"),

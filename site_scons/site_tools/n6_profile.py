@@ -29,13 +29,12 @@ REPORT_MODULES = ["n6.profiling.steps"]
 @reports_errors
 @board_action(lambda env: env["N6_PROFILE_OPTIONS"].flash, progress("PROFILE"))
 def _measure_action(target, source, env):
-    from n6.flash.step import ensure_on_board, on_board_path
+    from n6.flash.step import on_board_path
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure, save_measurement
     from n6.run.session import board_session
     opts = env["N6_PROFILE_OPTIONS"]
     stamp = on_board_path(opts.flash, target[0].dir.dir.name)
-    ensure_on_board(opts.flash, say)
     on_board = read_json(stamp, "on_board.json")
     with board_session(opts.session, stamp, say) as (client, _, simulated):
         m = measure(client, opts.c_name, samples=opts.samples, simulated=simulated,
@@ -78,8 +77,8 @@ def profile_targets(env, c_infos):
     for name in models:
         c_info, c_name = c_infos[name]
         out = ModelLayout("$BUILD_DIR", name).profile
-        flash, made_of, flash_step = env.BoardSet(name)
-        opts = ProfileOptions(session_options(env), flash, c_name, int(env["PROFILE_SAMPLES"]))
+        flash, made_of, flash_step, board = env.BoardSet(name)
+        opts = ProfileOptions(session_options(env, board), flash, c_name, int(env["PROFILE_SAMPLES"]))
         measurement = env.Command(os.path.join(out, "measurement.json"),
                                   made_of + [env.File(opts.session.board_file),
                                              step_code(env, "profile-measure", MEASURE_MODULES, __file__)] +

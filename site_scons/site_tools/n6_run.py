@@ -21,7 +21,7 @@ from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
     sim_board_code, step_code, uses_tool
 
-RUN_MODULES = ["n6.run.steps"]      # what the run and validate actions run (and all it imports)
+RUN_MODULES = ["n6.flash.step", "n6.run.steps"]      # what the run and validate actions run (and all they import)
 
 
 @reports_errors
@@ -33,7 +33,8 @@ def _run_action(target, source, env):
 
 
 @reports_errors
-@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path))
+@board_action(lambda env: env["N6_VALIDATE_OPTIONS"].flash, progress("VALIDATE", lambda t, e: t[0].path),
+              lambda env: bool(env["N6_VALIDATE_OPTIONS"].test_data or env["N6_VALIDATE_OPTIONS"].reference_data))
 def _validate_action(target, source, env):
     from n6.run.steps import validate_step
     opts = env["N6_VALIDATE_OPTIONS"]
@@ -64,8 +65,8 @@ def run_model(env, spec, board_name, in_project, validated):
     it is there (env.BoardSet): it depends on what the set is made of, so a changed image is
     flashed before it runs, whatever ran on the board before."""
     layout = ModelLayout(env.subst("$BUILD_DIR"), spec.name)
-    flash, made_of, flash_step = env.BoardSet(spec.name)
-    session = session_options(env)
+    flash, made_of, flash_step, board = env.BoardSet(spec.name)
+    session = session_options(env, board)
     runs = int(env["RUNS"]) if "RUNS" in SCons.Script.ARGUMENTS else None     # unset: every INPUTS= sample
     opts = RunOptions(session, flash, board_name, runs, int(env["SEED"]),
                       os.path.abspath(env["INPUTS"]) if env["INPUTS"] else "", env["RUN_PER_LAYER"],

@@ -1,6 +1,7 @@
-"""`python -m n6board --image network_rel.bin [--params P] [--port-file F]`: the simulated
-STM32N6570-DK running ST's aiValidation reloc firmware, on a pseudo-terminal. Prints (or writes
-to --port-file) the pty's path, then serves the host until the link drops or it is terminated.
+"""`python -m n6board --image network_rel.bin [--params P] [--port-file F] [--rfc2217 HOST:PORT]`:
+the simulated STM32N6570-DK running ST's aiValidation reloc firmware, on a pseudo-terminal (and
+over the network). Prints (or writes to --port-file) the pty's path, then serves the host until
+the link drops or it is terminated.
 The firmware is the board's own (Python, the default) or, with `--firmware` / N6_SIM_FIRMWARE,
 ST's validation firmware ELF itself on the DK twin (`dk/`)."""
 import argparse
@@ -120,6 +121,9 @@ def main(argv=None):
     ap.add_argument("--mode", choices=("COPY", "XIP"), help="install mode (default: COPY, or the MREL header's)")
     ap.add_argument("--header", choices=("2byte", "1byte"), help="default: the board file's [validation] header")
     ap.add_argument("--port-file")
+    ap.add_argument("--rfc2217", metavar="HOST:PORT",
+                    help="also serve the port over the network (RFC 2217, as a lab's exporter; PORT 0: a free one); "
+                         "the port file then names its rfc2217:// URL")
     ap.add_argument("--firmware", default=os.environ.get("N6_SIM_FIRMWARE", ""),
                     help="run ST's validation firmware on the DK twin: its ELF, an ST Edge AI Core install (the "
                          "variant that loads the flashed image), or 'st' (the install STEDGEAI_CORE_DIR names); "
@@ -165,7 +169,12 @@ def serve_own_firmware(args, master, publish):
 
 
 def _publish(args, path):
-    """Tell the host where the board is: the port file, else stdout."""
+    """Tell the host where the board is: the port file, else stdout (the network port's URL with
+    --rfc2217)."""
+    if args.rfc2217:
+        from . import network_port
+        host, _, port = args.rfc2217.rpartition(":")
+        path = network_port.serve(path, host or "127.0.0.1", int(port or 0))
     if args.port_file:
         write_text(args.port_file, path + "\n")
     else:

@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..atomic import write_text
 from ..board import load_board
@@ -46,6 +46,11 @@ class FlashOptions:
     @property
     def models(self):
         return [m for m, _, _ in self.files]
+
+    def for_steps(self):
+        """These options as the steps that put the set on the board themselves sign them: FORCE=
+        and DRY_RUN= are the flash step's alone."""
+        return replace(self, force=False, dry_run=False)
 
 
 def find_programmer(choice, board, environ=os.environ):
@@ -130,14 +135,29 @@ def models_to_flash(chosen, requested, all_models, board, multi):
 DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
 
 
-def check_deploy_targets(targets: list, all_models: dict, broken: dict) -> None:
-    """`validate-kws_mpl`: one line naming the models (or the folder's own error), not SCons's
-    "Do not know how to make"."""
+def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list, bool]:
+    """(the flash targets of `targets`, whether they ask for any deploy step). `validate-kws_mpl`:
+    one line naming the models (or the folder's own error), not SCons's "Do not know how to make"."""
     for t in targets:
         verb, dash, name = t.partition("-")
         if dash and verb in DEPLOY_VERBS + ("flash",) and name not in all_models:
             raise broken.get(name) or N6Error(None, f"{t}: no model {name}",
                                               f"choose from {', '.join(sorted(all_models))}")
+    flash = [t for t in targets if t == "flash" or t.startswith("flash-")]
+    return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
+
+
+def run_options(board, release, programmer: tuple, force: bool, reset: str, dry_run: bool, copy_mode: bool,
+                ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
+    """The FlashOptions of one build run before a model set and a board are given them
+    (n6.flash.project.Deployment.plan). `programmer`: find_programmer's; `ext_ram`: RELOC_EXT_RAM_SIZE=."""
+    backend, install = programmer
+    return FlashOptions(board=board.path, files=(), multi=release.multi_model, release=release.core,
+                        backend=backend, cli=install.cli if install else None,
+                        simulated=install is not None and install.simulated,
+                        found_by=install.found_by if install else "pyocd", probes=(), probe=None, force=force,
+                        reset=reset, dry_run=dry_run, copy_mode=copy_mode, ext_ram=ext_ram_budget(ext_ram, board),
+                        build_dir=build_dir, sim_board="", install_root=install_root)
 
 
 def ext_ram_budget(value: str, board) -> int | None:
@@ -250,8 +270,8 @@ class ProgressBar:
 
 
 def invalidate_other_stamps(build_dir, own, result):
-    """Another model's on_board.json whose bytes this flash overwrote no longer holds: remove it,
-    so its next flash runs (and finds, by the records, what to write back)."""
+    """Another model's on_board.json on the same board (probe) whose bytes this flash overwrote no
+    longer holds: remove it, so its next flash runs (and finds, by the records, what to write back)."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
     for stamp in glob.glob(ModelLayout(build_dir, "*").on_board):
         if os.path.abspath(stamp) in own:
@@ -259,6 +279,8 @@ def invalidate_other_stamps(build_dir, own, result):
         try:
             with open(stamp, encoding="utf-8") as f:
                 info = json.load(f)
+            if info.get("probe") != result.serial:      # on another board
+                continue
             spans = [(int(i["address"], 16), int(i["address"], 16) + i["size"]) for i in info["images"]]
         except (OSError, ValueError, KeyError, TypeError):
             spans = [(0, 1 << 32)]

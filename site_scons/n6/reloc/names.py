@@ -3,6 +3,9 @@ SConscript time without importing the steps themselves."""
 import os
 
 
+IMAGE_SUFFIX = "_rel.bin"      # <name>_rel.bin: the relocatable image the board loads
+
+
 def prepare_outputs(name, epoch_controller):
     """What the prepare step writes into the model's reloc folder."""
     files = [f"{name}_reloc.c", f"{name}_reloc_mempools.c", f"{name}_reloc_conf.h", f"{name}_reloc_params.json"]

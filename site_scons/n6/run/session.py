@@ -124,10 +124,11 @@ def board_session(opts, on_board_path, say=print):
         refuse_simulated_blobs(on_board)
         reset()
     if port:
-        with connect(port, board.validation.baudrate, board.validation.header, reset=reset, say=say) as \
+        timeouts = SIMULATED_TIMEOUTS if on_board.get("simulated") else None
+        with connect(port, board.validation.baudrate, board.validation.header, timeouts, reset, say) as \
                 (client, device):
             _check_identity(on_board, on_board_path, device, port)
-            yield client, device, False
+            yield client, device, bool(on_board.get("simulated"))     # a simulated board served on a port (a lab's)
     elif on_board.get("simulated"):
         with simulated_board(opts.board_file, state=opts.state, release=opts.release, firmware=opts.sim_firmware,
                              mode="COPY" if opts.copy_mode else "XIP") as sim_port:

@@ -8,15 +8,13 @@ import numpy as np
 from ..atomic import write_text
 from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT
 from ..errors import N6Error
-from ..flash.step import ensure_on_board
 from . import inference, reference, validate
 from .session import board_session
 
 
 def run_step(opts, on_board_path, out_dir, say=print):
     """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report.
-    The model's set is put on the board first unless it is there."""
-    ensure_on_board(opts.flash, say)
+    The caller has put the model's set on the board (n6.flash.step.ensure_on_board)."""
     with board_session(opts.session, on_board_path, say) as (client, device, simulated):
         model = client.model(opts.c_name)
         inputs = inference.make_inputs(model, opts.inputs or None, opts.seed, opts.runs)
@@ -39,9 +37,8 @@ def run_step(opts, on_board_path, out_dir, say=print):
 
 
 def run_on_board(opts, on_board_path, model, inputs, say):
-    """The board's outputs (one array per output, runs first) on `inputs`, the model's set put
-    on the board first unless it is there."""
-    ensure_on_board(opts.flash, say)
+    """The board's outputs (one array per output, runs first) on `inputs` (the model's set on
+    the board, as for run_step)."""
     with board_session(opts.session, on_board_path, say) as (client, _, _):
         board_model, results = inference.run_model(client, model.name, inputs)
     return inference.outputs_arrays(board_model, results)

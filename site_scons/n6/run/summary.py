@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from tabulate import tabulate
 
 from ..atomic import write_text
-from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT, ModelLayout
+from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT, ModelLayout, model_step
 
 # The steps whose failure a verb's row shows, in the order they run ("build": making the model's images)
 STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run", "validate"),
@@ -75,6 +75,26 @@ def not_run(model):
 def failed_row(model, error):
     """The row of a model that cannot be deployed at all (its folder cannot be read)."""
     return ModelResult(model, "error", error=error)
+
+
+def project_rows(verb, build_dir, done, failed, broken):
+    """The rows of a whole-project summary: `done`: model → its steps ran to the end (built or up
+    to date); `failed`: (file, one-line error) of each step that failed, a model's error the one
+    of its first failed step; `broken`: model folders that cannot be read (name → error). A model
+    whose steps neither ended nor failed is `not run`."""
+    failures = {}
+    for path, error in failed:
+        model, step = model_step(build_dir, path)
+        failures.setdefault(model, {}).setdefault(step, error)
+    rows = []
+    for model, ended in sorted(done.items()):
+        if model in broken:
+            rows.append(failed_row(model, str(broken[model])))
+        elif ended or model in failures:
+            rows.append(model_result(verb, os.path.join(build_dir, model), model, failures.get(model)))
+        else:
+            rows.append(not_run(model))
+    return rows
 
 
 NOT_RUN = {False: "not run: the build stopped at the first failure (`scons -k` goes on with the other models)",
