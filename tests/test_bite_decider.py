@@ -220,13 +220,14 @@ def test_an_output_is_up_to_date_only_if_it_still_holds_what_was_built(decider):
     assert not _up_to_date(Node(state=SCons.Node.executing, stored_csig="other"))
 
 
-def test_a_signature_comes_from_the_stat_cache_and_is_empty_for_no_file(decider, monkeypatch):
-    assert n6_decider._stat_cache_csig(Node(path="/x")) == "sig"
-    assert n6_decider._stat_cache_csig(Node(path="/none")) == ""
+def test_a_signature_is_the_one_this_run_took_else_the_stat_cache_s_and_empty_for_no_file(decider, monkeypatch):
+    assert n6_decider._stat_cache_csig(Node(path="/x", csig=None)) == "sig"
+    assert n6_decider._stat_cache_csig(Node(path="/none", csig=None)) == ""
+    assert n6_decider._stat_cache_csig(Node(path="/none", csig="taken")) == "taken"    # no second read
     assert n6_decider._content_signature(None, "/x") == "sig"
     assert n6_decider._content_signature(None, "/none") == ""
     monkeypatch.setattr(n6_decider, "_CACHE", [None])
-    assert n6_decider._stat_cache_csig(Node()) == "" and n6_decider._content_signature(None, "/x") == ""
+    assert n6_decider._stat_cache_csig(Node(csig=None)) == "" and n6_decider._content_signature(None, "/x") == ""
 
 
 def _store(calls, node):
