@@ -52,7 +52,6 @@ class ModelSpec:
     generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
     source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
     reference_data: str = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
-    data_files: tuple = ()      # the ONNX model's external data files that are there (generate reads them)
 
 
 def c_identifier(value, where, what, fix):
@@ -218,8 +217,7 @@ def read_model(path, reserved=()):
                      profile=opts.get("profile", "default"), c_name=opts.get("name"),
                      input_data_type=opts.get("input_data_type"), output_data_type=opts.get("output_data_type"),
                      reloc=opts.get("reloc", {}), generate_options=tuple(opts.get("generate_options", ())),
-                     reference_data=data,
-                     data_files=onnx_external_data(models[0]) if models[0].endswith(".onnx") else ())
+                     reference_data=data)
 
 
 def _dangling(path, what):

@@ -12,6 +12,7 @@ import sys
 import SCons.Action
 import SCons.Builder
 import SCons.Node.FS
+import SCons.Scanner
 import SCons.Script
 
 from n6 import build_layout, gcc_flags
@@ -123,7 +124,7 @@ def _generate_action(target, source, env):
 def generate_model(env, spec, outdir):
     """Targets of `stedgeai generate` for one source model, into `outdir`."""
     args = _generate_args(env, spec)
-    sources = [spec.model_file, *spec.data_files, spec.profile_file, args["mpool"]]
+    sources = [spec.model_file, spec.profile_file, args["mpool"]]
     if args["simulated"]:   # the tool's side of the install (Utilities/), not the runtime (Middlewares/), and
         # the code its launcher runs, not the launcher: it names this checkout's folders (checkouts share a cache)
         from stedgeai_sim.install import installed_files
@@ -138,11 +139,19 @@ def generate_model(env, spec, outdir):
     return targets
 
 
+def _onnx_external_data(node, env, path):
+    """An ONNX model's external data files are sources of its generate step: scanned (and with
+    implicit_cache remembered) when the model changes, not read on every build."""
+    from n6.models import onnx_external_data
+    return [env.File(f) for f in onnx_external_data(node.abspath)]
+
+
 def generate(env):
     env.SetDefault(**defaults("STEDGEAI_CORE_DIR", "STEDGEAI_SIM_RELEASE", "BUILD_DIR", "STEDGEAI_TIMEOUT"))
     env["BUILDERS"]["StedgeaiGenerate"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_generate_action, progress("GEN")), emitter=_generate_emitter,
         target_factory=env.Dir, source_factory=SCons.Node.FS.Entry, single_source=False)
+    env.Append(SCANNERS=SCons.Scanner.Scanner(_onnx_external_data, name="OnnxExternalData", skeys=[".onnx"]))
     env.AddMethod(generate_model, "StedgeaiGenerateModel")
     env.AddMethod(build_sim_install, "StedgeaiSimulatedInstall")
     env.AddMethod(lambda e: _install(e), "StedgeaiInstall")
