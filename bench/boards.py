@@ -12,21 +12,14 @@ import json
 import os
 import sys
 import tempfile
-import time
 
 from tabulate import tabulate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from conftest import copy_repo, forget_boards, scons as run_scons  # noqa: E402
-
-
-def scons(repo, *args):
-    """Seconds of one scons command that must succeed."""
-    start = time.monotonic()
-    run_scons(repo, *args, timeout=3600)
-    return time.monotonic() - start
+from conftest import copy_repo, forget_boards  # noqa: E402
+from timed import scons  # noqa: E402
 
 
 def main():
@@ -42,7 +35,7 @@ def main():
         rows = []
         for n in counts:
             forget_boards(build)
-            seconds = scons(tmp, "validate", f"SIM_BOARDS={n}", "SEED=3")
+            seconds, _ = scons(tmp, "validate", f"SIM_BOARDS={n}", "SEED=3")
             with open(os.path.join(build, "validate-summary.json"), encoding="utf-8") as f:
                 summary = json.load(f)
             rows.append({"boards": n, "seconds": round(seconds, 2), "models": len(summary["models"]),

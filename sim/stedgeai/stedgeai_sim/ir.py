@@ -106,3 +106,10 @@ class Network:
     @property
     def macc(self):
         return sum(layer.attrs.get("macc", 0) for layer in self.layers)
+
+
+def bad_scale(scale):
+    """The first value of a quantisation scale that no code can be made of (not a finite number 0
+    or more), else None: both importers refuse such a scale."""
+    bad = scale[~(np.isfinite(scale) & (scale >= 0))]
+    return float(bad.flat[0]) if bad.size else None

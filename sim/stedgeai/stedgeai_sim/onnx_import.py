@@ -13,7 +13,7 @@ from onnx import numpy_helper, shape_inference
 from n6.errors import N6Error
 
 from . import layers as L
-from .ir import Network, Tensor
+from .ir import Network, Tensor, bad_scale
 
 F32 = np.float32
 UNARY = ("Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "BatchNormalization")
@@ -167,9 +167,9 @@ class _Importer:
         if scale is None or zp is None:
             self.fail(node, "scale and zero point must be constants", "export with constant Q/DQ parameters")
         scale = scale.astype(F32)
-        if not np.all(np.isfinite(scale) & (scale >= 0)):
-            self.fail(node, f"scale '{scale_name}' holds {scale[~(np.isfinite(scale) & (scale >= 0))].flat[0]:g}, "
-                      "not a finite number 0 or more", "quantise the model again")
+        if bad_scale(scale) is not None:
+            self.fail(node, f"scale '{scale_name}' holds {bad_scale(scale):g}, not a finite number 0 or more",
+                      "quantise the model again")
         return scale, zp
 
     def _DequantizeLinear(self, node):

@@ -11,7 +11,7 @@ import numpy as np
 from n6.errors import N6Error
 
 from . import layers as L
-from .ir import Network, Tensor
+from .ir import Network, Tensor, bad_scale
 
 F32 = np.float32
 NHWC_AXIS = {0: 0, 1: 2, 2: 3, 3: 1}     # TFLite axis of a 4-D tensor → logical (N, C, H, W) axis
@@ -134,9 +134,9 @@ class _Importer:
                           "export the model with fixed input dimensions")
         q = t.Quantization()
         scale = q.ScaleAsNumpy().astype(F32) if q is not None and q.ScaleLength() else np.ones(1, F32)
-        if not np.all(np.isfinite(scale) & (scale >= 0)):       # LiteRT loads it; no code can be made of it
+        if bad_scale(scale) is not None:       # LiteRT loads it; no code can be made of it
             raise N6Error(self.path, f"tensor '{t.Name().decode('utf-8', 'replace')}' has the scale "
-                          f"{scale[~(np.isfinite(scale) & (scale >= 0))][0]:g}, not a finite number 0 or more",
+                          f"{bad_scale(scale):g}, not a finite number 0 or more",
                           "quantise the model again")
         zp = q.ZeroPointAsNumpy().astype(np.int64) if q is not None and q.ZeroPointLength() else np.zeros(1, np.int64)
         data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() else 0
