@@ -157,3 +157,24 @@ def test_a_cpu_write_to_the_mapped_nor_lasts_until_its_d_cache_line_is_invalidat
     assert uc.reg_read(UC_ARM_REG_R4) == 0xDEADBEEF                   # the cache holds the write
     assert uc.reg_read(UC_ARM_REG_R5) == uc.reg_read(UC_ARM_REG_R6) == int.from_bytes(b"NBIN", "little")
     assert bytes(uc.mem_read(0x7100_0000, 64)) == b"NBIN" * 16
+
+
+def test_entering_the_networks_first_epoch_block_anew_begins_an_inference_on_the_npu_model():
+    """The twin serves many inferences: the NPU model forgets the last one's programs, stop line
+    and outputs not computed when the runtime enters the first epoch block again, not while it
+    re-enters a block waiting for the NPU, nor at later blocks."""
+    import struct
+    from unicorn import UC_PROT_ALL
+    from unicorn.arm_const import UC_ARM_REG_R0
+    from n6board.dk.twin import DkTwin
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.mem_map(0x3400_0000, 0x1000, UC_PROT_ALL)
+    uc.reg_write(UC_ARM_REG_R0, 0x3400_0000)
+    twin = DkTwin.__new__(DkTwin)          # only what the hook reads: no firmware needed
+    twin.npu, twin._last_block = Npu(lambda a, d: None), None
+    begun = []
+    twin.npu.begin_inference = lambda: begun.append(True)
+    for current in (0x100, 0x100, 0x118, 0x130, 0x100, 0x100, 0x118, 0x100):
+        uc.mem_write(0x3400_0000, struct.pack("<4I", 0x40, current, 0x100, current + 0x18))
+        twin._on_run_epoch_block(uc)
+    assert len(begun) == 3

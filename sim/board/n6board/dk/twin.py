@@ -64,6 +64,7 @@ class DkTwin:
             self.memory.load(addr, data)
         self._emulate_long_shifts()
         self.nn_instance = None
+        self._last_block = None
         run_epoch_block = self.firmware.address_of("LL_ATON_RT_RunEpochBlock")
         if run_epoch_block is not None:
             core.uc.hook_add(UC_HOOK_CODE, self._on_run_epoch_block, begin=run_epoch_block, end=run_epoch_block)
@@ -123,7 +124,18 @@ class DkTwin:
         uc.hook_add(UC_HOOK_CODE, delay, begin=at, end=at)
 
     def _on_run_epoch_block(self, uc, *_):
+        """The runtime enters an epoch block (again, while it waits for the NPU). Entering the
+        network's first block anew begins an inference: the NPU model forgets the last one's
+        programs, stop line and outputs not computed, as on the simulated board."""
         self.nn_instance = uc.reg_read(UC_ARM_REG_R0)
+        try:
+            nn = NN_INSTANCE.unpack(bytes(uc.mem_read(self.nn_instance, NN_INSTANCE.size)))
+        except UcError:
+            return
+        block = nn["current_epoch_block"]
+        if block == nn["first_epoch_block"] and self._last_block != block:
+            self.npu.begin_inference()
+        self._last_block = block
 
     def current_epoch(self):
         """The epoch the runtime is in, from its NN instance (the argument of its last
