@@ -131,7 +131,7 @@ def compute(x, cfg, y=None):
     total = (coeff(cfg.a) * x << top - ax) + (coeff(cfg.c) << top + cs)
     if cfg.dual:
         if y is None:
-            raise ValueError(f"{cfg.name}: DUALIN set but nothing reaches its port 1")
+            raise NotModelled(f"{cfg.name}: DUALIN set but nothing reaches its port 1")
         total = total + (coeff(cfg.b) * to_width(np.asarray(y, dtype=np.int64).ravel(), cfg.in_bytes[1], False)
                          << top - by)
     return output_stage(total, cfg.result_shift + top, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)

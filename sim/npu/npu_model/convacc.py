@@ -173,7 +173,7 @@ def kernel_frames(stream, cfg, frames):
     dtype = np.uint8 if cfg.kernels_unsigned else np.int8
     data = np.frombuffer(bytes(stream), dtype=dtype)[:frames * cfg.frame_bytes].astype(np.int64)
     if data.size < frames * cfg.frame_bytes:
-        raise ValueError(f"kernel stream: {data.size} bytes for {frames} frames of {cfg.frame_bytes}")
+        raise NotModelled(f"kernel stream: {data.size} bytes for {frames} frames of {cfg.frame_bytes}")
     data = data.reshape(frames, cfg.frame_bytes)
     first, end = cfg.unit_items()
     if cfg.deep:
@@ -244,6 +244,6 @@ def convolve(features, kernels, cfg, partial=None):
     sums = accumulate(features, kernels, cfg)
     if cfg.accumulate:
         if partial is None:
-            raise ValueError("CONVACC accumulates (NOSUM=0) but no partial sums reach its port 2")
+            raise NotModelled("CONVACC accumulates (NOSUM=0) but no partial sums reach its port 2")
         sums = sums + (np.asarray(partial, dtype=np.int64).reshape(sums.shape) << cfg.inshift)
     return output_stage(sums, cfg.outshift, cfg.rounding, cfg.relu, cfg.out_bytes, cfg.saturate)

@@ -276,7 +276,7 @@ class Npu:
                 if self.read_memory is None:
                     raise NotModelled("no memory given to the model")
                 computed = chain_writes(program, self.aton, self.regs, self.read_memory)
-            except (NotModelled, ValueError) as e:
+            except NotModelled as e:
                 why = str(e)
                 unmodelled = [why]
         if unmodelled and self.mode != "control":
