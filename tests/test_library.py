@@ -362,3 +362,14 @@ def test_summary_says_why_a_model_did_not_run(tmp_path):
     assert stopped.splitlines()[-1] == "not run: the build stopped at the first failure (`scons -k` goes on with " \
         "the other models)"
     assert kept.splitlines()[-1] == "not run: a step the model needs failed (its error is above)"
+
+
+@pytest.mark.parametrize("code, fix", [("ENOSPC", "free space on its disk"),
+                                       ("EDQUOT", "free space within your disk quota"),
+                                       ("EROFS", "make the folder writable"), ("EACCES", "make the folder writable")])
+def test_what_the_machine_refuses_names_the_file_a_temporary_was_for_and_the_machines_fix(code, fix):
+    import errno
+    from n6.errors import machine_error
+    e = machine_error(OSError(getattr(errno, code), "refused", "build/m/network_rel.bin.tmp4242"), "build/m")
+    assert (e.path, e.problem) == ("build/m/network_rel.bin", "cannot write: refused") and e.fix.startswith(fix)
+    assert machine_error(OSError(errno.ENOENT, "gone", "x"), "build/m") is None

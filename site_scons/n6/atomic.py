@@ -14,11 +14,22 @@ def _alive(pid):
     return True
 
 
+def _writer_pid(name):
+    """The pid of the process writing the temporary `name`, else None (not a temporary)."""
+    _, sep, pid = str(name).rpartition(".tmp")
+    return int(pid) if sep and pid.isdigit() else None
+
+
+def intended_path(name):
+    """The file a write-then-rename temporary is for; any other name as it is."""
+    return str(name).rpartition(".tmp")[0] if _writer_pid(name) is not None else str(name)
+
+
 @contextlib.contextmanager
 def atomic_open(path, mode="wb"):
     for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run, not a running one
-        pid = stale.rsplit(".tmp", 1)[1]
-        if not (pid.isdigit() and _alive(int(pid))):
+        pid = _writer_pid(stale)
+        if not (pid is not None and _alive(pid)):
             try:
                 os.unlink(stale)
             except FileNotFoundError:

@@ -1,6 +1,5 @@
 """The one exception type users see: a problem in a named file plus how to fix it."""
 import errno
-import re
 
 
 class N6Error(Exception):
@@ -31,5 +30,6 @@ def machine_error(error, path):
     fix = _MACHINE_FIXES.get(error.errno)
     if fix is None:
         return None
-    where = re.sub(r"\.tmp\d+$", "", str(error.filename)) if error.filename else path
+    from .atomic import intended_path
+    where = intended_path(error.filename) if error.filename else path
     return N6Error(where, f"cannot write: {error.strerror or error}", fix)
