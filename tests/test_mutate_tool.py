@@ -69,9 +69,9 @@ def test_equivalent_list_format(tmp_path):
 
 def test_summary_applies_the_equivalent_list_as_it_is_now():
     report = {"target": "t", "mutants": [{"key": "a", "outcome": "survived"}, {"key": "b", "outcome": "survived"},
-                                         {"key": "c", "outcome": "killed"}]}
-    assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 3, "killed": 1, "survived": 1,
-                                                    "equivalent": 1, "survivor %": 50.0}
+                                         {"key": "c", "outcome": "killed"}, {"key": "d", "outcome": "invalid"}]}
+    assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 4, "killed": 1, "survived": 1,
+                                                    "equivalent": 1, "invalid": 1, "survivor %": 50.0}
 
 
 def test_every_listed_equivalent_is_a_mutant_the_tool_makes():

@@ -41,7 +41,8 @@ def test_float_input_and_uint8_output_conversions(stedgeai, sim_install, tmp_pat
     assert "LL_SW_CONVERT_FLOAT_TO_INT8" in text and "LL_SW_CONVERT_INT8_TO_UINT8" in text
     exe, info = host_build(str(out), sim_install("2.2"), tmp_path)
     (inp,), (outp,) = info["graphs"][0]["original_inputs"], info["graphs"][0]["original_outputs"]
-    assert (inp["data_format"]["type"], outp["data_format"]["type"]) == ("FLOAT", "UNSIGNED")
+    assert inp["data_format"] == {"quantizer": "NONE", "scale": [], "size": 32, "type": "FLOAT", "zero": []}
+    assert outp["data_format"]["type"] == "UNSIGNED"    # as ST's samples spell them (test_c_info_data_format)
     x = np.random.default_rng(3).standard_normal(inp["shape"]).astype(np.float32)
     got = np.frombuffer(host_run(exe, tmp_path, x), np.uint8)
     ref = ReferenceEvaluator(onnx.load(os.path.join(MODELS, "kws_mlp", "model.onnx")))

@@ -244,8 +244,8 @@ def run_target(name, target, limit, listing=False, label="", match=""):
         results = []
         for i, m in enumerate(mutants, 1):
             file = os.path.join(repo, m.path)
-            original = open(file).read()
-            if m.key in known:
+            original = None if m.key in known else open(file).read()
+            if original is None:
                 outcome = "equivalent"
             elif m.path.endswith(".py") and not _parses(m.apply(original)):
                 outcome = "invalid"       # no Python: every test would fail, which says nothing of them
@@ -274,7 +274,7 @@ def _outcome(result, known):
 def summary(report, known=None):
     known = equivalents() if known is None else known
     outcomes = [_outcome(r, known) for r in report["mutants"]]
-    counts = {k: outcomes.count(k) for k in ("killed", "survived", "equivalent")}
+    counts = {k: outcomes.count(k) for k in ("killed", "survived", "equivalent", "invalid")}
     judged = counts["killed"] + counts["survived"]
     return {"target": report["target"], "mutants": len(report["mutants"]), **counts,
             "survivor %": round(100 * counts["survived"] / judged, 1) if judged else 0.0}
