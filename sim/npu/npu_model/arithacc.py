@@ -33,17 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of, to_width
+from .fixedpoint import NotModelled, output_stage, rounding_of, signed, to_width
 from .units import unit_fields
 
 MEM_OFFSET = 0x400
 MEM_ENTRIES = 3 * 128                   # entries addressed without TRANSLATEADDR's second window
 PLAIN_SHIFTER = 16                      # INSHIFTER.FSHIFTx of a shift by 0 (ll_aton.c stores shift + 16)
 OP_AX_BY_C = 0x0
-
-
-def _signed(value, bits):
-    return value - (1 << bits) if value >> (bits - 1) & 1 else value
 
 
 @dataclass(frozen=True)
@@ -79,20 +75,20 @@ class ArithConfig:
             if sh[f"FSHIFT{axis}"] != PLAIN_SHIFTER or sh[f"FROUND{axis}"] or sh[f"FSAT{axis}"]:
                 unmodelled.append(f"INSHIFTER {axis}")
         mem = np.array(list(memory) or [(0, 0)], dtype=np.int64).reshape(-1, 2)
-        vec_a = np.array([_signed(int(w) & 0xFFFF, 16) for w in mem[:, 0]])
-        vec_b = np.array([_signed(int(w) >> 16 & 0xFFFF, 16) for w in mem[:, 0]])
-        vec_c = np.array([int(w) & 0xFFFF for w in mem[:, 1]])            # signed below, unless combined
-        a = vec_a if ctrl["COEFFA"] else _signed(f["COEFFAC"]["A"], 16)
-        b = vec_b if ctrl["COEFFB"] else _signed(f["COEFFB"]["B"], 16)
+        vec_a = signed(mem[:, 0] & 0xFFFF, 16)
+        vec_b = signed(mem[:, 0] >> 16 & 0xFFFF, 16)
+        vec_c = mem[:, 1] & 0xFFFF                                       # signed below, unless combined
+        a = vec_a if ctrl["COEFFA"] else signed(f["COEFFAC"]["A"], 16)
+        b = vec_b if ctrl["COEFFB"] else signed(f["COEFFB"]["B"], 16)
         c = vec_c if ctrl["COEFFC"] else f["COEFFAC"]["C"]
         if ctrl["COMBINEBC"]:
             c = (np.asarray(b) << 16) + np.asarray(c)                   # B:C, a signed 32-bit constant
         else:
-            c = np.where(np.asarray(c) >> 15 & 1, np.asarray(c) - (1 << 16), c)
+            c = signed(np.asarray(c), 16)
         offsets = f["ADDROFFSET"]
         counters = (tuple((ctrl[f"CNT{k}"], f[f"RSTCNT{k}"]["RSTCNT"]) for k in (1, 2, 3)),
                     f["INCCNT"]["INCVAL"], f["INCOFFSET"]["VAL"],
-                    tuple(_signed(offsets[f"OFFSET{k}"], 9) for k in (1, 2, 3)))
+                    tuple(signed(offsets[f"OFFSET{k}"], 9) for k in (1, 2, 3)))
         return cls(bool(ctrl["DUALIN"]), a, b, c, bool(ctrl["COMBINEBC"]), (shift["AX"], shift["BY"], shift["C"]),
                    shift["RES"], rounding_of(ctrl["ROUND"], ctrl["ORNDMODE"] & 1, f"{name}: CTRL.ORNDMODE"),
                    bool(ctrl["ORNDMODE"] & 2), ctrl["OBYTES"], bool(ctrl["SAT"]), counters,

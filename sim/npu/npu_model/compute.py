@@ -17,7 +17,7 @@ import numpy as np
 from .arithacc import ArithConfig, coefficient_memory
 from .chain import run, wire
 from .convacc import ConvConfig
-from .fixedpoint import NotModelled
+from .fixedpoint import NotModelled, signed
 from .poolacc import PoolConfig
 
 CONFIGS = {"CONVACC": ConvConfig.from_registers, "POOL": PoolConfig.from_registers}
@@ -83,8 +83,7 @@ def _items(data, lanes):
     value = sum(words[:, j] << LANE_BITS * k for j, k in enumerate(used))
     if not signext:
         return value
-    half = 1 << (LANE_BITS * (used[-1] + 1) - 1)
-    return (value + half) % (2 * half) - half
+    return signed(value, LANE_BITS * (used[-1] + 1))
 
 
 def _item_bytes(values, lanes):

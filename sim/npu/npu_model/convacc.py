@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of
+from .fixedpoint import NotModelled, output_stage, rounding_of, signed
 from .units import unit_fields
 
 DEEP_GROUP = 8                      # kernels interleaved per depth step in DEEPMODE blocks
@@ -114,12 +114,12 @@ class ConvConfig:
         zfbias = f["ZFBIAS"]["ZFBIAS"]
         fsub = f["FSUB"]["FSUB"]
         return cls(kfmt["WIDTH"], kfmt["HEIGHT"], kfmt["NR"], depth, width, height,
-                   sample["HSTRD"], sample["VSTRD"], pads, fsub - (1 << 24) if fsub >> 23 else fsub,
+                   sample["HSTRD"], sample["VSTRD"], pads, signed(fsub, 24),
                    dfmt["OUTSHIFT"], rounding_of(dfmt["ROUND"], dfmt["ORNDMODE"] & 1, f"{name}: DFORMAT.ORNDMODE"),
                    bool(dfmt["ORNDMODE"] & 2), dfmt["OBYTES"], bool(dfmt["SAT"]), dfmt["INSHIFT"],
                    not ctrl["NOSUM"], (f["KFILT"]["TOT"], f["KFILT"]["FIRST"], f["KFILT"]["LAST"]),
                    bool(ctrl["DEEPMODE"]), bool(ctrl["KUNSIGNED"]), dfmt["FBYTES"], bool(ctrl["FUNSIGNED"]),
-                   frame_filter, crop, zero_frame, zfbias - (zfbias >> 15 << 16), tuple(unmodelled), name)
+                   frame_filter, crop, zero_frame, signed(zfbias, 16), tuple(unmodelled), name)
 
     @property
     def pixel_items(self):
@@ -218,7 +218,7 @@ def accumulate(features, kernels, cfg):
     bits = 16 if cfg.feature_bytes == 2 else 8            # FBYTES=3 carries three 8-bit values an item
     f = np.asarray(features, dtype=np.int64) & (1 << bits) - 1
     if not cfg.features_unsigned:
-        f = f - (f >> (bits - 1) << bits)
+        f = signed(f, bits)
     f = f.reshape(cfg.height, cfg.width, cfg.pixel_items)[..., :cfg.depth] - cfg.fsub
     if cfg.crop:
         top, bottom, left, right = cfg.crop

@@ -50,13 +50,19 @@ def rounding_of(round_enabled, mode_bit, field):
     raise NotModelled(f"{field} bit 0 = 0 with ROUND=1 is not modelled (no public sample uses it)")
 
 
+def signed(values, bits):
+    """The two's-complement value of the low `bits` bits (an int or an int64 array)."""
+    half = 1 << (bits - 1)
+    return (values + half) % (2 * half) - half
+
+
 def to_width(values, nbytes, saturate):
     """Signed values of `nbytes` bytes: clipped when `saturate`, else wrapped (two's complement)."""
     bits = 8 * nbytes
     values = np.asarray(values, dtype=np.int64)
     if saturate:
         return np.clip(values, -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    return (values + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    return signed(values, bits)
 
 
 def output_stage(values, shift, rounding, relu, nbytes, saturate):

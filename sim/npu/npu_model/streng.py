@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .fixedpoint import NotModelled
+from .fixedpoint import NotModelled, signed
 
 STREAM_BITS = 24                                # the switch's word: three 8-bit channels
 SPAN_LIMIT = 64 << 20                           # bytes one engine's accesses may spread over
@@ -208,7 +208,7 @@ def read_items(engine, read_memory):
     if not engine.low_aligned:
         return data << (STREAM_BITS - bits)
     if engine.sign_extend:
-        data = np.where(data >> (bits - 1) & 1, data | (-1 << bits), data) & ((1 << STREAM_BITS) - 1)
+        data = signed(data, bits) & ((1 << STREAM_BITS) - 1)
     return data
 
 
