@@ -9,13 +9,17 @@ Needs the test bed named by N6_REAL_STEDGEAI."""
 import functools
 import os
 import re
+import sys
 
 import pytest
 
-from conftest import scons
+from conftest import ROOT, scons
 from network_c_inits import (RESETS, decoded_fields, decoded_streng_fields, expected_arith_fields,
                              expected_convacc_fields, expected_pool_fields, expected_streng_fields, network_c_epochs)
 from test_real_install import REAL, SAMPLES, _install, repo, st_flow  # noqa: F401  (repo: a fixture)
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from npu_samples import installed  # noqa: E402  (ST's image with its params at their flash address)
 
 pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
                                 reason="no real ST Edge AI Core test bed (set N6_REAL_STEDGEAI to its folder)")
@@ -30,13 +34,6 @@ def enabled_units(sample):
     for epoch, body in re.findall(r"Enable_epoch_(\d+)_all_units\[\] = \{(.*?)\};", text, re.S):
         out[int(epoch)] = {f"{kind}{i}" for kind, i in re.findall(r"\{\{(\w+),(\d+)\}\}", body.replace(" ", ""))}
     return out
-
-
-def installed(sample, mode):
-    from n6board.firmware import InstalledModel
-    build, _ = st_flow(sample, "secure")
-    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
-        return InstalledModel(f.read(), npu_model=mode)
 
 
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])
