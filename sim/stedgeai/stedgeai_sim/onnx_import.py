@@ -108,6 +108,7 @@ class _Importer:
             dims = vi.type.tensor_type.shape.dim
             if all(d.dim_value > 0 for d in dims):
                 self.shapes[vi.name] = tuple(d.dim_value for d in dims)
+        self.graph_inputs = {vi.name for vi in g.input} - set(self.inits)   # the model's inputs, not its weights
         self.consumers = {}   # name -> the nodes that take it
         for n in g.node:
             for i in n.input:
@@ -151,12 +152,6 @@ class _Importer:
             return v[1]
         if isinstance(v, Tensor):
             return v
-        if isinstance(v, _FloatOp) and v.kind in MOVES and isinstance(v.args[0], tuple) and v.args[0][0] == "dq" \
-                and name in self.shapes:          # DequantizeLinear, then a move: the move runs on the int8 codes
-            t = v.args[0][1]
-            out = Tensor(name, self.shapes[name], "int8", t.scale, t.zero_point)
-            self.layers.append(self._move(v, t, out))
-            return out
         raise N6Error(self.path, f"graph output '{name}' is not an int8 tensor (no QuantizeLinear "
                       "before it); the model is not int8", "quantise the model to int8 (QDQ format)")
 
@@ -224,10 +219,9 @@ class _Importer:
     # -- float operators: remembered until a QuantizeLinear lowers them ------------------------
     def _float(self, node):
         args = []
-        graph_inputs = {vi.name for vi in self.model.graph.input} - set(self.inits)
         for n, i in enumerate(node.input):
             a = self.values.get(i) if i else None
-            if a is None and n == 0 and i in graph_inputs and node.op_type in MOVES and node.op_type != "Concat":
+            if a is None and n == 0 and i in self.graph_inputs and node.op_type in MOVES and node.op_type != "Concat":
                 a = ("input", i)       # data movement on the float input: done on its int8 codes (see _QuantizeLinear)
             elif a is None and i and i not in self.inits:
                 self.fail(node, f"input '{i}' is float, the model is not int8",
