@@ -17,6 +17,9 @@ class Attached:
     probe: str        # its ST-LINK's serial ("": the only probe attached, or the simulated board's own)
     port: str         # its serial port ("": the board file's; the simulated board's pty)
     sim_board: str    # the simulated board's state folder (a simulated flash)
+    programmer: str = ""    # STM32_Programmer_CLI on the host the probe is plugged into, when not this one
+    host: str = ""          # that host (a labgrid exporter's: n6.flash.remote)
+    place: str = ""         # the labgrid place of the board
 
 
 def split_list(value: str) -> list[str]:

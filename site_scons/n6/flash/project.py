@@ -30,7 +30,8 @@ class Deployment:
 
     def plan(self, models: tuple, index: int, template):
         """(FlashOptions of the set `models` on board `index`, the set's image nodes): `template`
-        with the set's images, the board's probe (else the probes attached) and simulated board."""
+        with the set's images, the board's probe (else the probes attached) and simulated board,
+        and the programmer on another host when the board's probe is plugged in there."""
         from dataclasses import replace
         from ..reloc.names import IMAGE_SUFFIX, params_path
         from .step import attached_probes
@@ -44,8 +45,10 @@ class Deployment:
             files.append((m, network.path, params.path if params else None))
             images += [network] + ([params] if params else [])
         self.board_of[models] = index
+        remote = dict(backend="stm32cubeprogrammer", cli=unit.programmer, simulated=False, remote_host=unit.host,
+                      found_by=f"labgrid place {unit.place}, on {unit.host}") if unit.host else {}
         return replace(template, files=tuple(files), probes=probes, probe=unit.probe or None,
-                       sim_board=unit.sim_board), images
+                       sim_board=unit.sim_board, **remote), images
 
     def sets_to_plan(self, targets: list, chosen: list, build_dir: str) -> list:
         """After the flash targets' set is planned: note what the command line asks each deploy

@@ -42,6 +42,7 @@ class FlashOptions:
     build_dir: str
     sim_board: str            # the simulated board's state folder
     install_root: str
+    remote_host: str = ""     # the host the probe is plugged into, when not this one (a labgrid exporter's)
 
     @property
     def models(self):
@@ -79,6 +80,9 @@ def make_programmer(opts, board, log_path, verbose=False):
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
     runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
+    if opts.remote_host:
+        from .remote import exporter_programmer
+        return exporter_programmer(opts, board, log_path, runner)
     return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
                           board.programmer.access_port, opts.probe, log_path)
 
@@ -378,14 +382,14 @@ def flash_step(opts, reports, say=print, verbose=False):
     if opts.dry_run:
         return
     record_held(opts, [(im.address, im.sha256) for im in images])
-    report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": opts.simulated,
+    report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": backend.simulated,
               "backend": opts.backend, "programmer": opts.cli, "found_by": opts.found_by,
               "models": opts.models, "force": opts.force, "programmer_calls": result.programmer_calls,
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
               "notes": result.notes, "images": [r.as_dict() for r in result.images]}
     own = set()
     for m, (stamp, flash_json) in zip(opts.models, reports):
-        on_board = {"board": board.key, "probe": result.serial, "simulated": opts.simulated, "model": m,
+        on_board = {"board": board.key, "probe": result.serial, "simulated": backend.simulated, "model": m,
                     "set": opts.models,
                     "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
                                 "size": len(r.image.data), "sha256": r.image.sha256}
