@@ -126,6 +126,10 @@ def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summa
     _client(coordinator, "-p", PLACES[1], "acquire")          # someone else holds a place: one line, nothing run
     try:
         forget_boards(os.path.join(repo, "build"))
+        for option, status in (("-n", 0), ("-q", 1), ("-h", 0), ("-c", 0)):   # reading the build acquires none
+            read = scons(repo, option, *(args if option != "-c" else ("flash-big_mlp",) + args[1:]), check=False)
+            assert (read.returncode, read.stderr) == (status, ""), option
+            assert _acquired_by(coordinator, PLACES[0]) == "None"
         refused = scons(repo, *args, check=False)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert f"labgrid place {PLACES[1]}: acquire failed" in refused.stderr

@@ -14,6 +14,7 @@ import atexit
 import os
 import subprocess
 import sys
+import threading
 
 from ..errors import N6Error
 from .boards import Attached
@@ -21,6 +22,33 @@ from .boards import Attached
 PROBE_TAG, SIM_BOARD_TAG, PROGRAMMER_TAG = "n6-probe", "n6-sim-board", "n6-programmer"
 PROBE_RESOURCE = "NetworkUSBDebugger"     # an ST-LINK on the exporter's host: labgrid's USBDebugger, exported
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
+
+
+_DECLARED = {}            # coordinator → (the places the build names there, whether the flash is simulated)
+_ACQUIRED = {}            # coordinator → {place: its board}, or the error acquiring them gave (at run time)
+_LOCK = threading.Lock()  # the steps of several boards ask side by side (-j)
+
+
+def declare(places, coordinator: str, simulated: bool) -> None:
+    """The build names `places` on `coordinator`: nothing is asked of labgrid until a step needs
+    one of them (place_board), so that reading the build (`scons -n`, `-c`, `-h`, `-q`) acquires none."""
+    known = _DECLARED.get(coordinator, ((), simulated))[0]
+    _DECLARED[coordinator] = (known + tuple(p for p in places if p not in known), simulated)
+
+
+def place_board(place: str, coordinator: str) -> Attached:
+    """The board of `place`, at run time: the first call acquires every place the build declared
+    on `coordinator` (one held elsewhere stops the build before anything is flashed)."""
+    with _LOCK:
+        if coordinator not in _ACQUIRED:
+            places, simulated = _DECLARED[coordinator]
+            try:
+                _ACQUIRED[coordinator] = dict(zip(places, place_boards(list(places), coordinator, simulated)))
+            except N6Error as e:
+                _ACQUIRED[coordinator] = e
+        if isinstance(_ACQUIRED[coordinator], N6Error):
+            raise _ACQUIRED[coordinator]
+        return _ACQUIRED[coordinator][place]
 
 
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:

@@ -43,6 +43,9 @@ class FlashOptions:
     sim_board: str            # the simulated board's state folder
     install_root: str
     remote_host: str = ""     # the host the probe is plugged into, when not this one (a labgrid exporter's)
+    sim_probe: str = ""       # a simulated board of several: the probe serial its folder is made with
+    place: str = ""           # a labgrid place not resolved yet (n6.flash.boards.resolved)
+    coordinator: str = ""     # its coordinator
 
     @property
     def models(self):
@@ -358,6 +361,9 @@ def flash_step(opts, reports, say=print, verbose=False):
     log_path = os.path.join(os.path.relpath(os.path.dirname(reports[0][0])), "programmer.log")
     if os.path.exists(log_path):
         os.unlink(log_path)
+    if opts.sim_probe and not opts.dry_run:
+        from .boards import make_simulated_board
+        make_simulated_board(opts.sim_board, opts.sim_probe)
     backend = make_programmer(opts, board, log_path, verbose)
     backend.check_options(opts.reset, opts.probe)
     probes = list(opts.probes) or ([] if opts.probe or opts.dry_run else backend.probes())
