@@ -175,6 +175,20 @@ def test_two_boards_run_side_by_side(repo):
 
 
 @pytest.mark.slow
+def test_a_board_file_that_names_two_simulated_boards_spreads_the_models(repo, tmp_path):
+    """`[boards] simulated = 2` in the board file: two models go to two simulated boards, as with
+    SIM_BOARDS=2; SIM_BOARDS=1 on the command line puts both on one board."""
+    build = os.path.join(repo, "build")
+    board = _board_file(tmp_path, "simulated = 2\n")
+    for given, boards in (((), 2), (("SIM_BOARDS=1",), 1)):
+        forget_boards(build)
+        scons(repo, "validate", "MODEL=digits_mlp,kws_mlp", f"BOARD={board}", *given)
+        probes = {json.load(open(os.path.join(build, m, "flash", "flash.json")))["probe"]
+                  for m in ("digits_mlp", "kws_mlp")}
+        assert len(probes) == boards
+
+
+@pytest.mark.slow
 def test_profile_on_two_boards_gives_the_one_board_summary(repo):
     """Three models profiled on one board, then on two: the same profile summary, the
     measurements taken on the boards the sets were dealt to."""
