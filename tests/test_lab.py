@@ -150,7 +150,8 @@ def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(
            "N6_TEST_HOSTS_LOG": str(log)}
     place = (f"LAB_PLACES={EXPORTED}", f"LAB_COORDINATOR={coordinator}")
     forget_boards(os.path.join(repo, "build"))
-    scons(repo, "validate-kws_mlp", *place, "FLASH_RESET=hard", env=ssh, timeout=900)
+    proc = scons(repo, "validate-kws_mlp", *place, "FLASH_RESET=hard", env=ssh, timeout=900)
+    assert re.search(r"^  FLASH    build/kws_mlp/\S+ \S+ 0x71000000: .*  SIMULATED$", proc.stdout, re.M), proc.stdout
     flash = json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "flash.json")))
     serial = DEFAULT_SERIAL[:-4] + "0013"
     assert flash["probe"] == serial and flash["simulated"]        # the programmer there said it is simulated

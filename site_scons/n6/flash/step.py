@@ -380,6 +380,8 @@ def flash_step(opts, reports, say=print, verbose=False):
                             on_progress=bar, dry_run=opts.dry_run)
         finally:
             bar.close()
+    if backend.simulated and not opts.simulated:      # the programmer on a lab machine said it is simulated
+        tag = "  SIMULATED" + tag
     for note in result.notes:
         say(f"  FLASH    {note}{tag}")
     for r in result.images:
