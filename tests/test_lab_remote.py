@@ -26,3 +26,23 @@ def test_a_lab_machine_ssh_cannot_reach_is_one_line_naming_it(tmp_path, monkeypa
     assert e.value.fix == "set up key-based SSH from this machine to lab-machine-9 (labgrid runs the exporter's " \
                           "tools over SSH)"
     assert not (tmp_path / "hosts.log").exists()          # nothing ran there
+
+
+def test_a_lab_machines_simulated_board_that_does_not_answer_is_not_reset_from_here(tmp_path):
+    """Its state folder is on the lab machine (none here): the step says the board did not answer,
+    not that this machine's simulated programmer has no board."""
+    import json
+    from n6.aivalidation.client import BoardError
+    from n6.board_files import DEFAULT_BOARD, board_path
+    from n6.run.options import SessionOptions
+    from n6.run.session import board_session
+    _, silent = os.openpty()
+    stamp = tmp_path / "on_board.json"
+    stamp.write_text(json.dumps({"simulated": True, "images": []}))
+    opts = SessionOptions(board_file=os.path.abspath(board_path(DEFAULT_BOARD)), port=os.ttyname(silent), state="",
+                          release="2.2", install_root="", copy_mode=False, backend="auto")
+    said = []
+    with pytest.raises(BoardError, match="no answer"):
+        with board_session(opts, str(stamp), said.append):
+            pass
+    assert said == []

@@ -118,8 +118,8 @@ def board_session(opts, on_board_path, say=print):
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
     log_path = os.path.join(os.path.dirname(on_board_path), "firmware_start.log")
-    if on_board.get("simulated"):
-        reset = functools.partial(reset_simulated_board, opts.state, board, log_path)
+    if on_board.get("simulated"):      # no state here: the simulated board of a lab machine, not reset from here
+        reset = functools.partial(reset_simulated_board, opts.state, board, log_path) if opts.state else None
     else:
         reset = functools.partial(start_validation_firmware, opts, on_board, board, say, log_path)
     if port and not on_board.get("simulated"):
