@@ -69,7 +69,8 @@ def board_action(flash_options, progress_line=None, puts_set=lambda env: True):
         def action(target, source, env):
             from n6.flash.shared_board import board_key, board_lock
             from n6.flash.step import ensure_on_board
-            opts = flash_options(env)
+            from n6.flash.boards import resolved
+            opts = resolved(flash_options(env))
             with _board_thread_lock(board_key(opts)), board_lock(opts, say):
                 if puts_set(env):
                     ensure_on_board(opts, say, verbose=bool(env.get("VERBOSE")))
@@ -162,7 +163,8 @@ def session_options(env, board):
                           release=install.core, install_root=os.path.abspath(install_root),
                           copy_mode=bool(env["RELOC_COPY_MODE"]),
                           backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend,
-                          sim_firmware=sim_firmware(env))
+                          sim_firmware=sim_firmware(env), place=board.coordinator and board.place,
+                          coordinator=board.coordinator)
 
 
 def sim_firmware(env):

@@ -3,6 +3,7 @@ sets dealt out over them, each board's steps in turn and the boards side by side
 whole-project validate on 1, 2 and 4 simulated boards giving the same summary."""
 import json
 import os
+import re
 import threading
 import time
 
@@ -10,37 +11,84 @@ import pytest
 
 from conftest import copy_repo, forget_boards, scons
 from n6.errors import N6Error
-from n6.flash.boards import Attached, attached_boards, deal
+from n6.board import load_board
+from n6.board_files import DEFAULT_BOARD, board_path
+from n6.flash.boards import Attached, BoardList, attached_boards, chosen_list, deal, make_simulated_board
+
+
+def _line(probe="", port="", sim_boards=1, places=""):
+    """The boards the command line names."""
+    return BoardList.from_variables({"PROBE": probe, "PORT": port, "SIM_BOARDS": sim_boards, "LAB_PLACES": places,
+                                     "LAB_COORDINATOR": "127.0.0.1:1"})
 
 
 def test_probes_and_ports_pair_in_order(tmp_path):
     sim = str(tmp_path / "sim")
-    assert attached_boards("A,B", "/dev/ttyACM0,/dev/ttyACM1", 1, sim, False) == (
+    assert attached_boards(_line("A,B", "/dev/ttyACM0,/dev/ttyACM1"), sim, False) == (
         Attached("A", "/dev/ttyACM0", sim), Attached("B", "/dev/ttyACM1", sim))
-    assert attached_boards("A,B", "", 1, sim, False) == (Attached("A", "", sim), Attached("B", "", sim))
-    assert attached_boards("", "", 1, sim, False) == (Attached("", "", sim),)
-    assert attached_boards("A", "/dev/ttyACM0", 1, sim, False) == (Attached("A", "/dev/ttyACM0", sim),)
+    assert attached_boards(_line("A,B"), sim, False) == (Attached("A", "", sim), Attached("B", "", sim))
+    assert attached_boards(_line(), sim, False) == (Attached("", "", sim),)
+    assert attached_boards(_line("A", "/dev/ttyACM0"), sim, False) == (Attached("A", "/dev/ttyACM0", sim),)
     with pytest.raises(N6Error, match="PROBE= names 2 probes but PORT= 3 ports"):
-        attached_boards("A,B", "p,q,r", 1, sim, False)
+        attached_boards(_line("A,B", "p,q,r"), sim, False)
     with pytest.raises(N6Error, match="does not name a probe for each"):
-        attached_boards("", "p,q", 1, sim, False)
+        attached_boards(_line("", "p,q"), sim, False)
     with pytest.raises(N6Error, match="LAB_PLACES= and PROBE= / PORT= both name boards"):
-        attached_boards("A", "", 1, sim, False, places="n6-1", coordinator="127.0.0.1:1")
+        attached_boards(_line("A", places="n6-1"), sim, False)
 
 
-def test_simulated_boards_have_folders_and_probes_of_their_own(tmp_path):
+def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed(tmp_path):
     from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
     sim = str(tmp_path / "sim-board")
-    boards = attached_boards("", "", 3, sim, True)
+    boards = attached_boards(_line(sim_boards=3), sim, True)
     assert [b.sim_board for b in boards] == [sim, sim + "-2", sim + "-3"]
-    serials = [BoardState(b.sim_board).probe()["serial"] for b in boards]
+    assert not os.listdir(tmp_path)            # named when the build is read, made by the step that flashes
+    serials = [b.sim_probe for b in boards]
     assert serials[0] == DEFAULT_SERIAL and len(set(serials)) == 3
-    lab = attached_boards("", "rfc2217://h:1,rfc2217://h:2", 1, sim, True)       # simulated boards served elsewhere
+    for b in boards:
+        make_simulated_board(b.sim_board, b.sim_probe)
+    assert [BoardState(b.sim_board).probe()["serial"] for b in boards] == serials
+    BoardState(sim + "-2").set_probe(serial="0042000000000000000000AB")      # a folder's own probe wins
+    assert attached_boards(_line(sim_boards=3), sim, True)[1].sim_probe == "0042000000000000000000AB"
+    lab = attached_boards(_line("", "rfc2217://h:1,rfc2217://h:2"), sim, True)    # simulated boards served elsewhere
     assert [(b.port, b.sim_board) for b in lab] == [("rfc2217://h:1", sim), ("rfc2217://h:2", sim + "-2")]
     with pytest.raises(N6Error, match="SIM_BOARDS=3 but PORT= names 2 ports"):
-        attached_boards("", "p,q", 3, sim, True)
+        attached_boards(_line("", "p,q", 3), sim, True)
     with pytest.raises(N6Error, match="PROBE= names 2 probes but the programmer is the simulated one"):
-        attached_boards("A,B", "", 1, sim, True)
+        attached_boards(_line("A,B"), sim, True)
+
+
+def _board_file(tmp_path, boards):
+    """The bundled DK's board file with a [boards] table."""
+    path = tmp_path / "dk.toml"
+    path.write_text(open(board_path(DEFAULT_BOARD)).read() + "\n[boards]\n" + boards)
+    return str(path)
+
+
+def test_a_board_file_names_its_boards_as_the_command_line_does(tmp_path):
+    board = load_board(_board_file(tmp_path, 'probes = ["A", "B"]\nports = ["/dev/ttyACM0", "/dev/ttyACM1"]\n'))
+    sim = str(tmp_path / "sim")
+    variables = {"PROBE": "", "PORT": "", "SIM_BOARDS": 1, "LAB_PLACES": "", "LAB_COORDINATOR": "127.0.0.1:20408"}
+    from_file = attached_boards(chosen_list(variables, {}, board.boards), sim, False)
+    assert from_file == attached_boards(_line("A,B", "/dev/ttyACM0,/dev/ttyACM1"), sim, False)
+    line = chosen_list(dict(variables, PROBE="C"), {"PROBE": "C"}, board.boards)    # the command line's list wins
+    assert attached_boards(line, sim, False) == (Attached("C", "", sim),)
+    four = load_board(_board_file(tmp_path, "simulated = 4\n")).boards
+    assert attached_boards(chosen_list(variables, {}, four), sim, True) == \
+        attached_boards(_line(sim_boards=4), sim, True)
+    places = load_board(_board_file(tmp_path, 'places = ["n6-dk-1"]\ncoordinator = "lab:20408"\n')).boards
+    assert chosen_list(variables, {}, places).coordinator == "lab:20408"
+    assert chosen_list(dict(variables, LAB_COORDINATOR="x:1"), {"LAB_COORDINATOR": "x:1"}, places).coordinator == "x:1"
+    path = _board_file(tmp_path, 'probes = ["A", "B"]\nports = ["p"]\n')         # its mistakes name the file
+    with pytest.raises(N6Error) as e:
+        attached_boards(chosen_list(variables, {}, load_board(path).boards), sim, False)
+    assert str(e.value) == f"{path}: [boards] probes names 2 probes but [boards] ports 1 ports (fix: give one port " \
+                           "per probe, in the same order)"
+    for text, problem in (('probes = "A"\n', "key boards.probes: 'A' is not list"),
+                          ("simulated = 0\n", "key boards.simulated: 0 must be positive"),
+                          ('place = ["x"]\n', "key boards.place: unknown key")):
+        with pytest.raises(N6Error, match=re.escape(problem)):
+            load_board(_board_file(tmp_path, text))
 
 
 def test_sets_are_dealt_out_in_turn():
@@ -62,6 +110,10 @@ def test_whole_project_validate_on_1_2_and_4_simulated_boards_gives_one_summary(
     and table) is the same; each board holds its own models (its probe in their stamps, its
     programmer calls for them alone); nothing runs again when nothing changed."""
     summaries, tables = [], []
+    forget_boards(os.path.join(repo, "build"))
+    for option, status in (("-n", 0), ("-q", 1), ("-h", 0)):      # reading the build makes no board folder
+        assert scons(repo, option, "validate", "SIM_BOARDS=4", check=False).returncode == status, option
+        assert not [f for f in os.listdir(os.path.join(repo, "build")) if f.startswith("sim-board")]
     for boards in (1, 2, 4):
         forget_boards(os.path.join(repo, "build"))
         proc = scons(repo, "validate", f"SIM_BOARDS={boards}", "SEED=3")
@@ -120,6 +172,20 @@ def test_two_boards_run_side_by_side(repo):
     probes = {json.load(open(os.path.join(build, m, "flash", "on_board.json")))["probe"]
               for m in ("kws_mlp", "fusion_mlp")}
     assert len(probes) == 2
+
+
+@pytest.mark.slow
+def test_a_board_file_that_names_two_simulated_boards_spreads_the_models(repo, tmp_path):
+    """`[boards] simulated = 2` in the board file: two models go to two simulated boards, as with
+    SIM_BOARDS=2; SIM_BOARDS=1 on the command line puts both on one board."""
+    build = os.path.join(repo, "build")
+    board = _board_file(tmp_path, "simulated = 2\n")
+    for given, boards in (((), 2), (("SIM_BOARDS=1",), 1)):
+        forget_boards(build)
+        scons(repo, "validate", "MODEL=digits_mlp,kws_mlp", f"BOARD={board}", *given)
+        probes = {json.load(open(os.path.join(build, m, "flash", "flash.json")))["probe"]
+                  for m in ("digits_mlp", "kws_mlp")}
+        assert len(probes) == boards
 
 
 @pytest.mark.slow

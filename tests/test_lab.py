@@ -4,6 +4,9 @@ places; a whole-project validate through the places gives the one-board summary,
 while it runs and releases them at its end; a place someone else holds is one line."""
 import json
 import os
+import re
+import shlex
+import types
 import socket
 import subprocess
 import sys
@@ -11,12 +14,15 @@ import time
 
 import pytest
 
-from conftest import SIM_BOARD, copy_repo, forget_boards, scons
+from conftest import ROOT, SIM_BOARD, SIM_PROGRAMMER, copy_repo, forget_boards, scons
 
 pytestmark = pytest.mark.slow
 
 LABGRID = os.path.dirname(sys.executable)       # labgrid's commands, installed beside the interpreter
 PLACES = ("n6-lab-1", "n6-lab-2")
+EXPORTED = "n6-lab-3"          # its board's ST-LINK is exported too: flashed on the exporter's host
+LAB_MACHINE = "lab-machine-3"  # that host, reached through tests/fixtures/lab_hosts/ssh
+HOSTS = os.path.join(ROOT, "tests", "fixtures", "lab_hosts")
 
 
 def _free_port():
@@ -47,8 +53,10 @@ def _acquired_by(coordinator, place):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """(repo, coordinator address): two simulated boards exported as labgrid resources, a place
-    for each (tag n6-sim-board: the board's state folder)."""
+    """(repo, coordinator address, lab folder): three simulated boards exported as labgrid
+    resources, a place for each: the first two tagged n6-sim-board (the board's state folder, this
+    machine flashes it), the third with its ST-LINK exported (a NetworkUSBDebugger on
+    LAB_MACHINE, whose environment attaches the board to the simulated programmer there)."""
     from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
     repo = copy_repo(tmp_path_factory.mktemp("lab-repo"))
     scons(repo)
@@ -60,7 +68,7 @@ def lab(tmp_path_factory):
         _wait("the coordinator", lambda: socket.socket().connect_ex(("127.0.0.1", int(coordinator[10:]))) == 0,
               procs[0])
         exported = {}
-        for k, place in enumerate(PLACES, start=1):
+        for k, place in enumerate(PLACES + (EXPORTED,), start=1):
             state, port_file = lab / f"board-{k}", lab / f"port-{k}"
             BoardState(str(state)).set_probe(serial=DEFAULT_SERIAL[:-4] + f"{k + 10:04d}")
             procs.append(subprocess.Popen([sys.executable, "-m", "n6board", "--state", str(state), "--rfc2217",
@@ -72,16 +80,23 @@ def lab(tmp_path_factory):
         config = lab / "exporter.yaml"
         config.write_text("".join(f"{place}:\n  NetworkSerialPort:\n    host: 127.0.0.1\n    port: {port}\n"
                                   f"    speed: 921600\n    protocol: rfc2217\n"
-                                  for place, (_, port) in exported.items()))
+                                  for place, (_, port) in exported.items()) +
+                          f"  NetworkUSBDebugger:\n    host: {LAB_MACHINE}\n    busnum: 1\n    devnum: 7\n"
+                          f"    path: '1-3'\n    vendor_id: 0x0483\n    model_id: 0x3754\n")
+        (lab / "hosts.json").write_text(json.dumps({LAB_MACHINE: {"N6_SIM_BOARD": str(exported[EXPORTED][0]),
+                                                                  "N6_SIM_PYTHON": sys.executable}}))
         procs.append(subprocess.Popen([os.path.join(LABGRID, "labgrid-exporter"), "-c", coordinator, "-n", "bench",
                                        "--hostname", "127.0.0.1", str(config)], cwd=lab, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
-        _wait("the exporter", lambda: len(_client(coordinator, "resources").stdout.split()) == len(PLACES), procs[-1])
+        _wait("the exporter", lambda: len(_client(coordinator, "resources").stdout.split()) == len(exported) + 1,
+              procs[-1])
         for place, (state, _) in exported.items():
             _client(coordinator, "-p", place, "create")
             _client(coordinator, "-p", place, "add-match", f"bench/{place}/*")
             _client(coordinator, "-p", place, "set-tags", f"n6-sim-board={state}")
-        yield repo, coordinator
+        _client(coordinator, "-p", EXPORTED, "set-tags", f"n6-probe={DEFAULT_SERIAL[:-4]}0013",
+                f"n6-programmer={os.path.join(SIM_PROGRAMMER, 'bin', 'STM32_Programmer_CLI')}")
+        yield repo, coordinator, lab
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -89,7 +104,7 @@ def lab(tmp_path_factory):
 
 
 def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summary(lab):
-    repo, coordinator = lab
+    repo, coordinator, _ = lab
     summary_json = os.path.join(repo, "build", "validate-summary.json")
     local = scons(repo, "validate", "SEED=3")
     one_board = json.load(open(summary_json))
@@ -111,6 +126,10 @@ def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summa
     _client(coordinator, "-p", PLACES[1], "acquire")          # someone else holds a place: one line, nothing run
     try:
         forget_boards(os.path.join(repo, "build"))
+        for option, status in (("-n", 0), ("-q", 1), ("-h", 0), ("-c", 0)):   # reading the build acquires none
+            read = scons(repo, option, *(args if option != "-c" else ("flash-big_mlp",) + args[1:]), check=False)
+            assert (read.returncode, read.stderr) == (status, ""), option
+            assert _acquired_by(coordinator, PLACES[0]) == "None"
         refused = scons(repo, *args, check=False)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert f"labgrid place {PLACES[1]}: acquire failed" in refused.stderr
@@ -118,3 +137,45 @@ def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summa
         assert _acquired_by(coordinator, PLACES[0]) == "None"     # the place it had taken is released
     finally:
         _client(coordinator, "-p", PLACES[1], "release")
+
+
+def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(lab):
+    """The place's ST-LINK is a NetworkUSBDebugger on LAB_MACHINE: the programmer runs there
+    (through labgrid's SSH prefix), with the images it writes put there and what it reads back
+    fetched; the board, served over RFC 2217, then runs the model it was given."""
+    from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
+    repo, coordinator, folder = lab
+    log = folder / "hosts.log"
+    ssh = {"PATH": HOSTS + os.pathsep + os.environ["PATH"], "N6_TEST_HOSTS": str(folder / "hosts.json"),
+           "N6_TEST_HOSTS_LOG": str(log)}
+    place = (f"LAB_PLACES={EXPORTED}", f"LAB_COORDINATOR={coordinator}")
+    forget_boards(os.path.join(repo, "build"))
+    proc = scons(repo, "validate-kws_mlp", *place, "FLASH_RESET=hard", env=ssh, timeout=900)
+    assert re.search(r"^  FLASH    build/kws_mlp/\S+ \S+ 0x71000000: .*  SIMULATED$", proc.stdout, re.M), proc.stdout
+    flash = json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "flash.json")))
+    serial = DEFAULT_SERIAL[:-4] + "0013"
+    assert flash["probe"] == serial and flash["simulated"]        # the programmer there said it is simulated
+    assert flash["found_by"] == f"labgrid place {EXPORTED}, on {LAB_MACHINE}"
+    assert _acquired_by(coordinator, EXPORTED) == "None"
+    record = json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "on_board.json")))
+
+    scons(repo, "flash-cifar_cnn", *place, env=ssh)              # over kws_mlp: read back first, then write
+    cli = os.path.join(SIM_PROGRAMMER, "bin", "STM32_Programmer_CLI")
+    connect = [cli, "-c", "port=SWD", "mode=hotplug", "freq=2000", "ap=1", f"sn={serial}", "-el",
+               os.path.join(SIM_PROGRAMMER, "bin", "ExternalLoader", "MX66UW1G45G_STM32N6570-DK.stldr")]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {c["host"] for c in calls} == {LAB_MACHINE}
+    first, second = [shlex.split(c["command"]) for c in calls if c["command"].startswith(cli)]
+    assert first == connect + ["-d", first[10], "0x71000000", "-v", "-hardRst"]
+    assert re.fullmatch(r".*/n6-flash-[^/]+/71000000\.bin", first[10])   # the sector file, as this machine names it
+    from n6.flash.deploy import readback_ranges
+    kws = open(os.path.join(repo, record["images"][0]["path"]), "rb").read()
+    ranges = readback_ranges(types.SimpleNamespace(address=0x71000000, role="network"), kws)
+    folder_there = os.path.dirname(second[len(connect) + 3])
+    assert len(ranges) == 2 and second == connect + [
+        arg for i, (a, n) in enumerate(ranges) for arg in ("-u", f"0x{a:08X}", str(n), f"{folder_there}/{i}-{i}.bin")
+    ] + ["-d", second[-3], "0x71000000", "-v"]
+    assert not os.path.exists(folder_there)         # made there for the call (mktemp -d), removed after
+    image = json.load(open(os.path.join(repo, "build", "cifar_cnn", "flash", "on_board.json")))["images"][0]
+    data = open(os.path.join(repo, image["path"]), "rb").read()
+    assert BoardState(str(folder / "board-3")).read(int(image["address"], 16), len(data)) == data

@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass
 
 from .board_files import available_boards
+from .flash.boards import BoardList
 from .errors import N6Error
 from .jsonfile import read_text
 from .serial_link import BAUDRATE, DEFAULT_HEADER, HEADERS
@@ -90,6 +91,7 @@ class Board:
     programmer: Programmer
     validation: Validation
     firmware: Firmware | None
+    boards: BoardList | None = None     # [boards]: the boards of this kind a build uses (else the command line's)
 
     @property
     def budgets(self):
@@ -125,8 +127,8 @@ def _parse_board(path, data):
     name = r.value("", "name", str)
     flash_t, images_t, memory_t = r.table("flash"), r.table("images"), r.table("memory")
     prog_t, val_t = r.table("programmer"), r.table("validation")
-    fw_t = r.table("firmware", required=False)
-    r.only("", {"name", "flash", "images", "memory", "programmer", "validation", "firmware"})
+    fw_t, boards_t = r.table("firmware", required=False), r.table("boards", required=False)
+    r.only("", {"name", "flash", "images", "memory", "programmer", "validation", "firmware", "boards"})
 
     flash = Flash(r.value(flash_t, "base", int), r.value(flash_t, "size", int, positive=True),
                   r.value(flash_t, "sector_size", int, positive=True),
@@ -185,7 +187,13 @@ def _parse_board(path, data):
                             r.value(fw_t, "dbg_info", bool), r.value(fw_t, "fpu", bool, default=True),
                             r.value(fw_t, "cpu_part", int, default=0xD22))
         r.only(fw_t, {"release", "secure", "dbg_info", "fpu", "cpu_part"})
-    return Board(name, path, flash, images, memory, programmer, validation, firmware)
+    boards = None
+    if boards_t is not None:
+        boards = BoardList(r.strings(boards_t, "probes"), r.strings(boards_t, "ports"),
+                           r.value(boards_t, "simulated", int, positive=True, default=1),
+                           r.strings(boards_t, "places"), r.value(boards_t, "coordinator", str, default=""), path)
+        r.only(boards_t, set(BoardList.KEYS))
+    return Board(name, path, flash, images, memory, programmer, validation, firmware, boards)
 
 
 class _Reader:
@@ -230,6 +238,13 @@ class _Reader:
         if choices and v not in choices:
             self.fail(full, f"{v!r} is not one of {', '.join(choices)}")
         return v
+
+    def strings(self, table, key):
+        """A list of non-empty strings (absent: empty)."""
+        v = self.value(table, key, list, default=[])
+        if not all(isinstance(x, str) and x.strip() for x in v):
+            self.fail(self._prefix(table) + key, f"{v!r} is not a list of names")
+        return tuple(x.strip() for x in v)
 
     def region(self, table, key, named=False):
         full = table["_name"] + f"[{key}]" if named else self._prefix(table) + key

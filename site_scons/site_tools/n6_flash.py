@@ -126,7 +126,7 @@ def _template(env):
     """The run's FlashOptions before a model set and a board are given them (Deployment.plan),
     and the boards the command line names; made once per run."""
     from n6.board import load_board
-    from n6.flash.boards import attached_boards
+    from n6.flash.boards import BoardList, attached_boards, chosen_list
     from n6.flash.step import find_programmer, run_options
     state = env["N6_FLASHING"]
     if state.template is None:
@@ -135,8 +135,8 @@ def _template(env):
             board, state.release, find_programmer(env.get("FLASH_BACKEND") or board.programmer.backend, board),
             bool(env["FORCE"]), env["FLASH_RESET"], bool(env["DRY_RUN"]), bool(env["RELOC_COPY_MODE"]),
             env["RELOC_EXT_RAM_SIZE"], env.Dir("$BUILD_DIR").path, env.StedgeaiInstall()[0])
-        state.boards = attached_boards(env["PROBE"], env["PORT"], int(env["SIM_BOARDS"]), sim_board_dir(env),
-                                       state.template.simulated, env["LAB_PLACES"], env["LAB_COORDINATOR"])
+        boards = chosen_list({k: env[k] for k in BoardList.KEYS.values()}, SCons.Script.ARGUMENTS, board.boards)
+        state.boards = attached_boards(boards, sim_board_dir(env), state.template.simulated)
     return state.template
 
 
@@ -175,7 +175,8 @@ def _flash_step(env, models):
 def _flash_action(target, source, env):
     from n6.flash.step import flash_step
     from n6.flash.shared_board import board_key
-    opts = env["N6_FLASH_OPTIONS"]
+    from n6.flash.boards import resolved
+    opts = resolved(env["N6_FLASH_OPTIONS"])
     env["N6_FLASHING"].claim(board_key(opts), opts.models)
     flash_step(opts, [(target[2 * i].abspath, target[2 * i + 1].abspath) for i in range(len(opts.models))], say,
                verbose=bool(env.get("VERBOSE")))

@@ -65,7 +65,7 @@ class BoardState:
         try:
             with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
                 data = json.load(f)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):     # no board there (yet)
             data = {}
         return {"serial": data.get("serial", DEFAULT_SERIAL), "boot": data.get("boot", "development")}
 

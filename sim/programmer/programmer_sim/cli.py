@@ -324,10 +324,10 @@ def main(argv, environ=os.environ, out=sys.stdout):
                   f"(known: {', '.join(FAILURES)})\n")
         return 1
     state = BoardState.from_env(environ)
-    if state is not None:
-        state.log("call", argv=argv)
     session = Session(state, failures, float(environ.get("N6_SIM_PROGRAMMER_RATE", "0") or 0), out)
     try:
+        if state is not None:
+            state.log("call", argv=argv)
         cmds = parse(argv)
         if any(c == "--version" for c, _ in cmds):
             out.write(f"STM32CubeProgrammer version: {VERSION} (SIMULATED)\n")
@@ -361,4 +361,9 @@ def main(argv, environ=os.environ, out=sys.stdout):
         return 1
     except FlashError as e:
         out.write(f"\nError: {e}\n")
+        return 1
+    except OSError as e:      # the state folder is read-only, or its path runs through a file
+        where = f"the simulated board's state in {state.root}" if state and str(e.filename or "").startswith(
+            state.root) else e.filename
+        out.write(f"\nError: cannot write {where}: {e.strerror}\n")
         return 1

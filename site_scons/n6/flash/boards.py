@@ -1,12 +1,13 @@
 """Several boards for one build: which boards the command line names (PROBE= and PORT= as comma
-lists, or SIM_BOARDS= simulated boards), and which board each model set of a whole-project run,
+lists, SIM_BOARDS= simulated boards, LAB_PLACES= labgrid places) or else the board file's [boards]
+table, and which board each model set of a whole-project run,
 validate or profile goes to. The sets are dealt out in turn (set i on board i mod n), a placement
 fixed when the build is declared: each board's steps run one after the other as on a single
 board, the boards side by side under SCons's -j (one job per board), and a model keeps its board
 from one build to the next while the list of boards is the same, so an unchanged project runs
 nothing again."""
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import N6Error
 
@@ -17,6 +18,52 @@ class Attached:
     probe: str        # its ST-LINK's serial ("": the only probe attached, or the simulated board's own)
     port: str         # its serial port ("": the board file's; the simulated board's pty)
     sim_board: str    # the simulated board's state folder (a simulated flash)
+    programmer: str = ""    # STM32_Programmer_CLI on the host the probe is plugged into, when not this one
+    host: str = ""          # that host (a labgrid exporter's: n6.flash.remote)
+    place: str = ""         # the labgrid place of the board
+    sim_probe: str = ""     # a simulated board of several: its probe serial (its folder is made at run time)
+    coordinator: str = ""   # the labgrid coordinator of `place`, which is acquired at run time (resolved)
+
+
+@dataclass(frozen=True)
+class BoardList:
+    """The boards a build may use, as one of two places names them: the command line (PROBE=,
+    PORT=, SIM_BOARDS=, LAB_PLACES=, LAB_COORDINATOR=) or a board file's [boards] table (`origin`)."""
+    probes: tuple = ()          # ST-LINK serials, a board each
+    ports: tuple = ()           # serial ports, in the order of the probes (or of the simulated boards)
+    simulated: int = 1          # simulated boards (a simulated flash)
+    places: tuple = ()          # labgrid places
+    coordinator: str = ""       # their coordinator (HOST:PORT)
+    origin: str = ""            # the board file that names them; "" the command line
+
+    KEYS = {"probes": "PROBE", "ports": "PORT", "simulated": "SIM_BOARDS", "places": "LAB_PLACES",
+            "coordinator": "LAB_COORDINATOR"}
+
+    def name(self, key: str) -> str:
+        """How the user wrote `key`: `PROBE=` on the command line, `[boards] probes` in a file."""
+        return f"[boards] {key}" if self.origin else f"{self.KEYS[key]}="
+
+    def fail(self, problem: str, fix: str) -> N6Error:
+        return N6Error(self.origin or None, problem, fix)
+
+    @classmethod
+    def from_variables(cls, variables) -> "BoardList":
+        """The command line's list (`variables`: the build's values of the KEYS variables)."""
+        return cls(tuple(split_list(variables["PROBE"])), tuple(split_list(variables["PORT"])),
+                   int(variables["SIM_BOARDS"]), tuple(split_list(variables["LAB_PLACES"])),
+                   variables["LAB_COORDINATOR"])
+
+
+def chosen_list(variables, given, in_file: BoardList | None) -> BoardList:
+    """The boards of a build: the command line's when it names any board (`given`: the variables
+    it sets), else the board file's [boards] (`in_file`), else the one board attached; the
+    coordinator LAB_COORDINATOR= gives (or its environment default when the file names none)."""
+    command_line = BoardList.from_variables(variables)
+    if in_file is None or set(given) & {"PROBE", "PORT", "SIM_BOARDS", "LAB_PLACES"}:
+        return command_line
+    if "LAB_COORDINATOR" in given or not in_file.coordinator:
+        return replace(in_file, coordinator=command_line.coordinator)
+    return in_file
 
 
 def split_list(value: str) -> list[str]:
@@ -24,53 +71,100 @@ def split_list(value: str) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def attached_boards(probe: str, port: str, sim_boards: int, sim_dir: str, simulated: bool, places: str = "",
-                    coordinator: str = "") -> tuple[Attached, ...]:
-    """The boards of a build, in order. LAB_PLACES= `places`: the labgrid places' boards
-    (n6.flash.lab, acquired on `coordinator`). A real flash: one board per PROBE= serial, paired
-    in order with PORT='s ports (none: each board file's port). A simulated flash: SIM_BOARDS=
-    boards, the first in `sim_dir`, the others beside it (`<sim_dir>-2`, ...), or one per PORT=
-    port when it names several (simulated boards served elsewhere)."""
-    probes, ports = split_list(probe), split_list(port)
-    if places:
+def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[Attached, ...]:
+    """The boards of a build, in order, as the build is read (nothing acquired, nothing made).
+    Places: the labgrid places, acquired when a step first needs one (resolved). A real flash:
+    one board per probe, paired in order with the ports (none: each board file's port). A
+    simulated flash: `boards.simulated` boards, the first in `sim_dir`, the others beside it
+    (`<sim_dir>-2`, ...), or one per port when several are named (simulated boards served
+    elsewhere)."""
+    probes, ports, name = boards.probes, boards.ports, boards.name
+    if boards.places:
         if probes or ports:
-            raise N6Error(None, "LAB_PLACES= and PROBE= / PORT= both name boards",
-                          "leave PROBE= and PORT= empty: each place names its board's probe and port")
-        from .lab import place_boards
-        return place_boards(split_list(places), coordinator, simulated)
+            raise boards.fail(f"{name('places')} and {name('probes')} / {name('ports')} both name boards",
+                              f"leave {name('probes')} and {name('ports')} empty: each place names its board's "
+                              "probe and port")
+        from .lab import declare
+        declare(boards.places, boards.coordinator, simulated)
+        return tuple(Attached("", "", "", place=p, coordinator=boards.coordinator) for p in boards.places)
     if len(probes) > 1 and ports and len(ports) != len(probes):
-        raise N6Error(None, f"PROBE= names {len(probes)} probes but PORT= {len(ports)} ports",
-                      "give one port per probe, in the same order")
+        raise boards.fail(f"{name('probes')} names {len(probes)} probes but {name('ports')} {len(ports)} ports",
+                          "give one port per probe, in the same order")
     if simulated:
         if len(probes) > 1:
-            raise N6Error(None, f"PROBE= names {len(probes)} probes but the programmer is the simulated one",
-                          "give SIM_BOARDS=<n> for several simulated boards, or flash with a real programmer")
-        if len(ports) > 1 and sim_boards > 1 and len(ports) != sim_boards:
-            raise N6Error(None, f"SIM_BOARDS={sim_boards} but PORT= names {len(ports)} ports",
-                          "give one port per simulated board, or leave PORT= empty")
-        count = len(ports) if len(ports) > 1 else sim_boards
-        folders = simulated_boards(sim_dir, count)
+            raise boards.fail(f"{name('probes')} names {len(probes)} probes but the programmer is the simulated one",
+                              f"give {name('simulated')}<n> for several simulated boards, or flash with a real "
+                              "programmer")
+        count = boards.simulated
+        if len(ports) > 1 and count > 1 and len(ports) != count:
+            raise boards.fail(f"{name('simulated')}{count} but {name('ports')} names {len(ports)} ports",
+                              "give one port per simulated board, or leave the ports empty")
+        count = len(ports) if len(ports) > 1 else count
         return tuple(Attached(probes[0] if len(probes) == 1 and count == 1 else "",
-                              ports[i] if len(ports) == count else "", folders[i]) for i in range(count))
+                              ports[i] if len(ports) == count else "", folder, sim_probe=serial)
+                     for i, (folder, serial) in enumerate(simulated_boards(sim_dir, count)))
     if len(ports) > 1 and len(probes) != len(ports):
-        raise N6Error(None, f"PORT= names {len(ports)} ports but PROBE= does not name a probe for each",
-                      "name each board's ST-LINK with PROBE=<serial>,<serial> in the order of the ports")
+        raise boards.fail(f"{name('ports')} names {len(ports)} ports but {name('probes')} does not name a probe for "
+                          "each", f"name each board's ST-LINK with {name('probes')} in the order of the ports")
     count = max(len(probes), len(ports), 1)
     return tuple(Attached(probes[i] if probes else "", ports[i] if ports else "", sim_dir) for i in range(count))
 
 
-def simulated_boards(sim_dir: str, count: int) -> list[str]:
-    """The state folders of `count` simulated boards, each with a probe serial of its own (the
-    first keeps the simulated programmer's; board k's ends in k), made when missing."""
+def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
+    """(state folder, probe serial) of `count` simulated boards, each with a probe serial of its
+    own (the first keeps the simulated programmer's; board k's ends in k; a folder's probe.json
+    says otherwise), read, not made: the flash step makes a missing one (make_simulated_board)."""
     folders = [sim_dir] + [f"{sim_dir}-{k}" for k in range(2, count + 1)]
-    if count > 1:
+    if count == 1:
+        return [(sim_dir, "")]
+    from ..simulators import load
+    board_state = load("programmer_sim.board_state")
+    return [(folder, board_state.BoardState(folder).probe()["serial"]
+             if os.path.exists(os.path.join(folder, "probe.json")) else
+             board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}") for k, folder in enumerate(folders, start=1)]
+
+
+def flash_fields(unit: Attached, simulated: bool, attached_probes) -> dict:
+    """What the FlashOptions of a model set take from its board `unit`: its probe (else the
+    probes attached, `attached_probes(simulated, sim_board)`), its simulated board, the programmer
+    on another host when its probe is plugged in there; of a labgrid place not acquired yet, its
+    name and coordinator (the step resolves them)."""
+    if unit.coordinator:
+        return dict(place=unit.place, coordinator=unit.coordinator)
+    probes = (unit.probe or unit.sim_probe,) if unit.probe or unit.sim_probe else \
+        attached_probes(simulated, unit.sim_board)
+    fields = dict(probes=probes, probe=unit.probe or None, sim_board=unit.sim_board, sim_probe=unit.sim_probe)
+    if unit.host:
+        fields.update(backend="stm32cubeprogrammer", cli=unit.programmer, simulated=False, remote_host=unit.host,
+                      found_by=f"labgrid place {unit.place}, on {unit.host}")
+    return fields
+
+
+def resolved(opts):
+    """FlashOptions `opts` of a labgrid place's board, at run time: with the board's probe,
+    port and programmer, the places acquired when the first step needs one (n6.flash.lab)."""
+    if not opts.place:
+        return opts
+    from .lab import place_board
+    from .step import attached_probes
+    return replace(opts, **flash_fields(place_board(opts.place, opts.coordinator), opts.simulated, attached_probes))
+
+
+def resolved_session(opts):
+    """SessionOptions `opts` of a labgrid place's board, at run time: its port and simulated board."""
+    if not opts.place:
+        return opts
+    from .lab import place_board
+    unit = place_board(opts.place, opts.coordinator)
+    return replace(opts, port=unit.port, state=unit.sim_board)
+
+
+def make_simulated_board(folder: str, serial: str) -> None:
+    """At run time, before the programmer reaches it: a simulated board named by SIM_BOARDS=
+    gets its folder and its probe serial, unless it has them."""
+    if not os.path.exists(os.path.join(folder, "probe.json")):
         from ..simulators import load
-        board_state = load("programmer_sim.board_state")
-        for k, folder in enumerate(folders[1:], start=2):
-            if not os.path.exists(os.path.join(folder, "probe.json")):
-                os.makedirs(folder, exist_ok=True)
-                board_state.BoardState(folder).set_probe(serial=board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}")
-    return folders
+        load("programmer_sim.board_state").BoardState(folder).set_probe(serial=serial)
 
 
 def deal(sets: list, boards: int, start: int = 0) -> list[tuple[tuple, int]]:

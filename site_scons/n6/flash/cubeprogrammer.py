@@ -113,7 +113,8 @@ PERCENT_RE = re.compile(r"(\d{1,3})%\s*$")
 ELAPSED_RE = re.compile(r"Time elapsed during download operation:\s*(\d+):(\d+):([\d.]+)")
 HOTPLUG_REFUSED = ("Unable to get core ID", "Cannot connect to access port")
 
-# (output pattern, problem, fix); the first match wins. {loader} and {holders} are filled in.
+# (output pattern, problem, fix); the first match wins. {loader}, {holders} and {line} (the output's
+# line that matched, past "Error: ") are filled in.
 FAILURES = [
     ("No debug probe detected|No ST-?Link detected|No ST-LINK with serial number",
      "no ST-LINK probe found{serial}", "connect the board's ST-LINK USB port and check the cable (PROBE= must name "
@@ -132,6 +133,8 @@ FAILURES = [
      "updated: the next flash rewrites what was interrupted)"),
     ("verification failed|Data mismatch",
      "verify failed: the flash does not hold the bytes written", "power-cycle the board and flash again with FORCE=1"),
+    ("cannot write the simulated board's state in",
+     "{line}", "make that folder writable, or point N6_SIM_BOARD at a folder of its own"),
     ("Unable to get core ID|Cannot connect to access port",
      "cannot connect to the core (hot-plug and connect-under-reset both refused)",
      "set development boot, power-cycle the board and flash again"),
@@ -141,10 +144,12 @@ FAILURES = [
 def classify(output, loader_name, serial=None):
     """(problem, fix) for a failed call's output."""
     for pattern, problem, fix in FAILURES:
-        if re.search(pattern, output):
+        found = re.search(f".*(?:{pattern}).*", output)
+        if found:
             holders = holding_processes()
             return (problem.format(loader=loader_name, serial=f" with serial number {serial}" if serial else "",
-                                   holders=f" ({', '.join(holders)})" if holders else ""), fix)
+                                   holders=f" ({', '.join(holders)})" if holders else "",
+                                   line=found[0].strip().removeprefix("Error: ")), fix)
     errors = [line.strip() for line in output.splitlines() if line.strip().startswith("Error")]
     return (f"programmer failed: {errors[0] if errors else 'no error message'}",
             "see the log; run with VERBOSE=1 to see the commands")

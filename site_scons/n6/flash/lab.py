@@ -6,17 +6,49 @@ its probe from the place's tags, and releases the places when the build ends, wh
 labgrid has no resource class for an ST-LINK that carries its serial number, so a place names
 its board's probe in a tag: `n6-probe=<ST-LINK serial>` (a real board whose ST-LINK this machine
 reaches), or `n6-sim-board=<folder>` (a simulated board: the state folder its simulated programmer
-writes). labgrid is imported only when a build names places."""
+writes). A place whose ST-LINK is exported (a USBDebugger on the exporter, NetworkUSBDebugger
+here) is flashed on the exporter's host (n6.flash.remote): `n6-probe` names its serial and
+`n6-programmer` STM32_Programmer_CLI's path there. labgrid is imported only when a build names
+places."""
 import atexit
 import os
 import subprocess
 import sys
+import threading
 
 from ..errors import N6Error
 from .boards import Attached
 
-PROBE_TAG, SIM_BOARD_TAG = "n6-probe", "n6-sim-board"
+PROBE_TAG, SIM_BOARD_TAG, PROGRAMMER_TAG = "n6-probe", "n6-sim-board", "n6-programmer"
+PROBE_RESOURCE = "NetworkUSBDebugger"     # an ST-LINK on the exporter's host: labgrid's USBDebugger, exported
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
+
+
+_DECLARED = {}            # coordinator → (the places the build names there, whether the flash is simulated)
+_ACQUIRED = {}            # coordinator → {place: its board}, or the error acquiring them gave (at run time)
+_LOCK = threading.Lock()  # the steps of several boards ask side by side (-j)
+
+
+def declare(places, coordinator: str, simulated: bool) -> None:
+    """The build names `places` on `coordinator`: nothing is asked of labgrid until a step needs
+    one of them (place_board), so that reading the build (`scons -n`, `-c`, `-h`, `-q`) acquires none."""
+    known = _DECLARED.get(coordinator, ((), simulated))[0]
+    _DECLARED[coordinator] = (known + tuple(p for p in places if p not in known), simulated)
+
+
+def place_board(place: str, coordinator: str) -> Attached:
+    """The board of `place`, at run time: the first call acquires every place the build declared
+    on `coordinator` (one held elsewhere stops the build before anything is flashed)."""
+    with _LOCK:
+        if coordinator not in _ACQUIRED:
+            places, simulated = _DECLARED[coordinator]
+            try:
+                _ACQUIRED[coordinator] = dict(zip(places, place_boards(list(places), coordinator, simulated)))
+            except N6Error as e:
+                _ACQUIRED[coordinator] = e
+        if isinstance(_ACQUIRED[coordinator], N6Error):
+            raise _ACQUIRED[coordinator]
+        return _ACQUIRED[coordinator][place]
 
 
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:
@@ -40,13 +72,17 @@ def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[
 
 def _board(session, name, simulated):
     place = session.get_place(name)
-    ports = [r.params for (_, cls), r in session.get_target_resources(place).items() if cls == "NetworkSerialPort"]
+    resources = session.get_target_resources(place).items()
+    ports = [r.params for (_, cls), r in resources if cls == "NetworkSerialPort"]
+    probes = [r for (_, cls), r in resources if cls == PROBE_RESOURCE]
     if len(ports) != 1:
         raise N6Error(None, f"labgrid place {name} has {len(ports)} NetworkSerialPort resources, not one", FIX)
     if ports[0].get("protocol", "rfc2217") != "rfc2217":
         raise N6Error(None, f"labgrid place {name}: its serial port speaks {ports[0]['protocol']}, not rfc2217",
                       "export the board's serial port with RFC 2217 (ser2net's telnet rfc2217, or labgrid's exporter)")
     port = f"rfc2217://{ports[0]['host']}:{ports[0]['port']}"
+    if probes:
+        return _exported_probe(name, place, probes, port)
     tag = SIM_BOARD_TAG if simulated else PROBE_TAG
     if tag not in place.tags:
         raise N6Error(None, f"labgrid place {name} has no tag {tag} (the {'simulated board' if simulated else 'probe'} "
@@ -54,6 +90,25 @@ def _board(session, name, simulated):
     if simulated:
         return Attached("", port, os.path.abspath(place.tags[tag]))
     return Attached(place.tags[tag], port, "")
+
+
+def _exported_probe(name, place, probes, port):
+    """The board of a place whose ST-LINK is exported (a NetworkUSBDebugger): flashed by the
+    programmer on the exporter's host (n6.flash.remote), the probe's serial from the tag n6-probe."""
+    if len(probes) != 1:
+        raise N6Error(None, f"labgrid place {name} has {len(probes)} {PROBE_RESOURCE} resources, not one", FIX)
+    for tag, what in ((PROBE_TAG, "the serial number of its ST-LINK"),
+                      (PROGRAMMER_TAG, "STM32_Programmer_CLI's path on the exporter's host")):
+        if not place.tags.get(tag):
+            raise N6Error(None, f"labgrid place {name} exports its probe but has no tag {tag} ({what})",
+                          f"labgrid-client -p {name} set-tags {tag}=...")
+    if not place.tags[PROGRAMMER_TAG].startswith("/"):
+        raise N6Error(None, f"labgrid place {name}: tag {PROGRAMMER_TAG}={place.tags[PROGRAMMER_TAG]} is not an "
+                      "absolute path", "name the programmer by its path on the exporter's host (its external "
+                      "loaders are beside it)")
+    extra = probes[0].extra or {}
+    host = extra["proxy"] if extra.get("proxy_required") else probes[0].args["host"]
+    return Attached(place.tags[PROBE_TAG], port, "", place.tags[PROGRAMMER_TAG], host, name)
 
 
 def release(coordinator: str, places: list[str]) -> None:

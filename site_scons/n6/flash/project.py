@@ -30,13 +30,14 @@ class Deployment:
 
     def plan(self, models: tuple, index: int, template):
         """(FlashOptions of the set `models` on board `index`, the set's image nodes): `template`
-        with the set's images, the board's probe (else the probes attached) and simulated board."""
+        with the set's images and the board's (n6.flash.boards.flash_fields)."""
         from dataclasses import replace
         from ..reloc.names import IMAGE_SUFFIX, params_path
+        from .boards import flash_fields
         from .step import attached_probes
         unit = self.boards[index]
-        key = ("probes", template.simulated, unit.sim_board)
-        probes = (unit.probe,) if unit.probe else self.once(key, lambda: tuple(attached_probes(*key[1:])))
+        fields = flash_fields(unit, template.simulated,
+                              lambda *key: self.once(("probes",) + key, lambda: tuple(attached_probes(*key))))
         images, files = [], []
         for m in models:
             network = next(n for n in self.model_images[m] if n.name.endswith(IMAGE_SUFFIX))
@@ -44,8 +45,7 @@ class Deployment:
             files.append((m, network.path, params.path if params else None))
             images += [network] + ([params] if params else [])
         self.board_of[models] = index
-        return replace(template, files=tuple(files), probes=probes, probe=unit.probe or None,
-                       sim_board=unit.sim_board), images
+        return replace(template, files=tuple(files), **fields), images
 
     def sets_to_plan(self, targets: list, chosen: list, build_dir: str) -> list:
         """After the flash targets' set is planned: note what the command line asks each deploy

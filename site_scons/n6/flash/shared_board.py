@@ -3,6 +3,7 @@ folder, a real board's probe serial) held by every step that flashes or runs, an
 the image set n6 last put on the board. A build's own deploy stamps only say what that build
 flashed; another build may have flashed since, and the record says so."""
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -33,9 +34,10 @@ def board_lock(opts, say=print):
         os.makedirs(folder, exist_ok=True)
         lock.acquire(say)
     except OSError as e:
-        raise N6Error(lock.path, f"cannot take the board's lock: {e.strerror}",
-                      "make the folder writable" + (" (N6_SIM_BOARD names the simulated board's)"
-                                                    if opts.simulated else "")) from None
+        fix = "a part of that path is a file: name a folder" if e.errno in (errno.ENOTDIR, errno.EEXIST) else \
+            "make that folder writable"
+        raise N6Error(folder, f"cannot write the board's lock there: {e.strerror}",
+                      fix + (" (N6_SIM_BOARD names the simulated board's)" if opts.simulated else "")) from None
     try:
         yield
     finally:

@@ -42,6 +42,10 @@ class FlashOptions:
     build_dir: str
     sim_board: str            # the simulated board's state folder
     install_root: str
+    remote_host: str = ""     # the host the probe is plugged into, when not this one (a labgrid exporter's)
+    sim_probe: str = ""       # a simulated board of several: the probe serial its folder is made with
+    place: str = ""           # a labgrid place not resolved yet (n6.flash.boards.resolved)
+    coordinator: str = ""     # its coordinator
 
     @property
     def models(self):
@@ -79,6 +83,9 @@ def make_programmer(opts, board, log_path, verbose=False):
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
     runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
+    if opts.remote_host:
+        from .remote import exporter_programmer
+        return exporter_programmer(opts, board, log_path, runner)
     return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
                           board.programmer.access_port, opts.probe, log_path)
 
@@ -354,6 +361,9 @@ def flash_step(opts, reports, say=print, verbose=False):
     log_path = os.path.join(os.path.relpath(os.path.dirname(reports[0][0])), "programmer.log")
     if os.path.exists(log_path):
         os.unlink(log_path)
+    if opts.sim_probe and not opts.dry_run:
+        from .boards import make_simulated_board
+        make_simulated_board(opts.sim_board, opts.sim_probe)
     backend = make_programmer(opts, board, log_path, verbose)
     backend.check_options(opts.reset, opts.probe)
     probes = list(opts.probes) or ([] if opts.probe or opts.dry_run else backend.probes())
@@ -370,6 +380,8 @@ def flash_step(opts, reports, say=print, verbose=False):
                             on_progress=bar, dry_run=opts.dry_run)
         finally:
             bar.close()
+    if backend.simulated and not opts.simulated:      # the programmer on a lab machine said it is simulated
+        tag = "  SIMULATED" + tag
     for note in result.notes:
         say(f"  FLASH    {note}{tag}")
     for r in result.images:
@@ -378,14 +390,14 @@ def flash_step(opts, reports, say=print, verbose=False):
     if opts.dry_run:
         return
     record_held(opts, [(im.address, im.sha256) for im in images])
-    report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": opts.simulated,
+    report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": backend.simulated,
               "backend": opts.backend, "programmer": opts.cli, "found_by": opts.found_by,
               "models": opts.models, "force": opts.force, "programmer_calls": result.programmer_calls,
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
               "notes": result.notes, "images": [r.as_dict() for r in result.images]}
     own = set()
     for m, (stamp, flash_json) in zip(opts.models, reports):
-        on_board = {"board": board.key, "probe": result.serial, "simulated": opts.simulated, "model": m,
+        on_board = {"board": board.key, "probe": result.serial, "simulated": backend.simulated, "model": m,
                     "set": opts.models,
                     "images": [{"path": r.image.path, "role": r.image.role, "address": f"0x{r.image.address:08X}",
                                 "size": len(r.image.data), "sha256": r.image.sha256}

@@ -111,13 +111,15 @@ def board_session(opts, on_board_path, say=print):
     `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
     started first), else the simulated board booting from the simulated flash."""
     from ..board import load_board
+    from ..flash.boards import resolved_session
     from ..jsonfile import read_json
+    opts = resolved_session(opts)
     on_board = read_json(on_board_path, "deploy stamp")
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
     log_path = os.path.join(os.path.dirname(on_board_path), "firmware_start.log")
-    if on_board.get("simulated"):
-        reset = functools.partial(reset_simulated_board, opts.state, board, log_path)
+    if on_board.get("simulated"):      # no state here: the simulated board of a lab machine, not reset from here
+        reset = functools.partial(reset_simulated_board, opts.state, board, log_path) if opts.state else None
     else:
         reset = functools.partial(start_validation_firmware, opts, on_board, board, say, log_path)
     if port and not on_board.get("simulated"):

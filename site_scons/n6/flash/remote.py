@@ -1,0 +1,90 @@
+"""STM32_Programmer_CLI run on the machine its ST-LINK is plugged into (a labgrid exporter's host),
+the way labgrid's own drivers run a tool for a remote USB resource: the argv behind the
+resource's SSH command prefix (labgrid's sshmanager, one control connection per host), each file
+the programmer reads put there with labgrid's ManagedFile (copied under
+/var/cache/labgrid/<user>/, or used in place when that host sees the same file, over NFS), and
+each read-back file it writes fetched back once it has run. As for labgrid: key-based SSH to the
+host, and rsync on both ends when the files are copied."""
+import os
+import shlex
+import subprocess
+
+from ..errors import N6Error
+from .cubeprogrammer import CliInstall, CubeProgrammer
+
+SIMULATED_BANNER = "(SIMULATED)"      # the simulated programmer says so in its banner, as on this machine
+SSH_FIX = "set up key-based SSH from this machine to {host} (labgrid runs the exporter's tools over SSH)"
+
+
+def exporter_programmer(opts, board, log_path, local_runner):
+    """The CubeProgrammer backend of a board whose probe is on `opts.remote_host`, its programmer
+    at `opts.cli` there."""
+    install = CliInstall(opts.cli, False, opts.found_by)
+    return ExporterProgrammer(install, RemoteRunner(opts.remote_host, local_runner), board.flash.external_loader,
+                              board.programmer.frequency, board.programmer.access_port, opts.probe, log_path)
+
+
+class ExporterProgrammer(CubeProgrammer):
+    """What the programmer on the exporter says about itself decides the simulated label."""
+
+    @property
+    def simulated(self):
+        return self.runner.simulated
+
+
+class RemoteRunner:
+    """Runs programmer calls on `host` through `local` (n6.tool_runner.ToolRunner: log, timeout,
+    dry run): the files after -d go there, those after -u come back."""
+
+    def __init__(self, host, local):
+        self.host, self.local = host, local
+        self.simulated = False
+
+    @property
+    def timeout(self):
+        return self.local.timeout
+
+    def run(self, argv, on_output=None, timeout=None):
+        if self.local.dry_run:
+            return self.local.run(["ssh", self.host, "--"] + list(argv), on_output, timeout)
+        from labgrid.resource.common import NetworkResource
+        from labgrid.util.managedfile import ManagedFile
+        resource = NetworkResource(target=None, name=None, host=self.host)
+        conn = self._ssh(_connection, self.host)
+        remote, fetch = list(argv), []
+        folder = None
+        for i, arg in enumerate(argv):
+            if i >= 1 and argv[i - 1] == "-d":           # -d <file> <address>: a file the programmer reads
+                managed = ManagedFile(arg, resource)
+                self._ssh(managed.sync_to_resource)
+                remote[i] = managed.get_remote_path()
+            elif i >= 3 and argv[i - 3] == "-u":         # -u <address> <size> <file>: a file it writes
+                folder = folder or self._ssh(conn.run_check, "mktemp -d")[0].strip()
+                remote[i] = f"{folder}/{len(fetch)}-{os.path.basename(arg)}"
+                fetch.append((remote[i], arg))
+        try:
+            result = self.local.run(resource.wrap_command(remote), on_output, timeout)
+            self.simulated |= SIMULATED_BANNER in result.output
+            if result.returncode == 0:
+                for there, here in fetch:
+                    self._ssh(conn.get_file, there, here)
+            return result
+        finally:
+            if folder:
+                conn.run(f"rm -rf {shlex.quote(folder)}")
+
+    def _ssh(self, call, *args):
+        """`call(*args)`; labgrid's SSH failures as one line."""
+        from labgrid.driver.exception import ExecutionError
+        from labgrid.util.managedfile import ManagedFileError
+        try:
+            return call(*args)
+        except (ExecutionError, ManagedFileError, subprocess.CalledProcessError, OSError) as e:
+            problem = " ".join(str(getattr(e, "msg", None) or e).split())
+            raise N6Error(None, f"the programmer's host {self.host}: {problem}", SSH_FIX.format(host=self.host)) \
+                from None
+
+
+def _connection(host):
+    from labgrid.util.ssh import sshmanager
+    return sshmanager.get(host)
