@@ -10,7 +10,7 @@ from ..errors import N6Error
 from ..reloc.image import RtCtx, detect_header_words, off
 from . import mrel
 from .backend import Download
-from .gate import Placed, parse_image
+from .gate import Placed, flash_pools, parse_image
 from .records import changed_sectors, runs, sectors_of
 
 READBACK_PARAMS = 256      # bytes read back from the start of a params image
@@ -21,7 +21,7 @@ class FlashImage:
     path: str                # shown in messages and reports
     address: int
     data: bytes
-    role: str                # "network" | "params" | "header"
+    role: str                # "network" | "params" | "pool" (an absolute flash pool's bytes) | "header"
     models: tuple            # the models this image belongs to
     region: tuple            # (name, start, end)
 
@@ -53,7 +53,8 @@ def _align(n, a):
 def layout(models, board, multi_model, flags=0):
     """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
     model's images packed sector-aligned from those addresses, plus the multi-model header with
-    `flags` (the install mode) and the external exec RAM flag its models need on this board."""
+    `flags` (the install mode) and the external exec RAM flag its models need on this board. An
+    image's absolute flash pools go at their own addresses (`pool`), the image clear of them."""
     if not multi_model and len(models) != 1:
         raise N6Error(board.path, f"{len(models)} models for a 2.x install, which holds one model at a time",
                       "choose one with MODEL=")
@@ -68,15 +69,33 @@ def layout(models, board, multi_model, flags=0):
     named = {}                    # c-name → the image that carries it
     for m in models:
         data = _read(m.network)
-        out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
+        pdata = _read(m.params) if m.params else None
+        try:
+            image = parse_image(m.network, data, pdata)
+        except N6Error:
+            if multi_model:
+                raise
+            image = None          # no image: the gate refuses it with the loader's words (check_installs)
+        pools = [FlashImage(f"{m.network} pool {d.name}", d.dst, raw, "pool", (m.name,),
+                            ("flash", board.flash.base, board.flash.end)) for d, raw in flash_pools(image)] \
+            if image else []
+        out += pools
+        at = _clear_of(net_at, len(data), [p for p in out if p.role == "pool"], sector)
+        if at != net_at and not multi_model:
+            p = next(p for p in pools if p.address < net_at + len(data) and net_at < p.address + len(p.data))
+            raise N6Error(m.network, f"its absolute flash pool at 0x{p.address:08X}-0x{p.address + len(p.data):08X} "
+                          f"lies where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path})",
+                          "make the pool USEMODE_RELATIVE in the .mpool and regenerate (ST's 2.x firmware reads the "
+                          "image at 0x71000000 only), or for a firmware that reads it elsewhere set [images] network "
+                          f"clear of the pool (e.g. 0x{_align(p.address + len(p.data), 16 << 20):08X})")
+        out.append(FlashImage(m.network, at, data, "network", (m.name,),
+                              net_region if at == net_at else ("network", at, board.flash.end)))
         if multi_model:
-            image = parse_image(m.network, data)
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
             _one_model_per_c_name(named, image, m.network)
-        pair = [net_at, 0]
-        net_at = _align(net_at + len(data), sector)
+        pair = [at, 0]
+        net_at = _align(at + len(data), sector)
         if m.params:
-            pdata = _read(m.params)
             out.append(FlashImage(m.params, par_at, pdata, "params", (m.name,), par_region))
             pair[1] = par_at
             par_at = _align(par_at + len(pdata), sector)
@@ -88,6 +107,17 @@ def layout(models, board, multi_model, flags=0):
                                  "header", tuple(m.name for m in models),
                                  ("multi-model header", at, at + board.flash.page_size)))
     return out
+
+
+def _clear_of(at, size, pieces, sector):
+    """The first sector-aligned address from `at` where `size` bytes share no erase sector with
+    `pieces` (a 3.x image moves past the absolute pools; the header gives the firmware its address)."""
+    while True:
+        first, last = at // sector, (at + max(size, 1) - 1) // sector
+        hit = [p for p in pieces if p.address // sector <= last and first <= (p.address + len(p.data) - 1) // sector]
+        if not hit:
+            return at
+        at = _align(max(p.address + len(p.data) for p in hit), sector)
 
 
 def _one_model_per_c_name(named, image, path):
@@ -112,7 +142,7 @@ def readback_ranges(image, record):
         if rt_at + RtCtx.SIZE <= len(record):
             ranges.append((a + rt_at, RtCtx.SIZE))
         return ranges
-    if image.role == "params":
+    if image.role in ("params", "pool"):
         return [(a, min(READBACK_PARAMS, len(record)))]
     return [(a, len(record))]
 
