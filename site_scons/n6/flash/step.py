@@ -147,11 +147,13 @@ def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list,
     return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
-def run_options(board, release, programmer: tuple, force: bool, reset: str, dry_run: bool, copy_mode: bool,
+def run_options(board_file: str, release, backend: str, force: bool, reset: str, dry_run: bool, copy_mode: bool,
                 ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
     """The FlashOptions of one build run before a model set and a board are given them
-    (n6.flash.project.Deployment.plan). `programmer`: find_programmer's; `ext_ram`: RELOC_EXT_RAM_SIZE=."""
-    backend, install = programmer
+    (n6.flash.project.Deployment.plan). `backend`: FLASH_BACKEND= (empty: the board file's
+    choice, found by find_programmer); `ext_ram`: RELOC_EXT_RAM_SIZE=."""
+    board = load_board(board_file)
+    backend, install = find_programmer(backend or board.programmer.backend, board)
     return FlashOptions(board=board.path, files=(), multi=release.multi_model, release=release.core,
                         backend=backend, cli=install.cli if install else None,
                         simulated=install is not None and install.simulated,
