@@ -113,3 +113,21 @@ def test_the_simulated_board_runs_the_model_from_the_flashed_pool(repo):
     with open(os.path.join(repo, "build", "big_mlp", "run", "validate.json")) as f:
         report = json.load(f)
     assert report["passed"] is True and [o["max_abs_lsb"] for o in report["outputs"]] == [0], proc.stdout
+
+
+def test_a_3x_image_moves_past_the_pools_and_the_header_gives_its_address(repo):
+    """With the multi-model header the firmware finds an image anywhere: it goes on the first
+    sector clear of the pools (the layout alone: no 3.x install is needed for it)."""
+    from n6.board import load_board
+    from n6.board_files import board_path
+    from n6.flash import mrel
+    from n6.flash.deploy import ModelFiles, layout
+    from n6.flash.gate import check_layout
+    dk = load_board(board_path("stm32n6570-dk"))
+    images = layout([ModelFiles("big_mlp", os.path.join(repo, "build", "big_mlp", "network_rel.bin"))], dk,
+                    multi_model=True)
+    end = POOL + len(raw(repo))
+    assert [(im.role, im.address) for im in images] == [("header", 0x70FFF000), ("pool", POOL),
+                                                        ("network", -(-end // S) * S)]
+    assert mrel.parse(images[0].data)[1] == [(-(-end // S) * S, 0)]
+    check_layout([im.placed for im in images], dk)
