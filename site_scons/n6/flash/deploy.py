@@ -50,11 +50,13 @@ def _align(n, a):
     return (n + a - 1) // a * a
 
 
-def layout(models, board, multi_model, flags=0):
+def layout(models, board, multi_model, flags=0, warnings=None):
     """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
     model's images packed sector-aligned from those addresses, plus the multi-model header with
     `flags` (the install mode) and the external exec RAM flag its models need on this board. An
-    image's absolute flash pools go at their own addresses (`pool`), the image clear of them."""
+    image's absolute flash pools go at their own addresses (`pool`), the image clear of them; a
+    2.x image whose pools lie where the firmware reads it goes there as ST's flow puts it, its
+    pools left out, with a line in `warnings`."""
     if not multi_model and len(models) != 1:
         raise N6Error(board.path, f"{len(models)} models for a 2.x install, which holds one model at a time",
                       "choose one with MODEL=")
@@ -79,15 +81,18 @@ def layout(models, board, multi_model, flags=0):
         pools = [FlashImage(f"{m.network} pool {d.name}", d.dst, raw, "pool", (m.name,),
                             ("flash", board.flash.base, board.flash.end)) for d, raw in flash_pools(image)] \
             if image else []
-        out += pools
-        at = _clear_of(net_at, len(data), [p for p in out if p.role == "pool"], sector)
+        at = _clear_of(net_at, len(data), [p for p in out if p.role == "pool"] + pools, sector)
         if at != net_at and not multi_model:
-            p = next(p for p in pools if p.address < net_at + len(data) and net_at < p.address + len(p.data))
-            raise N6Error(m.network, f"its absolute flash pool at 0x{p.address:08X}-0x{p.address + len(p.data):08X} "
-                          f"lies where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path})",
-                          "make the pool USEMODE_RELATIVE in the .mpool and regenerate (ST's 2.x firmware reads the "
-                          "image at 0x71000000 only), or for a firmware that reads it elsewhere set [images] network "
-                          f"clear of the pool (e.g. 0x{_align(p.address + len(p.data), 16 << 20):08X})")
+            p = next(p for p in pools if _share_a_sector(net_at, len(data), p, sector))
+            (warnings if warnings is not None else []).append(
+                f"{m.network}: its absolute flash pool at 0x{p.address:08X}-0x{p.address + len(p.data):08X} lies "
+                f"where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path}): the "
+                "image goes there, as ST's flow puts it, and the network reads the image's bytes as its weights. "
+                "For its weights make the pool USEMODE_RELATIVE (ST's 2.x firmware reads the image at 0x71000000 "
+                "only), or give a firmware that reads the image clear of the pool "
+                f"([images] network = 0x{_align(p.address + len(p.data), 16 << 20):08X})")
+            pools, at = [], net_at
+        out += pools
         out.append(FlashImage(m.network, at, data, "network", (m.name,),
                               net_region if at == net_at else ("network", at, board.flash.end)))
         if multi_model:
@@ -113,11 +118,16 @@ def _clear_of(at, size, pieces, sector):
     """The first sector-aligned address from `at` where `size` bytes share no erase sector with
     `pieces` (a 3.x image moves past the absolute pools; the header gives the firmware its address)."""
     while True:
-        first, last = at // sector, (at + max(size, 1) - 1) // sector
-        hit = [p for p in pieces if p.address // sector <= last and first <= (p.address + len(p.data) - 1) // sector]
+        hit = [p for p in pieces if _share_a_sector(at, size, p, sector)]
         if not hit:
             return at
         at = _align(max(p.address + len(p.data) for p in hit), sector)
+
+
+def _share_a_sector(at, size, piece, sector):
+    """Whether `size` bytes at `at` and `piece` share an erase sector (the programmer erases whole ones)."""
+    return piece.address // sector <= (at + max(size, 1) - 1) // sector and \
+        at // sector <= (piece.address + max(len(piece.data), 1) - 1) // sector
 
 
 def _one_model_per_c_name(named, image, path):

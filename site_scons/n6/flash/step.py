@@ -337,9 +337,12 @@ def flash_step(opts, reports, say=print, verbose=False):
     `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
     board = load_board(opts.board)
     models = [ModelFiles(m, network, params) for m, network, params in opts.files]
-    images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP)
+    notes = []
+    images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP, notes)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
     tag = ("  SIMULATED" if opts.simulated else "") + ("  DRY RUN: nothing was written" if opts.dry_run else "")
+    for w in notes:
+        say(f"  WARNING  {w}{tag}")
     for im in images:
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
