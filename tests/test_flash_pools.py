@@ -1,8 +1,9 @@
 """`scons flash` of an image whose params pool is absolute in the flash window (as ST's flow builds
 its public samples, RELOC_ABSOLUTE_FLASH_POOLS=1): the pool's bytes go at the pool's address, the
 image clear of it where the board's firmware reads it (else, as ST's flow, over it with a
-warning), each piece a download of its own in the programmer's call; a params change writes only the sectors that changed, and the simulated board
-runs the model from the flashed pool (validate, 0 LSB against onnxruntime)."""
+warning), each piece a download of its own in the programmer's call; a params change writes only
+the sectors that changed, and the simulated board runs the model from the flashed pool (validate,
+0 LSB against onnxruntime)."""
 import json
 import os
 
