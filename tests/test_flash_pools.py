@@ -133,3 +133,23 @@ def test_a_3x_image_moves_past_the_pools_and_the_header_gives_its_address(repo):
                                                         ("network", -(-end // S) * S)]
     assert mrel.parse(images[0].data)[1] == [(-(-end // S) * S, 0)]
     check_layout([im.placed for im in images], dk)
+
+
+@pytest.mark.parametrize("address, message", [
+    (0x7A00_0000, "is outside the flash 0x70000000-0x78000000 (fix: move the pool into the board's flash in the "
+                  ".mpool and regenerate)"),
+    (0x7038_0000, "would write the boot area 0x70000000-0x70FF0000 (FSBL and applications) (fix: move the pool "
+                  "out of it in the .mpool and regenerate)"),
+])
+def test_a_pool_the_board_cannot_hold_is_refused_naming_the_mpool(address, message):
+    """The loader's window and the boot area hold for pools too; their address is network.c's."""
+    from n6.board import load_board
+    from n6.board_files import board_path
+    from n6.errors import N6Error
+    from n6.flash.deploy import FlashImage
+    from n6.flash.gate import check_layout
+    from n6.mpool import EXTERNAL_FLASH
+    pool = FlashImage("n.bin pool xSPI2", address, bytes(100), "pool", ("m",), ("external flash", *EXTERNAL_FLASH))
+    with pytest.raises(N6Error) as e:
+        check_layout([pool.placed], load_board(board_path("stm32n6570-dk")))
+    assert str(e.value) == f"n.bin pool xSPI2: 100 bytes at 0x{address:08X}-0x{address + 100:08X} {message}"

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import N6Error
+from ..mpool import EXTERNAL_FLASH
 from ..reloc.image import RtCtx, detect_header_words, off
 from . import mrel
 from .backend import Download
@@ -79,8 +80,7 @@ def layout(models, board, multi_model, flags=0, warnings=None):
                 raise
             image = None          # no image: the gate refuses it with the loader's words (check_installs)
         pools = [FlashImage(f"{m.network} pool {d.name}", d.dst, raw, "pool", (m.name,),
-                            ("flash", board.flash.base, board.flash.end)) for d, raw in flash_pools(image)] \
-            if image else []
+                            ("external flash", *EXTERNAL_FLASH)) for d, raw in flash_pools(image)] if image else []
         at = _clear_of(net_at, len(data), [p for p in out if p.role == "pool"] + pools, sector)
         if at != net_at and not multi_model:
             p = next(p for p in pools if _share_a_sector(net_at, len(data), p, sector))

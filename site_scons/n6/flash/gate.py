@@ -43,12 +43,14 @@ def check_layout(placed, board):
                           " bytes over)", "build with RELOC_SPLIT=1 or flash fewer models")
         if p.address < flash.base or p.address + p.size > flash.end:
             raise N6Error(p.path, f"{_span(p)} is outside the flash 0x{flash.base:08X}-0x{flash.end:08X}",
+                          "move the pool into the board's flash in the .mpool and regenerate" if p.role == "pool" else
                           "fix the image addresses in the board file")
         for start, end in flash.no_write:
             first = p.address - p.address % sector      # the programmer erases whole sectors
             if first < end and start < p.address + p.size:
                 raise N6Error(p.path, f"{_span(p)} would write the boot area 0x{start:08X}-0x{end:08X} "
-                              "(FSBL and applications)", f"place {p.role} images outside it in {board.path}")
+                              "(FSBL and applications)", "move the pool out of it in the .mpool and regenerate"
+                              if p.role == "pool" else f"place {p.role} images outside it in {board.path}")
     by_sector = sorted(placed, key=lambda p: p.address)
     for a, b in zip(by_sector, by_sector[1:]):
         a_last = (a.address + max(a.size, 1) - 1) // sector
