@@ -55,7 +55,7 @@ def test_simulated_npu_outputs_pass_within_the_drift_and_fail_beyond_it():
 
 
 def test_st_npu_epochs_counts_a_real_tools_npu_epochs_only(tmp_path):
-    real = "/* ST Edge AI Core v2.2 */\n" + "EpochBlock_Flags_pure_hw\nEpochBlock_Flags_hybrid\nEpochBlock_Flags_pure_sw\n"
+    real = "/* ST Edge AI Core v2.2 */\nEpochBlock_Flags_pure_hw\nEpochBlock_Flags_hybrid\nEpochBlock_Flags_pure_sw\n"
     (tmp_path / "network.c").write_text(real)
     (tmp_path / "network.h").write_text("EpochBlock_Flags_blob")
     assert st_npu_epochs(str(tmp_path)) == 2
