@@ -122,11 +122,13 @@ class InstalledModel:
         # the loader does not check the params CRC-32 (only our image checker does)
         self.installed = install(data, layout["network"], cfg, fw, params if split else None, verify_params=False)
         self.mode = mode
-        regions = [Region(*r) for r in layout["regions"]]
-        regions.append(Region("xSPI2 flash", layout["network"], len(data)))
+        files = [Region("xSPI2 flash", layout["network"], len(data))]
         if split and params is not None:
-            regions.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
-        regions += [Region("xSPI2 flash (absolute pool)", at, len(raw)) for at, raw in flash]
+            files.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
+        flash = [(at, raw) for at, raw in flash     # where the image lies, the flash holds the image
+                 if not any(at < r.base + r.size and r.base < at + len(raw) for r in files)]
+        regions = [Region(*r) for r in layout["regions"]] + files + \
+            [Region("xSPI2 flash (absolute pool)", at, len(raw)) for at, raw in flash]
         self.table = callbacks.table(core)
         services = [(name, self._service(name)) for name in self.table]
         self.current_epoch = None
