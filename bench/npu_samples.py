@@ -151,16 +151,12 @@ IMAGE_AT = 0x7200_0000              # the relocatable image beside it in the xSP
 
 def installed(sample, mode="stop"):
     """ST's image of the sample (ST's flow on the test bed's install, test_real_install.st_flow)
-    installed on the simulated board with the NPU model in `mode`, its params .raw at the absolute
-    flash address network.c reads them from (ST's flow leaves that pool absolute: ST's own
-    deployment flashes network_atonbuf.xSPI2.raw there) and the image beside it."""
+    installed on the simulated board with the NPU model in `mode`, as `scons flash` leaves a board
+    whose firmware reads the image at 0x72000000: the params .raw at the absolute flash address
+    network.c reads them from (ST's flow leaves that pool absolute), the image beside it."""
     from n6board.firmware import DEFAULT_LAYOUT, InstalledModel
     from test_real_install import st_flow
     build, _ = st_flow(sample, "secure")
-    raw = params(sample)
-    layout = dict(DEFAULT_LAYOUT, network=IMAGE_AT,
-                  regions=DEFAULT_LAYOUT["regions"] + [("xSPI2 flash (params)", FLASH_PARAMS, len(raw))])
     with open(os.path.join(build, "network_rel.bin"), "rb") as f:
-        model = InstalledModel(f.read(), layout=layout, npu_model=mode)
-    model.cpu.write(FLASH_PARAMS, raw)
-    return model
+        return InstalledModel(f.read(), layout=dict(DEFAULT_LAYOUT, network=IMAGE_AT), npu_model=mode,
+                              flash=[(FLASH_PARAMS, params(sample))])

@@ -125,18 +125,16 @@ def _summaries(summaries, build_dir, broken):
 def _template(env):
     """The run's FlashOptions before a model set and a board are given them (Deployment.plan),
     and the boards the command line names; made once per run."""
-    from n6.board import load_board
-    from n6.flash.boards import BoardList, attached_boards, chosen_list
-    from n6.flash.step import find_programmer, run_options
+    from n6.flash.boards import BoardList, build_boards
+    from n6.flash.step import run_options
     state = env["N6_FLASHING"]
     if state.template is None:
-        board = load_board(board_path(env["BOARD"]))
         state.template = run_options(
-            board, state.release, find_programmer(env.get("FLASH_BACKEND") or board.programmer.backend, board),
-            bool(env["FORCE"]), env["FLASH_RESET"], bool(env["DRY_RUN"]), bool(env["RELOC_COPY_MODE"]),
-            env["RELOC_EXT_RAM_SIZE"], env.Dir("$BUILD_DIR").path, env.StedgeaiInstall()[0])
-        boards = chosen_list({k: env[k] for k in BoardList.KEYS.values()}, SCons.Script.ARGUMENTS, board.boards)
-        state.boards = attached_boards(boards, sim_board_dir(env), state.template.simulated)
+            board_path(env["BOARD"]), state.release, env.get("FLASH_BACKEND") or "", bool(env["FORCE"]),
+            env["FLASH_RESET"], bool(env["DRY_RUN"]), bool(env["RELOC_COPY_MODE"]), env["RELOC_EXT_RAM_SIZE"],
+            env.Dir("$BUILD_DIR").path, env.StedgeaiInstall()[0])
+        state.boards = build_boards({k: env[k] for k in BoardList.KEYS.values()}, SCons.Script.ARGUMENTS,
+                                    state.template.board, sim_board_dir(env), state.template.simulated)
     return state.template
 
 

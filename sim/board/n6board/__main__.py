@@ -57,6 +57,17 @@ def _read_image(flash, at, params_at):
     return flash.read(at, (off(h.rel_end) + 7) & ~7), flash.read(params_at, _params_len(img))
 
 
+def flash_pools(state, data, params):
+    """[(address, bytes)] of the image's absolute pools in the memory-mapped flash, as the board's
+    flash holds them (the runtime reads them there; `scons flash` puts them at their address)."""
+    from n6.flash.gate import flash_pools as pools
+    from programmer_sim.board_state import BoardState
+    if not state:
+        return []
+    flash = BoardState(state)
+    return [(d.dst, flash.read(d.dst, d.size)) for d, _ in pools(Image.parse(data, params=params))]
+
+
 def _end(h):
     return max(off(h.rel_end), off(h.data_data) + off(h.bss_start), 0x60)
 
@@ -89,7 +100,8 @@ def boot(args):
             continue
         try:
             model = InstalledModel(data, params, dict(layout, exec_ram=(exec_base, exec_size)), core=args.release,
-                                   mode=args.mode or mode, board_firmware=board.firmware, npu_model=args.npu_model)
+                                   mode=args.mode or mode, board_firmware=board.firmware, npu_model=args.npu_model,
+                                   flash=flash_pools(args.state, data, params))
         except LoaderError as e:
             text = f"AI RELOC ERROR: install failed, {e.name} ({e.code}): {e.detail}"
             return models, text, banner + [text]

@@ -107,7 +107,9 @@ class InstalledModel:
     """An image installed by the loader model and ready to run in the emulated CPU."""
 
     def __init__(self, data, params=None, layout=None, core="2.2", mode="COPY", count=False, board_firmware=None,
-                 npu_model="stop"):
+                 npu_model="stop", flash=()):
+        """`flash`: [(address, bytes)] more of the memory-mapped flash the image reads (its
+        absolute flash pools, where `scons flash` put them)."""
         layout = layout or DEFAULT_LAYOUT
         rel = release(core)
         self.img = Image.parse(data, params=params)
@@ -120,10 +122,13 @@ class InstalledModel:
         # the loader does not check the params CRC-32 (only our image checker does)
         self.installed = install(data, layout["network"], cfg, fw, params if split else None, verify_params=False)
         self.mode = mode
-        regions = [Region(*r) for r in layout["regions"]]
-        regions.append(Region("xSPI2 flash", layout["network"], len(data)))
+        files = [Region("xSPI2 flash", layout["network"], len(data))]
         if split and params is not None:
-            regions.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
+            files.append(Region("xSPI2 flash (params)", layout["params"], len(params)))
+        flash = [(at, raw) for at, raw in flash     # where the image lies, the flash holds the image
+                 if not any(at < r.base + r.size and r.base < at + len(raw) for r in files)]
+        regions = [Region(*r) for r in layout["regions"]] + files + \
+            [Region("xSPI2 flash (absolute pool)", at, len(raw)) for at, raw in flash]
         self.table = callbacks.table(core)
         services = [(name, self._service(name)) for name in self.table]
         self.current_epoch = None
@@ -133,6 +138,8 @@ class InstalledModel:
         self.npu.write_memory, self.npu.read_memory = self.cpu.write, self.cpu.read
         for base, buf in self.installed.memory.regions:
             self.cpu.write(base, buf)
+        for at, raw in flash:
+            self.cpu.write(at, raw)
         self.cpu.emulate_long_shifts(self.installed.ro_base, off(self.img.header.data_data))
         self.r9 = self.installed.ram_base
         rt = self.r9 + off(self.img.header.rt_ctx)

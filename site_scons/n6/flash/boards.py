@@ -66,6 +66,13 @@ def chosen_list(variables, given, in_file: BoardList | None) -> BoardList:
     return in_file
 
 
+def build_boards(variables, given, board_file: str, sim_dir: str, simulated: bool) -> tuple[Attached, ...]:
+    """The boards of one build run: the chosen list (chosen_list, the board file's [boards] read
+    from `board_file`), attached as the build is read (attached_boards)."""
+    from ..board import load_board
+    return attached_boards(chosen_list(variables, given, load_board(board_file).boards), sim_dir, simulated)
+
+
 def split_list(value: str) -> list[str]:
     """`a,b` → ["a", "b"]; "" → []."""
     return [v.strip() for v in (value or "").split(",") if v.strip()]

@@ -7,10 +7,11 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import N6Error
+from ..mpool import EXTERNAL_FLASH
 from ..reloc.image import RtCtx, detect_header_words, off
 from . import mrel
 from .backend import Download
-from .gate import Placed, parse_image
+from .gate import Placed, flash_pools, parse_image
 from .records import changed_sectors, runs, sectors_of
 
 READBACK_PARAMS = 256      # bytes read back from the start of a params image
@@ -21,7 +22,7 @@ class FlashImage:
     path: str                # shown in messages and reports
     address: int
     data: bytes
-    role: str                # "network" | "params" | "header"
+    role: str                # "network" | "params" | "pool" (an absolute flash pool's bytes) | "header"
     models: tuple            # the models this image belongs to
     region: tuple            # (name, start, end)
 
@@ -50,10 +51,13 @@ def _align(n, a):
     return (n + a - 1) // a * a
 
 
-def layout(models, board, multi_model, flags=0):
+def layout(models, board, multi_model, flags=0, warnings=None):
     """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
     model's images packed sector-aligned from those addresses, plus the multi-model header with
-    `flags` (the install mode) and the external exec RAM flag its models need on this board."""
+    `flags` (the install mode) and the external exec RAM flag its models need on this board. An
+    image's absolute flash pools go at their own addresses (`pool`), the image clear of them; a
+    2.x image whose pools lie where the firmware reads it goes there as ST's flow puts it, its
+    pools left out, with a line in `warnings`."""
     if not multi_model and len(models) != 1:
         raise N6Error(board.path, f"{len(models)} models for a 2.x install, which holds one model at a time",
                       "choose one with MODEL=")
@@ -68,15 +72,35 @@ def layout(models, board, multi_model, flags=0):
     named = {}                    # c-name → the image that carries it
     for m in models:
         data = _read(m.network)
-        out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
+        pdata = _read(m.params) if m.params else None
+        try:
+            image = parse_image(m.network, data, pdata)
+        except N6Error:
+            if multi_model:
+                raise
+            image = None          # no image: the gate refuses it with the loader's words (check_installs)
+        pools = [FlashImage(f"{m.network} pool {d.name}", d.dst, raw, "pool", (m.name,),
+                            ("external flash", *EXTERNAL_FLASH)) for d, raw in flash_pools(image)] if image else []
+        at = _clear_of(net_at, len(data), [p for p in out if p.role == "pool"] + pools, sector)
+        if at != net_at and not multi_model:
+            p = next(p for p in pools if _share_a_sector(net_at, len(data), p, sector))
+            (warnings if warnings is not None else []).append(
+                f"{m.network}: its absolute flash pool at 0x{p.address:08X}-0x{p.address + len(p.data):08X} lies "
+                f"where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path}): the "
+                "image goes there, as ST's flow puts it, and the network reads the image's bytes as its weights. "
+                "For its weights make the pool USEMODE_RELATIVE (ST's 2.x firmware reads the image at 0x71000000 "
+                "only), or give a firmware that reads the image clear of the pool "
+                f"([images] network = 0x{_align(p.address + len(p.data), 16 << 20):08X})")
+            pools, at = [], net_at
+        out += pools
+        out.append(FlashImage(m.network, at, data, "network", (m.name,),
+                              net_region if at == net_at else ("network", at, board.flash.end)))
         if multi_model:
-            image = parse_image(m.network, data)
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
             _one_model_per_c_name(named, image, m.network)
-        pair = [net_at, 0]
-        net_at = _align(net_at + len(data), sector)
+        pair = [at, 0]
+        net_at = _align(at + len(data), sector)
         if m.params:
-            pdata = _read(m.params)
             out.append(FlashImage(m.params, par_at, pdata, "params", (m.name,), par_region))
             pair[1] = par_at
             par_at = _align(par_at + len(pdata), sector)
@@ -88,6 +112,22 @@ def layout(models, board, multi_model, flags=0):
                                  "header", tuple(m.name for m in models),
                                  ("multi-model header", at, at + board.flash.page_size)))
     return out
+
+
+def _clear_of(at, size, pieces, sector):
+    """The first sector-aligned address from `at` where `size` bytes share no erase sector with
+    `pieces` (a 3.x image moves past the absolute pools; the header gives the firmware its address)."""
+    while True:
+        hit = [p for p in pieces if _share_a_sector(at, size, p, sector)]
+        if not hit:
+            return at
+        at = _align(max(p.address + len(p.data) for p in hit), sector)
+
+
+def _share_a_sector(at, size, piece, sector):
+    """Whether `size` bytes at `at` and `piece` share an erase sector (the programmer erases whole ones)."""
+    return piece.address // sector <= (at + max(size, 1) - 1) // sector and \
+        at // sector <= (piece.address + max(len(piece.data), 1) - 1) // sector
 
 
 def _one_model_per_c_name(named, image, path):
@@ -112,7 +152,7 @@ def readback_ranges(image, record):
         if rt_at + RtCtx.SIZE <= len(record):
             ranges.append((a + rt_at, RtCtx.SIZE))
         return ranges
-    if image.role == "params":
+    if image.role in ("params", "pool"):
         return [(a, min(READBACK_PARAMS, len(record)))]
     return [(a, len(record))]
 

@@ -20,7 +20,7 @@ class Placed:
     path: str
     address: int
     size: int
-    role: str                # "network" | "params" | "header"
+    role: str                # "network" | "params" | "pool" | "header"
     region: tuple
 
 
@@ -32,7 +32,7 @@ def check_layout(placed, board):
     flash = board.flash
     sector = flash.sector_size
     for p in placed:
-        align = flash.page_size if p.role == "header" else sector
+        align = {"header": flash.page_size, "pool": 1}.get(p.role, sector)    # a pool: where network.c reads it
         if p.address % align:
             raise N6Error(p.path, f"address 0x{p.address:08X} is not aligned to {align // 1024} KB "
                           f"({'page' if p.role == 'header' else 'erase sector'})", "fix the address in the board file")
@@ -43,12 +43,14 @@ def check_layout(placed, board):
                           " bytes over)", "build with RELOC_SPLIT=1 or flash fewer models")
         if p.address < flash.base or p.address + p.size > flash.end:
             raise N6Error(p.path, f"{_span(p)} is outside the flash 0x{flash.base:08X}-0x{flash.end:08X}",
+                          "move the pool into the board's flash in the .mpool and regenerate" if p.role == "pool" else
                           "fix the image addresses in the board file")
         for start, end in flash.no_write:
             first = p.address - p.address % sector      # the programmer erases whole sectors
             if first < end and start < p.address + p.size:
                 raise N6Error(p.path, f"{_span(p)} would write the boot area 0x{start:08X}-0x{end:08X} "
-                              "(FSBL and applications)", f"place {p.role} images outside it in {board.path}")
+                              "(FSBL and applications)", "move the pool out of it in the .mpool and regenerate"
+                              if p.role == "pool" else f"place {p.role} images outside it in {board.path}")
     by_sector = sorted(placed, key=lambda p: p.address)
     for a, b in zip(by_sector, by_sector[1:]):
         a_last = (a.address + max(a.size, 1) - 1) // sector
@@ -81,12 +83,12 @@ def board_firmware(board, img):
                 f"{'.'.join(map(str, fw.version))}, secure, dbg-info, async)")
 
 
-def parse_image(path, data):
-    """The image, or ST's error for anything without its magic."""
+def parse_image(path, data, params=None):
+    """The image (with its split `params`), or ST's error for anything without its magic."""
     if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
         raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
                       "flash a network_rel.bin built by this project")
-    return Image.parse(data, path)
+    return Image.parse(data, path, params=params)
 
 
 def check_firmware(path, data, firmware, ext_ram_budget, where):
@@ -134,6 +136,14 @@ def check_installs(path, data, params=None):
         check_image(data, params, Firmware.matching(img))
     except LoaderError as e:
         raise N6Error(path, f"rejected by the image checker: {e}", "build it again: `scons`") from None
+
+
+def flash_pools(img):
+    """The image's absolute pools in the memory-mapped external flash (COPY descriptors there): the
+    loader cannot write the flash, so their bytes must be on the board at their own address, as
+    ST's static deployments flash the pool's `.raw`. [(descriptor, its bytes)]."""
+    return [(d, bytes(img.params[d.foff:d.foff + d.size])) for d in img.descriptors
+            if d.type == TYPE_COPY and EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]]
 
 
 def check_external_pools(path, img, board, ext_exec_ram=None):

@@ -154,11 +154,13 @@ def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list,
     return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
-def run_options(board, release, programmer: tuple, force: bool, reset: str, dry_run: bool, copy_mode: bool,
+def run_options(board_file: str, release, backend: str, force: bool, reset: str, dry_run: bool, copy_mode: bool,
                 ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
     """The FlashOptions of one build run before a model set and a board are given them
-    (n6.flash.project.Deployment.plan). `programmer`: find_programmer's; `ext_ram`: RELOC_EXT_RAM_SIZE=."""
-    backend, install = programmer
+    (n6.flash.project.Deployment.plan). `backend`: FLASH_BACKEND= (empty: the board file's
+    choice, found by find_programmer); `ext_ram`: RELOC_EXT_RAM_SIZE=."""
+    board = load_board(board_file)
+    backend, install = find_programmer(backend or board.programmer.backend, board)
     return FlashOptions(board=board.path, files=(), multi=release.multi_model, release=release.core,
                         backend=backend, cli=install.cli if install else None,
                         simulated=install is not None and install.simulated,
@@ -342,9 +344,12 @@ def flash_step(opts, reports, say=print, verbose=False):
     `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
     board = load_board(opts.board)
     models = [ModelFiles(m, network, params) for m, network, params in opts.files]
-    images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP)
+    notes = []
+    images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP, notes)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
     tag = ("  SIMULATED" if opts.simulated else "") + ("  DRY RUN: nothing was written" if opts.dry_run else "")
+    for w in notes:
+        say(f"  WARNING  {w}{tag}")
     for im in images:
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)

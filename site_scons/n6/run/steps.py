@@ -72,7 +72,8 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
                                 f"reference data {opts.reference_data}")
     else:
         ref = reference_of(record.inputs)
-    text, report, passed = validate.validate(model, got, ref.outputs, opts.tolerance, ref.name, ref.lsb)
+    text, report, passed = validate.validate(model, got, ref.outputs, opts.tolerance, ref.name, ref.lsb,
+                                             record.simulated and reference.st_npu_epochs(opts.model_dir) > 0)
     report["simulated"] = record.simulated
     if opts.test_data:      # the model's bundled test set, on the board and on the reference
         samples, labels = validate.test_set(opts.test_data, model)
@@ -86,8 +87,11 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
         if os.path.exists(target):
             os.unlink(target)
         write_text(failed, json.dumps(report, indent=1) + "\n")
-        raise N6Error(target, f"outputs differ from the reference beyond {opts.tolerance} LSB "
-                      "(see validate-failed.json)", "check the model and VALIDATE_TOLERANCE=")
+        npu = report["rule"] == "simulated NPU"
+        raise N6Error(target, f"outputs differ from the reference beyond {report['tolerance_lsb']} LSB "
+                      f"{'(simulated NPU) ' if npu else ''}(see validate-failed.json)",
+                      "check the model" + (" (the simulated NPU's rule: docs/validate.md)" if npu else
+                                           " and VALIDATE_TOLERANCE="))
     if os.path.exists(failed):
         os.unlink(failed)
     write_text(target, json.dumps(report, indent=1) + "\n")
