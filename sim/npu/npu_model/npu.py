@@ -10,7 +10,7 @@ then (program.py). A chain of stream engines alone moves its items: the words a 
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
 two-context switching is not modelled). A chain of convolution, arithmetic and pooling units
 computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
-ends. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
+ends, both through streng.py. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
 buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
 is not modelled, unless the mode is "control": then the chain runs to its end with the bytes its
 output engines write set to zero, and `not_computed` lists them.
@@ -273,7 +273,7 @@ class Npu:
                 why = f"{unmodelled[0]} is not modelled"
         elif not unmodelled:                                  # compute units: chain.py
             try:
-                if self.read_memory is None:
+                if self.read_memory is None or self.write_memory is None:
                     raise NotModelled("no memory given to the model")
                 computed = chain_writes(program, self.aton, self.regs, self.read_memory)
             except NotModelled as e:
@@ -320,18 +320,11 @@ class Npu:
     def _move(self, source, dest):
         write_items(dest, read_items(source, self.read_memory), self.read_memory, self.write_memory)
 
-    def _store(self, dest, data):
-        """A writing stream engine's bytes, in its access order."""
-        at = 0
-        for address, n in dest.segments:
-            self.write_memory(address, data[at:at + n])
-            at += n
-
     def _finish(self, chain, program, unmodelled, copies=(), computed=()):
         for source, dest in copies:
             self._move(source, dest)
-        for dest, data in computed:
-            self._store(dest, data)
+        for dest, words in computed:
+            write_items(dest, words, self.read_memory, self.write_memory)
         for f in program.footprints:
             if f.direction != "write":
                 continue
