@@ -18,14 +18,23 @@ output engines write set to zero, and `not_computed` lists them.
 Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) through this
 same register model; its irq raises the controller's interrupt.
 
-The debug-and-trace unit's event counters count NPU clocks while enabled on the always-high event
-(EVENT_TYPE 1): ST's validation firmware times each epoch with one (its `npu_cycles`), from the
-value last written to EVENT_<n>_CNT; on any other event they keep their value.
+The debug-and-trace unit's event counters (EVENT_<n>: signal SEL, EVENT_TYPE; ll_aton_dbgtrc.h's
+signal numbers), counting while the signal is high (EVENT_TYPE 1) from the value last written to
+EVENT_<n>_CNT: on the always-high signal (VDD) they count NPU clocks (ST's validation firmware
+times each epoch so, its `npu_cycles`); on a bus interface's burst signal (read or write bursts of
+1, 2, 4 or 8 beats of 8 bytes, on interface 0 or 1) they count the bursts the chains' stream
+engines make, a stated model: engines 0-4 on interface 0, 5-9 on 1 (n6.profiling.counters), each
+contiguous run of an engine's accesses ceil(bytes / 8) beats in bursts of 8 beats, the rest one
+burst each of 4, 2, 1 (so ST's byte total is the bytes moved, rounded up to beats). Every other
+signal (stalls, stream-engine activity, interrupts) is not modelled: its counter keeps its value.
 
 Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
 one NPU cycle per BUS_BYTES bytes it moves; a blob COMMAND_CYCLES per command besides its chains;
 the NPU clock is NPU_HZ."""
 import struct
+
+import numpy as np
+from n6.profiling.counters import busif_of
 
 from . import ecblob
 from .chain import MODELLED
@@ -40,7 +49,10 @@ BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream e
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
-TRACE_UNIT, EVENT_ALWAYS_HIGH = "DEBUG_TRACE", 1    # the trace unit; the event that is always high
+TRACE_UNIT, EVENT_HIGH = "DEBUG_TRACE", 1       # the trace unit; EVENT_TYPE: count while the signal is high
+SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
+BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
+BEAT_BYTES, BURST_BEATS = 8, (8, 4, 2, 1)
 
 
 def write_one_to_clear(unit, register):
@@ -87,6 +99,7 @@ class Npu:
         self.locate = None              # locate(address) → pool/buffer name, for the programs
         self.npu_now = None             # npu_now() → NPU cycles so far on the board; None: counters hold
         self.counting = {}              # EVENT_<n>_CNT offset → npu_now() its stored count refers to
+        self.burst_counters = {}        # EVENT_<n>_CNT offset → (interface, "read"/"write", beats a burst)
         self._chains_started = 0
 
     def begin_inference(self):
@@ -129,7 +142,7 @@ class Npu:
         if unit.name == "INTCTRL":
             self._write_intctrl(reg.name, value)
             return
-        if unit.name == TRACE_UNIT and self.npu_now:
+        if unit.name == TRACE_UNIT:
             self._write_trace(unit, reg, offset, value)
         if reg.name != "CTRL":
             self.regs[offset] = value
@@ -161,7 +174,8 @@ class Npu:
                 self._start_closed_chains()
 
     def _write_trace(self, unit, reg, offset, value):
-        """An event counter's configuration or count: it counts from now on the always-high event."""
+        """An event counter's configuration or count: from now on it counts clocks (VDD), bursts
+        (a bus interface's burst signal) or nothing."""
         if offset in self.counting:                     # EVENT_<n>_CNT written while counting
             self.counting[offset] = self.npu_now()
             return
@@ -172,8 +186,31 @@ class Npu:
         if cnt_offset in self.counting:                 # reconfigured: the count so far is kept
             self.regs[cnt_offset] = self._count(cnt_offset)
             del self.counting[cnt_offset]
-        if reg.field("EN").get(value) and reg.field("EVENT_TYPE").get(value) == EVENT_ALWAYS_HIGH:
+        self.burst_counters.pop(cnt_offset, None)
+        if not reg.field("EN").get(value) or reg.field("EVENT_TYPE").get(value) != EVENT_HIGH:
+            return
+        signal = reg.field("SEL").get(value)
+        if signal == SIGNAL_VDD and self.npu_now:
             self.counting[cnt_offset] = self.npu_now()
+        elif 0 <= signal - SIGNAL_BURSTS < BURST_SIGNALS:
+            k = signal - SIGNAL_BURSTS
+            self.burst_counters[cnt_offset] = (k % 2, "write" if k >= 8 else "read", 1 << (k % 8 // 2))
+
+    def _count_bursts(self, program):
+        """Add the bursts of a chain's stream engines to the counters counting them."""
+        bursts = {}
+        for f in program.footprints:
+            sizes = [n for _, n in f.segments]
+            if not sizes:
+                continue
+            beats = -(-np.asarray(sizes, dtype=np.int64) // BEAT_BYTES)
+            interface = busif_of(int(f.engine[len("STRENG"):]))
+            for size in BURST_BEATS:
+                key = (interface, f.direction, size)
+                bursts[key] = bursts.get(key, 0) + int((beats // size).sum())
+                beats = beats % size
+        for cnt_offset, key in self.burst_counters.items():
+            self.regs[cnt_offset] = (self.regs.get(cnt_offset, 0) + bursts.get(key, 0)) & 0xFFFF_FFFF
 
     def _count(self, cnt_offset):
         return (self.regs.get(cnt_offset, 0) + self.npu_now() - self.counting[cnt_offset]) & 0xFFFF_FFFF
@@ -287,6 +324,8 @@ class Npu:
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
+        if self.burst_counters:
+            self._count_bursts(program)
         done = lambda: self._finish(chain, program, unmodelled, copies, computed)
         if self.schedule is None:
             done()
