@@ -119,6 +119,31 @@ def test_bus_burst_counters_count_the_bursts_a_chain_moves():
     assert 8 * sum(c << k for c, k in zip(counts[:4], (3, 2, 1, 0))) == 104
 
 
+def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
+    """A 4-frame reader into a 2-frame writer through the switch in context 1 alone, FNR0 = FNR1 =
+    1: frames 1 and 3 pass; ticking on pixels (TICKTYPE) stops naming the port."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    ram.write(0x3410_0000, bytes(range(1, 17)))
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)
+    npu.write(STRENG(0) + FSIZE, 4)
+    npu.write(STRENG(0) + LIMIT, 4)
+    npu.write(STRENG(0) + 0x18, 4)                                       # FOFFSET: frames 4 bytes apart
+    npu.write(STRENG(0) + CTRL, RAW | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_0100, 8, write=True)
+    npu.write(DSTSTRENG(1), 1 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 24)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert ram.read(0x3410_0100, 8) == bytes([5, 6, 7, 8, 13, 14, 15, 16])
+    npu = ram.attach(Npu())
+    npu.write(DSTSTRENG(1), 1 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 23 | 1 << 24)
+    raw_engine(npu, 0, 0x3410_0000, 4, write=False)
+    raw_engine(npu, 1, 0x3410_0100, 8, write=True)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    with pytest.raises(NpuStop, match=r"STRENG1 port 0: the switch's contexts ticking on pixels"):
+        npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+
+
 def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():
     npu = Ram().attach(Npu())
     copy_program(npu, read_sizes=SIZE_16)

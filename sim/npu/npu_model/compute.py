@@ -7,8 +7,8 @@ own width, from the word's low end (the arithmetic unit's FBYTESX/Y, the pooling
 the convolution unit's FBYTES and FUNSIGNED: fixedpoint.to_width, convacc.accumulate), except
 that an engine's 24-bit data goes on as three 8-bit values, channel 0 first (the kernel streams
 and DEEPMODE features: no sample sends a 24-bit value). A unit's value goes back into a word as
-its low 24 bits (three 8-bit values into one word for a 24-bit writer). Two-context
-multiplexing of an engine is not modelled: a stop naming the engine (chain.wire)."""
+its low 24 bits (three 8-bit values into one word for a 24-bit writer). Which frames reach a
+port in which of the switch's two contexts: chain.py."""
 import numpy as np
 
 from .arithacc import ArithConfig, coefficient_memory
@@ -38,7 +38,7 @@ def chain_writes(program, aton, regs, read_memory):
     engines = {f.engine: f.addressing for f in program.footprints}
     for engine in engines.values():
         engine.check()
-    units = wire(configs, [(r.dest, r.port, r.context, r.source) for r in program.routes])
+    units = wire(configs, [(r.dest, r.port, r.context, r.source, r.switch) for r in program.routes])
     out = []
 
     def read(name):

@@ -8,7 +8,7 @@ A chain starts when it is closed: every enabled unit that the stream switch conn
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
 then (program.py). A chain of stream engines alone moves its items: the words a reading engine
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
-two-context switching is not modelled). A chain of convolution, arithmetic and pooling units
+the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic and pooling units
 computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
 ends, both through streng.py. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
 buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
@@ -37,7 +37,7 @@ import numpy as np
 from n6.profiling.counters import busif_of
 
 from . import ecblob
-from .chain import MODELLED
+from .chain import MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -333,35 +333,45 @@ class Npu:
             self.schedule(cycles, done)
 
     def _copies(self, program):
-        """([(reading engine, writing engine)], None) of a chain of stream engines whose data
-        movement is modelled (streng.py): each writing engine fed in context 0 by one reading
-        engine that sends at least as many items as it writes; else ([], what is not modelled)."""
+        """([(reading engine, writing engine, which of its frames pass)], None) of a chain of
+        stream engines whose data movement is modelled (streng.py; the switch's contexts as
+        chain.py states them): each writing engine fed by one reading engine that sends at least
+        as many items as it writes; else ([], what is not modelled)."""
         engines = {f.engine: f.addressing for f in program.footprints}
+        try:
+            units = wire(dict.fromkeys(engines), [(r.dest, r.port, r.context, r.source, r.switch)
+                                                  for r in program.routes])
+        except NotModelled as error:
+            return [], str(error)
         copies = []
-        for r in program.routes:
-            if r.context or r.frames:
-                return [], "two-context switching"
-            source, dest = engines.get(r.source), engines[r.dest]
+        for name, unit in units.items():
+            if 0 not in unit.inputs:
+                continue
+            source, dest = engines.get(unit.inputs[0].source), engines[name]
             if source is None or source.writes:
-                return [], f"{r.dest} fed by {r.source}"
+                return [], f"{name} fed by {unit.inputs[0].source}"
             for e in (source, dest):
                 try:
                     e.check()
                 except NotModelled as error:
                     return [], str(error)
-            if source.frames * source.count < dest.frames * dest.count:
-                return [], f"{dest.frames * dest.count} items written, {source.frames * source.count} read"
+            passes = unit.inputs[0].passes(source.frames)
+            if sum(passes) * source.count < dest.frames * dest.count:
+                return [], f"{dest.frames * dest.count} items written, {sum(passes) * source.count} read"
             if self.read_memory is None or self.write_memory is None:
                 return [], "no memory given to the model"
-            copies.append((source, dest))
+            copies.append((source, dest, passes))
         return copies, None
 
-    def _move(self, source, dest):
-        write_items(dest, read_items(source, self.read_memory), self.read_memory, self.write_memory)
+    def _move(self, source, dest, passes):
+        words = read_items(source, self.read_memory)
+        if not all(passes):
+            words = np.concatenate([f for f, p in zip(np.split(words, source.frames), passes) if p])
+        write_items(dest, words, self.read_memory, self.write_memory)
 
     def _finish(self, chain, program, unmodelled, copies=(), computed=()):
-        for source, dest in copies:
-            self._move(source, dest)
+        for source, dest, passes in copies:
+            self._move(source, dest, passes)
         for dest, words in computed:
             write_items(dest, words, self.read_memory, self.write_memory)
         for f in program.footprints:
