@@ -226,7 +226,8 @@ class Sample:
             vectors, precisions = self.vectors[epoch][i]
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
             configs[f"ARITH{i}"] = ArithConfig.from_registers(regs, words, f"ARITH{i}")
-        return wire(configs, [(dest, port, context, source) for dest, port, context, source, _ in routes])
+        return wire(configs, [(dest, port, context, source, init["switch"][dest, port])
+                              for dest, port, context, source, _ in routes])
 
     def source_ops(self, epoch):
         """{convolution or pooling unit: its LiteRT op}."""
@@ -268,7 +269,7 @@ class Sample:
         """Per output a compute unit feeds: its buffer against the LiteRT tensor in its scale."""
         rows = []
         for name, engine in outputs.items():
-            if units[units[name].inputs[0]].config is None:
+            if units[units[name].inputs[0].source].config is None:
                 continue                                # a copy between stream engines (data movement)
             found = npu_samples.buffer_at(self.info, engine["addr_base"] + engine.get("offset_start", 0), epoch + 1)
             if found is None:
@@ -276,7 +277,7 @@ class Sample:
             index, expected = self.buffer_values(found[0], wanted)
             got = memory.read(found[1], expected.size)
             diff = (got - expected + 128) % 256 - 128
-            rows.append({"engine": name, "tensor": self.details[index]["name"], "source": units[name].inputs[0],
+            rows.append({"engine": name, "tensor": self.details[index]["name"], "source": units[name].inputs[0].source,
                          "exact": float(np.mean(diff == 0)), "max_lsb": int(np.abs(diff).max()),
                          "elements": int(diff.size), "got": got, "expected": expected, "address": found[1]})
         return rows
@@ -295,7 +296,7 @@ class Sample:
         made = {o["outputs"][0] for o in ops}
         memory = self.memory()
         for unit in units.values():                     # the activations the compute units read
-            for name in unit.inputs.values():
+            for name in (p.source for p in unit.inputs.values()):
                 engine = self.engine(epoch, name) if name.startswith("STRENG") else None
                 if unit.config is None or engine is None or engine["addr_base"] >= FLASH:
                     continue
@@ -323,7 +324,7 @@ class Sample:
         network_input = self.it.get_input_details()[0]["index"]
         try:
             for unit in self.units(first).values():
-                for name in unit.inputs.values():
+                for name in (p.source for p in unit.inputs.values()):
                     engine = self.engine(first, name) if name.startswith("STRENG") else None
                     if unit.config is not None and engine is not None and engine["addr_base"] < FLASH:
                         address = engine["addr_base"] + engine.get("offset_start", 0)

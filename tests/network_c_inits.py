@@ -21,9 +21,10 @@ def _number(text):
 
 
 def network_c_epochs(network_c):
-    """{epoch: {"streng": {i: {field: value}}, "routes": {(dest, port, context, source, frames)}}}
-    of every start function of a network.c: the LL_Streng_TensorInit structs by engine, and the
-    switch entries (`ATONN_DSTPORT`/`ATONN_SRCPORT`, contexts 0 and 1)."""
+    """{epoch: {"streng": {i: {field: value}}, "routes": {(dest, port, context, source, frames)},
+    "switch": {(dest, port): (frames of context 0, of context 1)}}} of every start function of a
+    network.c: the LL_Streng_TensorInit structs by engine, and the switch entries
+    (`ATONN_DSTPORT`/`ATONN_SRCPORT`, contexts 0 and 1, a context's frames even when it is off)."""
     with open(network_c) as f:
         text = f.read()
     out = {}
@@ -39,11 +40,14 @@ def network_c_epochs(network_c):
         convacc = {int(i): structs[name][1] for i, name in re.findall(r"LL_Convacc_Init\((\d+), &(\w+)\)", body)}
         arith = {int(i): structs[name][1] for i, name in re.findall(r"LL_Arithacc_Init\((\d+), &(\w+)\)", body)}
         pool = {int(i): structs[name][1] for i, name in re.findall(r"LL_Poolacc_Init\((\d+), &(\w+)\)", body)}
-        routes = set()
+        routes, switch = set(), {}
         for unit, i, port, contexts in _SWITCH.findall(body):
             for ctx, src, si, _, frames in _CONTEXT.findall(contexts):
                 routes.add((f"{unit}{i}", int(port), int(ctx), f"{src}{si}", int(frames)))
-        out[int(epoch)] = {"streng": streng, "convacc": convacc, "arith": arith, "pool": pool, "routes": routes}
+            counts = dict(re.findall(r"LL_Switch_Init_Frames\((\d)\) = (\d+)", contexts))
+            switch[f"{unit}{i}", int(port)] = (int(counts.get("0", 0)), int(counts.get("1", 0)))
+        out[int(epoch)] = {"streng": streng, "convacc": convacc, "arith": arith, "pool": pool, "routes": routes,
+                           "switch": switch}
     return out
 
 

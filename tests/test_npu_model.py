@@ -96,6 +96,54 @@ def test_a_chain_starts_when_closed_and_a_copy_moves_the_bytes():
     assert ram.read(0x3410_0100, 16) == bytes(range(1, 17)) and npu.not_computed == []
 
 
+def test_bus_burst_counters_count_the_bursts_a_chain_moves():
+    """Trace-unit counters on ll_aton_dbgtrc.h's burst signals (276 + 8 * write + 2 * log2(beats)
+    + interface): a 100-byte copy from STRENG0 (interface 0) to STRENG6 (interface 1) is 13 beats
+    each way, one burst each of 8, 4 and 1 beats; ST's byte total (beats x 8) is 104 each way. A
+    counter on another signal (a stall) keeps its value."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    event = lambda n, signal: npu.write(0x1F040 + 4 * n, 1 | signal << 1 | 1 << 14)
+    counters = {0: 276 + 6, 1: 276 + 4, 2: 276 + 2, 3: 276, 4: 276 + 8 + 6 + 1, 5: 276 + 8 + 4 + 1,
+                6: 276 + 8 + 1, 7: 276 + 8 + 6, 8: 2}
+    for n, signal in counters.items():
+        event(n, signal)
+    npu.write(0x1F084 + 4 * 8, 7)
+    raw_engine(npu, 0, 0x3410_0000, 100, write=False)
+    raw_engine(npu, 6, 0x3410_0100, 100, write=True)
+    npu.write(DSTSTRENG(6), route(LINK_STRENG(0)))
+    npu.write(STRENG(6) + CTRL, npu.read(STRENG(6) + CTRL) | EN)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    counts = [npu.read(0x1F084 + 4 * n) for n in counters]
+    assert counts == [1, 1, 0, 1, 1, 1, 1, 0, 7]
+    assert 8 * sum(c << k for c, k in zip(counts[:4], (3, 2, 1, 0))) == 104
+
+
+def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
+    """A 4-frame reader into a 2-frame writer through the switch in context 1 alone, FNR0 = FNR1 =
+    1: frames 1 and 3 pass; ticking on pixels (TICKTYPE) stops naming the port."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    ram.write(0x3410_0000, bytes(range(1, 17)))
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)
+    npu.write(STRENG(0) + FSIZE, 4)
+    npu.write(STRENG(0) + LIMIT, 4)
+    npu.write(STRENG(0) + 0x18, 4)                                       # FOFFSET: frames 4 bytes apart
+    npu.write(STRENG(0) + CTRL, RAW | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_0100, 8, write=True)
+    npu.write(DSTSTRENG(1), 1 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 24)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert ram.read(0x3410_0100, 8) == bytes([5, 6, 7, 8, 13, 14, 15, 16])
+    npu = ram.attach(Npu())
+    npu.write(DSTSTRENG(1), 1 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 23 | 1 << 24)
+    raw_engine(npu, 0, 0x3410_0000, 4, write=False)
+    raw_engine(npu, 1, 0x3410_0100, 8, write=True)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    with pytest.raises(NpuStop, match=r"STRENG1 port 0: the switch's contexts ticking on pixels"):
+        npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+
+
 def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():
     npu = Ram().attach(Npu())
     copy_program(npu, read_sizes=SIZE_16)

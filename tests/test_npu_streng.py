@@ -137,15 +137,40 @@ def test_gaps_and_sign_extension_move_the_data_bits():
     assert ram.get(0x600, 128) == (x >> 8 & 0xFF).astype(np.uint16).tobytes()
 
 
-def test_left_aligned_items_widen_at_the_low_end():
-    """Without LSBMODE the data sits at the word's high end: 8-bit items read, 16-bit written,
-    land as v << 8."""
-    x = rng.integers(0, 256, 32, dtype=np.uint8)
+def test_left_aligned_data_sits_at_the_top_of_the_channels_it_reaches():
+    """Without LSBMODE each channel's bits sit at its high end: whole-byte items are the word's
+    low bytes (8-bit read, 16-bit written: v), ll_aton.c's 8 bits into 16 (SIZE1 alone) give v << 8,
+    and 12 bits from 16-bit items (BGAP 4, SIZE0 the 4-bit remainder) keep their place."""
+    x = rng.integers(0, 1 << 16, 32, dtype=np.uint16)
     ram = Ram()
     ram.put(0, x)
     writer = engine("STRENG1", write=True, size=(8, 8, 0), address=0x100, FSIZE={"WIDTH": 32})
     copy(ram, raw_reader(32), writer)
-    assert ram.get(0x100, 64) == (x.astype(np.uint16) << 8).tobytes()
+    assert ram.get(0x100, 64) == (x.view(np.uint8)[:32].astype(np.uint16)).tobytes()
+    copy(ram, raw_reader(32, size=(0, 8, 0)), writer)
+    assert ram.get(0x100, 64) == (x.view(np.uint8)[:32].astype(np.uint16) << 8).tobytes()
+    copy(ram, engine(size=(4, 8, 0), FSIZE={"WIDTH": 32}, STRD={"BGAP": 4}), writer)
+    assert ram.get(0x100, 64) == (x & 0xFFF0).tobytes()
+
+
+def test_units_take_words_at_their_width_and_24_bits_as_three_bytes():
+    """compute.py's side of a word: an 8-bit item as its byte, with SIGNEXT (and LSBMODE) a word
+    a unit reads as the signed value; 8 into 16 bits left aligned as byte << 8; 24-bit data as its
+    three bytes, and three values back into one 24-bit item."""
+    from npu_model.compute import stream_words, unit_values
+    from npu_model.fixedpoint import signed
+    ram = Ram()
+    ram.put(0, np.array([0x80, 0x01, 0xFF, 0x7F, 0x12, 0x34], dtype=np.uint8))
+    values = lambda e: unit_values(e, read_items(e, ram.read)).tolist()
+    assert values(raw_reader(4)) == [0x80, 0x01, 0xFF, 0x7F]
+    assert signed(np.array(values(raw_reader(4, LSBMODE=1, SIGNEXT=1))), 16).tolist() == [-128, 1, -1, 127]
+    assert values(raw_reader(4, size=(0, 8, 0))) == [0x8000, 0x0100, 0xFF00, 0x7F00]
+    assert values(raw_reader(2, size=(8, 8, 0))) == [0x0180, 0x7FFF]
+    assert values(raw_reader(2, size=(8, 8, 8))) == [0x80, 0x01, 0xFF, 0x7F, 0x12, 0x34]
+    writer = engine("STRENG1", write=True, size=(8, 8, 8), address=0x100, FSIZE={"WIDTH": 2})
+    words = stream_words(writer, np.array([0x80, 0x01, -1, 0x7F, 0x12, 0x34]))
+    write_items(writer, words, ram.read, ram.write)
+    assert ram.get(0x100, 6) == bytes([0x80, 0x01, 0xFF, 0x7F, 0x12, 0x34])
 
 
 def test_no_increment_reads_every_frame_from_the_start_again():
@@ -176,6 +201,16 @@ def test_an_item_past_the_address_limit_is_named():
 def test_what_is_not_modelled_is_named(registers, why):
     with pytest.raises(NotModelled, match=f"^STRENG0: {why}$"):
         engine(FSIZE={"WIDTH": 4}, **registers).check()
+
+
+def test_raw_output_changes_no_item():
+    """RAW_OUT (ST's feature readers in both samples, raw and raster) reads as without it."""
+    ram = Ram()
+    ram.put(0, np.arange(64, dtype=np.uint8))
+    assert read_items(raw_reader(8, RAW_OUT=1), ram.read).tolist() == list(range(8))
+    raster = dict(raw=False, FSIZE={"WIDTH": 2, "HEIGHT": 2}, DEPTH={"SIZE": 3, "OFFSET": 4}, STRD={"LOFF": 16})
+    assert read_items(engine(CTRL={"RAW_OUT": 1}, **raster), ram.read).tolist() == \
+        read_items(engine(**raster), ram.read).tolist() == [0, 1, 2, 4, 5, 6, 16, 17, 18, 20, 21, 22]
 
 
 def test_the_npu_moves_a_transpose_programmed_through_its_registers():

@@ -22,6 +22,7 @@ import pytest
 
 from npu_model.npu import Npu, NpuStop
 from npu_model.registers import aton_map
+from npu_model.streng import configured_engine
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 NPU_SOURCES = os.path.join(REAL, "2.2", "Middlewares", "ST", "AI", "Npu")
@@ -75,6 +76,16 @@ int n6_run_inserted(void)
     }
   }
   return blocks;
+}
+
+/* ST's stream-engine init of one raw engine (0) with the given widths and alignment */
+int n6_streng_form(int dir, int align_right, int mem_lsb, int nbits_unsigned, int nbits_in, int nbits_out)
+{
+  LL_Streng_TensorInitTypeDef conf = {.dir = dir, .raw = 1, .align_right = align_right, .mem_lsb = mem_lsb,
+                                      .nbits_unsigned = nbits_unsigned, .addr_base = {.i = 0x34000000},
+                                      .offset_end = 96, .frame_tot_cnt = 1, .nbits_in = nbits_in,
+                                      .nbits_out = nbits_out};
+  return LL_Streng_TensorInit(0, &conf, 1);
 }
 
 /* ST's DMA transpose of a contiguous 4-D tensor at `in` to `out`, shapes and permutation ours */
@@ -301,3 +312,36 @@ def test_transposes_of_several_batches_equal_st_software(bed, shape, perm, nbits
     assert not bed.npu.errors, bed.npu.errors
     assert len(bed.npu.programs) == programs + 1
     assert np.flatnonzero(bed.memory != wanted).size == 0
+
+
+def test_every_form_ll_aton_writes_places_an_items_data_where_its_comments_say(bed):
+    """LL_Streng_TensorInit (ST's ll_aton.c, the hybrid build) for every width in and out of 1..24
+    bits, both directions, alignments, gap sides and signedness, decoded by streng.py: the
+    narrower width's data bits lie contiguous on the switch word, from bit 0 with align_right,
+    else at the top of the channels the stream side's width fills (ll_aton.c's comments: lanes
+    for 8, 16, 24 bits, other widths shifted within them; "the DMA stuffs the bits to the left of
+    the channel"); the memory item keeps its high (or, with mem_lsb, low) bits; SIGNEXT only
+    right aligned and signed. streng.py's model before (left-aligned data at the top of the
+    24-bit word, channel 0 most significant) fails every left-aligned form under 24 bits."""
+    aton = aton_map()
+    base = aton.units["STRENG"].instance_base(0)
+    registers = np.frombuffer(bed.npu.registers, dtype="<u4")
+    forms = 0
+    for dir_, right, mem_lsb, unsigned in np.ndindex(2, 2, 2, 2):
+        for nbits_in in range(1, 25):
+            for nbits_out in range(1, 25):
+                bed.npu.clear()
+                assert bed.hybrid.n6_streng_form(dir_, right, mem_lsb, unsigned, nbits_in, nbits_out) == 0
+                e = configured_engine(aton, {base + 4 * k: int(registers[base // 4 + k]) for k in range(0x40)}, 0)
+                n, stream = min(nbits_in, nbits_out), (nbits_in, nbits_out)[1 - dir_]
+                at = 0 if right else 8 * -(-stream // 8) - n
+                form = (dir_, right, mem_lsb, unsigned, nbits_in, nbits_out)
+                assert e.data_bits == n, form
+                bits = np.int64(1) << np.arange(n, dtype=np.int64)
+                assert e.to_words(bits).tolist() == (bits << at).tolist(), form
+                assert e.from_words(bits << at).tolist() == bits.tolist(), form
+                gap = max(0, (nbits_in, nbits_out)[dir_] - stream)          # the memory side wider
+                assert (e.front_gap, e.back_gap) == ((gap, 0) if mem_lsb else (0, gap)), form
+                assert (e.low_aligned, e.sign_extend) == (bool(right), bool(right and not unsigned)), form
+                forms += 1
+    assert forms == 16 * 24 * 24

@@ -141,7 +141,7 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
                  [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
-                  ("STRENG2", 0, 0, "CONVACC3")])
+                  ("STRENG2", 0, 1, "CONVACC3", (1, 1))])             # ST's form: every second frame, context 1
     streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
@@ -338,8 +338,24 @@ def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
 
 def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
     from npu_model.chain import wire
-    with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's two contexts"):
+    with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG1 and STRENG2 in the switch's two contexts"):
         wire({"ARITH0": None}, [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")])
+
+
+@pytest.mark.parametrize("contexts,switch,frames", [((0,), (0, 0), [0, 1, 2, 3, 4, 5, 6]),
+                                                    ((0,), (3, 255), [0, 1, 2]),
+                                                    ((1,), (1, 1), [1, 3, 5]),
+                                                    ((0, 1), (2, 1), [0, 1, 2, 3, 4, 5, 6]),
+                                                    ((0,), (2, 1), [0, 1, 3, 4, 6])])
+def test_a_port_receives_the_frames_of_the_contexts_it_is_enabled_in(contexts, switch, frames):
+    """FNR0 frames in context 0, FNR1 in context 1, in turn (FNR0 = 0: context 0 throughout): the
+    forms of the references (context 0 alone; FNR0 3 with context 1 off, blazeface; context 1
+    alone with FNR 1 and 1, nucleo_mnv1's fully connected layer) and two more."""
+    from npu_model.chain import run, wire
+    units = wire({"STRENG0": None, "STRENG1": None}, [("STRENG1", 0, c, "STRENG0", switch) for c in contexts])
+    written = {}
+    run(units, lambda name: [np.array([k]) for k in range(7)], written.__setitem__)
+    assert [int(f[0]) for f in written["STRENG1"]] == frames
 
 
 # -- pooling unit ----------------------------------------------------------------------------------

@@ -141,6 +141,28 @@ def _epochs_c_info(tmp_path, n):
     return str(path)
 
 
+@pytest.mark.parametrize("outputs", [[], [5]])
+def test_c_info_nodes_without_outputs_need_no_epoch_block(tmp_path, outputs):
+    """ST's c_info.json lists graph nodes no epoch block runs, all without outputs: the params
+    (epoch_0), a layout change folded away (epoch_1 of nucleo_mnv1 and blazeface), the final
+    return (nucleo_mnv1's epoch_34 of 35 nodes, with 32 blocks run). Such a node does not keep the
+    compiler's figures from the blocks that ran; a node with outputs that did not run does."""
+    with open(C_INFO) as f:
+        data = json.load(f)
+    data["graphs"][0]["nodes"].append({"id": 4, "name": "epoch_4", "mapping": "NODE_SW", "inputs": [4],
+                                       "outputs": outputs})
+    path = tmp_path / "network_c_info.json"
+    path.write_text(json.dumps(data))
+    folder = str(tmp_path / "profile")
+    steps.report_step(_write_measurement(folder, SIM_RUN), str(path), folder, log=lambda line: None)
+    profile = json.load(open(os.path.join(folder, "profile.json")))
+    if outputs:
+        assert profile["compiler_absent"] == f"{path} describes 4 epochs but the image on the board ran 3: " \
+            "compiler columns absent"
+    else:
+        assert profile["c_info"] is not None and profile["epochs"][0]["ops"] is not None
+
+
 NO_COMPILER = ["ops", "compute_cycles", "max_cycles", "ops_per_cycle", "gops", "compiler_inf_per_s",
                "compiler_ideal_inf_per_s", "compiler_ops_per_cycle", "ideal_ops_per_cycle", "core_ops_per_cycle"]
 

@@ -84,23 +84,26 @@ def test_the_npu_model_answers_at_both_aliases_with_atonh_reset_values_and_self_
 
 
 def test_the_npu_trace_units_always_high_counter_counts_npu_clocks(bus):
-    """ST's firmware times epochs with a debug-and-trace event counter on the always-high event:
-    it counts the NPU's clock from the value written to its CNT; on another event, or disabled,
-    it keeps its value."""
+    """ST's firmware times epochs with a debug-and-trace event counter on the always-high signal
+    (SEL 1, VDD): it counts the NPU's clock from the value written to its CNT; on another event
+    type or signal, or disabled, it keeps its value."""
     npu, now = bus.attach(Npu()), [0]
     npu.npu_now = lambda: now[0]
     event, cnt = 0x580F_F040, 0x580F_F084                      # DEBUG_TRACE EVENT_0, EVENT_0_CNT
     bus.write(cnt, 10)
-    bus.write(event, 1 | 2 << 14)                              # enabled, on another event
+    bus.write(event, 1 | 1 << 1 | 2 << 14)                     # enabled, VDD's rising edges
     now[0] = 400
     assert bus.read(cnt) == 10
-    bus.write(event, 1 | 1 << 14)                              # enabled, always high
+    bus.write(event, 1 | 2 << 1 | 1 << 14)                     # enabled, a stall signal high: not modelled
+    now[0] += 100
+    assert bus.read(cnt) == 10
+    bus.write(event, 1 | 1 << 1 | 1 << 14)                     # enabled, always high
     now[0] += 500
     assert bus.read(cnt) == 10 + 500
     bus.write(cnt, 0)                                          # the firmware resets it per epoch
     now[0] += 100
     assert bus.read(cnt) == 100
-    bus.write(event, 1 << 14)                                  # stopped: it keeps its count
+    bus.write(event, 1 << 1 | 1 << 14)                         # stopped: it keeps its count
     now[0] += 800
     assert bus.read(cnt) == 100
 

@@ -7,7 +7,19 @@ wiring serves the NPU model's chains and the per-epoch bench.
 Frames: a convolution unit makes one output frame per feature frame on its port 0 (one kernel set
 each, from the kernel stream on port 1, plus the frame of partial sums on port 2 when it
 accumulates), a pooling unit one per frame on its port 0; an arithmetic unit works on the
-element stream across frames (its coefficient counters run on) and keeps the frame boundaries of its port 0."""
+element stream across frames (its coefficient counters run on) and keeps the frame boundaries of its port 0.
+
+The switch's two contexts (a stated model of ATON.h's DST fields: EN, LINK and FNR, "number of
+ticks", for each context; TICKTYPE 0, ticks of frames, as ll_aton.c leaves it: pixels stop in one
+line): a port's frames pass in context 0 for FNR0 frames, then in context 1
+for FNR1 frames, and so on (FNR0 = 0: context 0 throughout); a frame reaches the port when its
+context is enabled there. What the references use, one source per port: nucleo_mnv1's fully
+connected layer (a convolution unit summing 2 frames through its own output, AFILT) feeds its
+requantisation in context 1 only with FNR 1 and 1, so every second frame, the completed sum,
+reaches it (the per-epoch rates against LiteRT are those of the former rule, "the frame AFILT.LAST
+is the one the other units receive"); blazeface's 4 ports with FNR0 3 and context 1 off receive
+the 3 frames their source makes. Two sources multiplexed on one port stop in one line (no
+reference uses them)."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,22 +33,42 @@ MODELLED = frozenset({"CONVACC", "ARITH", "POOL"})
 
 
 @dataclass(frozen=True)
+class Port:
+    source: str                     # the unit feeding it
+    contexts: frozenset             # the contexts it is enabled in
+    switch: tuple = (0, 0)          # FNR0, FNR1
+
+    def passes(self, count):
+        """Which of `count` frames reach the port (a list of booleans)."""
+        fnr0, fnr1 = self.switch
+        if not fnr0:
+            return [0 in self.contexts] * count
+        return [(0 if k % (fnr0 + fnr1) < fnr0 else 1) in self.contexts for k in range(count)]
+
+
+@dataclass(frozen=True)
 class Unit:
     name: str                       # CONVACC0, ARITH2, STRENG5
     config: object                  # ConvConfig, ArithConfig, or None for a stream engine
-    inputs: dict                    # port → source unit name
+    inputs: dict                    # port number → Port
 
 
 def wire(configs, routes):
-    """Units from {name: config} and the switch's routes [(dest, port, context, source)]: a port
-    takes its context-0 source, else its context-1 one (nucleo_mnv1's fully connected layer sends
-    its completed sums in context 1 only)."""
-    inputs, seen = {}, {}
-    for dest, port, _context, source in sorted(routes, key=lambda r: -r[2]):
-        if seen.setdefault((dest, port), source) != source:
-            raise NotModelled(f"{dest} port {port}: fed by {seen[dest, port]} and {source} in the switch's two "
-                              "contexts (two-context multiplexing is not modelled)")
-        inputs.setdefault(dest, {})[port] = source
+    """Units from {name: config} and the switch's routes [(dest, port, context, source[, (FNR0,
+    FNR1)])] (no frame counts: context 0 throughout)."""
+    ports = {}
+    for dest, port, context, source, *switch in routes:
+        if switch == [None]:
+            raise NotModelled(f"{dest} port {port}: the switch's contexts ticking on pixels (TICKTYPE) "
+                              "are not modelled")
+        p = ports.setdefault((dest, port), Port(source, frozenset(), *switch))
+        if p.source != source:
+            raise NotModelled(f"{dest} port {port}: fed by {p.source} and {source} in the switch's two "
+                              "contexts (two sources multiplexed are not modelled)")
+        ports[dest, port] = Port(source, p.contexts | {context}, p.switch)
+    inputs = {}
+    for (dest, port), p in ports.items():
+        inputs.setdefault(dest, {})[port] = p
     return {name: Unit(name, config, inputs.get(name, {})) for name, config in configs.items()}
 
 
@@ -48,19 +80,23 @@ def run(units, read, write):
         if name not in units:
             raise NotModelled(f"{name} feeds the chain's units but is not one of them")
         if name not in frames:
-            frames[name] = _compute(units[name], value, read)
+            frames[name] = _compute(units[name], delivered, read)
         return frames[name]
+
+    def delivered(port):
+        sent = value(port.source)
+        return [f for f, passes in zip(sent, port.passes(len(sent))) if passes]
 
     for unit in units.values():
         if unit.config is None and 0 in unit.inputs:
-            write(unit.name, value(unit.inputs[0]))
+            write(unit.name, delivered(unit.inputs[0]))
 
 
 def _accumulate_frames(unit, value):
     """A unit summing over frames through its own output (ST's fully connected layers, a deep
     vector in passes): of every AFILT.TOT frames, those from FIRST to LAST add the previous frame's
-    output (through INSHIFT), the others start from zero (frame-zero mode, GEN1SUM); the frame
-    LAST completes a sum and is the one the other units receive."""
+    output (through INSHIFT), the others start from zero (frame-zero mode, GEN1SUM); it sends every
+    frame's output (the switch's contexts pick the completed ones for the other units)."""
     cfg = unit.config
     tot, first, last = cfg.frame_filter or (1, 0, 0)
     features = value(unit.inputs[0])
@@ -72,8 +108,7 @@ def _accumulate_frames(unit, value):
     for k, (f, w) in enumerate(zip(features, kernels)):
         partial = previous if first <= k % tot <= last and previous is not None else np.zeros(cfg.output_shape)
         previous = convolve(np.asarray(f)[:size], w, cfg, partial).ravel()
-        if k % tot == last:
-            out.append(previous)
+        out.append(previous)
     return out
 
 
@@ -81,10 +116,10 @@ def _compute(unit, value, read):
     if unit.config is None:
         return read(unit.name)
     if 0 not in unit.inputs:
-        raise NotModelled(f"{unit.name}: its input arrives in the switch's context 1 only (not modelled)")
+        raise NotModelled(f"{unit.name}: nothing feeds its port 0")
     cfg = unit.config
     if isinstance(cfg, ConvConfig):
-        if unit.inputs.get(2) == unit.name:
+        if 2 in unit.inputs and unit.inputs[2].source == unit.name:
             return _accumulate_frames(unit, value)
         if cfg.frame_filter:
             raise NotModelled(f"{unit.name}: AFILT without the unit's own output on its port 2")

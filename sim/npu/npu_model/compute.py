@@ -1,32 +1,29 @@
 """A started hardware chain's computation inside the NPU model: its units' configurations from the
-epoch program, the items its reading stream engines deliver from memory, chain.run, and the bytes
-its writing stream engines store.
+epoch program, the words its reading stream engines send (streng.read_items) when it starts,
+chain.run, and the words its writing stream engines store (streng.write_items) when it ends.
 
-Stream items (a stated model from ll_aton.c's facts; the stream-engine addressing module will own
-it): the switch carries words of three 8-bit lanes; a stream engine's CTRL.SIZE0..2 are the bits
-each lane takes from (or gives to) an item in memory, in memory order, items SIZE0+SIZE1+SIZE2 bits.
-A reading engine delivers one value per item, its bytes in its lanes, zero-extended, or with
-SIGNEXT sign-extended from the top lane (the units read a value at their own width, signed: the
-arithmetic unit's FBYTESX/Y, the pooling unit's FBYTES, the convolution unit's FBYTES and
-FUNSIGNED), except that an item filling all three lanes goes on as three 8-bit values (the kernel
-streams and DEEPMODE features: no sample stores a 24-bit value). A writing engine stores each
-value's lane bytes. Bit gaps, lanes of other than 0 or 8 bits and two-context multiplexing of
-an engine are not modelled: a stop naming the engine."""
+What a unit takes from a stream word (the engines' side is streng.py's): its value at the unit's
+own width, from the word's low end (the arithmetic unit's FBYTESX/Y, the pooling unit's FBYTES,
+the convolution unit's FBYTES and FUNSIGNED: fixedpoint.to_width, convacc.accumulate), except
+that an engine's 24-bit data goes on as three 8-bit values, channel 0 first (the kernel streams
+and DEEPMODE features: no sample sends a 24-bit value). A unit's value goes back into a word as
+its low 24 bits (three 8-bit values into one word for a 24-bit writer). Which frames reach a
+port in which of the switch's two contexts: chain.py."""
 import numpy as np
 
 from .arithacc import ArithConfig, coefficient_memory
 from .chain import run, wire
 from .convacc import ConvConfig
-from .fixedpoint import NotModelled, signed
+from .fixedpoint import NotModelled
 from .poolacc import PoolConfig
+from .streng import STREAM_BITS, read_items
 
 CONFIGS = {"CONVACC": ConvConfig.from_registers, "POOL": PoolConfig.from_registers}
-LANE_BITS = 8
 
 
 def chain_writes(program, aton, regs, read_memory):
-    """[(footprint, bytes)] the chain's writing stream engines store, computed from memory now;
-    NotModelled (one line naming the unit or engine) when any part of it is not modelled."""
+    """[(writing streng.StreamEngine, its words)] the chain's writing engines store, computed from
+    memory now; NotModelled (one line naming the unit or engine) when any part of it is not modelled."""
     configs = {}
     for u in program.units:
         if u.kind == "STRENG":
@@ -38,57 +35,44 @@ def chain_writes(program, aton, regs, read_memory):
             configs[u.name] = CONFIGS[u.kind](u.registers, u.name)
         else:
             raise NotModelled(f"{u.name} is not modelled")
-    by_engine = {f.engine: f for f in program.footprints}
-    lanes = {u.name: _lanes(u) for u in program.units if u.kind == "STRENG"}
-    units = wire(configs, [(r.dest, r.port, r.context, r.source) for r in program.routes])
+    engines = {f.engine: f.addressing for f in program.footprints}
+    for engine in engines.values():
+        engine.check()
+    units = wire(configs, [(r.dest, r.port, r.context, r.source, r.switch) for r in program.routes])
     out = []
 
-    def read(engine):
-        f = by_engine[engine]
-        data = np.frombuffer(b"".join(read_memory(a, n) for a, n in f.segments), dtype=np.uint8)
-        items = _items(data, lanes[engine])
-        if items.size % f.frames:
-            raise NotModelled(f"{engine}: {items.size} items in {f.frames} frames of unequal size")
-        return np.split(items, f.frames)
+    def read(name):
+        engine = engines[name]
+        values = unit_values(engine, read_items(engine, read_memory))
+        if values.size % engine.frames:
+            raise NotModelled(f"{name}: {values.size} items in {engine.frames} frames of unequal size")
+        return np.split(values, engine.frames)
 
-    def write(engine, frames):
-        f = by_engine[engine]
-        data = _item_bytes(np.concatenate([np.asarray(v, dtype=np.int64).ravel() for v in frames]), lanes[engine])
-        if data.size != f.nbytes:
-            raise NotModelled(f"{engine} writes {f.nbytes} bytes, its units give {data.size}")
-        out.append((f, data.tobytes()))
+    def write(name, frames):
+        engine = engines[name]
+        values = np.concatenate([np.asarray(v, dtype=np.int64).ravel() for v in frames])
+        words = stream_words(engine, values)
+        if words.size != engine.item_addresses.size:
+            raise NotModelled(f"{name} writes {engine.item_addresses.size} items, its units give {words.size}")
+        out.append((engine, words))
 
     run(units, read, write)
     return out
 
 
-def _lanes(unit):
-    """(the lanes an item fills, SIGNEXT) of a stream engine; a stop for what is not modelled."""
-    ctrl, strd = unit.registers["CTRL"], unit.registers.get("STRD", {})
-    sizes = (ctrl["SIZE0"], ctrl["SIZE1"], ctrl["SIZE2"])
-    if strd.get("FGAP") or strd.get("BGAP"):
-        raise NotModelled(f"{unit.name}: items with bit gaps (FGAP/BGAP) in a compute chain are not modelled")
-    if any(s not in (0, LANE_BITS) for s in sizes) or not any(sizes):
-        raise NotModelled(f"{unit.name}: lanes of {sizes} bits are not modelled")
-    return [k for k, s in enumerate(sizes) if s], bool(ctrl["SIGNEXT"])
+def unit_values(engine, words):
+    """The values the units take from a reading engine's words: the words, or three 8-bit values
+    a word for 24-bit data."""
+    if engine.data_bits != STREAM_BITS:
+        return words
+    return (words[:, None] >> np.array([0, 8, 16]) & 0xFF).ravel()
 
 
-def _items(data, lanes):
-    """The values a reading engine delivers from its bytes in access order: an item's bytes in
-    its lanes, zero-extended, or with SIGNEXT sign-extended from the top lane's top bit."""
-    used, signext = lanes
-    if len(used) == 3:
-        return data.astype(np.int64)
-    words = data.reshape(-1, len(used)).astype(np.int64)
-    value = sum(words[:, j] << LANE_BITS * k for j, k in enumerate(used))
-    if not signext:
-        return value
-    return signed(value, LANE_BITS * (used[-1] + 1))
-
-
-def _item_bytes(values, lanes):
-    """The bytes a writing engine stores for its values."""
-    used, _ = lanes
-    if len(used) == 3:
-        return (values & 0xFF).astype(np.uint8)
-    return np.stack([values >> LANE_BITS * k & 0xFF for k in used], axis=-1).astype(np.uint8).ravel()
+def stream_words(engine, values):
+    """The words a writing engine takes from its units' values (the inverse of unit_values)."""
+    values = values & ((1 << STREAM_BITS) - 1)
+    if engine.data_bits != STREAM_BITS:
+        return values
+    if values.size % 3:
+        raise NotModelled(f"{engine.name}: {values.size} 8-bit values for 24-bit items")
+    return ((values.reshape(-1, 3) & 0xFF) << np.array([0, 8, 16])).sum(axis=1)

@@ -8,9 +8,9 @@ A chain starts when it is closed: every enabled unit that the stream switch conn
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
 then (program.py). A chain of stream engines alone moves its items: the words a reading engine
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
-two-context switching is not modelled). A chain of convolution, arithmetic and pooling units
+the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic and pooling units
 computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
-ends. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
+ends, both through streng.py. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
 buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
 is not modelled, unless the mode is "control": then the chain runs to its end with the bytes its
 output engines write set to zero, and `not_computed` lists them.
@@ -18,17 +18,26 @@ output engines write set to zero, and `not_computed` lists them.
 Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) through this
 same register model; its irq raises the controller's interrupt.
 
-The debug-and-trace unit's event counters count NPU clocks while enabled on the always-high event
-(EVENT_TYPE 1): ST's validation firmware times each epoch with one (its `npu_cycles`), from the
-value last written to EVENT_<n>_CNT; on any other event they keep their value.
+The debug-and-trace unit's event counters (EVENT_<n>: signal SEL, EVENT_TYPE; ll_aton_dbgtrc.h's
+signal numbers), counting while the signal is high (EVENT_TYPE 1) from the value last written to
+EVENT_<n>_CNT: on the always-high signal (VDD) they count NPU clocks (ST's validation firmware
+times each epoch so, its `npu_cycles`); on a bus interface's burst signal (read or write bursts of
+1, 2, 4 or 8 beats of 8 bytes, on interface 0 or 1) they count the bursts the chains' stream
+engines make, a stated model: engines 0-4 on interface 0, 5-9 on 1 (n6.profiling.counters), each
+contiguous run of an engine's accesses ceil(bytes / 8) beats in bursts of 8 beats, the rest one
+burst each of 4, 2, 1 (so ST's byte total is the bytes moved, rounded up to beats). Every other
+signal (stalls, stream-engine activity, interrupts) is not modelled: its counter keeps its value.
 
 Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
 one NPU cycle per BUS_BYTES bytes it moves; a blob COMMAND_CYCLES per command besides its chains;
 the NPU clock is NPU_HZ."""
 import struct
 
+import numpy as np
+from n6.profiling.counters import busif_of
+
 from . import ecblob
-from .chain import MODELLED
+from .chain import MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -40,7 +49,10 @@ BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream e
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
-TRACE_UNIT, EVENT_ALWAYS_HIGH = "DEBUG_TRACE", 1    # the trace unit; the event that is always high
+TRACE_UNIT, EVENT_HIGH = "DEBUG_TRACE", 1       # the trace unit; EVENT_TYPE: count while the signal is high
+SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
+BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
+BEAT_BYTES, BURST_BEATS = 8, (8, 4, 2, 1)
 
 
 def write_one_to_clear(unit, register):
@@ -87,6 +99,7 @@ class Npu:
         self.locate = None              # locate(address) → pool/buffer name, for the programs
         self.npu_now = None             # npu_now() → NPU cycles so far on the board; None: counters hold
         self.counting = {}              # EVENT_<n>_CNT offset → npu_now() its stored count refers to
+        self.burst_counters = {}        # EVENT_<n>_CNT offset → (interface, "read"/"write", beats a burst)
         self._chains_started = 0
 
     def begin_inference(self):
@@ -129,7 +142,7 @@ class Npu:
         if unit.name == "INTCTRL":
             self._write_intctrl(reg.name, value)
             return
-        if unit.name == TRACE_UNIT and self.npu_now:
+        if unit.name == TRACE_UNIT:
             self._write_trace(unit, reg, offset, value)
         if reg.name != "CTRL":
             self.regs[offset] = value
@@ -161,7 +174,8 @@ class Npu:
                 self._start_closed_chains()
 
     def _write_trace(self, unit, reg, offset, value):
-        """An event counter's configuration or count: it counts from now on the always-high event."""
+        """An event counter's configuration or count: from now on it counts clocks (VDD), bursts
+        (a bus interface's burst signal) or nothing."""
         if offset in self.counting:                     # EVENT_<n>_CNT written while counting
             self.counting[offset] = self.npu_now()
             return
@@ -172,8 +186,31 @@ class Npu:
         if cnt_offset in self.counting:                 # reconfigured: the count so far is kept
             self.regs[cnt_offset] = self._count(cnt_offset)
             del self.counting[cnt_offset]
-        if reg.field("EN").get(value) and reg.field("EVENT_TYPE").get(value) == EVENT_ALWAYS_HIGH:
+        self.burst_counters.pop(cnt_offset, None)
+        if not reg.field("EN").get(value) or reg.field("EVENT_TYPE").get(value) != EVENT_HIGH:
+            return
+        signal = reg.field("SEL").get(value)
+        if signal == SIGNAL_VDD and self.npu_now:
             self.counting[cnt_offset] = self.npu_now()
+        elif 0 <= signal - SIGNAL_BURSTS < BURST_SIGNALS:
+            k = signal - SIGNAL_BURSTS
+            self.burst_counters[cnt_offset] = (k % 2, "write" if k >= 8 else "read", 1 << (k % 8 // 2))
+
+    def _count_bursts(self, program):
+        """Add the bursts of a chain's stream engines to the counters counting them."""
+        bursts = {}
+        for f in program.footprints:
+            sizes = [n for _, n in f.segments]
+            if not sizes:
+                continue
+            beats = -(-np.asarray(sizes, dtype=np.int64) // BEAT_BYTES)
+            interface = busif_of(int(f.engine[len("STRENG"):]))
+            for size in BURST_BEATS:
+                key = (interface, f.direction, size)
+                bursts[key] = bursts.get(key, 0) + int((beats // size).sum())
+                beats = beats % size
+        for cnt_offset, key in self.burst_counters.items():
+            self.regs[cnt_offset] = (self.regs.get(cnt_offset, 0) + bursts.get(key, 0)) & 0xFFFF_FFFF
 
     def _count(self, cnt_offset):
         return (self.regs.get(cnt_offset, 0) + self.npu_now() - self.counting[cnt_offset]) & 0xFFFF_FFFF
@@ -273,7 +310,7 @@ class Npu:
                 why = f"{unmodelled[0]} is not modelled"
         elif not unmodelled:                                  # compute units: chain.py
             try:
-                if self.read_memory is None:
+                if self.read_memory is None or self.write_memory is None:
                     raise NotModelled("no memory given to the model")
                 computed = chain_writes(program, self.aton, self.regs, self.read_memory)
             except NotModelled as e:
@@ -287,6 +324,8 @@ class Npu:
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
+        if self.burst_counters:
+            self._count_bursts(program)
         done = lambda: self._finish(chain, program, unmodelled, copies, computed)
         if self.schedule is None:
             done()
@@ -294,44 +333,47 @@ class Npu:
             self.schedule(cycles, done)
 
     def _copies(self, program):
-        """([(reading engine, writing engine)], None) of a chain of stream engines whose data
-        movement is modelled (streng.py): each writing engine fed in context 0 by one reading
-        engine that sends at least as many items as it writes; else ([], what is not modelled)."""
+        """([(reading engine, writing engine, which of its frames pass)], None) of a chain of
+        stream engines whose data movement is modelled (streng.py; the switch's contexts as
+        chain.py states them): each writing engine fed by one reading engine that sends at least
+        as many items as it writes; else ([], what is not modelled)."""
         engines = {f.engine: f.addressing for f in program.footprints}
+        try:
+            units = wire(dict.fromkeys(engines), [(r.dest, r.port, r.context, r.source, r.switch)
+                                                  for r in program.routes])
+        except NotModelled as error:
+            return [], str(error)
         copies = []
-        for r in program.routes:
-            if r.context or r.frames:
-                return [], "two-context switching"
-            source, dest = engines.get(r.source), engines[r.dest]
+        for name, unit in units.items():
+            if 0 not in unit.inputs:
+                continue
+            source, dest = engines.get(unit.inputs[0].source), engines[name]
             if source is None or source.writes:
-                return [], f"{r.dest} fed by {r.source}"
+                return [], f"{name} fed by {unit.inputs[0].source}"
             for e in (source, dest):
                 try:
                     e.check()
                 except NotModelled as error:
                     return [], str(error)
-            if source.frames * source.count < dest.frames * dest.count:
-                return [], f"{dest.frames * dest.count} items written, {source.frames * source.count} read"
+            passes = unit.inputs[0].passes(source.frames)
+            if sum(passes) * source.count < dest.frames * dest.count:
+                return [], f"{dest.frames * dest.count} items written, {sum(passes) * source.count} read"
             if self.read_memory is None or self.write_memory is None:
                 return [], "no memory given to the model"
-            copies.append((source, dest))
+            copies.append((source, dest, passes))
         return copies, None
 
-    def _move(self, source, dest):
-        write_items(dest, read_items(source, self.read_memory), self.read_memory, self.write_memory)
-
-    def _store(self, dest, data):
-        """A writing stream engine's bytes, in its access order."""
-        at = 0
-        for address, n in dest.segments:
-            self.write_memory(address, data[at:at + n])
-            at += n
+    def _move(self, source, dest, passes):
+        words = read_items(source, self.read_memory)
+        if not all(passes):
+            words = np.concatenate([f for f, p in zip(np.split(words, source.frames), passes) if p])
+        write_items(dest, words, self.read_memory, self.write_memory)
 
     def _finish(self, chain, program, unmodelled, copies=(), computed=()):
-        for source, dest in copies:
-            self._move(source, dest)
-        for dest, data in computed:
-            self._store(dest, data)
+        for source, dest, passes in copies:
+            self._move(source, dest, passes)
+        for dest, words in computed:
+            write_items(dest, words, self.read_memory, self.write_memory)
         for f in program.footprints:
             if f.direction != "write":
                 continue

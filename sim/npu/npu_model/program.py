@@ -33,6 +33,8 @@ class Route:
     context: int
     source: str
     frames: int                     # the FNR field: frames before the context switch (0: no switch)
+    switch: tuple = (0, 0)          # the port's FNR0, FNR1 (both contexts, enabled or not); None: the
+                                    # contexts tick on pixels (TICKTYPE 1), not frames
 
 
 @dataclass
@@ -139,7 +141,8 @@ def switch_routes(aton, regs):
         f = register.split(value)
         for ctx in (0, 1):
             if f[f"EN{ctx}"]:
-                routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), f[f"FNR{ctx}"]))
+                routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), f[f"FNR{ctx}"],
+                                    None if f["TICKTYPE"] else (f["FNR0"], f["FNR1"])))
     return routes
 
 

@@ -4,6 +4,9 @@ STRENG fields and from what LL_ATON's `LL_Streng_TensorInit` writes into them; t
 
 - ADDR: the first byte of frame 0.
 - RAW, FSIZE: raw mode, FSIZE items back to back in a frame.
+- RAW_OUT (a reader's output marked raw on the switch) changes neither its items nor their order:
+  ST sets it on 13 of the samples' feature readers, raw ones and nucleo_mnv1 epoch 29's raster
+  one, whose DEEPMODE convolution is 99.40% exact against LiteRT so.
 - raster mode: FSIZE.HEIGHT lines STRD.LOFF bytes apart, each FSIZE.WIDTH pixels DEPTH.OFFSET
   bytes apart, each DEPTH.SIZE consecutive items (LOFF and OFFSET widened by CID_CACHE.LOFF_MSB
   and LIMITEN.DOFF_MSB).
@@ -14,16 +17,30 @@ STRENG fields and from what LL_ATON's `LL_Streng_TensorInit` writes into them; t
 - NOINC: the frame start does not move, every frame read from ADDR again (its items in order):
   ST's Pad memset reads its constant so.
 - LIMITEN.ADDRLIMIT, LIMITADDR: the last byte the engine may touch; an item beyond it stops the run.
-- SIZE0..2: the data bits of an item on the switch's three channels.
+- SIZE0..2: the data bits of an item on the switch word's three 8-bit channels, channel k its
+  bits 8k..8k+7 (channel 0 least significant); the item's data bits, least significant first,
+  fill channel 0's SIZE0 bits, then channel 1's, then channel 2's.
+- LSBMODE: a channel's bits sit at its low end; else at its high end (ll_aton.c: "the DMA
+  stuffs the bits to the left of the channel").
+- SIGNEXT: on read, a low-aligned value is sign-extended to the whole word.
 - STRD.FGAP, BGAP: bits of the memory item around the data, FGAP above it (most significant),
   BGAP below; a memory item is FGAP + data + BGAP bits, little-endian.
-- LSBMODE: the data sits at the low end of the 24-bit stream word (channel 0 least significant);
-  else at its high end (channel 0 most significant).
-- SIGNEXT: on read, a low-aligned value is sign-extended to the whole word.
+
+So an item of whole bytes is the low bytes of the word in both alignments, and ll_aton.c's
+left-aligned forms (SIZE0 the remainder, or the data in channel 1 only: 8 bits into 16) put the
+data at the top of the channels it reaches: the word a unit reads at its own width, from the low
+end (compute.py). Judged by ST's ll_aton.c built for the host (tests/test_npu_streng_st.py): for
+every form LL_Streng_TensorInit writes (1..24 bits in and out, both directions and alignments,
+gaps on either side) the data lands contiguous, at bit 0 (align_right) or at the top of the
+nbits_out container, where its comments place it (the model before, data at the top of a 24-bit
+word with channel 0 most significant, splits every non-byte item and fails them). The real
+samples' items (8, 16 and 24 bits left aligned; 8 into 8 or 16 bits right aligned, sign
+extended) are whole bytes: on them this is compute.py's former lane model, with which both
+samples compute end to end.
 
 An item of a writing engine takes its data bits from the word the same way and writes its gaps as
 zero. Not modelled (a `NotModelled` naming the field): memory items that are not whole bytes,
-more than 24 data bits, sub-sampling, descriptors, forced raw output, position swaps.
+more than 24 data bits, sub-sampling, descriptors, position swaps.
 
 Judged against ST's software (tests/test_npu_streng_st.py): raw reads and writes of 8, 16 and
 24-bit items within their address limits; raster writes of 1 and 2 items per pixel, a frame per
@@ -40,7 +57,7 @@ from .fixedpoint import NotModelled, signed
 
 STREAM_BITS = 24                                # the switch's word: three 8-bit channels
 SPAN_LIMIT = 64 << 20                           # bytes one engine's accesses may spread over
-UNMODELLED_CTRL = ("SUBSAMPLE", "DESCR", "RAW_OUT", "ISTART")
+UNMODELLED_CTRL = ("SUBSAMPLE", "DESCR", "ISTART")
 POS_RESET = {"POS0": 0, "POS1": 1, "POS2": 2, "WSWAP": 0, "HSWAP": 0, "BSWAP": 0}
 
 
@@ -89,6 +106,21 @@ class StreamEngine:
             sizes=(ctrl["SIZE0"], ctrl["SIZE1"], ctrl["SIZE2"]), front_gap=strd["FGAP"], back_gap=strd["BGAP"],
             low_aligned=bool(ctrl["LSBMODE"]), sign_extend=bool(ctrl["SIGNEXT"]), unmodelled=unmodelled)
 
+    @classmethod
+    def tensor(cls, name, writes, address, bits, *, raw=True, items=0, width=0, height=0, depth=1,
+               depth_offset=0, line_offset=0, frames=1, frame_offset=0, frame_repeat=0, repeat_offset=0,
+               limit=None):
+        """The engine LL_Streng_TensorInit configures for items of `bits` (8, 16 or 24) on both
+        sides, left aligned, from its init struct's fields (ll_aton.h's names: fwidth, fheight,
+        batch_depth, batch_offset, line_offset (0: fwidth * batch_offset), frame_offset,
+        loop_offset, frame_loop_cnt, frame_tot_cnt; `limit`, the last byte offset_limit allows)."""
+        return cls(name=name, writes=writes, address=address, raw=raw, items=items, width=width, height=height,
+                   depth=depth, depth_offset=depth_offset, line_offset=line_offset or width * depth_offset,
+                   frames=frames, frame_offset=frame_offset, frame_repeat=frame_repeat, repeat_offset=repeat_offset,
+                   continuous=False, no_increment=False, limit=limit,
+                   sizes=tuple(8 if bits > 8 * k else 0 for k in range(3)), front_gap=0, back_gap=0,
+                   low_aligned=False, sign_extend=False)
+
     @property
     def data_bits(self):
         return sum(self.sizes)
@@ -100,6 +132,33 @@ class StreamEngine:
     @property
     def item_bytes(self):
         return max(1, -(-self.item_bits // 8))
+
+    @cached_property
+    def channels(self):
+        """[(first data bit, first word bit, bits)] of each channel an item's data fills."""
+        out, at = [], 0
+        for k, bits in enumerate(self.sizes):
+            if bits:
+                out.append((at, 8 * k + (0 if self.low_aligned else 8 - bits), bits))
+                at += bits
+        return out
+
+    @cached_property
+    def word_bits(self):
+        """The word bits up to the top of the data (sign extension starts above them)."""
+        return max((pos + bits for _, pos, bits in self.channels), default=0)
+
+    def to_words(self, data):
+        """Items' data bits (int64 array) → their stream words."""
+        if all(at == pos for at, pos, _ in self.channels):
+            return data                                 # the data bits at bit 0 on: the common case
+        return sum((data >> at & ((1 << bits) - 1)) << pos for at, pos, bits in self.channels)
+
+    def from_words(self, words):
+        """Stream words (int64 array) → the data bits an item of this engine takes from them."""
+        if all(at == pos for at, pos, _ in self.channels):
+            return words & ((1 << self.data_bits) - 1)
+        return sum((words >> pos & ((1 << bits) - 1)) << at for at, pos, bits in self.channels)
 
     @property
     def count(self):
@@ -205,11 +264,10 @@ def read_items(engine, read_memory):
     items = items.astype(np.int64)
     bits = engine.data_bits
     data = items >> engine.back_gap & ((1 << bits) - 1) if engine.item_bits != bits else items
-    if not engine.low_aligned:
-        return data << (STREAM_BITS - bits)
-    if engine.sign_extend:
-        data = signed(data, bits) & ((1 << STREAM_BITS) - 1)
-    return data
+    words = engine.to_words(data)
+    if engine.low_aligned and engine.sign_extend:
+        words = signed(words, engine.word_bits) & ((1 << STREAM_BITS) - 1)
+    return words
 
 
 def write_items(engine, words, read_memory, write_memory):
@@ -222,9 +280,7 @@ def write_items(engine, words, read_memory, write_memory):
     if not count:
         return
     words = np.asarray(words[:count], dtype=np.int64)
-    bits = engine.data_bits
-    data = words if engine.low_aligned else words >> (STREAM_BITS - bits)
-    items = (data & ((1 << bits) - 1)) << engine.back_gap
+    items = engine.from_words(words) << engine.back_gap
     lo, hi = engine.span
     dtype, index = engine.memory_index
     memory = bytearray(read_memory(lo, hi - lo))

@@ -16,6 +16,8 @@ class CompilerEpoch:
     compute_cycles: int = 0
     max_cycles: int = 0
     memory: dict = field(default_factory=dict)   # pool name → PoolTraffic (bytes), pools with accesses only
+    runs: bool = True            # False: a node with no outputs, which no epoch block runs (ST's params
+                                 # node, a layout change folded away, the final return)
 
 
 @dataclass
@@ -59,7 +61,8 @@ def read_c_info(path):
             prefix, _, number = node["name"].rpartition("_")
             if prefix != "epoch" or not number.isdigit():
                 raise N6Error(path, f"graph node {node['name']!r} is not named epoch_<N>", fix)
-            e = CompilerEpoch(int(number), node["name"], node.get("mapping", ""))
+            e = CompilerEpoch(int(number), node["name"], node.get("mapping", ""),
+                              runs=bool(node["outputs"]) if "outputs" in node else True)
             epochs[e.number] = by_id[node["id"]] = e
         for pe in data["power_estimates"]:
             e = by_id[pe["node_id"]]

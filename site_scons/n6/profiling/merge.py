@@ -121,7 +121,8 @@ def merge(measurement, info, name=None, why=None):
     """Join each measured block with the c_info.json epochs it covers. `info` None (`why` says
     why) or describing other epochs (not the image's c_info.json): the measured figures alone."""
     ran = [n for e in measurement.epochs for n in e.numbers]
-    if info is not None and sorted(ran) != sorted(info.epochs):
+    if info is not None and (len(set(ran)) != len(ran) or set(ran) - set(info.epochs)
+                             or any(e.runs for n, e in info.epochs.items() if n not in ran)):
         why = f"{info.path} describes {len(info.epochs)} epochs but the image on the board ran {len(ran)}" + \
             ("" if len(ran) != len(info.epochs) else " with other numbers")
         info = None
