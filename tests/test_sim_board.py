@@ -76,7 +76,7 @@ def reference_count(uc):
     def step(uc, addr, size, _):
         if addr in state["shadow"]:
             return
-        code = bytes(uc.mem_read(addr, 10))
+        code = bytes(uc.mem_read(addr, 18))    # an IT and up to four 32-bit instructions
         hw = code[0] | code[1] << 8
         state["n"] += 1
         state["shadow"] = ()
