@@ -2,9 +2,9 @@
 generate` of a 224x224 MobileNet v1, BlazeFace 128 and a 480x480 YOLOX nano, against the 10 s
 budget; host time per inference of the host build of the generated C; and host time per
 inference on the simulated board (the emulated Cortex-M55 running the same kernels), with the
-instructions it executes. YOLOX runs on the board only with --board-all (minutes per inference).
+instructions it executes and the instructions per multiply-accumulate of the model.
 
-    N6_REAL_STEDGEAI=<test bed> .venv/bin/python bench/published_sources.py [--board-all]
+    N6_REAL_STEDGEAI=<test bed> .venv/bin/python bench/published_sources.py
 
 Everything is measured in this run, on one machine: compare the ratios."""
 import json
@@ -17,7 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "stedgeai"),
-                os.path.join(ROOT, "sim", "board")]
+                os.path.join(ROOT, "sim", "board"), os.path.join(ROOT, "sim", "npu")]
 
 from stedgeai_generate import BUDGET_S, best  # noqa: E402  (bench/ is the script's folder)
 from tabulate import tabulate  # noqa: E402
@@ -84,7 +84,6 @@ def main():
     if not real:
         print("set N6_REAL_STEDGEAI to ST's test bed folder")
         return 2
-    board_all = "--board-all" in sys.argv
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         repo = os.path.join(tmp, "repo")
@@ -97,13 +96,19 @@ def main():
         for name, folder in folders.items():
             t_gen = generate_time(folder, os.path.join(tmp, name))
             t_host = host_time(repo, name)
-            t_board, insns = board_time(repo, name) if board_all or name != "yolox_nano" else (None, None)
-            rows.append([name, f"{os.path.getsize(os.path.join(folder, 'model.tflite')) / 1024:.0f}", f"{t_gen:.2f}",
-                         f"{t_gen / BUDGET_S:.3f}", f"{t_host:.3f}",
-                         "-" if t_board is None else f"{t_board:.1f}", "-" if insns is None else f"{insns:,}",
-                         "-" if t_board is None else f"{t_board / t_host:.0f}x"])
-    print(tabulate(rows, headers=["source", "KB", "generate s", "of 10 s budget", "host build s/inf",
-                                  "simulated board s/inf", "instructions/inf", "board / host build"]))
+            t_board, insns = board_time(repo, name)
+            with open(os.path.join(repo, "build", name, "st_ai_output", "network_c_info.json")) as f:
+                macc = sum(node.get("macc", 0) for node in json.load(f)["graphs"][0]["nodes"])
+            rows.append({"source": name, "KB": round(os.path.getsize(os.path.join(folder, "model.tflite")) / 1024),
+                         "generate s": round(t_gen, 2), "of 10 s budget": round(t_gen / BUDGET_S, 3),
+                         "host build s/inf": round(t_host, 3), "simulated board s/inf": round(t_board, 1),
+                         "instructions/inf": insns, "MACC": macc,
+                         "instructions/MACC": round(insns / macc, 2) if macc else None,
+                         "board / host build": round(t_board / t_host)})
+    print(tabulate(rows, headers="keys", intfmt=","))
+    os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
+    with open(os.path.join(ROOT, "build", "bench", "published_sources.json"), "w") as f:
+        json.dump(rows, f, indent=1)
     return 0
 
 

@@ -9,7 +9,13 @@ on the firmware and the bytes received).
 Our client cycles through IO, per-layer and per-layer-with-data runs with seeded random inputs;
 with --st-client (ST's st_ai_runner.sh) and ST's firmware, ST's client also runs its mixed
 sequence (IO, per layer, with data at batch 1, IO and per layer at batch 2) the same number of
-times. Prints a table (count, faults, identical or not, seconds) and writes the JSON report."""
+times. Prints a table (count, faults, identical or not, seconds) and writes the JSON report.
+
+With --change ROUNDS, one session instead changes the model under one board process (the twin
+with --firmware): per round each model is flashed (`scons flash`, the simulated programmer), the
+board reset through the programmer and the model run; its outputs must equal the host build's of
+that model (a stale image or stale buffers would give another's), and the board process's resident
+memory after the last round is compared with the first (a leak grows it)."""
 import argparse
 import hashlib
 import json
@@ -27,7 +33,9 @@ from tabulate import tabulate  # noqa: E402
 
 from n6.aivalidation import BoardError, Timeouts  # noqa: E402
 from n6.aivalidation.messages import IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA  # noqa: E402
-from n6.run.session import connect, simulated_board  # noqa: E402
+from n6.board import load_board  # noqa: E402
+from n6.run import host_reference  # noqa: E402
+from n6.run.session import connect, reset_simulated_board, simulated_board  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = os.path.join(ROOT, "build", "sim-board")
@@ -96,6 +104,54 @@ def soak(model, board, session, repeats):
             "cycles_identical": same, "seconds": round(time.perf_counter() - started, 1)}
 
 
+def _board_process_rss():
+    """Resident KiB of this process's child (the board process the session started)."""
+    kids = [int(pid) for task in os.listdir("/proc/self/task")
+            for pid in open(f"/proc/self/task/{task}/children").read().split()]
+    status = open(f"/proc/{kids[-1]}/status").read()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
+def changing_session(models, rounds, firmware, seed):
+    """One row: `rounds` x every model flashed, reset and run under one board process."""
+    started, fault, stale, rss = time.perf_counter(), "", [], []
+    rng = np.random.default_rng(seed)
+    subprocess.run([sys.executable, "-m", "SCons", "-Q", *models], cwd=ROOT, check=True, capture_output=True)
+    expected, inputs = {}, {}
+    for model in models:
+        with open(os.path.join(ROOT, "build", model, "st_ai_output", "network_c_info.json")) as f:
+            graph = json.load(f)["graphs"][0]
+        inputs[model] = [rng.integers(0, 256, size=int(np.prod(t["shape"])) * t["data_format"]["size"] // 8,
+                                      dtype=np.uint8).tobytes() for t in graph["original_inputs"]]
+        expected[model] = host_reference.run(os.path.join(ROOT, "build", model, "st_ai_output"),
+                                             os.path.join(ROOT, "build", "stedgeai-sim", "2.2"), [inputs[model]],
+                                             len(graph["original_outputs"]))[0]
+    board, log = load_board(BOARD), os.path.join(ROOT, "build", "bench", "soak-reset.log")
+    runs = 0
+    try:
+        subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={models[0]}"], cwd=ROOT, check=True,
+                       capture_output=True)
+        with simulated_board(BOARD, state=STATE, firmware=firmware) as port:
+            for r in range(rounds):
+                for model in models:
+                    subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={model}"], cwd=ROOT,
+                                   check=True, capture_output=True)
+                    reset_simulated_board(STATE, board, log)
+                    with connect(port, timeouts=HOST_WAITS) as (client, _):
+                        result = client.run(client.model().name, inputs[model], IO_ONLY, first=True)
+                    runs += 1
+                    if [raw for _, raw in result.outputs] != expected[model]:
+                        stale.append(f"round {r + 1} {model}")
+                    rss.append(_board_process_rss())
+    except (BoardError, subprocess.CalledProcessError) as e:
+        fault = str(e)
+    return {"model": "+".join(models), "board": ("twin" if firmware else "simulated board") + ", changing models",
+            "invokes": runs, "repeats": rounds, "fault": fault, "outputs_identical": not stale and runs > 0,
+            "stale": stale, "rss_kib": rss,
+            "rss_kib_first_last": [rss[len(models) - 1], rss[-1]] if len(rss) >= len(models) else [],
+            "cycles_identical": None, "seconds": round(time.perf_counter() - started, 1)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="soak", description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="kws_mlp,big_mlp,digits_mlp,ds_cnn")
@@ -104,10 +160,16 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--firmware", default="", help="ST's validation firmware ELF (or install) for the twin rows")
     ap.add_argument("--st-client", default="", help="ST's st_ai_runner.sh: also soak ST's client on the twin")
+    ap.add_argument("--change", type=int, default=0, metavar="ROUNDS",
+                    help="one session changing the model ROUNDS x (per model: flash, reset, run)")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "soak.json"))
     args = ap.parse_args(argv)
     rows = []
-    for model in args.models.split(","):
+    os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
+    if args.change:
+        for firmware in [""] + ([args.firmware] if args.firmware else []):
+            rows.append(changing_session(args.models.split(","), args.change, firmware, args.seed))
+    for model in args.models.split(",") if not args.change else ():
         subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={model}"], cwd=ROOT, check=True,
                        capture_output=True)
         boards = [("simulated board", "")] + ([("twin", args.firmware)] if args.firmware else [])
@@ -123,12 +185,15 @@ def main(argv=None):
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"invokes_per_session": args.invokes, "rows": rows}, f, indent=1)
-    print(tabulate([[r["model"], r["board"], r["invokes"], r["fault"] or "none",
-                     "yes" if r["outputs_identical"] else "NO", "yes" if r["cycles_identical"] else "NO",
+    yes = {True: "yes", False: "NO", None: "-"}
+    print(tabulate([[r["model"], r["board"], r["invokes"], r["fault"] or "none", yes[r["outputs_identical"]],
+                     yes[r["cycles_identical"]], " -> ".join(str(k) for k in r.get("rss_kib_first_last", [])) or "-",
                      r["seconds"]] for r in rows],
-                   headers=["model", "board, client", "invokes", "fault", "same outputs", "same cycles", "s"]))
+                   headers=["model", "board, client", "invokes", "fault", "same outputs", "same cycles",
+                            "board RSS KiB", "s"]))
     print(f"JSON: {args.json}")
-    return 0 if all(not r["fault"] and r["cycles_identical"] and r["outputs_identical"] for r in rows) else 1
+    return 0 if all(not r["fault"] and r["cycles_identical"] is not False and r["outputs_identical"]
+                    for r in rows) else 1
 
 
 if __name__ == "__main__":

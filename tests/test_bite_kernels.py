@@ -83,20 +83,46 @@ def _conv_reference(x, w, bias, stride, pads, dil, groups, in_zp, out_zp, act):
     return np.clip(out + out_zp, *act).astype(np.int8), oh, ow
 
 
-@pytest.mark.parametrize("stride, pads, dil, groups", [
-    ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (0, 1, 1, 0), (1, 1), 2), ((1, 1), (2, 0, 2, 1), (2, 1), 4),
-    ((1, 2), (0, 0, 0, 0), (1, 2), 1),
-])
-def test_conv_padding_bounds_exact(lib, stride, pads, dil, groups):
+CONV_CASES = [
+    ((1, 1), (1, 1, 1, 1), (1, 1), 1, (3, 3), 4, 4), ((2, 2), (0, 1, 1, 0), (1, 1), 2, (3, 3), 4, 4),
+    ((1, 1), (2, 0, 2, 1), (2, 1), 4, (3, 3), 4, 4), ((1, 2), (0, 0, 0, 0), (1, 2), 1, (3, 3), 4, 4),
+    # one kernel row read as one run, two output channels at a time (an odd one left), runs of 4 bytes
+    # and a 3-byte tail; a row cut short by the padding
+    ((1, 1), (0, 0, 0, 0), (1, 1), 1, (1, 1), 7, 5), ((1, 1), (0, 1, 0, 1), (1, 1), 1, (1, 3), 5, 6),
+]
+# (accumulator, output) with multiplier 0.5, output zero point 1: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, ...
+REQUANT_CASES = [(1, 1), (3, 3), (5, 3), (-1, 1), (-3, -1), (-5, -1), (7, 5), (8_388_609, 127), (-8_388_609, -128),
+                 (2_000_000_000, 127), (-2_000_000_000, -128)]
+
+
+def conv_case(stride, pads, dil, groups, kernel, in_c, out_c):
+    """(input, weights, bias, expected output, nr_conv2d_s8's arguments after the five pointers) of
+    one CONV_CASES row: a 5x6 input, input zero point 3, output zero point -2, clamp [-100, 90]."""
     rng = np.random.default_rng(3)
-    x = rng.integers(-128, 128, (5, 6, 4), dtype=np.int8)
-    w = rng.integers(-3, 4, (4, 3, 3, 4 // groups), dtype=np.int8)
-    bias = rng.integers(-20, 20, 4, dtype=np.int32)
+    x = rng.integers(-128, 128, (5, 6, in_c), dtype=np.int8)
+    w = rng.integers(-3, 4, (out_c, *kernel, in_c // groups), dtype=np.int8)
+    bias = rng.integers(-20, 20, out_c, dtype=np.int32)
     want, oh, ow = _conv_reference(x, w, bias, stride, pads, dil, groups, 3, -2, (-100, 90))
-    out = np.zeros(oh * ow * 4, np.int8)
-    lib.nr_conv2d_s8(x.ravel(), out, w.ravel(), bias, np.ones(4, np.float32), 5, 6, 4, oh, ow, 4, 3, 3,
-                     *stride, pads[0], pads[1], *dil, groups, 3, -2, -100, 90)
-    assert np.array_equal(out.reshape(oh, ow, 4), want)
+    return x, w, bias, want, [5, 6, in_c, oh, ow, out_c, *kernel, *stride, pads[0], pads[1], *dil, groups, 3, -2,
+                              -100, 90]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_padding_bounds_exact(lib, case):
+    x, w, bias, want, args = conv_case(*case)
+    out = np.zeros(want.size, np.int8)
+    lib.nr_conv2d_s8(x.ravel(), out, w.ravel(), bias, np.ones(w.shape[0], np.float32), *args)
+    assert np.array_equal(out.reshape(want.shape), want)
+
+
+def test_requantisation_rounds_ties_to_even_and_clamps_far_values(lib):
+    """acc * multiplier rounded half to even, then the output zero point and clamp; values far past
+    int8 (where float32 steps exceed 1) still clamp."""
+    for acc, want in REQUANT_CASES:
+        o = np.zeros(1, np.int8)
+        lib.nr_dense_s8(np.zeros(1, np.int8), o, np.zeros(1, np.int8), np.array([acc], np.int32),
+                        np.array([0.5], np.float32), 1, 1, 0, 1, -128, 127)
+        assert o[0] == want, acc
 
 
 @pytest.mark.parametrize("is_max", [1, 0])

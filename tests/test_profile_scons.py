@@ -9,12 +9,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUNDLED, bump, copy_repo, scons
+from conftest import BUNDLED, MODELS as MODELS_DIR, bump, copy_repo, scons
 from test_profiling import _check_nesting, render_in_chromium
 
 pytestmark = pytest.mark.slow
 
 MODELS = (*BUNDLED, "tiny_prebuilt")
+EVERY_MODEL = sorted(n for n in os.listdir(MODELS_DIR) if os.path.isdir(os.path.join(MODELS_DIR, n)) and
+                     not n.startswith(("_", ".")))
+REAL = os.environ.get("N6_REAL_STEDGEAI")
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +68,29 @@ def test_profile_of_every_bundled_model(repo, model, tmp_path):
     _check_nesting(events)
     probe, console = render_in_chromium(os.path.join(folder, "profile.html"), tmp_path)
     assert console == [] and probe["svg"] > 100 and probe["rows"] == len(profile["epochs"]) + 1
+
+
+def _epoch_controller_blobs(model):
+    """The model folder's profile asks for epoch-controller blobs: the simulated tool writes them in
+    a format of its own, which ST's runtime refuses (its blob magic), as a real board's would."""
+    path = os.path.join(MODELS_DIR, model, "neural_art.json")
+    return os.path.exists(path) and "--enable-epoch-controller" in open(path).read()
+
+
+@pytest.mark.parametrize("firmware", ["own", pytest.param("st", marks=pytest.mark.skipif(
+    not REAL, reason="set N6_REAL_STEDGEAI to ST's test bed folder (ST's validation firmware)"))])
+def test_profile_of_every_model_folder_in_one_session(repo, firmware):
+    """`scons profile` of all the bundled model folders at once on the simulated board's firmware,
+    and of all those without the simulated tool's epoch-controller blobs on ST's validation
+    firmware on the DK twin: every model ok, every epoch of its c_info measured."""
+    models = EVERY_MODEL if firmware == "own" else [m for m in EVERY_MODEL if not _epoch_controller_blobs(m)]
+    extra = [f"SIM_FIRMWARE={os.path.join(REAL, '2.2')}"] if firmware == "st" else []
+    proc = run(repo, "profile", "MODEL=" + ",".join(models), *extra)
+    assert f"profile summary: {len(models)} of {len(models)} models ok" in proc.stdout
+    for model in models:
+        with open(os.path.join(repo, "build", model, "profile", "profile.json")) as f:
+            measured = [n for e in json.load(f)["epochs"] for n in e["epochs"]]
+        assert measured == [n["name"] for n in c_info(repo, model)["graphs"][0]["nodes"]], model
 
 
 def flip_weight(repo):

@@ -76,7 +76,7 @@ def reference_count(uc):
     def step(uc, addr, size, _):
         if addr in state["shadow"]:
             return
-        code = bytes(uc.mem_read(addr, 10))
+        code = bytes(uc.mem_read(addr, 18))    # an IT and up to four 32-bit instructions
         hw = code[0] | code[1] << 8
         state["n"] += 1
         state["shadow"] = ()
@@ -307,3 +307,11 @@ def test_a_helium_form_the_board_does_not_carry_out_stops_with_its_encoding(tmp_
     cpu = _vector_code(tmp_path, "    vrmlalvh.s32 r0, r1, q0, q1")
     with pytest.raises(NotEmulated, match=r"^Helium \(MVE\) instruction ee80 0f02 at pc 0x10000000$"):
         cpu.call(0x1000_0000, 1)
+
+
+def test_the_board_maps_the_whole_external_ram_as_absolute_pools_may_use_it():
+    """The DK's PSRAM from 0x9000_0000 (external_ram_device), not from the loader's part at
+    0x9010_0000: ST's ec-workspace pools put the params at 0x9000_0000 (YOLOX nano)."""
+    from n6.board import load_board
+    from n6board.firmware import layout_from_board
+    assert ("xSPI1 PSRAM", 0x9000_0000, 0x0200_0000) in layout_from_board(load_board(BOARD))["regions"]

@@ -160,7 +160,7 @@ def main(argv=None):
 def serve_own_firmware(args, master, publish):
     """The board's own firmware: boot, publish the port once, serve; the programmer's reset
     (-rst, -hardRst on the board's state) boots it again from the flash."""
-    from .dk.serve import board_state
+    from .dk.serve import board_state, release_emulators
     state, published = board_state(args.state), False
     while True:
         done, watch = state.watch_resets() if state else (0, lambda: False)
@@ -178,6 +178,8 @@ def serve_own_firmware(args, master, publish):
             return
         except BoardReset:
             port.drain()
+            models = error = None
+            release_emulators()
 
 
 def _publish(args, path):

@@ -37,8 +37,8 @@ def layout_from_board(board):
                ("exec RAM", board.memory.exec_ram.base, board.memory.exec_ram.size),
                ("AXISRAM2", 0x3410_0000, 1 << 20)]
     regions += [(r.name, r.base, r.size) for r in board.memory.npu_ram]
-    ext = board.memory.external_ram
-    regions.append(("xSPI1 PSRAM", ext.base & ~0xFFFFF, ext.size + (ext.base & 0xFFFFF)))
+    ext, device = board.memory.external_ram, board.memory.external_ram_span   # the loader's part, the whole RAM
+    regions.append(("xSPI1 PSRAM", device.base, device.size))
     return {"network": board.images.network, "params": board.images.params,
             "exec_ram": (board.memory.exec_ram.base, board.memory.exec_ram.size),
             "external_ram": (ext.base, ext.size), "regions": regions}

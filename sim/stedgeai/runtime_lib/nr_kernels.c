@@ -1,6 +1,12 @@
 /* int8 kernels of the simulated NetworkRuntime library. */
 #include "nr_kernels.h"
 
+/* The simulated board emulates every instruction these kernels execute: -O2 keeps their loop
+ * variables in registers (-Os, the library's flag, spills them to the stack in every iteration),
+ * without auto-vectorised Helium or low-overhead loops, which the board carries out one by one
+ * in Python (sim/board/n6board/dk/mve.py). */
+#pragma GCC optimize ("O2", "no-tree-vectorize", "no-branch-count-reg")
+
 static inline int clamp(int64_t v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 static inline float fabs_f(float x) { return x < 0.0f ? -x : x; }
@@ -37,29 +43,175 @@ float nr_expf(float x)
   return p * two_n.f;
 }
 
+/* Four int8 pairs at a time, as two halfword lanes each: SXTAB16 sign-extends bytes 0 and 2 (or,
+ * rotated by 8, bytes 1 and 3) and adds minus the zero point to both lanes (x - zp fits in 16 bits),
+ * SMLAD adds both lanes' products to the accumulator. Integer arithmetic throughout: the Cortex-M
+ * build (the instructions) and the host build (the same lanes in C) give the same sums. */
+#if defined(__ARM_FEATURE_SIMD32) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+static inline uint32_t sxtb16(uint32_t x) { uint32_t r; __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x)); return r; }
+static inline uint32_t sxtb16_hi(uint32_t x)
+{
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+static inline uint32_t sxtab16(uint32_t a, uint32_t x)
+{
+  uint32_t r;
+  __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+  return r;
+}
+static inline uint32_t sxtab16_hi(uint32_t a, uint32_t x)
+{
+  uint32_t r;
+  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+  return r;
+}
+static inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+  int32_t r;
+  __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+  return r;
+}
+#else
+static inline uint32_t lanes(int32_t lo, int32_t hi) { return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16); }
+static inline uint32_t sxtb16(uint32_t x) { return lanes((int8_t)x, (int8_t)(x >> 16)); }
+static inline uint32_t sxtb16_hi(uint32_t x) { return lanes((int8_t)(x >> 8), (int8_t)(x >> 24)); }
+static inline uint32_t sxtab16(uint32_t a, uint32_t x) { return lanes((int16_t)a + (int8_t)x, (int16_t)(a >> 16) + (int8_t)(x >> 16)); }
+static inline uint32_t sxtab16_hi(uint32_t a, uint32_t x) { return sxtab16(a, x >> 8); }
+static inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc)
+{
+  return (int32_t)((uint32_t)acc + (uint32_t)((int16_t)a * (int16_t)b) +
+                   (uint32_t)((int16_t)(a >> 16) * (int16_t)(b >> 16)));
+}
+#endif
+
+static inline uint32_t load4(const int8_t *p)
+{
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+/* Both halfword lanes of minus the zero point: what sxtab16 adds. */
+static inline uint32_t minus_zp2(int zp) { return (uint32_t)(uint16_t)(-zp) * 0x10001u; }
+
+/* acc + the sum over i < n of (x[i] - zp) * w[i] */
+static int32_t dot_s8(const int8_t *x, const int8_t *w, int n, int zp, int32_t acc)
+{
+  uint32_t nzp = minus_zp2(zp);
+  for (; n >= 4; n -= 4, x += 4, w += 4) {
+    uint32_t xv = load4(x), wv = load4(w);
+    acc = smlad(sxtab16(nzp, xv), sxtb16(wv), acc);
+    acc = smlad(sxtab16_hi(nzp, xv), sxtb16_hi(wv), acc);
+  }
+  for (; n > 0; n--) acc += (*x++ - zp) * *w++;
+  return acc;
+}
+
+/* dot_s8 of one input run with two weight runs n bytes apart (two output channels): the input's
+ * lanes are made once for both. acc[0], acc[1] in and out. */
+__attribute__((noinline)) static void dot2_s8(const int8_t *x, const int8_t *w, int n, int stride, int zp, int32_t *acc)
+{
+  uint32_t nzp = minus_zp2(zp);
+  const int8_t *w1 = w + stride, *end = x + (n & ~3);
+  int32_t a0 = acc[0], a1 = acc[1];
+  while (x != end) {
+    uint32_t xv = load4(x), v0 = load4(w), v1 = load4(w1);
+    uint32_t xa = sxtab16(nzp, xv), xb = sxtab16_hi(nzp, xv);
+    a0 = smlad(xb, sxtb16_hi(v0), smlad(xa, sxtb16(v0), a0));
+    a1 = smlad(xb, sxtb16_hi(v1), smlad(xa, sxtb16(v1), a1));
+    x += 4;
+    w += 4;
+    w1 += 4;
+  }
+  for (n &= 3; n > 0; n--, x++) {
+    a0 += (*x - zp) * *w++;
+    a1 += (*x - zp) * *w1++;
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+}
+
+/* Nearest integer, ties to even, of a value already in the float32 grid of a product: adding and
+ * taking off 1.5 * 2^23 leaves x rounded as the FPU rounds (to nearest, ties to even, as the product
+ * before it) for |x| < 2^22; beyond, the output clamp decides. */
+static inline int8_t requantize(int32_t acc, float multiplier, int out_zp, int act_min, int act_max)
+{
+  float x = (float)acc * multiplier;
+  if (x <= -4194304.0f) return (int8_t)act_min;
+  if (x >= 4194304.0f) return (int8_t)act_max;
+  int32_t q = (int32_t)((x + 12582912.0f) - 12582912.0f) + out_zp;
+  return (int8_t)(q < act_min ? act_min : (q > act_max ? act_max : q));
+}
+
+/* The first and one past the last kernel tap whose input index o + k * dil lies in [0, len). */
+static void taps_inside(int o, int dil, int k, int len, int *first, int *end)
+{
+  int a = 0, b = k;
+  while (a < k && o + a * dil < 0) a++;
+  while (b > a && o + (b - 1) * dil >= len) b--;
+  *first = a;
+  *end = b;
+}
+
+/* What one output pixel reads: ny kernel rows dy bytes apart in the input (`row` weights apart),
+ * nx taps dx bytes apart in each, gc channels per tap; `runs`: a row's taps are one run in memory. */
+struct window {
+  int ny, nx, dy, dx, row, gc, zp, runs;
+};
+
+__attribute__((noinline)) static int32_t window_dot(const int8_t *px, const int8_t *w, const struct window *v, int32_t acc)
+{
+  int zp = v->zp;
+  for (int ky = 0; ky < v->ny; ky++, px += v->dy, w += v->row) {
+    if (v->runs) {
+      acc = dot_s8(px, w, v->nx * v->gc, zp, acc);
+    } else if (v->gc == 1) {     /* depthwise: one weight per tap */
+      const int8_t *p = px;
+      int dx = v->dx;
+      for (int kx = 0; kx < v->nx; kx++, p += dx) acc += (*p - zp) * w[kx];
+    } else {
+      for (int kx = 0; kx < v->nx; kx++) acc = dot_s8(px + kx * v->dx, w + kx * v->gc, v->gc, zp, acc);
+    }
+  }
+  return acc;
+}
+
+/* Channel-last convolution. A kernel row's taps of one output channel are read as one run when the
+ * channels of neighbouring taps follow each other in memory (one group, no horizontal dilation):
+ * the padding only shortens the run; a pixel read as one run (1x1 kernels) feeds two output
+ * channels at a time. */
 void nr_conv2d_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int32_t *bias,
                   const float *multiplier, int in_h, int in_w, int in_c, int out_h, int out_w, int out_c,
                   int k_h, int k_w, int stride_h, int stride_w, int pad_top, int pad_left,
                   int dil_h, int dil_w, int groups, int in_zp, int out_zp, int act_min, int act_max)
 {
   int gc = in_c / groups, goc = out_c / groups;   /* input / output channels per group */
+  struct window v = {0, 0, dil_h * in_w * in_c, dil_w * in_c, k_w * gc, gc, in_zp, groups == 1 && dil_w == 1};
+  int kernel = k_h * v.row;                         /* weights of one output channel */
   for (int oy = 0; oy < out_h; oy++) {
+    int iy0 = oy * stride_h - pad_top, ky0, ky1;
+    taps_inside(iy0, dil_h, k_h, in_h, &ky0, &ky1);
+    v.ny = ky1 - ky0;
     for (int ox = 0; ox < out_w; ox++) {
-      for (int oc = 0; oc < out_c; oc++) {
-        int32_t acc = bias ? bias[oc] : 0;
-        int c0 = oc / goc * gc;
-        for (int ky = 0; ky < k_h; ky++) {
-          int iy = oy * stride_h - pad_top + ky * dil_h;
-          if (iy < 0 || iy >= in_h) continue;
-          for (int kx = 0; kx < k_w; kx++) {
-            int ix = ox * stride_w - pad_left + kx * dil_w;
-            if (ix < 0 || ix >= in_w) continue;
-            const int8_t *px = in + (iy * in_w + ix) * in_c + c0;
-            const int8_t *pw = weights + ((oc * k_h + ky) * k_w + kx) * gc;
-            for (int ic = 0; ic < gc; ic++) acc += (px[ic] - in_zp) * pw[ic];
-          }
+      int ix0 = ox * stride_w - pad_left, kx0, kx1;
+      taps_inside(ix0, dil_w, k_w, in_w, &kx0, &kx1);
+      v.nx = kx1 - kx0;
+      const int8_t *px = in + ((iy0 + ky0 * dil_h) * in_w + ix0 + kx0 * dil_w) * in_c;
+      const int8_t *w = weights + ky0 * v.row + kx0 * gc;
+      int oc = 0;
+      if (v.runs && v.ny == 1) {
+        for (; oc + 1 < out_c; oc += 2, w += 2 * kernel) {
+          int32_t acc[2] = {bias ? bias[oc] : 0, bias ? bias[oc + 1] : 0};
+          dot2_s8(px, w, v.nx * gc, kernel, in_zp, acc);
+          *out++ = requantize(acc[0], multiplier[oc], out_zp, act_min, act_max);
+          *out++ = requantize(acc[1], multiplier[oc + 1], out_zp, act_min, act_max);
         }
-        *out++ = (int8_t)clamp(nr_round((float)acc * multiplier[oc]) + out_zp, act_min, act_max);
+      }
+      for (; oc < out_c; oc++, w += kernel) {
+        int32_t acc = window_dot(px + oc / goc * gc, w, &v, bias ? bias[oc] : 0);
+        *out++ = requantize(acc, multiplier[oc], out_zp, act_min, act_max);
       }
     }
   }
@@ -69,10 +221,8 @@ void nr_dense_s8(const int8_t *in, int8_t *out, const int8_t *weights, const int
                  const float *multiplier, int n_in, int n_out, int in_zp, int out_zp, int act_min, int act_max)
 {
   for (int o = 0; o < n_out; o++) {
-    int32_t acc = bias ? bias[o] : 0;
-    const int8_t *w = weights + o * n_in;
-    for (int i = 0; i < n_in; i++) acc += (in[i] - in_zp) * w[i];
-    out[o] = (int8_t)clamp(nr_round((float)acc * multiplier[o]) + out_zp, act_min, act_max);
+    int32_t acc = dot_s8(in, weights + o * n_in, n_in, in_zp, bias ? bias[o] : 0);
+    out[o] = requantize(acc, multiplier[o], out_zp, act_min, act_max);
   }
 }
 

@@ -3,6 +3,7 @@ which ELF, booting the twin to the firmware's protocol loop before the port is p
 host's SYNC waits 0.5 s), then running it for the host. The programmer's reset (-rst, -hardRst on
 the board's state) boots a new twin from the flash, as a real board restarts. Problems are one
 line and exit status 2."""
+import gc
 import os
 import sys
 import time
@@ -39,6 +40,13 @@ def resolve_firmware(value, images, board, release, mode):
                       "flash a model first (scons flash), or name the firmware ELF")
     img = Image.parse(data)
     return firmware_path(value, variant_for(release, img, board, (mode or "COPY") == "COPY"))
+
+
+def release_emulators():
+    """Free the last boot's emulators before the next: reference cycles (hooks, devices) hold them
+    until Python's collector runs, and unicorn's memory is not among what prompts it (each boot of
+    a model with the DK's memory map held about 16 MB more, a round of 2 models ~ 33 MB)."""
+    gc.collect()
 
 
 def board_state(folder):
@@ -83,6 +91,8 @@ def serve(args, board, images, master, publish, say=_progress):
             link.port.reset_requested = lambda: False
             link.port.drain()
             say("TWIN     reset through the programmer: the firmware starts again")
+            twin = None
+            release_emulators()
     except (N6Error, Stop) as e:
         print(f"n6board: {e}", file=sys.stderr, flush=True)
         return 2
