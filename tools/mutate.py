@@ -233,21 +233,10 @@ def _commit():
     return proc.stdout.strip()
 
 
-def run_target(name, target, limit, listing=False, label="", match="", record=True):
-    """Run the target's sampled mutants (those whose key holds `match`); the run's report, written to
-    tests/mutation/runs/ when `record` (build/mutation/ otherwise)."""
+def judge(name, target, mutants):
+    """Run the target's tests on each mutant in a scratch copy: ([{key, line, outcome}], the unmutated
+    run's seconds)."""
     known = equivalents()
-    limit = target.get("max", limit)
-    mutants, made = [], 0
-    for rel in target["files"]:
-        every = mutants_of(rel, open(os.path.join(ROOT, rel)).read())
-        made += len(every)
-        mutants += sample(every, limit)
-    mutants = [m for m in mutants if match in m.key]
-    if listing:
-        for m in mutants:
-            print(m.key)
-        return None
     with tempfile.TemporaryDirectory(prefix="n6-mutate-") as repo:
         copy_repository(repo)
         t0 = time.monotonic()
@@ -272,12 +261,50 @@ def run_target(name, target, limit, listing=False, label="", match="", record=Tr
                     open(file, "w").write(original)
             print(f"  MUTANT   {i}/{len(mutants)} {outcome:10} {m.key}", flush=True)
             results.append({"key": m.key, "line": m.line, "outcome": outcome})
+    return results, baseline
+
+
+def run_target(name, target, limit, listing=False, label="", match="", record=True):
+    """Run the target's sampled mutants (those whose key holds `match`); the run's report, written to
+    tests/mutation/runs/ when `record` (build/mutation/ otherwise)."""
+    limit = target.get("max", limit)
+    mutants, made = [], 0
+    for rel in target["files"]:
+        every = mutants_of(rel, open(os.path.join(ROOT, rel)).read())
+        made += len(every)
+        mutants += sample(every, limit)
+    mutants = [m for m in mutants if match in m.key]
+    if listing:
+        for m in mutants:
+            print(m.key)
+        return None
+    results, baseline = judge(name, target, mutants)
     report = {"target": name, "label": label, "commit": _commit(), "date": time.strftime("%Y-%m-%d"),
               "files": target["files"], "tests": target["tests"], "max": limit, "made": made,
               "sampled": len(mutants), "baseline_s": round(baseline, 1), "mutants": results}
     folder = RECORDS if record else RESULTS
     os.makedirs(folder, exist_ok=True)
     _dump(report, os.path.join(folder, f"{name}{label and '.' + label}.json"))
+    return report
+
+
+def rejudge(name, target, label=""):
+    """The survivors of the target's record run again with its tests as they are now (after new
+    tests), their outcomes updated in the record; the record notes when and on which commit. A
+    survivor whose line has changed since is left as it was (`stale` in the report)."""
+    path = os.path.join(RECORDS, f"{name}{label and '.' + label}.json")
+    report = json.load(open(path))
+    now = {m.key: m for rel in report["files"] for m in mutants_of(rel, open(os.path.join(ROOT, rel)).read())}
+    again = [now[r["key"]] for r in report["mutants"] if r["outcome"] == "survived" and r["key"] in now]
+    results, _ = judge(name, target, again)
+    outcomes = {r["key"]: r["outcome"] for r in results}
+    for r in report["mutants"]:
+        r["outcome"] = outcomes.get(r["key"], r["outcome"])
+    report["tests"] = target["tests"]
+    report.setdefault("rejudged", []).append({"commit": _commit(), "date": time.strftime("%Y-%m-%d"),
+                                              "survivors": len(again),
+                                              "killed": sum(o == "killed" for o in outcomes.values())})
+    _dump(report, path)
     return report
 
 
@@ -365,6 +392,8 @@ def main(argv=None):
     run.add_argument("--tests", nargs="+", help="these tests instead of the target's (e.g. the suite before new tests)")
     run.add_argument("--match", default="", help="only the sampled mutants whose key holds this text")
     run.add_argument("--label", default="", help="kept apart in the report under this label (e.g. before)")
+    run.add_argument("--survivors", action="store_true",
+                     help="run again only the survivors of the target's record, and update it (after new tests)")
     sub.add_parser("report", help="the table of the recorded runs (tests/mutation/runs/), as JSON in build/mutation")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutate: stopped"))   # the scratch copy goes too
@@ -375,8 +404,11 @@ def main(argv=None):
         if name not in targets:
             sys.exit(f"mutate: no target {name!r} in tests/mutation/targets.toml; one of: {', '.join(targets)}")
         target = dict(targets[name], **({"tests": args.tests} if args.tests else {}))
-        report = run_target(name, target, args.max, args.list, args.label, args.match,
-                            record=not (args.match or args.tests))
+        if args.survivors:
+            report = rejudge(name, target, args.label)
+        else:
+            report = run_target(name, target, args.max, args.list, args.label, args.match,
+                                record=not (args.match or args.tests))
         if report:
             print(summary(report))
     if not args.list:
