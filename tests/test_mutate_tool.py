@@ -120,3 +120,26 @@ def test_report_table_and_json_from_the_records(tmp_path, capsys, monkeypatch):
                               "invalid", "stale", "commit"]
     assert out[2].split() == ["t", "4", "of", "2", "3", "2", "1", "33.3", "1", "0", "2", "abc"]
     assert out[3] == "  SURVIVED m.py: x = 1 | 1 -> 2"
+
+
+def test_survivors_judged_again_update_their_record(tmp_path, monkeypatch):
+    """Only the record's survivors run (a stale one, whose line changed, cannot and stays as it was);
+    their new outcomes replace the old, and the record says when."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(mutate, "ROOT", str(tmp_path))
+    monkeypatch.setattr(mutate, "RECORDS", str(tmp_path))
+    ran = []
+
+    def judge(name, target, mutants):
+        ran.extend(m.key for m in mutants)
+        return [{"key": m.key, "line": m.line, "outcome": "killed"} for m in mutants], 1.0
+    monkeypatch.setattr(mutate, "judge", judge)
+    mutate._dump({"target": "t", "label": "", "files": ["m.py"], "tests": ["old.py"], "sampled": 3,
+                  "mutants": [{"key": "m.py: x = 1 | 1 -> 2", "outcome": "survived"},
+                              {"key": "m.py: x = 1 | 1 -> 0", "outcome": "killed"},
+                              {"key": "m.py: x = 2 | 2 -> 3", "outcome": "survived"}]}, str(tmp_path / "t.json"))
+    report = mutate.rejudge("t", {"files": ["m.py"], "tests": ["new.py", "old.py"]})
+    assert ran == ["m.py: x = 1 | 1 -> 2"]
+    assert [r["outcome"] for r in report["mutants"]] == ["killed", "killed", "survived"]
+    assert report["tests"] == ["new.py", "old.py"] and report["rejudged"][0]["survivors"] == 1
+    assert mutate.records(str(tmp_path)) == [report]
