@@ -358,7 +358,7 @@ def report_rows(runs, known):
     for run in runs:
         row = summary(run, known, made_now(run["files"]))
         row.update(sample=f"{run['sampled']} of {run['made']}" if "made" in run else str(run["sampled"]),
-                   commit=run.get("commit", ""))
+                   commit=(run.get("rejudged") or [run])[-1].get("commit", ""))   # the survivors' last judge
         rows.append(dict(row, survivors=[r["key"] for r in run["mutants"] if _outcome(r, known) == "survived"],
                          equivalents={r["key"]: known.get(r["key"], "listed when it ran") for r in run["mutants"]
                                       if _outcome(r, known) == "equivalent"}))
