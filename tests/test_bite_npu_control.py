@@ -47,3 +47,39 @@ def test_the_context_1_source_is_named_first_when_the_two_contexts_differ():
             wire({"ARITH0": None}, routes)
     units = wire({"ARITH0": None}, [("ARITH0", 1, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")])
     assert units["ARITH0"].inputs == {0: "STRENG1", 1: "STRENG2"}
+
+
+def test_intctrl_clr_clears_every_pending_interrupt():
+    from test_npu_model import INTCTRL, INTSET
+    npu = Npu()
+    npu.write(INTCTRL + CTRL, EN)
+    npu.write(INTSET, 1 << 5 | 1 << 28)
+    assert npu.read(INTREG) == 1 << 5 | 1 << 28
+    npu.write(INTCTRL + CTRL, EN | 1 << 1)                                # CLR
+    assert npu.read(INTREG) == 0
+
+
+def test_a_pooling_unit_in_a_chain_pools_each_frame():
+    from npu_model.chain import run
+    from npu_model.poolacc import MAX, PoolConfig, pool
+    from test_npu_units import RNG, pool_registers
+    cfg = PoolConfig.from_registers(pool_registers(MAX))
+    frames = [RNG.integers(-128, 128, 5 * 6 * 3) for _ in range(2)]
+    units = wire({"STRENG0": None, "POOL0": cfg, "STRENG1": None},
+                 [("POOL0", 0, 0, "STRENG0"), ("STRENG1", 0, 0, "POOL0")])
+    written = {}
+    run(units, {"STRENG0": frames}.__getitem__, written.__setitem__)
+    assert [f.tolist() for f in written["STRENG1"]] == [pool(f.reshape(5, 6, 3), cfg).tolist() for f in frames]
+
+
+def test_a_single_input_arith_unit_does_not_follow_its_port_1():
+    """Without DUALIN the unit reads port 0 only: what port 1 is routed from is never asked for."""
+    from npu_model.arithacc import ArithConfig, compute
+    from npu_model.chain import run
+    from test_npu_units import arith_registers
+    cfg = ArithConfig.from_registers(arith_registers("scalar", a=2, obytes=2), name="ARITH0")
+    units = wire({"STRENG0": None, "ARITH0": cfg, "STRENG1": None},
+                 [("ARITH0", 0, 0, "STRENG0"), ("ARITH0", 1, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+    written = {}
+    run(units, {"STRENG0": [[1, 2, 3], [4]]}.__getitem__, written.__setitem__)
+    assert [f.tolist() for f in written["STRENG1"]] == [compute([1, 2, 3], cfg).tolist(), compute([4], cfg).tolist()]

@@ -48,3 +48,10 @@ def test_diff_of_added_removed_and_common_epochs():
     assert d["epochs"][2]["npu_core_cycles"] == {"before": None, "after": 0}
     assert d["total"]["inf_per_s"] == {"before": 400.0, "after": 320.0, "delta": -80.0, "percent": -20.0}
     assert d["note"] is None
+
+
+def test_the_busiest_engine_as_the_table_shows_it():
+    from n6.profiling.report import _busiest
+    assert _busiest({"id": 4, "role": "output", "percent": 65.45}, True) == "#4 o 65.5%"
+    assert _busiest({"id": 0, "role": "input", "percent": None}, True) == "#0 i"      # no core cycles: no share
+    assert (_busiest(None, True), _busiest(None, False)) == ("none", "")

@@ -143,3 +143,17 @@ def test_survivors_judged_again_update_their_record(tmp_path, monkeypatch):
     assert [r["outcome"] for r in report["mutants"]] == ["killed", "killed", "survived"]
     assert report["tests"] == ["new.py", "old.py"] and report["rejudged"][0]["survivors"] == 1
     assert mutate.records(str(tmp_path)) == [report]
+
+
+def test_survivors_on_two_identical_lines_are_each_judged_on_their_own_line(tmp_path, monkeypatch):
+    (tmp_path / "m.py").write_text("x = 1\nx = 1\n")
+    monkeypatch.setattr(mutate, "ROOT", str(tmp_path))
+    monkeypatch.setattr(mutate, "RECORDS", str(tmp_path))
+    monkeypatch.setattr(mutate, "judge", lambda name, target, mutants: (
+        [{"key": m.key, "line": m.line, "outcome": "killed" if m.line == 2 else "survived"} for m in mutants], 1.0))
+    key = "m.py: x = 1 | 1 -> 2"
+    mutate._dump({"target": "t", "label": "", "files": ["m.py"], "tests": [], "sampled": 2,
+                  "mutants": [{"key": key, "line": 1, "outcome": "survived"},
+                              {"key": key, "line": 2, "outcome": "survived"}]}, str(tmp_path / "t.json"))
+    report = mutate.rejudge("t", {"files": ["m.py"], "tests": []})
+    assert [(r["line"], r["outcome"]) for r in report["mutants"]] == [(1, "survived"), (2, "killed")]

@@ -294,16 +294,20 @@ def rejudge(name, target, label=""):
     survivor whose line has changed since is left as it was (`stale` in the report)."""
     path = os.path.join(RECORDS, f"{name}{label and '.' + label}.json")
     report = json.load(open(path))
-    now = {m.key: m for rel in report["files"] for m in mutants_of(rel, open(os.path.join(ROOT, rel)).read())}
-    again = [now[r["key"]] for r in report["mutants"] if r["outcome"] == "survived" and r["key"] in now]
+    now = {}                  # key → its mutants: two identical lines of a file share a key
+    for rel in report["files"]:
+        for m in mutants_of(rel, open(os.path.join(ROOT, rel)).read()):
+            now.setdefault(m.key, []).append(m)
+    pick = lambda r: next((m for m in now[r["key"]] if m.line == r.get("line")), now[r["key"]][0])
+    survivors = [r for r in report["mutants"] if r["outcome"] == "survived" and r["key"] in now]
+    again = [pick(r) for r in survivors]
     results, _ = judge(name, target, again)
-    outcomes = {r["key"]: r["outcome"] for r in results}
-    for r in report["mutants"]:
-        r["outcome"] = outcomes.get(r["key"], r["outcome"])
+    for r, result in zip(survivors, results):
+        r["outcome"] = result["outcome"]
     report["tests"] = target["tests"]
     report.setdefault("rejudged", []).append({"commit": _commit(), "date": time.strftime("%Y-%m-%d"),
                                               "survivors": len(again),
-                                              "killed": sum(o == "killed" for o in outcomes.values())})
+                                              "killed": sum(r["outcome"] == "killed" for r in results)})
     _dump(report, path)
     return report
 
