@@ -143,3 +143,8 @@ def test_onnx_external_data_is_found_past_the_first_byte(tmp_path):
     assert onnx_external_data(path) == (str(tmp_path / "m.data"),)
     (tmp_path / "plain.onnx").write_bytes(b"\x08\x07no external data here")
     assert onnx_external_data(str(tmp_path / "plain.onnx")) == ()
+
+
+def test_two_model_files_in_a_folder_are_refused(tmp_path):
+    refused(tmp_path, None, r"several model files \(model.onnx, model.tflite\)",
+            files=("model.onnx", "model.tflite", "neural_art.json"))
