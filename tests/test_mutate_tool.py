@@ -112,13 +112,13 @@ def test_report_table_and_json_from_the_records(tmp_path, capsys, monkeypatch):
                               {"key": "m.py: x = 2 | 2 -> 1", "outcome": "killed"}]}, str(runs / "t.json"))
     rows = mutate.print_report(str(runs), str(tmp_path / "out"))
     assert rows == [{"target": "t", "mutants": 4, "killed": 2, "survived": 1, "equivalent": 1, "invalid": 0,
-                     "judged": 3, "survivor %": 33.3, "stale": 2, "sample": "4 of 2", "commit": "abc",
+                     "judged": 3, "survivor %": 33.3, "stale": 2, "sample": "4 of 2", "first run": 2, "commit": "abc",
                      "survivors": ["m.py: x = 1 | 1 -> 2"], "equivalents": {"m.py: x = 1 | 1 -> 0": "why"}}]
     assert json.load(open(tmp_path / "out" / "summary.json")) == rows
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["target", "sample", "judged", "killed", "survived", "survivor", "%", "equivalent",
-                              "invalid", "stale", "commit"]
-    assert out[2].split() == ["t", "4", "of", "2", "3", "2", "1", "33.3", "1", "0", "2", "abc"]
+    assert out[0].split() == ["target", "sample", "first", "run", "judged", "killed", "survived", "survivor", "%",
+                              "equivalent", "invalid", "stale", "commit"]
+    assert out[2].split() == ["t", "4", "of", "2", "2", "3", "2", "1", "33.3", "1", "0", "2", "abc"]
     assert out[3] == "  SURVIVED m.py: x = 1 | 1 -> 2"
 
 

@@ -361,7 +361,10 @@ def report_rows(runs, known):
     rows = []
     for run in runs:
         row = summary(run, known, made_now(run["files"]))
+        first = run["rejudged"][0]["survivors"] if run.get("rejudged") else row["survived"] + sum(
+            r["outcome"] == "survived" and r["key"] in known for r in run["mutants"])
         row.update(sample=f"{run['sampled']} of {run['made']}" if "made" in run else str(run["sampled"]),
+                   **{"first run": first},
                    commit=(run.get("rejudged") or [run])[-1].get("commit", ""))   # the survivors' last judge
         rows.append(dict(row, survivors=[r["key"] for r in run["mutants"] if _outcome(r, known) == "survived"],
                          equivalents={r["key"]: known.get(r["key"], "listed when it ran") for r in run["mutants"]
@@ -374,8 +377,8 @@ def print_report(folder=RECORDS, out=RESULTS):
     `out`/summary.json with every survivor's and equivalent's key."""
     from tabulate import tabulate
     rows = report_rows(records(folder), equivalents())
-    columns = ("target", "sample", "judged", "killed", "survived", "survivor %", "equivalent", "invalid", "stale",
-               "commit")
+    columns = ("target", "sample", "first run", "judged", "killed", "survived", "survivor %", "equivalent", "invalid",
+               "stale", "commit")
     print(tabulate([[r[c] for c in columns] for r in rows], headers=columns))
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "summary.json"), "w") as f:
