@@ -83,3 +83,9 @@ def test_a_single_input_arith_unit_does_not_follow_its_port_1():
     written = {}
     run(units, {"STRENG0": [[1, 2, 3], [4]]}.__getitem__, written.__setitem__)
     assert [f.tolist() for f in written["STRENG1"]] == [compute([1, 2, 3], cfg).tolist(), compute([4], cfg).tolist()]
+
+
+def test_the_runtime_waits_npu_cycles_at_1_ghz_in_800_mhz_mcu_cycles():
+    """The simulated board's clocks: the NPU at 1 GHz, the MCU at 800 MHz (1000 NPU cycles = 1 µs)."""
+    from n6board.firmware import EpochRun
+    assert [EpochRun(None, None, None, n).wait_cycles for n in (1000, 1, 1_000_000_000)] == [800, 0, 800_000_000]
