@@ -58,7 +58,7 @@ def test_a_stopped_or_timed_out_programmer():
 def test_processes_holding_the_probe(tmp_path):
     """/proc's comm is cut to 15 characters ("STM32_Programme"); a longer name may extend a holder's;
     a name under 6 characters is too short to tell."""
-    for pid, name in ((11, "STM32_Programme"), (12, "openocd-0.12"), (13, "ST-LIN"), (14, "ST-LI"), (15, "bash"),
+    for pid, name in ((11, "STM32_Programme"), (12, "openocd-0.12"), (13, "ST-LIN"), (14, "ST-LI"), (15, "bash"), (16, "python3"),
                       (os.getpid(), "openocd")):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "comm").write_text(name + "\n")
@@ -89,3 +89,26 @@ def test_a_refusal_in_a_successful_calls_output_is_not_retried():
     b = _backend(runner)
     assert b.exchange([], [])[0] == "S1"
     assert len(runner.argvs) == 1 and b.mode == "hotplug" and b.notes == []
+
+
+def test_the_installers_folder_is_found_last_before_the_simulated_programmer(tmp_path):
+    from n6.host_layout import HOSTS
+    from test_flash_backends import _exe
+    cli = _exe(tmp_path / "home" / "STMicroelectronics" / "STM32Cube" / "STM32CubeProgrammer" / "bin" /
+               "STM32_Programmer_CLI")
+    env = {"PATH": "", "HOME": str(tmp_path / "home")}
+    assert cp.find_cli(env, HOSTS["linux"], str(tmp_path)) == CliInstall(cli, False,
+                                                                         "STM32CubeProgrammer's install folder")
+    os.remove(cli)
+    assert cp.find_cli(env, HOSTS["linux"], str(tmp_path)).simulated
+
+
+def test_a_known_failure_names_the_serial_and_the_holders(monkeypatch):
+    monkeypatch.setattr(cp, "holding_processes", lambda: ["openocd pid 7"])
+    assert cp.classify("Error: No ST-LINK with serial number\n", "x.stldr", "S1")[0] == \
+        "no ST-LINK probe found with serial number S1"
+    assert cp.classify("Error: already in use\n", "x.stldr")[0] == \
+        "the ST-LINK probe is held by another process (openocd pid 7)"
+    monkeypatch.setattr(cp, "holding_processes", lambda: [])
+    assert cp.classify("Error: already in use\n", "x.stldr")[0] == "the ST-LINK probe is held by another process"
+    assert cp.classify("No debug probe detected\n", "x.stldr")[0] == "no ST-LINK probe found"
