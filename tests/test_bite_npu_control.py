@@ -89,3 +89,30 @@ def test_the_runtime_waits_npu_cycles_at_1_ghz_in_800_mhz_mcu_cycles():
     """The simulated board's clocks: the NPU at 1 GHz, the MCU at 800 MHz (1000 NPU cycles = 1 µs)."""
     from n6board.firmware import EpochRun
     assert [EpochRun(None, None, None, n).wait_cycles for n in (1000, 1, 1_000_000_000)] == [800, 0, 800_000_000]
+
+
+def test_the_status_bits_a_write_of_1_clears():
+    """Stream engines' IRQ: the seven RAW_ event flags; the epoch controller's: IRQ and the ERR_ flags
+    (bits 0-7), not its step-mode bit SM; no other register."""
+    from npu_model.npu import write_one_to_clear
+    from npu_model.registers import aton_map
+    units = aton_map().units
+    assert write_one_to_clear(units["STRENG"], units["STRENG"].registers["IRQ"]) == 0x7F
+    assert write_one_to_clear(units["EPOCHCTRL"], units["EPOCHCTRL"].registers["IRQ"]) == 0xFF
+    assert write_one_to_clear(units["STRENG"], units["STRENG"].registers["CTRL"]) == 0
+
+
+def test_a_chain_stopped_at_an_unmodelled_unit_took_no_simulated_cycles():
+    from npu_model.npu import NpuStop
+    from test_npu_model import ACTIV, DSTACTIV, DSTSTRENG, LINK_ACTIV, LINK_STRENG, raw_engine, route
+    npu = Ram().attach(Npu())
+    raw_engine(npu, 0, 0x3410_0000, 64, write=False)
+    raw_engine(npu, 2, 0x3410_0100, 64, write=True)
+    npu.write(DSTACTIV(0), route(LINK_STRENG(0)))
+    npu.write(DSTSTRENG(2), route(LINK_ACTIV(0)))
+    for unit in (STRENG(0), STRENG(2)):
+        npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
+    with pytest.raises(NpuStop):
+        npu.write(ACTIV(0) + CTRL, EN)
+    program, = npu.programs
+    assert (program.cycles, npu.cycles, program.as_dict()["simulated_npu_cycles"]) == (0, 0, 0)
