@@ -112,3 +112,9 @@ def test_a_known_failure_names_the_serial_and_the_holders(monkeypatch):
     monkeypatch.setattr(cp, "holding_processes", lambda: [])
     assert cp.classify("Error: already in use\n", "x.stldr")[0] == "the ST-LINK probe is held by another process"
     assert cp.classify("No debug probe detected\n", "x.stldr")[0] == "no ST-LINK probe found"
+
+
+def test_progress_bars_without_a_listener_are_only_read():
+    p = ProgressParser([10])
+    p.feed("Download in Progress:\n\r 50%\r 100%\nFile download complete\n")
+    assert (p.index, p.in_download) == (0, False)
