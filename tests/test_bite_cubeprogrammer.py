@@ -58,8 +58,8 @@ def test_a_stopped_or_timed_out_programmer():
 def test_processes_holding_the_probe(tmp_path):
     """/proc's comm is cut to 15 characters ("STM32_Programme"); a longer name may extend a holder's;
     a name under 6 characters is too short to tell."""
-    for pid, name in ((11, "STM32_Programme"), (12, "openocd-0.12"), (13, "ST-LIN"), (14, "ST-LI"), (15, "bash"), (16, "python3"),
-                      (os.getpid(), "openocd")):
+    for pid, name in ((11, "STM32_Programme"), (12, "openocd-0.12"), (13, "ST-LIN"), (14, "ST-LI"), (15, "bash"),
+                      (16, "python3"), (os.getpid(), "openocd")):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "comm").write_text(name + "\n")
     assert cp.holding_processes(str(tmp_path)) == ["ST-LIN pid 13", "STM32_Programme pid 11", "openocd-0.12 pid 12"]
@@ -118,3 +118,33 @@ def test_progress_bars_without_a_listener_are_only_read():
     p = ProgressParser([10])
     p.feed("Download in Progress:\n\r 50%\r 100%\nFile download complete\n")
     assert (p.index, p.in_download) == (0, False)
+
+
+def test_a_bar_past_100_percent_counts_the_whole_download():
+    seen = []
+    ProgressParser([10], lambda done, total: seen.append(done)).feed("Download in Progress:\n\r 105%\n")
+    assert seen == [10]
+
+
+def test_only_a_refused_hotplug_connect_is_retried_and_only_once_per_backend():
+    refused = "Error: Unable to get core ID\n"
+    runner = ScriptedRunner([(1, "Error: No debug probe detected\n")])
+    with pytest.raises(ProgrammerError, match="no ST-LINK probe found"):
+        _backend(runner).exchange([], [])
+    assert len(runner.argvs) == 1                                   # another failure: no retry
+    runner = ScriptedRunner([(1, refused), (0, "ST-LINK SN  : S1\n"), (1, refused)])
+    b = _backend(runner)
+    b.exchange([], [])
+    with pytest.raises(ProgrammerError, match="cannot connect to the core"):
+        b.exchange([], [])                                          # already under reset: not again
+    assert [a[3] for a in runner.argvs] == ["mode=hotplug", "mode=UR", "mode=UR"] and len(b.notes) == 1
+
+
+def test_a_dry_run_needs_no_serial_and_a_real_call_does():
+    class DryRunner(ScriptedRunner):
+        def run(self, argv, on_output=None, timeout=None):
+            self.argvs.append(argv)
+            return ToolResult(argv, 0, "", 0.0, dry_run=True)
+    assert _backend(DryRunner([])).exchange([(0x7100_0000, 4)], []) == (None, {}, [])
+    with pytest.raises(ProgrammerError, match="the programmer did not report the probe's serial number"):
+        _backend(ScriptedRunner([(0, "done\n")])).exchange([], [])
