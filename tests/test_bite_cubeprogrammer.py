@@ -122,8 +122,8 @@ def test_progress_bars_without_a_listener_are_only_read():
 
 def test_a_bar_past_100_percent_counts_the_whole_download():
     seen = []
-    ProgressParser([10], lambda done, total: seen.append(done)).feed("Download in Progress:\n\r 105%\n")
-    assert seen == [10]
+    ProgressParser([1000], lambda done, total: seen.append(done)).feed("Download in Progress:\n\r 105%\n")
+    assert seen == [1000]
 
 
 def test_only_a_refused_hotplug_connect_is_retried_and_only_once_per_backend():

@@ -116,3 +116,26 @@ def test_a_chain_stopped_at_an_unmodelled_unit_took_no_simulated_cycles():
         npu.write(ACTIV(0) + CTRL, EN)
     program, = npu.programs
     assert (program.cycles, npu.cycles, program.as_dict()["simulated_npu_cycles"]) == (0, 0, 0)
+
+
+def test_a_register_off_the_map_is_named_by_its_address():
+    from npu_model.program import register_name
+    from npu_model.registers import ATON_BASE, aton_map
+    assert register_name(aton_map(), STRENG(1) + CTRL) == "STRENG1.CTRL"
+    assert register_name(aton_map(), 0x1FFFC) == f"0x{ATON_BASE + 0x1FFFC:08X}"
+
+
+def test_raw_and_raster_engines_say_so():
+    from test_npu_model import ADDR, DEPTH, DSTSTRENG, FSIZE, LINK_STRENG, SINGLE, SIZE0_8, STRD, raw_engine, route
+    npu = Npu(Memory(), mode="control")
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)                          # a 4x3 raster, as test_npu_model's
+    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
+    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
+    npu.write(STRENG(0) + STRD, 40)
+    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_1000, 24, write=True)
+    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+    for i in (0, 1):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    program, = npu.programs
+    assert [s["mode"] for s in program.as_dict()["streams"]] == ["raster", "raw"]
