@@ -2,6 +2,7 @@
 register at reset, a unit disabled while it waits, a footprint outside every known pool, the
 order in which the switch's two contexts are read. Written against the survivors of
 tools/mutate.py (target `npu-control`)."""
+import numpy as np
 import pytest
 
 from npu_model.chain import wire
@@ -139,3 +140,25 @@ def test_raw_and_raster_engines_say_so():
         npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
     program, = npu.programs
     assert [s["mode"] for s in program.as_dict()["streams"]] == ["raster", "raw"]
+
+
+def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame():
+    """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on."""
+    from npu_model.chain import run
+    from npu_model.convacc import ConvConfig, pack_kernel_frames
+    from test_npu_units import RNG, _half_away, conv_registers
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=1, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
+    cfg = ConvConfig.from_registers(regs, "CONVACC3")
+    x, w = RNG.integers(0, 256, (3, 2)), RNG.integers(-128, 128, (3, 2))
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
+                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
+                  ("STRENG2", 0, 0, "CONVACC3")])
+    streams = {"STRENG0": list(x), "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg),
+                                                             np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    want, previous = [], 0
+    for k in range(3):
+        previous = _half_away((previous << 3) + int(x[k] @ w[k]), 3)
+        want.append(previous)
+    assert [int(f[0]) for f in written["STRENG2"]] == want
