@@ -289,3 +289,35 @@ def test_per_layer_run_reads_each_epochs_tensors():
     assert [(e.name, [d for _, d in e.tensors]) for e in result.epochs] == \
         [("EpochBlock_1", [b"ab", b"cd"]), ("EpochBlock_2", [])]
     assert result.model_op.name == "net" and [d for _, d in result.outputs] == [b"yz"]
+
+
+def test_a_one_byte_header_board_answers_in_the_legacy_messages():
+    """ST's 1-byte-header firmwares send sysinfoMsgLegacy (extra at field 5, no com_param): read as
+    such, the extra words arrive whole and the packet size stays the framing's."""
+    def legacy(reqid, state=pb.S_IDLE, **payload):
+        r = pb.respMsgLegacy(reqid=reqid, state=state)
+        for k, v in payload.items():
+            getattr(r, k).CopyFrom(v)
+        return b"".join(Framing("1byte").board_packets(r.SerializeToString()))
+    rx = legacy(1, sync=pb.syncMsg(version=0x301, capability=1, rtid=7))
+    rx += legacy(2, sinfo=pb.sysinfoMsgLegacy(devid=0x486, sclock=800, hclock=400, cache=3, extra=[5, 6, 64]))
+    rx += legacy(3, pb.S_ERROR, ack=pb.ackMsg(param=0, error=pb.E_INVALID_PARAM))
+    client = Client(FakePort(rx), Framing("1byte"), Timeouts(network_info=0.05), name="dk")
+    dev = client.connect()
+    assert (dev.devid, dev.extra, dev.models) == (0x486, [5, 6, 64], [])
+    assert client.link.framing == Framing("1byte")
+
+
+def test_the_host_acknowledges_each_input_with_param_0():
+    client, _ = run_client(4)
+    request, data, ack = sent_requests(client)
+    assert pb.aiDataMsg.FromString(data).datas == b"abcd"
+    assert (pb.ackMsg.FromString(ack).param, pb.ackMsg.FromString(ack).error) == (0, pb.E_NONE)
+
+
+def test_a_run_with_another_number_of_inputs_is_refused_before_anything_is_sent():
+    client = Client(FakePort())
+    client.device = Device((3, 1), 0, 0, models=[ModelInfo("net", [TensorDesc("x", "int8", (1, 4))], [])])
+    with pytest.raises(BoardError, match=r"2 inputs for 'net', which has 1"):
+        client.run("net", [b"abcd", b"efgh"])
+    assert sent_requests(client) == []

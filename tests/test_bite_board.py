@@ -110,3 +110,22 @@ def test_a_table_key_that_is_not_a_table(tmp_path):
     with pytest.raises(N6Error, match=r"key validation: must be a table \(\[validation\]\)"):
         board(tmp_path, ('name = "STM32N6570-DK"', 'name = "STM32N6570-DK"\nvalidation = 3'),
               ("[validation]", "[other]"))
+
+
+def test_sector_size_must_be_a_power_of_two(tmp_path):
+    rejected(tmp_path, "flash.sector_size", ("sector_size = 0x10000", "sector_size = 0x3000"))   # 3 pages
+
+
+@pytest.mark.parametrize("addr, ok", [(0x70000000 - 1, False), (0x70000000, True), (0x77FFFFFF, True),
+                                      (0x78000000, False)])
+def test_image_addresses_inside_the_flash(tmp_path, addr, ok):
+    edit = ("network = 0x71000000", f"network = {addr:#x}")
+    if ok:
+        assert board(tmp_path, edit).images.network == addr
+    else:
+        rejected(tmp_path, "images.network", edit)
+
+
+def test_an_integer_key_given_true_is_refused(tmp_path):
+    with pytest.raises(N6Error, match="key flash.page_size: True is not an integer"):
+        board(tmp_path, ("page_size = 0x1000", "page_size = true"))

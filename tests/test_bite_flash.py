@@ -290,3 +290,12 @@ def test_a_no_write_area_refuses_only_the_images_that_reach_it():
                   Placed("above", 0x71030000, 10, "network", region)], board)
     with pytest.raises(N6Error, match="would write the boot area 0x71020000-0x71030000"):
         check_layout([Placed("over", 0x71010000, 0x10001, "network", region)], board)
+
+
+def test_a_pool_just_past_the_external_flash_window_is_placed_in_external_ram():
+    """0x80000000 is the first address after memory-mapped flash: a COPY pool there is checked (and,
+    outside the DK's external RAM, refused); one in internal memory below 0x60000000 is not."""
+    with pytest.raises(N6Error, match=r"absolute pool 'p' at 0x80000000-0x80000040 \(64 bytes\) is outside the "
+                                      r"board's external RAM"):
+        check_external_pools("x", _pools_image(1 << 20, ("p", COPY, 0x80000000, 64)), DK)
+    check_external_pools("x", _pools_image(1 << 20, ("p", COPY, 0x5FFFFFC0, 64)), DK)

@@ -185,3 +185,10 @@ def test_pool_average_of_codes_counts_only_the_inside_cells_and_rounds_half_away
     lib.nr_pool_s8(x.ravel(), out, 1.0, 3, 4, 1, 3, 4, 3, 3, 1, 1, 1, 1, 3, 3, 2)   # in_zp 3: codes, not values
     assert out.reshape(3, 4).tolist() == want.tolist()
     assert sorted(set((np.abs(win) % n * 2 == n).ravel().tolist())) == [False, True]   # a tie is among them
+
+
+def test_resize_quantizes_into_int8_clamping_below(lib):
+    """(x - 100) / 0.5 for x = 10, 20, 30, 40: -180, -160, -140 clamp to -128, -120 stays."""
+    out = np.full(16, 77, np.int8)
+    lib.nr_resize_s8(ROW, out, 1, 4, 1, 1, 8, 0, 1, 2, 1.0, 2.0, 1.0, 0.5, 100, 0)
+    assert out.tolist() == [-128] * 6 + [-120] * 2 + [77] * 8

@@ -114,3 +114,37 @@ def test_reference_data_found(tmp_path):
     (path / "d").mkdir()
     (path / "d" / "data.npz").write_bytes(b"x")
     assert read_model(path).reference_data == str(path / "d" / "data.npz")
+
+
+def test_a_reloc_name_must_be_a_c_identifier(tmp_path):
+    refused(tmp_path, {"reloc": {"name": "9k"}}, "reloc 'name' '9k' is not a C identifier")
+
+
+@pytest.mark.parametrize("option, fix", [("-n", 'remove it and use "name" in model.json'), ("-o", "remove it")])
+def test_an_option_the_build_sets_names_where_to_set_it(tmp_path, option, fix):
+    with pytest.raises(N6Error) as e:
+        read_model(folder(tmp_path, {"generate_options": [option, "x"]}))
+    assert e.value.fix == fix
+
+
+def test_onnx_external_data_is_found_past_the_first_byte(tmp_path):
+    """The files a model's initializers live in: found by `location` anywhere in the file."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from n6.models import onnx_external_data
+    weights = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [64, 64])], [weights])
+    path = str(tmp_path / "m.onnx")
+    onnx.save_model(helper.make_model(graph), path, save_as_external_data=True, location="m.data",
+                    size_threshold=0)
+    assert onnx_external_data(path) == (str(tmp_path / "m.data"),)
+    (tmp_path / "plain.onnx").write_bytes(b"\x08\x07no external data here")
+    assert onnx_external_data(str(tmp_path / "plain.onnx")) == ()
+
+
+def test_two_model_files_in_a_folder_are_refused(tmp_path):
+    refused(tmp_path, None, r"several model files \(model.onnx, model.tflite\)",
+            files=("model.onnx", "model.tflite", "neural_art.json"))

@@ -68,3 +68,55 @@ ONE, TWO, QNAN = 0x3F800000, 0x40000000, 0x7FC00000
 ])
 def test_float_compare_conditions(cond, a, b, want):
     assert mve._fp_condition(cond, a, b, mve.fp.Fpscr(0)) is want
+
+
+class Lanes:
+    """What vcmp reads of the executor: Q registers, R registers, the predicate; where it writes P0."""
+
+    def __init__(self, q, r):
+        self.qs, self.rs = q, r
+        self.state = type("State", (), {"p0": 0, "vpt_mask": 0})()
+
+    def q(self, n):
+        return self.qs[n]
+
+    def r(self, n):
+        return self.rs[n]
+
+    def element_mask(self):
+        return 0xFFFF
+
+
+@pytest.mark.parametrize("text, rm, want", [
+    ("vcmp.u8 cs, q0, r1", 0xFF, 0b0001),        # unsigned: 0xFF >= 0xFF only
+    ("vcmp.u8 hi, q0, r1", 0x7F, 0b0011),        # 0xFF, 0x80 > 0x7F
+    ("vcmp.s8 gt, q0, r1", 0x7F, 0b0000),        # signed: nothing above 127
+    ("vcmp.s8 ge, q0, r1", 0x7F, 0b0100),        # 0x7F itself
+    ("vcmp.s8 le, q0, r1", 0xFF, 0b0011),        # -1 and -128 <= -1
+])
+def test_integer_compare_with_a_scalar(tmp_path, text, rm, want):
+    """Lanes 0xFF, 0x80, 0x7F, 0x00 (then 12 zeros, below every Rm here) against Rm's low byte:
+    unsigned conditions read Rm as 0..255, signed ones as -128..127; GT and LE are told from GE and
+    LT by bit 5."""
+    x = Lanes({0: 0x00_7F_80_FF, 1: 0}, {1: 0xABCD_EF00 | rm})
+    mve.vcmp(x, _encoding(tmp_path, text), 0)
+    assert x.state.p0 == want
+
+
+def test_fpscr_adds_qc_and_ltpsize_to_unicorns_bits_and_nothing_else():
+    from unicorn.arm_const import UC_ARM_REG_FPSCR
+
+    class Core:
+        regs = {UC_ARM_REG_FPSCR: 0x8000_0010}                # N and IXC as unicorn keeps them
+
+        def reg_read(self, reg):
+            return self.regs[reg]
+
+        def reg_write(self, reg, value):
+            self.regs[reg] = value
+    unit = mve.Helium(Core())
+    unit.state.qc, unit.state.ltpsize = False, 4
+    assert unit.fpscr() == 0x8000_0010 | 4 << 16
+    unit.set_fpscr(0x8800_0010 | 2 << 16)                      # QC and LTPSIZE 2 go to the unit's state
+    assert (unit.state.qc, unit.state.ltpsize, Core.regs[UC_ARM_REG_FPSCR]) == (True, 2, 0x8000_0010)
+    assert unit.fpscr() == 0x8800_0010 | 2 << 16

@@ -180,3 +180,15 @@ def test_signed_16_bit_features_are_read_as_16_bit():
     regs["DFORMAT"]["FBYTES"] = 2
     got = convolve(np.array([-300, 0x7FFF]), np.array([[[[1]]]]), ConvConfig.from_registers(regs))
     assert got.ravel().tolist() == [-300, 32767]
+
+
+def test_the_coefficient_address_is_a_9_bit_counter_that_wraps():
+    """383 + 255 wraps to 126 (mod 512): an address past the 384 entries on the way is never used."""
+    from types import SimpleNamespace
+    cfg = SimpleNamespace(name="ARITH0", counters=(((1, 1), (0, 0), (0, 0)), 0, 255, (128, 0, 0)))
+    assert addresses(cfg, 4).tolist() == [0, 255, 383, 126]
+
+
+def test_a_coefficient_vector_c_comes_from_the_memory():
+    cfg = ArithConfig.from_registers(arith_registers("scalar", vectors="c", a=1, c=3), memory(c=[7]))
+    assert compute([5], cfg).tolist() == [12]                       # 5 + the memory's 7, not COEFFAC.C's 3

@@ -48,3 +48,28 @@ def test_diff_of_added_removed_and_common_epochs():
     assert d["epochs"][2]["npu_core_cycles"] == {"before": None, "after": 0}
     assert d["total"]["inf_per_s"] == {"before": 400.0, "after": 320.0, "delta": -80.0, "percent": -20.0}
     assert d["note"] is None
+    from n6.profiling.diff import columns
+    headers, rows = columns(d)
+    assert [r[0] for r in rows] == ["e1", "gone (removed)", "new (added)", "total"]
+    assert rows[0][1:5] == ["2.0000", "3.0000", "+1.0000", "+50.0"]
+    assert rows[-1] == ["total", "2.5000", "3.2500", "+0.7500", "+30.0", "", "", "", "+492"]   # no MB/s in total
+
+
+def test_the_busiest_engine_as_the_table_shows_it():
+    from n6.profiling.report import _busiest
+    assert _busiest({"id": 4, "role": "output", "percent": 65.45}, True) == "#4 o 65.5%"
+    assert _busiest({"id": 0, "role": "input", "percent": None}, True) == "#0 i"      # no core cycles: no share
+    assert (_busiest(None, True), _busiest(None, False)) == ("none", "")
+
+
+def test_the_compiler_line_of_a_model_whose_every_epoch_runs_on_the_npu():
+    """No 'NPU blocks only' and no 'for them alone' when the NPU blocks are the whole model."""
+    from types import SimpleNamespace
+
+    from n6.profiling.report import compiler_line
+    totals = {"ops": 30000, "npu_blocks": 2, "npu_max_cycles": 9000, "npu_ops": 30000,
+              "compiler_inf_per_s": 1e9 / 9000, "compiler_ideal_inf_per_s": None}
+    epochs = [SimpleNamespace(unit="NPU", time_ms=0.005), SimpleNamespace(unit="NPU", time_ms=0.0069)]
+    profile = SimpleNamespace(totals=totals, epochs=epochs, clocks={"npu_freq": 1e9})
+    assert compiler_line(profile) == ("compiler: 30,000 ops, 9,000 max cycles = 0.0090 ms (measured 0.0119 ms) → "
+                                      "111111.1 inf/s, ideal - inf/s")

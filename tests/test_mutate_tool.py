@@ -1,4 +1,5 @@
 """tools/mutate.py's mutation operators: which changes it makes, and where it makes none."""
+import json
 import os
 import sys
 
@@ -71,7 +72,8 @@ def test_summary_applies_the_equivalent_list_as_it_is_now():
     report = {"target": "t", "mutants": [{"key": "a", "outcome": "survived"}, {"key": "b", "outcome": "survived"},
                                          {"key": "c", "outcome": "killed"}, {"key": "d", "outcome": "invalid"}]}
     assert mutate.summary(report, {"a": "why"}) == {"target": "t", "mutants": 4, "killed": 1, "survived": 1,
-                                                    "equivalent": 1, "invalid": 1, "survivor %": 50.0}
+                                                    "equivalent": 1, "invalid": 1, "judged": 2,
+                                                    "survivor %": 50.0}
 
 
 def test_every_listed_equivalent_is_a_mutant_the_tool_makes():
@@ -82,3 +84,76 @@ def test_every_listed_equivalent_is_a_mutant_the_tool_makes():
         if path not in made:
             made[path] = {m.key for m in mutate.mutants_of(path, open(os.path.join(mutate.ROOT, path)).read())}
         assert key in made[path], key
+
+
+def test_a_record_reads_back_one_mutant_per_line(tmp_path):
+    run = {"target": "t", "label": "", "files": ["m.py"], "sampled": 2, "made": 9,
+           "mutants": [{"key": "m.py: x = 1 | 1 -> 2", "line": 1, "outcome": "killed"},
+                       {"key": "m.py: x = 1 | 1 -> 0", "line": 1, "outcome": "survived"}]}
+    mutate._dump(run, str(tmp_path / "t.json"))
+    text = (tmp_path / "t.json").read_text()
+    assert mutate.records(str(tmp_path)) == [run]
+    assert text.splitlines()[-3:] == ['{"key": "m.py: x = 1 | 1 -> 2", "line": 1, "outcome": "killed"},',
+                                      '{"key": "m.py: x = 1 | 1 -> 0", "line": 1, "outcome": "survived"}', "]}"]
+
+
+def test_report_table_and_json_from_the_records(tmp_path, capsys, monkeypatch):
+    """Per target: judged, survivors, equivalents (the list as it is now) and the recorded mutants whose
+    line has changed since (stale); the JSON names every survivor and equivalent."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(mutate, "ROOT", str(tmp_path))
+    monkeypatch.setattr(mutate, "equivalents", lambda: {"m.py: x = 1 | 1 -> 0": "why"})
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mutate._dump({"target": "t", "label": "", "files": ["m.py"], "sampled": 4, "made": 2, "commit": "abc",
+                  "mutants": [{"key": "m.py: x = 1 | 1 -> 2", "outcome": "survived"},
+                              {"key": "m.py: x = 1 | 1 -> 0", "outcome": "survived"},
+                              {"key": "m.py: x = 2 | 2 -> 3", "outcome": "killed"},
+                              {"key": "m.py: x = 2 | 2 -> 1", "outcome": "killed"}]}, str(runs / "t.json"))
+    rows = mutate.print_report(str(runs), str(tmp_path / "out"))
+    assert rows == [{"target": "t", "mutants": 4, "killed": 2, "survived": 1, "equivalent": 1, "invalid": 0,
+                     "judged": 3, "survivor %": 33.3, "stale": 2, "sample": "4 of 2", "first run": 2, "commit": "abc",
+                     "survivors": ["m.py: x = 1 | 1 -> 2"], "equivalents": {"m.py: x = 1 | 1 -> 0": "why"}}]
+    assert json.load(open(tmp_path / "out" / "summary.json")) == rows
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["target", "sample", "first", "run", "judged", "killed", "survived", "survivor", "%",
+                              "equivalent", "invalid", "stale", "commit"]
+    assert out[2].split() == ["t", "4", "of", "2", "2", "3", "2", "1", "33.3", "1", "0", "2", "abc"]
+    assert out[3] == "  SURVIVED m.py: x = 1 | 1 -> 2"
+
+
+def test_survivors_judged_again_update_their_record(tmp_path, monkeypatch):
+    """Only the record's survivors run (a stale one, whose line changed, cannot and stays as it was);
+    their new outcomes replace the old, and the record says when."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(mutate, "ROOT", str(tmp_path))
+    monkeypatch.setattr(mutate, "RECORDS", str(tmp_path))
+    ran = []
+
+    def judge(name, target, mutants):
+        ran.extend(m.key for m in mutants)
+        return [{"key": m.key, "line": m.line, "outcome": "killed"} for m in mutants], 1.0
+    monkeypatch.setattr(mutate, "judge", judge)
+    mutate._dump({"target": "t", "label": "", "files": ["m.py"], "tests": ["old.py"], "sampled": 3,
+                  "mutants": [{"key": "m.py: x = 1 | 1 -> 2", "outcome": "survived"},
+                              {"key": "m.py: x = 1 | 1 -> 0", "outcome": "killed"},
+                              {"key": "m.py: x = 2 | 2 -> 3", "outcome": "survived"}]}, str(tmp_path / "t.json"))
+    report = mutate.rejudge("t", {"files": ["m.py"], "tests": ["new.py", "old.py"]})
+    assert ran == ["m.py: x = 1 | 1 -> 2"]
+    assert [r["outcome"] for r in report["mutants"]] == ["killed", "killed", "survived"]
+    assert report["tests"] == ["new.py", "old.py"] and report["rejudged"][0]["survivors"] == 1
+    assert mutate.records(str(tmp_path)) == [report]
+
+
+def test_survivors_on_two_identical_lines_are_each_judged_on_their_own_line(tmp_path, monkeypatch):
+    (tmp_path / "m.py").write_text("x = 1\nx = 1\n")
+    monkeypatch.setattr(mutate, "ROOT", str(tmp_path))
+    monkeypatch.setattr(mutate, "RECORDS", str(tmp_path))
+    monkeypatch.setattr(mutate, "judge", lambda name, target, mutants: (
+        [{"key": m.key, "line": m.line, "outcome": "killed" if m.line == 2 else "survived"} for m in mutants], 1.0))
+    key = "m.py: x = 1 | 1 -> 2"
+    mutate._dump({"target": "t", "label": "", "files": ["m.py"], "tests": [], "sampled": 2,
+                  "mutants": [{"key": key, "line": 1, "outcome": "survived"},
+                              {"key": key, "line": 2, "outcome": "survived"}]}, str(tmp_path / "t.json"))
+    report = mutate.rejudge("t", {"files": ["m.py"], "tests": []})
+    assert [(r["line"], r["outcome"]) for r in report["mutants"]] == [(1, "survived"), (2, "killed")]

@@ -173,6 +173,7 @@ def test_counters_in_profile_json(reports):
     assert t["npu_core_cycles"] == 13752                                   # 10001 + 3751
     assert (t["npu_pre_cycles"], t["npu_post_cycles"]) == (1501, 750)     # 1251 + 250, 625 + 125
     assert t["npu_core_percent"] == pytest.approx(13.752 * 100 / 16.0025)  # of (9501 + 3301) cycles at 800 MHz
+    assert t["npu_core_ms"] == pytest.approx(13752 / 1e6)                  # 13752 NPU cycles at 1 GHz
     assert t["bus"] == {
         "busif0": {"read_bytes": 6704, "write_bytes": 3232,
                    "read_bursts": [10, 0, 5, 101], "write_bursts": [0, 2, 0, 50],

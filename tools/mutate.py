@@ -10,7 +10,10 @@ constant ±1, + vs -, << vs >>, a dropped `not` — applied in a scratch copy of
 target's tests run on it (`nice -n 19`, one worker, `-x`, `-m "not slow"`). A mutant the tests
 pass on survived; tests/mutation/equivalent.txt lists the ones that cannot be told apart from the
 original, each with its reason. C sources (the simulated runtime's kernels) get the same operators
-from a token scan. Results: a table on stdout and build/mutation/<target>.json.
+from a token scan. A target's run is recorded in tests/mutation/runs/<target>.json (checked in:
+every sampled mutant's key and outcome, the commit it ran on); `report` makes the per-target table
+from those records and writes it as JSON to build/mutation/summary.json. A check of a few mutants
+(--match) or of other tests (--tests) goes to build/mutation/ instead.
 
 Hand-written rather than mutmut 3 / cosmic-ray: mutmut's trampolines import the mutated package
 under its own name, which does not fit site_scons/ + sim/ run as subprocesses of the tests, and
@@ -26,12 +29,13 @@ import sys
 import tempfile
 import time
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = os.path.join(ROOT, "tests", "mutation", "targets.toml")
 EQUIVALENT = os.path.join(ROOT, "tests", "mutation", "equivalent.txt")
-RESULTS = os.path.join(ROOT, "build", "mutation")
+RECORDS = os.path.join(ROOT, "tests", "mutation", "runs")   # a target's run, checked in
+RESULTS = os.path.join(ROOT, "build", "mutation")           # checks (--match, --tests) and the summary
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from conftest import copy_repo  # noqa: E402
@@ -224,16 +228,15 @@ def run_tests(repo, tests, timeout):
     return "passed" if proc.returncode == 0 else "failed", proc.stdout + proc.stderr
 
 
-def run_target(name, target, limit, listing=False, label="", match=""):
+def _commit():
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+def judge(name, target, mutants):
+    """Run the target's tests on each mutant in a scratch copy: ([{key, line, outcome}], the unmutated
+    run's seconds)."""
     known = equivalents()
-    mutants = []
-    for rel in target["files"]:
-        mutants += sample(mutants_of(rel, open(os.path.join(ROOT, rel)).read()), target.get("max", limit))
-    mutants = [m for m in mutants if match in m.key]
-    if listing:
-        for m in mutants:
-            print(m.key)
-        return None
     with tempfile.TemporaryDirectory(prefix="n6-mutate-") as repo:
         copy_repository(repo)
         t0 = time.monotonic()
@@ -257,13 +260,64 @@ def run_target(name, target, limit, listing=False, label="", match=""):
                 finally:
                     open(file, "w").write(original)
             print(f"  MUTANT   {i}/{len(mutants)} {outcome:10} {m.key}", flush=True)
-            results.append(dict(asdict(m), key=m.key, outcome=outcome))
-    report = {"target": name + (label and f" ({label})"), "files": target["files"], "tests": target["tests"],
+            results.append({"key": m.key, "line": m.line, "outcome": outcome})
+    return results, baseline
+
+
+def run_target(name, target, limit, listing=False, label="", match="", record=True):
+    """Run the target's sampled mutants (those whose key holds `match`); the run's report, written to
+    tests/mutation/runs/ when `record` (build/mutation/ otherwise)."""
+    limit = target.get("max", limit)
+    mutants, made = [], 0
+    for rel in target["files"]:
+        every = mutants_of(rel, open(os.path.join(ROOT, rel)).read())
+        made += len(every)
+        mutants += sample(every, limit)
+    mutants = [m for m in mutants if match in m.key]
+    if listing:
+        for m in mutants:
+            print(m.key)
+        return None
+    results, baseline = judge(name, target, mutants)
+    report = {"target": name, "label": label, "commit": _commit(), "date": time.strftime("%Y-%m-%d"),
+              "files": target["files"], "tests": target["tests"], "max": limit, "made": made,
               "sampled": len(mutants), "baseline_s": round(baseline, 1), "mutants": results}
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, f"{name}{label and '.' + label}.json"), "w") as f:
-        json.dump(report, f, indent=1)
+    folder = RECORDS if record else RESULTS
+    os.makedirs(folder, exist_ok=True)
+    _dump(report, os.path.join(folder, f"{name}{label and '.' + label}.json"))
     return report
+
+
+def rejudge(name, target, label=""):
+    """The survivors of the target's record run again with its tests as they are now (after new
+    tests), their outcomes updated in the record; the record notes when and on which commit. A
+    survivor whose line has changed since is left as it was (`stale` in the report)."""
+    path = os.path.join(RECORDS, f"{name}{label and '.' + label}.json")
+    report = json.load(open(path))
+    now = {}                  # key → its mutants: two identical lines of a file share a key
+    for rel in report["files"]:
+        for m in mutants_of(rel, open(os.path.join(ROOT, rel)).read()):
+            now.setdefault(m.key, []).append(m)
+    pick = lambda r: next((m for m in now[r["key"]] if m.line == r.get("line")), now[r["key"]][0])
+    survivors = [r for r in report["mutants"] if r["outcome"] == "survived" and r["key"] in now]
+    again = [pick(r) for r in survivors]
+    results, _ = judge(name, target, again)
+    for r, result in zip(survivors, results):
+        r["outcome"] = result["outcome"]
+    report["tests"] = target["tests"]
+    report.setdefault("rejudged", []).append({"commit": _commit(), "date": time.strftime("%Y-%m-%d"),
+                                              "survivors": len(again),
+                                              "killed": sum(r["outcome"] == "killed" for r in results)})
+    _dump(report, path)
+    return report
+
+
+def _dump(report, path):
+    """A record as JSON with one mutant per line, so a new run's diff shows the mutants that changed."""
+    head = {k: v for k, v in report.items() if k != "mutants"}
+    lines = ",\n".join(json.dumps(m) for m in report["mutants"])
+    with open(path, "w") as f:
+        f.write(json.dumps(head, indent=1)[:-2] + ',\n "mutants": [\n' + lines + "\n]}\n")
 
 
 def _outcome(result, known):
@@ -271,28 +325,68 @@ def _outcome(result, known):
     return "equivalent" if result["outcome"] == "survived" and result["key"] in known else result["outcome"]
 
 
-def summary(report, known=None):
+def summary(report, known=None, made_now=None):
+    """A run's figures, the equivalent list applied as it is now. `made_now`: the keys the tool makes
+    of the files today; a recorded mutant not among them is `stale` (its line changed since)."""
     known = equivalents() if known is None else known
     outcomes = [_outcome(r, known) for r in report["mutants"]]
     counts = {k: outcomes.count(k) for k in ("killed", "survived", "equivalent", "invalid")}
     judged = counts["killed"] + counts["survived"]
-    return {"target": report["target"], "mutants": len(report["mutants"]), **counts,
-            "survivor %": round(100 * counts["survived"] / judged, 1) if judged else 0.0}
+    row = {"target": report["target"] + (report.get("label") and f" ({report['label']})" or ""),
+           "mutants": len(report["mutants"]), **counts, "judged": judged,
+           "survivor %": round(100 * counts["survived"] / judged, 1) if judged else 0.0}
+    if made_now is not None:
+        row["stale"] = sum(r["key"] not in made_now for r in report["mutants"])
+    return row
 
 
-def print_report():
+def records(folder=RECORDS):
+    """The recorded runs, by file name."""
+    if not os.path.isdir(folder):
+        return []
+    return [json.load(open(os.path.join(folder, f))) for f in sorted(os.listdir(folder)) if f.endswith(".json")]
+
+
+def made_now(paths):
+    """The keys of every mutant the tool makes of `paths` as they are now."""
+    keys = set()
+    for rel in paths:
+        if os.path.exists(os.path.join(ROOT, rel)):
+            keys |= {m.key for m in mutants_of(rel, open(os.path.join(ROOT, rel)).read())}
+    return keys
+
+
+def report_rows(runs, known):
+    """One row per recorded run plus its survivors and equivalents, for the table and the JSON."""
+    rows = []
+    for run in runs:
+        row = summary(run, known, made_now(run["files"]))
+        first = run["rejudged"][0]["survivors"] if run.get("rejudged") else row["survived"] + sum(
+            r["outcome"] == "survived" and r["key"] in known for r in run["mutants"])
+        row.update(sample=f"{run['sampled']} of {run['made']}" if "made" in run else str(run["sampled"]),
+                   **{"first run": first},
+                   commit=(run.get("rejudged") or [run])[-1].get("commit", ""))   # the survivors' last judge
+        rows.append(dict(row, survivors=[r["key"] for r in run["mutants"] if _outcome(r, known) == "survived"],
+                         equivalents={r["key"]: known.get(r["key"], "listed when it ran") for r in run["mutants"]
+                                      if _outcome(r, known) == "equivalent"}))
+    return rows
+
+
+def print_report(folder=RECORDS, out=RESULTS):
+    """The table of the recorded runs on stdout (each survivor under it), the same as JSON in
+    `out`/summary.json with every survivor's and equivalent's key."""
     from tabulate import tabulate
-    known = equivalents()
-    rows = [summary(json.load(open(os.path.join(RESULTS, f))), known)
-            for f in sorted(os.listdir(RESULTS)) if f.endswith(".json") and f != "summary.json"]
-    print(tabulate(rows, headers="keys"))
-    with open(os.path.join(RESULTS, "summary.json"), "w") as f:
+    rows = report_rows(records(folder), equivalents())
+    columns = ("target", "sample", "first run", "judged", "killed", "survived", "survivor %", "equivalent", "invalid",
+               "stale", "commit")
+    print(tabulate([[r[c] for c in columns] for r in rows], headers=columns))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    for f in sorted(os.listdir(RESULTS)):      # the survivors of the runs without a label
-        if f.endswith(".json") and f != "summary.json" and f.count(".") == 1:
-            for r in json.load(open(os.path.join(RESULTS, f)))["mutants"]:
-                if _outcome(r, known) == "survived":
-                    print(f"  SURVIVED {r['key']}")
+    for r in rows:
+        for key in r["survivors"]:
+            print(f"  SURVIVED {key}")
+    return rows
 
 
 def main(argv=None):
@@ -305,7 +399,9 @@ def main(argv=None):
     run.add_argument("--tests", nargs="+", help="these tests instead of the target's (e.g. the suite before new tests)")
     run.add_argument("--match", default="", help="only the sampled mutants whose key holds this text")
     run.add_argument("--label", default="", help="kept apart in the report under this label (e.g. before)")
-    sub.add_parser("report", help="the table of the last runs (build/mutation/*.json)")
+    run.add_argument("--survivors", action="store_true",
+                     help="run again only the survivors of the target's record, and update it (after new tests)")
+    sub.add_parser("report", help="the table of the recorded runs (tests/mutation/runs/), as JSON in build/mutation")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutate: stopped"))   # the scratch copy goes too
     if args.command == "report":
@@ -315,7 +411,11 @@ def main(argv=None):
         if name not in targets:
             sys.exit(f"mutate: no target {name!r} in tests/mutation/targets.toml; one of: {', '.join(targets)}")
         target = dict(targets[name], **({"tests": args.tests} if args.tests else {}))
-        report = run_target(name, target, args.max, args.list, args.label, args.match)
+        if args.survivors:
+            report = rejudge(name, target, args.label)
+        else:
+            report = run_target(name, target, args.max, args.list, args.label, args.match,
+                                record=not (args.match or args.tests))
         if report:
             print(summary(report))
     if not args.list:

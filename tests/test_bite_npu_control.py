@@ -1,0 +1,164 @@
+"""The NPU model's control in process (sim/npu: npu.py, program.py, chain.py): the interrupt
+register at reset, a unit disabled while it waits, a footprint outside every known pool, the
+order in which the switch's two contexts are read. Written against the survivors of
+tools/mutate.py (target `npu-control`)."""
+import numpy as np
+import pytest
+
+from npu_model.chain import wire
+from npu_model.fixedpoint import NotModelled
+from npu_model.npu import Npu
+
+from test_npu_model import CTRL, EN, INTREG, RUNNING, STRENG, Memory, Ram, copy_program
+
+
+def test_no_interrupt_is_pending_at_reset():
+    assert Npu().read(INTREG) == 0
+
+
+def test_a_unit_disabled_while_it_waits_stops_and_its_chain_never_starts():
+    ram = Ram()
+    npu = ram.attach(Npu())
+    ram.write(0x3410_0000, bytes(range(1, 17)))
+    copy_program(npu)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    assert npu.read(STRENG(1) + CTRL) & RUNNING
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) & ~EN)        # EN cleared, no CLR
+    assert not npu.read(STRENG(1) + CTRL) & RUNNING
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert npu.programs == [] and ram.read(0x3410_0100, 16) == bytes(16)
+
+
+def test_a_footprint_in_no_known_pool_has_an_empty_location():
+    npu = Npu(Memory(), mode="control")
+    npu.locate = lambda address: None
+    copy_program(npu)
+    for i in (1, 0):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    program, = npu.programs
+    assert [f.location for f in program.footprints] == ["", ""]
+    assert [s["location"] for s in program.as_dict()["streams"]] == ["", ""]
+
+
+def test_the_context_1_source_is_named_first_when_the_two_contexts_differ():
+    """Whatever order the switch's routes are listed in."""
+    for routes in ([("ARITH0", 0, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")],
+                   [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")]):
+        with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's"):
+            wire({"ARITH0": None}, routes)
+    units = wire({"ARITH0": None}, [("ARITH0", 1, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")])
+    assert units["ARITH0"].inputs == {0: "STRENG1", 1: "STRENG2"}
+
+
+def test_intctrl_clr_clears_every_pending_interrupt():
+    from test_npu_model import INTCTRL, INTSET
+    npu = Npu()
+    npu.write(INTCTRL + CTRL, EN)
+    npu.write(INTSET, 1 << 5 | 1 << 28)
+    assert npu.read(INTREG) == 1 << 5 | 1 << 28
+    npu.write(INTCTRL + CTRL, EN | 1 << 1)                                # CLR
+    assert npu.read(INTREG) == 0
+
+
+def test_a_pooling_unit_in_a_chain_pools_each_frame():
+    from npu_model.chain import run
+    from npu_model.poolacc import MAX, PoolConfig, pool
+    from test_npu_units import RNG, pool_registers
+    cfg = PoolConfig.from_registers(pool_registers(MAX))
+    frames = [RNG.integers(-128, 128, 5 * 6 * 3) for _ in range(2)]
+    units = wire({"STRENG0": None, "POOL0": cfg, "STRENG1": None},
+                 [("POOL0", 0, 0, "STRENG0"), ("STRENG1", 0, 0, "POOL0")])
+    written = {}
+    run(units, {"STRENG0": frames}.__getitem__, written.__setitem__)
+    assert [f.tolist() for f in written["STRENG1"]] == [pool(f.reshape(5, 6, 3), cfg).tolist() for f in frames]
+
+
+def test_a_single_input_arith_unit_does_not_follow_its_port_1():
+    """Without DUALIN the unit reads port 0 only: what port 1 is routed from is never asked for."""
+    from npu_model.arithacc import ArithConfig, compute
+    from npu_model.chain import run
+    from test_npu_units import arith_registers
+    cfg = ArithConfig.from_registers(arith_registers("scalar", a=2, obytes=2), name="ARITH0")
+    units = wire({"STRENG0": None, "ARITH0": cfg, "STRENG1": None},
+                 [("ARITH0", 0, 0, "STRENG0"), ("ARITH0", 1, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+    written = {}
+    run(units, {"STRENG0": [[1, 2, 3], [4]]}.__getitem__, written.__setitem__)
+    assert [f.tolist() for f in written["STRENG1"]] == [compute([1, 2, 3], cfg).tolist(), compute([4], cfg).tolist()]
+
+
+def test_the_runtime_waits_npu_cycles_at_1_ghz_in_800_mhz_mcu_cycles():
+    """The simulated board's clocks: the NPU at 1 GHz, the MCU at 800 MHz (1000 NPU cycles = 1 µs)."""
+    from n6board.firmware import EpochRun
+    assert [EpochRun(None, None, None, n).wait_cycles for n in (1000, 1, 1_000_000_000)] == [800, 0, 800_000_000]
+
+
+def test_the_status_bits_a_write_of_1_clears():
+    """Stream engines' IRQ: the seven RAW_ event flags; the epoch controller's: IRQ and the ERR_ flags
+    (bits 0-7), not its step-mode bit SM; no other register."""
+    from npu_model.npu import write_one_to_clear
+    from npu_model.registers import aton_map
+    units = aton_map().units
+    assert write_one_to_clear(units["STRENG"], units["STRENG"].registers["IRQ"]) == 0x7F
+    assert write_one_to_clear(units["EPOCHCTRL"], units["EPOCHCTRL"].registers["IRQ"]) == 0xFF
+    assert write_one_to_clear(units["STRENG"], units["STRENG"].registers["CTRL"]) == 0
+
+
+def test_a_chain_stopped_at_an_unmodelled_unit_took_no_simulated_cycles():
+    from npu_model.npu import NpuStop
+    from test_npu_model import ACTIV, DSTACTIV, DSTSTRENG, LINK_ACTIV, LINK_STRENG, raw_engine, route
+    npu = Ram().attach(Npu())
+    raw_engine(npu, 0, 0x3410_0000, 64, write=False)
+    raw_engine(npu, 2, 0x3410_0100, 64, write=True)
+    npu.write(DSTACTIV(0), route(LINK_STRENG(0)))
+    npu.write(DSTSTRENG(2), route(LINK_ACTIV(0)))
+    for unit in (STRENG(0), STRENG(2)):
+        npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
+    with pytest.raises(NpuStop):
+        npu.write(ACTIV(0) + CTRL, EN)
+    program, = npu.programs
+    assert (program.cycles, npu.cycles, program.as_dict()["simulated_npu_cycles"]) == (0, 0, 0)
+
+
+def test_a_register_off_the_map_is_named_by_its_address():
+    from npu_model.program import register_name
+    from npu_model.registers import ATON_BASE, aton_map
+    assert register_name(aton_map(), STRENG(1) + CTRL) == "STRENG1.CTRL"
+    assert register_name(aton_map(), 0x1FFFC) == f"0x{ATON_BASE + 0x1FFFC:08X}"
+
+
+def test_raw_and_raster_engines_say_so():
+    from test_npu_model import ADDR, DEPTH, DSTSTRENG, FSIZE, LINK_STRENG, SINGLE, SIZE0_8, STRD, raw_engine, route
+    npu = Npu(Memory(), mode="control")
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)                          # a 4x3 raster, as test_npu_model's
+    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
+    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
+    npu.write(STRENG(0) + STRD, 40)
+    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_1000, 24, write=True)
+    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+    for i in (0, 1):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    program, = npu.programs
+    assert [s["mode"] for s in program.as_dict()["streams"]] == ["raster", "raw"]
+
+
+def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame():
+    """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on."""
+    from npu_model.chain import run
+    from npu_model.convacc import ConvConfig, pack_kernel_frames
+    from test_npu_units import RNG, _half_away, conv_registers
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=1, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
+    cfg = ConvConfig.from_registers(regs, "CONVACC3")
+    x, w = RNG.integers(0, 256, (3, 2)), RNG.integers(-128, 128, (3, 2))
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
+                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
+                  ("STRENG2", 0, 0, "CONVACC3")])
+    streams = {"STRENG0": list(x), "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg),
+                                                             np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    want, previous = [], 0
+    for k in range(3):
+        previous = _half_away((previous << 3) + int(x[k] @ w[k]), 3)
+        want.append(previous)
+    assert [int(f[0]) for f in written["STRENG2"]] == want
