@@ -40,14 +40,16 @@ def test_a_footprint_in_no_known_pool_has_an_empty_location():
     assert [s["location"] for s in program.as_dict()["streams"]] == ["", ""]
 
 
-def test_the_context_1_source_is_named_first_when_the_two_contexts_differ():
-    """Whatever order the switch's routes are listed in."""
-    for routes in ([("ARITH0", 0, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")],
-                   [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")]):
-        with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG2 and STRENG1 in the switch's"):
+def test_two_sources_on_one_port_are_named_in_the_order_the_routes_list_them():
+    """A port the two contexts feed from different sources stops, naming both; one source per
+    port wires each port to its own."""
+    for routes, named in (([("ARITH0", 0, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")], "STRENG2 and STRENG1"),
+                          ([("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")], "STRENG1 and STRENG2")):
+        with pytest.raises(NotModelled, match=rf"^ARITH0 port 0: fed by {named} in the switch's two contexts"):
             wire({"ARITH0": None}, routes)
     units = wire({"ARITH0": None}, [("ARITH0", 1, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")])
-    assert units["ARITH0"].inputs == {0: "STRENG1", 1: "STRENG2"}
+    assert {n: (p.source, p.contexts) for n, p in units["ARITH0"].inputs.items()} == \
+        {0: ("STRENG1", {0}), 1: ("STRENG2", {1})}
 
 
 def test_intctrl_clr_clears_every_pending_interrupt():
