@@ -292,6 +292,22 @@ def test_stale_outputs_spare_steps_declared_only_on_request():
         "kws/flash/on_board.json"
 
 
+def test_pruning_keeps_the_folders_the_build_writes_into(tmp_path):
+    """Every file of a folder renamed (another image name): the files go, the folder stays (SCons
+    knows it exists and would not make it again before compiling into it); a gone model's folder
+    goes whole."""
+    import json
+    from n6.outputs import MANIFEST, prune
+    old = ["m/reloc/obj/network_reloc.o", "m/network_rel.bin", "gone/reloc/obj/network_reloc.o"]
+    for rel in old:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"")
+    (tmp_path / MANIFEST).write_text(json.dumps(old))
+    removed = prune(str(tmp_path), ["m/reloc/obj/tiny_reloc.o", "m/tiny_rel.bin"])
+    assert sorted(removed) == ["gone/", "m/network_rel.bin", "m/reloc/obj/network_reloc.o"]
+    assert (tmp_path / "m" / "reloc" / "obj").is_dir() and not (tmp_path / "gone").exists()
+
+
 @pytest.mark.parametrize("data,problem", [
     (b"\xef\xbb\xbf[flash]\nbase = 1\n", "starts with a byte-order mark"),
     (b"[flash]\nname = \"\xe9\"\n", "is not UTF-8 .byte 0xE9"),
