@@ -368,6 +368,24 @@ def test_atomic_write_removes_what_a_killed_writer_left_only(tmp_path):
     assert path.read_text() == "whole" and not dead.exists() and running.exists()
 
 
+@pytest.mark.parametrize("unlink_first", [False, True])
+def test_atomic_write_renames_into_a_free_name_only_when_asked(tmp_path, monkeypatch, unlink_first):
+    """unlink_first: the old file is gone when the rename happens (ext4 then writes nothing to
+    disk); a write that fails keeps the old file either way."""
+    from n6.atomic import atomic_open
+    path, seen = tmp_path / "big.bin", []
+    path.write_bytes(b"old")
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (seen.append(os.path.exists(dst)), real(src, dst)))
+    with atomic_open(path, unlink_first=unlink_first) as f:
+        f.write(b"new")
+    assert path.read_bytes() == b"new" and seen == [not unlink_first]
+    with pytest.raises(RuntimeError), atomic_open(path, unlink_first=unlink_first) as f:
+        f.write(b"half")
+        raise RuntimeError
+    assert path.read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["big.bin"]
+
+
 def test_summary_says_why_a_model_did_not_run(tmp_path):
     """Without -k a model not run is one the build stopped before; with -k, one whose steps need a
     step that failed (the build went on)."""

@@ -37,10 +37,10 @@ def pack(code_path, params_desc, bin_path, split=False):
     crc = 0
     split_path = params_path(bin_path) if split else None
     if split:
-        with atomic_open(split_path) as p:
+        with atomic_open(split_path, unlink_first=True) as p:
             p.write(ec_blobs)
             crc = blob.stream(p)
-    with atomic_open(bin_path) as out:
+    with atomic_open(bin_path, unlink_first=True) as out:
         out.write(code)
         if params_offset:
             out.write(ec_blobs)
