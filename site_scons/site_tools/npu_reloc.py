@@ -22,7 +22,7 @@ from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, size_budgets
 from n6.variables import VARIABLES, defaults
-from n6_scons import describe_targets, progress, reports_errors, say, step_code, uses_tool
+from n6_scons import ArgvAction, describe_targets, progress, reports_errors, say, step_code, uses_tool
 
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
 
@@ -84,9 +84,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
 
     first, late = env.RelocObjects(arm, opts, name, layout, prepared)
     elf = arm.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
-                        CCFLAGS=gcc_flags.compile_flags(opts.secure), RELOC_FIRST=first, RELOC_LATE=late,
-                        RELOC_LIB=runtime_lib,
-                        RELOC_SCRIPT=env.File(LINKER_SCRIPT))   # relative to the project, as every path signed
+                        N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, runtime_lib,
+                                           env.File(LINKER_SCRIPT)))
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(layout.code(name), elf[0])
     board = gate_board(budgets(env), env["BOARD"])
@@ -118,6 +117,14 @@ def _longest_first(prepared, runtime):
 def budgets(env):
     """The size gate's budgets as the RELOC_*_SIZE variables give them (n6.reloc.options)."""
     return size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
+
+
+def _link_argv(arm, ccflags, first, late, runtime_lib, script):
+    """ST's link line: the objects before the runtime archive, the linker script (a node: a path
+    relative to the project, as every path signed), the archive, the objects after it."""
+    return [arm["LINK"], *ccflags, *(str(o[0]) for o in first), "-T", str(script), "-nostartfiles", "-nostdlib",
+            "-Wl,--gc-sections", "-Wl,--cref", "-Bstatic", "-Wl,--emit-relocs", "-Wl,-Map,${TARGETS[1]}",
+            str(runtime_lib), *(str(o[0]) for o in late), "-o", "$TARGET"]
 
 
 def _link_emitter(target, source, env):
@@ -173,11 +180,7 @@ def generate(env):
         action=SCons.Action.Action(_prepare_action, progress("PREPARE"), varlist=["N6_PREPARE_OPTIONS"]),
         emitter=_prepare_emitter,
         target_factory=env.Dir)
-    env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(
-            "$LINK $CCFLAGS $RELOC_FIRST -T $RELOC_SCRIPT -nostartfiles -nostdlib -Wl,--gc-sections -Wl,--cref "
-            "-Bstatic -Wl,--emit-relocs -Wl,-Map,${TARGETS[1]} $RELOC_LIB $RELOC_LATE -o $TARGET",
-            "$LINKCOMSTR"), emitter=_link_emitter)
+    env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(action=ArgvAction("$LINKCOMSTR"), emitter=_link_emitter)
     env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
