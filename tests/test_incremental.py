@@ -114,6 +114,30 @@ def test_a_weight_change_reads_each_changed_file_once(repo):
     assert len(hashed) == len(set(hashed)), hashed    # nothing read twice (earlier tests may leave racy files)
 
 
+def test_a_split_weight_change_reads_back_none_of_what_pack_hashed_as_it_wrote(repo):
+    """A split image and its params file are written in one pass and hashed as they are written:
+    the run that packs them reads neither back; the next run hashes them (written this run: racy)
+    and finds the signatures pack gave (-q: up to date)."""
+    scons(repo, "RELOC_SPLIT=1")
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    with open(raw, "r+b") as f:
+        f.seek(32)
+        f.write(os.urandom(8))
+    bump(raw)
+    counted = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "count_hashes")}
+    try:
+        proc = scons(repo, "RELOC_SPLIT=1", env=counted)
+        assert steps(proc) == [("PACK", "tiny_prebuilt")], proc.stdout + proc.stderr
+        hashed = re.findall(r"^HASHED (\S+)$", proc.stderr, re.M)
+        written = [os.path.join("build", "tiny_prebuilt", f) for f in ("network_rel.bin", "network_rel_params.bin",
+                                                                       "network_reloc_results.json")]
+        assert [hashed.count(f) for f in [os.path.relpath(raw, repo)] + written] == [1, 0, 0, 1], hashed
+        proc = scons(repo, "-q", "RELOC_SPLIT=1", env=counted, check=False)
+        assert proc.returncode == 0 and all(f in proc.stderr for f in written[:2]), proc.stdout + proc.stderr
+    finally:
+        scons(repo)
+
+
 def test_a_new_raw_file_reruns_prepare(repo):
     """Prepare sees the .raw names, not their bytes: a new name must reach it (it picks the raws)."""
     extra = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.AXISRAM9.raw")

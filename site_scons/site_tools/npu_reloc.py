@@ -15,6 +15,7 @@ import sys
 
 import SCons.Action
 import SCons.Builder
+import SCons.Util
 
 from n6 import gcc_flags
 from n6.models import c_identifier
@@ -153,8 +154,10 @@ def _pack_action(target, source, env):
     from n6.reloc.options import pack_budgets
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     opts = env["N6_PACK_OPTIONS"]
-    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name, pack_budgets(opts),
-              split=opts.split, log=say)
+    written = pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
+                        pack_budgets(opts), split=opts.split, log=say, hash_name=SCons.Util.get_hash_format())
+    for path, sig in written.items():
+        env.N6Written(path, sig)
 
 
 @reports_errors
