@@ -39,6 +39,9 @@ class _Hashing:
         if self.hash:
             self.hash.update(data)
 
+    def __getattr__(self, name):   # the rest of the file's methods, as they are
+        return getattr(self.f, name)
+
 
 def pack(code_path, params_desc, bin_path, split=False, hash_name=None):
     """Write the image; returns what the report and the checker need, and the `hash_name`
