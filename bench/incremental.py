@@ -19,6 +19,7 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "models"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.dont_write_bytecode = True   # no models/__pycache__: the bundled models are models/'s folders
 
 from conftest import bump, copy_repo  # noqa: E402
 from make_models import big_mlp  # noqa: E402
