@@ -36,7 +36,10 @@ RSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True
 def scons(cwd, *args, profile=None):
     """(seconds, CC lines, CPU seconds) of one `scons -Q` that must succeed. CPU time (user +
     system) is the steadier figure on a shared machine: waiting for a core is not counted."""
-    argv = [sys.executable] + (["-m", "cProfile", "-o", profile] if profile else []) + ["-m", "SCons", "-Q", *args]
+    # A profile runs SCons's serial scheduler (-j1 and the legacy one): cProfile sees only the main
+    # thread, and the default scheduler decides what is up to date in a thread of its own.
+    argv = [sys.executable] + (["-m", "cProfile", "-o", profile] if profile else []) + ["-m", "SCons", "-Q", *args] + \
+        (["-j1", "--experimental=legacy_sched_deprecated"] if profile else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=ENV)

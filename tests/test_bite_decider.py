@@ -82,6 +82,24 @@ def test_a_settled_entry_of_the_same_stat_is_reused_and_its_file_not_read(f, tmp
     assert StatCache(str(tmp_path / "cache"), "sha256", always_hash=True).signature(f, h) and h.calls == 3
 
 
+def test_what_this_run_wrote_and_hashed_is_not_read_while_its_stat_stays(f, tmp_path):
+    """A step that hashed the bytes it wrote gives their signature for the rest of the run; a
+    change of the file's stat after that is hashed; the next run hashes the file (racy)."""
+    cache = StatCache(str(tmp_path / "cache"), "sha256")
+    cache.moment = _later(f) - MARGIN_NS - 1          # the run started as the file was written
+    h = Hasher()
+    cache.wrote(f, "as written")
+    assert cache.signature(f, h) == "as written" and h.calls == 0 and cache.dirty
+    assert cache.entries[f][2] == cache.moment           # taken at the run's start: racy for the next run
+    cache.save()
+    assert StatCache(str(tmp_path / "cache"), "sha256").signature(f, h) == "x" * 10 and h.calls == 1
+    with open(f, "ab") as out:
+        out.write(b"y")
+    assert cache.signature(f, h) == "x" * 10 + "y" and h.calls == 2
+    cache.wrote(str(tmp_path / "gone"), "never written")   # no such file: nothing recorded
+    assert str(tmp_path / "gone") not in cache.written
+
+
 def test_a_cache_file_of_format_1_is_read(f, tmp_path):
     key = stat_key(os.stat(f))
     (tmp_path / "cache").write_bytes(pickle.dumps((1, "sha256", {f: (key, "remembered", _later(f))})))

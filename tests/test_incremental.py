@@ -18,7 +18,7 @@ from n6.mpool import read_mpool
 from n6.placement import params_pool
 from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
-from n6.stedgeai_install import RUNTIME_SOURCES
+from n6.stedgeai_install import CONF_SHARED_SOURCES, RUNTIME_SOURCES
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
 
@@ -112,6 +112,30 @@ def test_a_weight_change_reads_each_changed_file_once(repo):
     written = [os.path.join("build", "tiny_prebuilt", f) for f in ("network_rel.bin", "network_reloc_results.json")]
     assert [hashed.count(f) for f in [os.path.relpath(raw, repo)] + written] == [1, 1, 1], hashed
     assert len(hashed) == len(set(hashed)), hashed    # nothing read twice (earlier tests may leave racy files)
+
+
+def test_a_split_weight_change_reads_back_none_of_what_pack_hashed_as_it_wrote(repo):
+    """A split image and its params file are written in one pass and hashed as they are written:
+    the run that packs them reads neither back; the next run hashes them (written this run: racy)
+    and finds the signatures pack gave (-q: up to date)."""
+    scons(repo, "RELOC_SPLIT=1")
+    raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+    with open(raw, "r+b") as f:
+        f.seek(32)
+        f.write(os.urandom(8))
+    bump(raw)
+    counted = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "count_hashes")}
+    try:
+        proc = scons(repo, "RELOC_SPLIT=1", env=counted)
+        assert steps(proc) == [("PACK", "tiny_prebuilt")], proc.stdout + proc.stderr
+        hashed = re.findall(r"^HASHED (\S+)$", proc.stderr, re.M)
+        written = [os.path.join("build", "tiny_prebuilt", f) for f in ("network_rel.bin", "network_rel_params.bin",
+                                                                       "network_reloc_results.json")]
+        assert [hashed.count(f) for f in [os.path.relpath(raw, repo)] + written] == [1, 0, 0, 1], hashed
+        proc = scons(repo, "-q", "RELOC_SPLIT=1", env=counted, check=False)
+        assert proc.returncode == 0 and all(f in proc.stderr for f in written[:2]), proc.stdout + proc.stderr
+    finally:
+        scons(repo)
 
 
 def test_a_new_raw_file_reruns_prepare(repo):
@@ -286,23 +310,45 @@ def test_network_c_change_recompiles_and_relinks_that_model_only(repo):
 
 
 def test_runtime_objects_are_shared_by_the_models_with_the_same_flags(repo):
-    """The LL_ATON sources that never read the model's configuration are compiled once per flag
-    set: one model's own flags change → its own three objects and a second set of runtime objects,
-    no other model's; back → its three objects only (the first set was kept)."""
+    """The LL_ATON sources are compiled once per flag set (the reloc callbacks too, with a neutral
+    configuration header): one model's own flags change → its own two objects and a second set of
+    runtime objects, no other model's; back → its two objects only (the first set was kept)."""
     shared = sorted(os.listdir(os.path.join(repo, "build", "runtime", "secure-dbg_info")))
-    assert shared == sorted(s[:-2] + ".o" for s in RUNTIME_SOURCES)
-    assert not any(os.path.exists(os.path.join(repo, "build", m, "reloc", "obj", "ll_aton.o")) for m in ALL_MODELS)
+    assert shared == sorted(s[:-2] + ".o" for s in RUNTIME_SOURCES + CONF_SHARED_SOURCES)
+    assert not any(os.path.exists(os.path.join(repo, "build", m, "reloc", "obj", o))
+                   for m in ALL_MODELS for o in ("ll_aton.o", "ll_aton_reloc_callbacks.o"))
     spec = os.path.join(repo, "models", "tiny_prebuilt", "model.json")
     with open(spec, "w") as f:
         json.dump({"reloc": {"secure": False}}, f)
     got = steps(scons(repo))
     compiled = sorted(m for v, m in got if v == "CC")
-    assert compiled == ["runtime"] * len(RUNTIME_SOURCES) + ["tiny_prebuilt"] * 3, got
+    assert compiled == ["runtime"] * len(RUNTIME_SOURCES + CONF_SHARED_SOURCES) + ["tiny_prebuilt"] * 2, got
     assert {m for _, m in got} == {"runtime", "tiny_prebuilt"}
-    assert os.path.isfile(os.path.join(repo, "build", "runtime", "nonsecure-dbg_info", "ll_aton.o"))
+    assert os.path.isfile(os.path.join(repo, "build", "runtime", "nonsecure-dbg_info", "ll_aton_reloc_callbacks.o"))
     os.unlink(spec)
     got = steps(scons(repo))
-    assert sorted(m for v, m in got if v == "CC") == ["tiny_prebuilt"] * 3, got
+    assert sorted(m for v, m in got if v == "CC") == ["tiny_prebuilt"] * 2, got
+
+
+def test_a_new_configuration_header_compiles_that_model_only(repo, tmp_path):
+    """Another image name gives the model another configuration header (MODEL_CONF): its own two
+    objects compile again, the reloc callbacks it shares with every model do not; its image is
+    the one a clean build makes."""
+    spec = os.path.join(repo, "models", "tiny_prebuilt", "model.json")
+    try:
+        with open(spec, "w") as f:
+            json.dump({"reloc": {"name": "tiny"}}, f)
+        got = steps(scons(repo))
+        assert sorted((v, m) for v, m in got if v == "CC") == [("CC", "tiny_prebuilt")] * 2, got
+        assert {m for _, m in got} == {"tiny_prebuilt"}
+        clean = copy_repo(tmp_path / "clean")
+        shutil.copytree(os.path.dirname(spec), os.path.join(clean, "models", "tiny_prebuilt"), dirs_exist_ok=True)
+        scons(clean, "tiny_prebuilt")
+        image = os.path.join("build", "tiny_prebuilt", "tiny_rel.bin")
+        assert open(os.path.join(repo, image), "rb").read() == open(os.path.join(clean, image), "rb").read()
+    finally:
+        os.unlink(spec)
+    assert sorted(m for v, m in steps(scons(repo)) if v == "CC") == ["tiny_prebuilt"] * 2
 
 
 def test_profile_and_mpool_changes_regenerate(repo):

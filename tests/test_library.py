@@ -292,6 +292,22 @@ def test_stale_outputs_spare_steps_declared_only_on_request():
         "kws/flash/on_board.json"
 
 
+def test_pruning_keeps_the_folders_the_build_writes_into(tmp_path):
+    """Every file of a folder renamed (another image name): the files go, the folder stays (SCons
+    knows it exists and would not make it again before compiling into it); a gone model's folder
+    goes whole."""
+    import json
+    from n6.outputs import MANIFEST, prune
+    old = ["m/reloc/obj/network_reloc.o", "m/network_rel.bin", "gone/reloc/obj/network_reloc.o"]
+    for rel in old:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"")
+    (tmp_path / MANIFEST).write_text(json.dumps(old))
+    removed = prune(str(tmp_path), ["m/reloc/obj/tiny_reloc.o", "m/tiny_rel.bin"])
+    assert sorted(removed) == ["gone/", "m/network_rel.bin", "m/reloc/obj/network_reloc.o"]
+    assert (tmp_path / "m" / "reloc" / "obj").is_dir() and not (tmp_path / "gone").exists()
+
+
 @pytest.mark.parametrize("data,problem", [
     (b"\xef\xbb\xbf[flash]\nbase = 1\n", "starts with a byte-order mark"),
     (b"[flash]\nname = \"\xe9\"\n", "is not UTF-8 .byte 0xE9"),
@@ -350,6 +366,24 @@ def test_atomic_write_removes_what_a_killed_writer_left_only(tmp_path):
     running.write_text("being written")
     write_text(path, "whole")
     assert path.read_text() == "whole" and not dead.exists() and running.exists()
+
+
+@pytest.mark.parametrize("unlink_first", [False, True])
+def test_atomic_write_renames_into_a_free_name_only_when_asked(tmp_path, monkeypatch, unlink_first):
+    """unlink_first: the old file is gone when the rename happens (ext4 then writes nothing to
+    disk); a write that fails keeps the old file either way."""
+    from n6.atomic import atomic_open
+    path, seen = tmp_path / "big.bin", []
+    path.write_bytes(b"old")
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (seen.append(os.path.exists(dst)), real(src, dst)))
+    with atomic_open(path, unlink_first=unlink_first) as f:
+        f.write(b"new")
+    assert path.read_bytes() == b"new" and seen == [not unlink_first]
+    with pytest.raises(RuntimeError), atomic_open(path, unlink_first=unlink_first) as f:
+        f.write(b"half")
+        raise RuntimeError
+    assert path.read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["big.bin"]
 
 
 def test_summary_says_why_a_model_did_not_run(tmp_path):

@@ -26,7 +26,11 @@ def intended_path(name):
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode="wb"):
+def atomic_open(path, mode="wb", unlink_first=False):
+    """A temporary beside `path`, renamed to it once written. `unlink_first`: the old file is
+    removed before the rename, for large outputs that no other process reads during the build:
+    ext4 writes a file's data to disk when a rename replaces another (auto_da_alloc), ~40 ms for
+    20 MB, a rename into a free name costs nothing. A reader may then find no file for a moment."""
     for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run, not a running one
         pid = _writer_pid(stale)
         if not (pid is not None and _alive(pid)):
@@ -38,6 +42,9 @@ def atomic_open(path, mode="wb"):
     try:
         with open(tmp, mode) as f:
             yield f
+        if unlink_first:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -145,8 +145,10 @@ def prune(build_dir, current, keep=(), dry_run=False):
             os.unlink(path)
             removed.append(rel)
     if not dry_run:
+        written = {os.path.dirname(p) for p in current}   # the build writes there: SCons knows they exist
+        written |= {f for p in written for f in _parents(p)}
         for rel in removed:
-            remove_empty_parents(build_dir, os.path.dirname(rel.rstrip("/")))
+            remove_empty_parents(build_dir, os.path.dirname(rel.rstrip("/")), keep=written)
         still = {p for p in previous if p not in stale and os.path.lexists(os.path.join(build_dir, p))}
         listing = set(current) | still
         if listing != previous:
@@ -154,8 +156,14 @@ def prune(build_dir, current, keep=(), dry_run=False):
     return summarize(build_dir, removed)
 
 
-def remove_empty_parents(build_dir, rel):
-    while rel:
+def _parents(rel):
+    while rel := os.path.dirname(rel):
+        yield rel
+
+
+def remove_empty_parents(build_dir, rel, keep=()):
+    """`rel` and its parents, as long as they are empty and not in `keep`."""
+    while rel and rel not in keep:
         try:
             os.rmdir(os.path.join(build_dir, rel))
         except OSError:

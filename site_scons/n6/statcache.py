@@ -44,6 +44,7 @@ class StatCache:
         self.always_hash = always_hash
         self.moment = time.time_ns()      # before any file of this run is read
         self.entries = {}
+        self.written = {}                 # path → (stat key, signature) of files this run wrote and hashed
         self.dirty = False
         try:
             with open(path, "rb") as f:
@@ -61,6 +62,8 @@ class StatCache:
         except OSError:
             return None
         key = stat_key(st)
+        if self.written.get(path, (None,))[0] == key:
+            return self.written[path][1]
         entry = self.entries.get(path)
         if entry is not None and entry[0] == key and not self.always_hash and \
                 _settled(key, entry[2]):
@@ -76,6 +79,18 @@ class StatCache:
         self.entries[path] = (key, sig, self.moment)
         self.dirty = True
         return sig
+
+    def wrote(self, path, sig):
+        """This run wrote `path` and hashed the bytes it wrote: `sig` is its signature for the rest
+        of the run, while its stat stays. Recorded as taken at the run's start: racy, so the next
+        run hashes the file again (it may have changed within the same tick after the write)."""
+        try:
+            key = stat_key(os.stat(path))
+        except OSError:
+            return
+        self.written[path] = (key, sig)
+        self.entries[path] = (key, sig, self.moment)
+        self.dirty = True
 
     def forget(self, path):
         if self.entries.pop(path, None) is not None:

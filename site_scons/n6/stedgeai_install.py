@@ -36,14 +36,16 @@ PLATFORM = os.path.join("scripts", "N6_reloc", "resources", "platform", "stm32n6
 # one: their objects are the same for every model compiled with the same flags.
 RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
                    "ecloader.c")
-LATE_SOURCES = ("ll_aton_reloc_callbacks.c",)   # includes ll_aton_reloc_network.h: per model
+# Linked after the runtime archive. They read MODEL_CONF (through ll_aton_reloc_network.h) but use
+# none of its values: also compiled once per flag set, with a neutral header (n6.reloc.shared).
+CONF_SHARED_SOURCES = ("ll_aton_reloc_callbacks.c",)
 # Read when present: ST's prebuilt validation firmwares (the flash gate reads what they check). The
 # simulated install ships none: the simulated board plays the firmware.
 VALIDATION_FIRMWARE_DIR = os.path.join("scripts", "N6_reloc", "test")
 NPU_DEVICE_HEADER = os.path.join("Middlewares", "ST", "AI", "Npu", "Devices", "STM32N6XX", "ATON.h")
 OPTIONAL_READ_PATHS = (VALIDATION_FIRMWARE_DIR,)
 READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
-    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + LATE_SOURCES)
+    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + CONF_SHARED_SOURCES)
 
 
 def check_install(root, host=HOST):

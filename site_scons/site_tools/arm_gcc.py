@@ -1,4 +1,7 @@
-"""GNU Arm Embedded toolchain (arm-none-eabi-*) as an SCons tool."""
+"""GNU Arm Embedded toolchain (arm-none-eabi-*) as an SCons tool.
+
+Compiles and links run as n6_scons.ArgvAction: their argument lists are made once, when the
+build is declared."""
 import shutil
 
 import SCons.Errors
@@ -14,22 +17,20 @@ def generate(env):
     env.Replace(CC=prefix + "gcc", AS=prefix + "gcc", LINK=prefix + "gcc", AR=prefix + "ar",
                 RANLIB=prefix + "ranlib", OBJCOPY=prefix + "objcopy", OBJDUMP=prefix + "objdump",
                 SIZE=prefix + "size", LIBPREFIX="", PROGSUFFIX=".elf", ARFLAGS="rcs", RANLIBCOM="")
-    env.AddMethod(expanded_flags, "ExpandedFlags")
+    env.AddMethod(compile_argv, "CompileArgv")
 
 
 FLAGS = {"CPPPATH": "_CPPINCFLAGS", "CPPDEFINES": "_CPPDEFFLAGS"}   # a variable → its expanded -I / -D flags
 _EXPANDED = {}
 
 
-def expanded_flags(env, **overrides):
-    """`overrides` (CPPPATH, CPPDEFINES, ...) plus their -I/-D flags expanded once, here: SCons
-    would expand them again for every object's signature on every run, the largest cost of a
-    no-op build. Each entry's flags are expanded once per build (models share all but their own
-    folder). CPPPATH stays for the header scanner."""
-    out = dict(overrides)
-    for var, flags in FLAGS.items():
-        out[flags] = [f for item in overrides.get(var, env.get(var, [])) for f in _entry_flags(env, var, item)]
-    return out
+def compile_argv(env, ccflags, cppdefines, cpppath):
+    """The argument list of the cc tool's command line ($CCCOM) that compiles $SOURCES into $TARGET
+    with these flags, defines and include folders. Each define's and folder's flag is expanded
+    once per build (models share all but their own folder and configuration header)."""
+    return [env["CC"], "-o", "$TARGET", "-c", *ccflags] + \
+        [f for var, items in (("CPPDEFINES", cppdefines), ("CPPPATH", cpppath))
+         for item in items for f in _entry_flags(env, var, item)] + ["$SOURCES"]
 
 
 def _entry_flags(env, var, item):

@@ -141,6 +141,15 @@ _SCONS_WRITE_SCONSIGN = SCons.SConsign.write
 _CHANGED_OUTSIDE = set()
 
 
+def _written(env, path, sig):
+    """A step wrote `path` and hashed the bytes as it wrote them (SCons's hash format): this run
+    takes `sig` as its signature instead of reading the file back, unless the file's stat moved
+    since (it was changed after). Like any signature of a file written this run, it is racy:
+    the next run hashes the file again."""
+    if _CACHE[0]:
+        _CACHE[0].wrote(os.path.abspath(path), sig)
+
+
 def _content_signature(env, path):
     """A file's content signature as the decider sees it ("" if it does not exist)."""
     cache = _CACHE[0]
@@ -160,6 +169,7 @@ def generate(env):
         atexit.register(_save)
     env.Decider("content")
     env.AddMethod(_content_signature, "N6ContentSignature")
+    env.AddMethod(_written, "N6Written")
 
 
 def _save():

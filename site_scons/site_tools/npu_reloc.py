@@ -15,6 +15,7 @@ import sys
 
 import SCons.Action
 import SCons.Builder
+import SCons.Util
 
 from n6 import gcc_flags
 from n6.models import c_identifier
@@ -22,7 +23,7 @@ from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, size_budgets
 from n6.variables import VARIABLES, defaults
-from n6_scons import describe_targets, progress, reports_errors, say, step_code, uses_tool
+from n6_scons import ArgvAction, describe_targets, progress, reports_errors, say, step_code, uses_tool
 
 LINKER_SCRIPT = os.path.join(FIRMWARE, "reloc_network_gcc.ld")
 
@@ -84,9 +85,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
 
     first, late = env.RelocObjects(arm, opts, name, layout, prepared)
     elf = arm.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
-                        CCFLAGS=gcc_flags.compile_flags(opts.secure), RELOC_FIRST=first, RELOC_LATE=late,
-                        RELOC_LIB=runtime_lib,
-                        RELOC_SCRIPT=env.File(LINKER_SCRIPT))   # relative to the project, as every path signed
+                        N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, runtime_lib,
+                                           env.File(LINKER_SCRIPT)))
     env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
     code = env.RelocCode(layout.code(name), elf[0])
     board = gate_board(budgets(env), env["BOARD"])
@@ -120,6 +120,14 @@ def budgets(env):
     return size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
 
 
+def _link_argv(arm, ccflags, first, late, runtime_lib, script):
+    """ST's link line: the objects before the runtime archive, the linker script (a node: a path
+    relative to the project, as every path signed), the archive, the objects after it."""
+    return [arm["LINK"], *ccflags, *(str(o[0]) for o in first), "-T", str(script), "-nostartfiles", "-nostdlib",
+            "-Wl,--gc-sections", "-Wl,--cref", "-Bstatic", "-Wl,--emit-relocs", "-Wl,-Map,${TARGETS[1]}",
+            str(runtime_lib), *(str(o[0]) for o in late), "-o", "$TARGET"]
+
+
 def _link_emitter(target, source, env):
     return target + [os.path.splitext(str(target[0]))[0] + ".map"], source
 
@@ -146,8 +154,10 @@ def _pack_action(target, source, env):
     from n6.reloc.options import pack_budgets
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     opts = env["N6_PACK_OPTIONS"]
-    pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name, pack_budgets(opts),
-              split=opts.split, log=say)
+    written = pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
+                        pack_budgets(opts), split=opts.split, log=say, hash_name=SCons.Util.get_hash_format())
+    for path, sig in written.items():
+        env.N6Written(path, sig)
 
 
 @reports_errors
@@ -173,11 +183,7 @@ def generate(env):
         action=SCons.Action.Action(_prepare_action, progress("PREPARE"), varlist=["N6_PREPARE_OPTIONS"]),
         emitter=_prepare_emitter,
         target_factory=env.Dir)
-    env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(
-            "$LINK $CCFLAGS $RELOC_FIRST -T $RELOC_SCRIPT -nostartfiles -nostdlib -Wl,--gc-sections -Wl,--cref "
-            "-Bstatic -Wl,--emit-relocs -Wl,-Map,${TARGETS[1]} $RELOC_LIB $RELOC_LATE -o $TARGET",
-            "$LINKCOMSTR"), emitter=_link_emitter)
+    env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(action=ArgvAction("$LINKCOMSTR"), emitter=_link_emitter)
     env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(

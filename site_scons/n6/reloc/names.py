@@ -4,6 +4,7 @@ import os
 
 
 IMAGE_SUFFIX = "_rel.bin"      # <name>_rel.bin: the relocatable image the board loads
+CONF_NAME = "runtime"          # runtime_reloc_conf.h: the neutral header of the shared objects (n6.reloc.shared)
 
 
 def prepare_outputs(name, epoch_controller):

@@ -19,9 +19,11 @@ def code_step(elf, code_path):
     code_image(elf).save(code_path)
 
 
-def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print):
+def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, split=False, log=print,
+              hash_name=None):
+    """Returns the `hash_name` digests of the files pack wrote in one pass (n6.reloc.pack)."""
     try:
-        packed = pack(code_path, params_desc, bin_path, split=split)
+        packed = pack(code_path, params_desc, bin_path, split=split, hash_name=hash_name)
         try:   # the params CRC-32 was computed from the very bytes written: not read back here
             img, installs = check_file(bin_path, packed.params_path, verify_params=False)
         except LoaderError as e:
@@ -40,7 +42,7 @@ def pack_step(code_path, params_desc, bin_path, results_path, name, budgets, spl
             if os.path.exists(path):
                 os.unlink(path)
         raise
-    return res
+    return packed.digests
 
 
 def check_step(images, say=print, report=print):
