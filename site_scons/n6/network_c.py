@@ -135,11 +135,13 @@ def _buffer(path, table, name, fields, labels):
         offsets = [_int(values.get(f"offset_{k}", "0"), path, f"offset_{k}") for k in ("start", "end", "limit")]
     else:   # older form: absolute start/end/limit addresses
         old = {k: _address(v, labels) for k, v in _OLD_FORM.findall(fields)}
-        if not isinstance(old.get("start"), int):
+        start = old.get("start")
+        end, limit = old.get("end", start), old.get("limit", start)
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(limit, int)):
             addr = None
         else:
-            addr = old["start"]
-            offsets = [0, old.get("end", addr) - addr, old.get("limit", addr) - addr]
+            addr = start
+            offsets = [0, end - start, limit - start]
     if addr is None:
         raise N6Error(path, f"buffer '{name}' has no readable .addr_base", "regenerate network.c with stedgeai")
     return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1",
