@@ -4,6 +4,7 @@ import re
 from typing import Any
 
 from .errors import N6Error
+from .paths import StrPath
 
 _COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*')
 _TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[\]}])')
@@ -29,7 +30,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def read_text(path: str, what: str) -> str:
+def read_text(path: StrPath, what: str) -> str:
     """The text of a UTF-8 file (no byte-order mark); anything else is a one-line N6Error."""
     try:
         with open(path, "rb") as f:
@@ -55,7 +56,7 @@ def read_text(path: str, what: str) -> str:
 _SHAPES: dict[type, str] = {dict: "an object {...}", list: "an array [...]"}
 
 
-def read_json(path: str, what: str = "JSON file", lenient: bool = True, shape: type | None = None,
+def read_json(path: StrPath, what: str = "JSON file", lenient: bool = True, shape: type | None = None,
               unique: bool = False) -> Any:
     """Parse `path`; any failure becomes an N6Error naming the file and the position. `shape`:
     the type the top level must have (dict or list). `unique`: a key given twice in one object is

@@ -5,13 +5,14 @@ from typing import Any
 
 from .errors import N6Error
 from .jsonfile import read_text
+from .paths import StrPath
 
 
-def read_toml(path: str, what: str = "TOML file") -> dict[str, Any]:
+def read_toml(path: StrPath, what: str = "TOML file") -> dict[str, Any]:
     return parse_toml(path, read_text(path, what), what)
 
 
-def parse_toml(path: str, text: str, what: str = "TOML file") -> dict[str, Any]:
+def parse_toml(path: StrPath, text: str, what: str = "TOML file") -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
