@@ -6,6 +6,7 @@ from typing import Any
 from .errors import N6Error
 from .paths import StrPath
 
+JsonObject = dict[str, Any]   # a JSON object as read or written: its values of any JSON type
 _COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*')
 _TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[\]}])')
 
