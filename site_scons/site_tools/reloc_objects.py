@@ -11,6 +11,7 @@ import os
 
 import SCons.Action
 import SCons.Builder
+import SCons.Node
 import SCons.Scanner.C
 
 from n6 import build_layout, gcc_flags
@@ -52,7 +53,8 @@ def _quoted(defines):
     return [d.replace('"', '\\"') for d in defines]   # the shell strips quotes SCons leaves bare
 
 
-_OBJECTS = {}   # object path → its node: a shared object is declared once, by the first model
+# object path → its node: a shared object is declared once, by the first model
+_OBJECTS: dict[str, SCons.Node.Node] = {}
 
 
 def _compiled(cenv, target, src, name, defines, includes):

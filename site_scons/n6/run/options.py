@@ -25,7 +25,7 @@ class RunOptions:
     session: SessionOptions
     flash: object            # n6.flash.step.FlashOptions of the model set the run puts on the board first
     c_name: str              # the model's c-name on the board
-    runs: int                # RUNS=; None: one per sample of `inputs` (1 without inputs)
+    runs: int | None         # RUNS=; None: one per sample of `inputs` (1 without inputs)
     seed: int
     inputs: str              # INPUTS= (absolute) or "": random data from `seed`
     per_layer: str           # "no", "yes" (counters), "data" (and the epochs' tensors)
