@@ -183,7 +183,7 @@ class PoolDescriptor:
 
 def read_descriptors(buf, at):
     """The pool-descriptor table at `at`: (entries as (offset, descriptor), terminated)."""
-    out = []
+    out: list[tuple[int, PoolDescriptor]] = []
     for i in range(MAX_DESCRIPTORS):
         where = at + i * PoolDescriptor.SIZE
         if where + PoolDescriptor.SIZE > len(buf):
@@ -253,10 +253,10 @@ class Image:
     """A parsed `network_rel.bin` (params may live in a separate split file)."""
     data: bytes
     header: Header
-    params: bytes = b""
-    descriptors: list = field(default_factory=list)
+    params: bytes | memoryview = b""
+    descriptors: list[PoolDescriptor] = field(default_factory=list)
     descriptors_terminated: bool = True
-    rt_ctx: RtCtx = None
+    rt_ctx: RtCtx | None = None
 
     @classmethod
     def parse(cls, data, path="network_rel.bin", n_words=None, params=None):

@@ -18,7 +18,7 @@ class ImageOptions:
     split: bool = False             # params in <name>_rel_params.bin
     dbg_info: bool = True           # LL_ATON_EB_DBG_INFO
     ecblob_in_params: bool = False  # constant epoch-controller blobs in the params area
-    name: str = None                # image base name (None: the network file stem)
+    name: str | None = None         # image base name (None: the network file stem)
 
     @classmethod
     def of(cls, defaults, overrides, where):

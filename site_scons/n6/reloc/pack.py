@@ -37,7 +37,7 @@ def pack(code_path, params_desc, bin_path, split=False):
     crc = 0
     split_path = params_path(bin_path) if split else None
     if split:
-        with atomic_open(split_path) as p:
+        with atomic_open(split_path) as p:   # type: ignore[arg-type]  # a path when split
             p.write(ec_blobs)
             crc = blob.stream(p)
     with atomic_open(bin_path) as out:

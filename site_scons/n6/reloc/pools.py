@@ -35,7 +35,7 @@ class Pool:
     absolute: bool
     read_write: bool
     cacheable: bool
-    label: str = None    # relative pools: the extern label
+    label: str | None = None   # relative pools: the extern label
     size: int = 0        # the pool's size in the .mpool
     global_size: int = 0  # the `global pool ... is <size>` figure
     used: int = 0
@@ -73,8 +73,8 @@ class Pool:
 @dataclass
 class _Range:
     """Lowest and highest byte (inclusive) of what the buffers occupy inside one pool."""
-    lo: int = None
-    hi: int = None
+    lo: int | None = None
+    hi: int | None = None
 
     def add(self, lo, hi):
         self.lo = lo if self.lo is None else min(self.lo, lo)
@@ -82,7 +82,7 @@ class _Range:
 
     @property
     def size(self):
-        return 0 if self.lo is None or self.hi < self.lo else self.hi - self.lo + 1
+        return 0 if self.lo is None or self.hi is None or self.hi < self.lo else self.hi - self.lo + 1
 
 
 def _figures(pool, buffers):
@@ -112,7 +112,7 @@ def _figures(pool, buffers):
             const.add(lo, hi)
         if hi >= lo:   # a buffer over a pool of size 0 counts for nothing
             (full if (lo, hi) == (start, end) else partial)[int(b.is_param)] += 1
-    return (used.size if used.lo is not None and used.hi >= used.lo else pool.global_size), const.size, full, partial
+    return (used.size or pool.global_size), const.size, full, partial   # size 0: no buffer inside
 
 
 def pools_of(net, raw_postfixes=None):
@@ -142,7 +142,7 @@ def pools_of(net, raw_postfixes=None):
 
 
 def _classify(path, pools):
-    seen = {}
+    seen: dict[int, str] = {}
     for p in pools:
         if p.used == 0 or not p.described:
             p.type = TYPE_UNUSED

@@ -22,7 +22,7 @@ from .pools import TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
 @dataclass
 class Prepared:
     name: str
-    c_name: str
+    c_name: str | None
     release: object
     pools: list
     net: object = None                            # the parsed network C file
@@ -255,7 +255,9 @@ def patch_ecblobs(text, release):
             continue
         old, suffix = m.group(3), m.group(4)
         new = f"_ec_blob_PARAM_{suffix}"
-        lines[i + look] = _BLOB_DECL.sub(lambda mm, new=new: f"{mm.group(1)}const uint64_t {new}[", lines[i + look])
+        lines[i + look] = _BLOB_DECL.sub(
+            lambda mm, new=new: f"{mm.group(1)}const uint64_t {new}[",  # type: ignore[misc]  # a default: untyped
+            lines[i + look])
         renamed.append((old, new))
     if not renamed:
         return text
