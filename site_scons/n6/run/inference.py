@@ -151,7 +151,7 @@ def report(model, device, results, simulated):
         npu = sum(p["npu_cycles"] for p in measured) // len(measured) if split else None
         summary.update(ms_per_inference=mean, inferences_per_s=1000 / mean if mean else None,
                        cycles_per_inference=sum(p["cycles"] for p in measured) // len(measured),
-                       cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)
+                       cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)   # type: ignore[operator]  # split: both set
         clock = f"{mcu / 1e6:g} MHz"
         rows.append([f"ms / inference (simulated: 1 cycle per instruction at {clock})" if simulated else
                      f"ms / inference (MCU cycles at {clock})", f"{mean:.3f}"])

@@ -215,7 +215,7 @@ def tflite_reference(model_file, model, inputs):
     ins, outs = interp.get_input_details(), interp.get_output_details()
     check_io(model_file, model, [d["shape"] for d in ins], [d["shape"] for d in outs])
     grids_in, grids_out = tflite_grids(model_file)
-    got = [[] for _ in model.outputs]
+    got: list[list[np.ndarray]] = [[] for _ in model.outputs]
     for bufs in inputs:
         for meta, desc, raw, grid in zip(ins, model.inputs, bufs, grids_in):
             x = np.frombuffer(raw, desc.dtype).reshape(desc.shape)
@@ -315,7 +315,7 @@ def onnx_reference(model_file, model, inputs, grids):
         return [d if isinstance(d, int) else 1 for d in meta.shape]    # a named (batch) dimension: 1
     check_io(model_file, model, [shape(m) for m in feeds], [shape(m) for m in sess.get_outputs()])
     grids_in, grids_out = grids
-    outs = [[] for _ in model.outputs]
+    outs: list[list[np.ndarray]] = [[] for _ in model.outputs]
     for bufs in inputs:
         feed = {}
         for k, (meta, desc, raw) in enumerate(zip(feeds, model.inputs, bufs)):

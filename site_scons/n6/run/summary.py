@@ -19,12 +19,12 @@ STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run",
 class ModelResult:
     model: str
     result: str                  # ok | passed | failed | error | not run
-    max_lsb: float = None        # validate: largest output error in LSB
-    top1: float = None           # validate: share of runs whose top-1 equals the reference's (every output)
-    accuracy: float = None       # validate: top-1 accuracy on the board over the model's test set, if it has one
-    inf_per_s: float = None
-    ms: float = None
-    simulated: bool = None
+    max_lsb: float | None = None   # validate: largest output error in LSB
+    top1: float | None = None   # validate: share of runs whose top-1 equals the reference's (every output)
+    accuracy: float | None = None   # validate: top-1 accuracy on the board over the model's test set, if it has one
+    inf_per_s: float | None = None
+    ms: float | None = None
+    simulated: bool | None = None
     error: str = ""              # why the model failed: the one-line error of its failing step
 
     @property
@@ -82,7 +82,7 @@ def project_rows(verb, build_dir, done, failed, broken):
     to date); `failed`: (file, one-line error) of each step that failed, a model's error the one
     of its first failed step; `broken`: model folders that cannot be read (name → error). A model
     whose steps neither ended nor failed is `not run`."""
-    failures = {}
+    failures: dict[str, dict[str, str]] = {}
     for path, error in failed:
         model, step = model_step(build_dir, path)
         failures.setdefault(model, {}).setdefault(step, error)
