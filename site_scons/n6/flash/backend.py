@@ -1,4 +1,5 @@
 """The small interface every programmer backend implements, with the capabilities it declares."""
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import N6Error
@@ -30,7 +31,7 @@ class Backend:
     name = "backend"
     simulated = False
     capabilities = Capabilities(RESET_MODES, False, False, False)
-    notes = ()           # recoveries tried, for the report
+    notes: Sequence[str] = ()   # recoveries tried, for the report
 
     def check_options(self, reset="none", serial=None):
         caps = self.capabilities

@@ -208,10 +208,10 @@ class CubeProgrammer(Backend):
         self.frequency, self.access_port, self.serial = frequency, access_port, serial
         self.log_path = log_path
         self.mode = "hotplug"
-        self.notes = []
+        self.notes: list[str] = []
 
     @property
-    def simulated(self):
+    def simulated(self):   # type: ignore[override]  # read-only here: the install says
         return self.install.simulated
 
     @property

@@ -38,7 +38,7 @@ class FlashImage:
 class ModelFiles:
     name: str
     network: str
-    params: str = None       # split builds
+    params: str | None = None   # split builds
 
 
 def _read(path):
@@ -65,7 +65,7 @@ def layout(models, board, multi_model, flags=0):
     par_region = ("params", img.params, board.flash.end)
     out, pairs, exec_sizes = [], [], []
     net_at, par_at = img.network, img.params
-    named = {}                    # c-name → the image that carries it
+    named: dict[str, str] = {}    # c-name → the image that carries it
     for m in models:
         data = _read(m.network)
         out.append(FlashImage(m.network, net_at, data, "network", (m.name,), net_region))
@@ -124,7 +124,7 @@ class ImageResult:
     written: list            # sector addresses written
     bytes_written: int = 0
     seconds: float = 0.0
-    full_reason: str = None  # why the whole image was written (None: diff against the record)
+    full_reason: str | None = None   # why the whole image was written (None: diff against the record)
 
     def as_dict(self):
         return {"path": self.image.path, "role": self.image.role, "models": list(self.image.models),

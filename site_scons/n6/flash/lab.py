@@ -22,7 +22,7 @@ FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, b
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:
     """Acquire `places` on `coordinator` (HOST:PORT) and return their boards, in order; the places
     are released at exit (one that failed to be acquired, and those after it, were not taken)."""
-    acquired = []
+    acquired: list[str] = []
     atexit.register(release, coordinator, acquired)
     for place in places:
         _client(coordinator, place, "acquire")

@@ -5,12 +5,13 @@ verb for, and the steps that talk to the board. Held by the n6_flash tool; no SC
 from dataclasses import dataclass, field
 
 from ..errors import N6Error
+from ..releases import Release
 
 
 @dataclass
 class Deployment:
     model_images: dict                            # model → its image step's targets
-    release: object                               # the install's release (n6.releases.Release)
+    release: Release                              # the install's release
     plans: dict = field(default_factory=dict)     # model set → (FlashOptions, what its steps sign)
     steps: dict = field(default_factory=dict)     # model set → its flash step's targets
     flashed: dict = field(default_factory=dict)   # board → the set this run flashed there (a board holds one)

@@ -36,7 +36,7 @@ class PyOCD(Backend):
                  memory_loader=_memory_loader):
         self.target, self.frequency, self.serial, self.log_path = target, frequency, serial, log_path
         self.open_session, self.memory_loader = open_session, memory_loader
-        self.notes = []
+        self.notes: list[str] = []
 
     def _session(self):
         return self.open_session(self.serial, self.target, self.frequency, "attach")

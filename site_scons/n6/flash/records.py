@@ -90,7 +90,7 @@ def changed_sectors(address, new, old, sector_size, pending=frozenset()):
 
 def runs(sectors, sector_size):
     """Contiguous runs of sector addresses → [(first, end)]."""
-    out = []
+    out: list[tuple[int, int]] = []
     for s in sorted(sectors):
         if out and out[-1][1] == s:
             out[-1] = (out[-1][0], s + sector_size)

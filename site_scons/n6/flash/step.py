@@ -29,16 +29,16 @@ class FlashOptions:
     multi: bool               # a 3.x release: several models behind the multi-model header
     release: str              # ST Edge AI Core release of the install
     backend: str              # "stm32cubeprogrammer" | "pyocd"
-    cli: str                  # STM32_Programmer_CLI (None for pyOCD)
+    cli: str | None           # STM32_Programmer_CLI (None for pyOCD)
     simulated: bool           # the simulated programmer
     found_by: str             # how the programmer was found
     probes: tuple             # serial numbers of the attached probes (USB), or PROBE=
-    probe: str                # PROBE= or None
+    probe: str | None         # PROBE= or None
     force: bool
     reset: str                # FLASH_RESET=
     dry_run: bool
     copy_mode: bool           # RELOC_COPY_MODE: the firmware installs in COPY mode
-    ext_ram: int              # the external RAM the firmware gives the model (None: no check)
+    ext_ram: int | None       # the external RAM the firmware gives the model (None: no check)
     build_dir: str
     sim_board: str            # the simulated board's state folder
     install_root: str
@@ -172,7 +172,7 @@ def ext_ram_budget(value: str, board) -> int | None:
 def deploy_requests(targets, chosen, all_models):
     """verb → the models the command line asks it for: `<verb>-<model>`, and for a bare `<verb>`
     the chosen models, else every model (a whole-project run)."""
-    wanted = {}
+    wanted: dict[str, set[str]] = {}
     for t in targets:
         verb, _, name = t.partition("-")
         if verb in DEPLOY_VERBS and (not name or name in all_models):
@@ -192,7 +192,7 @@ def board_sets(models, multi, held=(), names=None):
         todo = [m for m in todo if m not in held]
     size = mrel.MAX_MODELS if multi else 1
     name = (names or {}).get
-    filling = []
+    filling: list[list[str]] = []
     for m in todo:
         room = next((s for s in filling if len(s) < size and name(m, m) not in {name(x, x) for x in s}), None)
         if room is None:
@@ -320,7 +320,8 @@ def holds(opts):
             seen |= {i["path"] for i in stamp["images"]}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
-    return seen == set(wanted) and board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
+    return wanted is not None and seen == set(wanted) and \
+        board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
 
 
 def ensure_on_board(opts, say=print, verbose=False):
