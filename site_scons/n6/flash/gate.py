@@ -112,7 +112,7 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
         check_runtime(rt.rt_version, rt.rt_c_struct_sizes, firmware)
     except LoaderError as e:
         how = {"secure": "build with RELOC_SECURE=0, or ",
-               "dbg_info": f"build with RELOC_DBG_INFO={int(bool(firmware.dbg_info))}, or "}.get(e.fact, "")
+               "dbg_info": f"build with RELOC_DBG_INFO={int(bool(firmware.dbg_info))}, or "}.get(e.fact, "")  # type: ignore[arg-type]  # no fact: no hint
         raise N6Error(path, f"{e.detail}{named}: {e.name}", how + fix) from None
     warnings = [f"{path}: {note} (the loader warns, installs)" for note in notes]
     need = (rt.ext_ram_sz + 7) & ~7

@@ -24,7 +24,7 @@ class Packed:
     ec_blob_size: int
 
 
-def pack(code_path, params_desc, bin_path, split=False):
+def pack(code_path: str, params_desc: str, bin_path: str, split: bool = False) -> Packed:
     """Write the image; returns what the report and the checker need."""
     c = CodeImage.load(code_path)
     blob = ParamsBlob.load(params_desc)
