@@ -11,9 +11,13 @@ import atexit
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import N6Error
 from .boards import Attached
+
+if TYPE_CHECKING:                 # labgrid is imported when a build names places
+    from labgrid.remote.client import ClientSession
 
 PROBE_TAG, SIM_BOARD_TAG = "n6-probe", "n6-sim-board"
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
@@ -38,7 +42,7 @@ def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[
         session.loop.run_until_complete(session.stop())
 
 
-def _board(session, name, simulated):
+def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:
     place = session.get_place(name)
     ports = [r.params for (_, cls), r in session.get_target_resources(place).items() if cls == "NetworkSerialPort"]
     if len(ports) != 1:
@@ -65,7 +69,7 @@ def release(coordinator: str, places: list[str]) -> None:
             print(f"  WARNING  {e}", file=sys.stderr)
 
 
-def _client(coordinator, place, command):
+def _client(coordinator: str, place: str, command: str) -> None:
     """`labgrid-client -x coordinator -p place command`, one line on failure."""
     proc = subprocess.run([sys.executable, "-m", "labgrid.remote.client", "-x", coordinator, "-p", place, command],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)

@@ -1,16 +1,20 @@
 """The flash step without SCons: which models go on the board, which programmer and probe, the
 gate (layout, the image checker, the firmware that will load each image), the deploy of the
 changed sectors, and the reports. `scons flash` declares it; `FlashOptions` is its signature."""
+from __future__ import annotations
+
 import glob
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import IO, TYPE_CHECKING
 
 from ..atomic import write_text
-from ..board import load_board
+from ..board import Board, load_board
 from ..build_layout import ModelLayout, deploy_records
 from ..errors import N6Error
 from . import mrel
@@ -19,20 +23,29 @@ from .gate import check_external_pools, check_firmware, check_installs, check_la
 from .shared_board import board_holds, forget_held, record_held
 from .records import RecordStore
 
+if TYPE_CHECKING:                 # the programmers and firmwares are imported when a step needs them
+    from ..releases import Release
+    from ..reloc.firmware import Firmware
+    from ..reloc.image import Image
+    from .backend import Backend
+    from .cubeprogrammer import CliInstall
+    from .deploy import FlashResult
+
 ST_USB_VENDOR = 0x0483
 
 
 @dataclass(frozen=True)
 class FlashOptions:
     board: str                # the board file
-    files: tuple              # ((model, network image, params image or None), ...) going on the board together
+    # ((model, network image, params image or None), ...) going on the board together
+    files: tuple[tuple[str, str, str | None], ...]
     multi: bool               # a 3.x release: several models behind the multi-model header
     release: str              # ST Edge AI Core release of the install
     backend: str              # "stm32cubeprogrammer" | "pyocd"
     cli: str | None           # STM32_Programmer_CLI (None for pyOCD)
     simulated: bool           # the simulated programmer
     found_by: str             # how the programmer was found
-    probes: tuple             # serial numbers of the attached probes (USB), or PROBE=
+    probes: tuple[str, ...]   # serial numbers of the attached probes (USB), or PROBE=
     probe: str | None         # PROBE= or None
     force: bool
     reset: str                # FLASH_RESET=
@@ -44,16 +57,17 @@ class FlashOptions:
     install_root: str
 
     @property
-    def models(self):
+    def models(self) -> list[str]:
         return [m for m, _, _ in self.files]
 
-    def for_steps(self):
+    def for_steps(self) -> FlashOptions:
         """These options as the steps that put the set on the board themselves sign them: FORCE=
         and DRY_RUN= are the flash step's alone."""
         return replace(self, force=False, dry_run=False)
 
 
-def find_programmer(choice, board, environ=os.environ):
+def find_programmer(choice: str, board: Board,
+                    environ: Mapping[str, str] = os.environ) -> tuple[str, CliInstall | None]:
     """(backend name, CliInstall or None) for FLASH_BACKEND= / the board file's choice."""
     from .cubeprogrammer import CliInstall, find_cli
     if choice == "pyocd":
@@ -67,14 +81,14 @@ def find_programmer(choice, board, environ=os.environ):
     return "stm32cubeprogrammer", install
 
 
-def make_programmer(opts, board, log_path, verbose=False):
+def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bool = False) -> Backend:
     """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
     from .cubeprogrammer import CliInstall, CubeProgrammer
     from .pyocd_backend import PyOCD
     from ..tool_runner import ToolRunner
     if opts.backend == "pyocd":
         return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
-    install = CliInstall(opts.cli, opts.simulated, opts.found_by)
+    install = CliInstall(opts.cli, opts.simulated, opts.found_by)   # type: ignore[arg-type]  # not pyOCD: a CLI
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
@@ -83,7 +97,7 @@ def make_programmer(opts, board, log_path, verbose=False):
                           board.programmer.access_port, opts.probe, log_path)
 
 
-def attached_probes(simulated, sim_dir):
+def attached_probes(simulated: bool, sim_dir: str) -> list[str]:
     """Serial numbers of the probes as the host sees them, without calling the programmer."""
     if simulated:
         from ..simulators import load
@@ -95,23 +109,25 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
-def chosen_models(model_var, board, all_models, broken=None):
+def chosen_models(model_var: str, board: Board, all_models: Collection[str],
+                  broken: Mapping[str, N6Error] | None = None) -> list[str]:
     """The models the user chose: MODEL= (comma list), else the board file's `models` (empty: no
     choice). A name that is no model is a one-line error; a model folder that cannot be read
     (`broken`: name → its N6Error), its own."""
     chosen = [m.strip() for m in model_var.split(",") if m.strip()] or list(board.images.models)
     for m in chosen:
         if m in (broken or {}):
-            raise broken[m]
+            raise broken[m]   # type: ignore[index]  # m is in broken
         if m not in all_models:
             raise N6Error(None, f"MODEL={m}: no such model", f"choose from {', '.join(sorted(all_models))}")
     return chosen
 
 
-def models_to_flash(chosen, requested, all_models, board, multi):
+def models_to_flash(chosen: Sequence[str], requested: Iterable[str], all_models: Collection[str], board: Board,
+                    multi: bool) -> tuple[str, ...]:
     """The model set of one `scons flash` run (`chosen`: chosen_models, `requested`: the flash
     targets of the command line), or a one-line error."""
-    sets = set()
+    sets: set[tuple[str, ...]] = set()
     for t in requested:
         if t == "flash":
             if chosen:
@@ -147,8 +163,8 @@ def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list,
     return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
-def run_options(board, release, programmer: tuple, force: bool, reset: str, dry_run: bool, copy_mode: bool,
-                ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
+def run_options(board: Board, release: Release, programmer: tuple, force: bool, reset: str, dry_run: bool,
+                copy_mode: bool, ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
     """The FlashOptions of one build run before a model set and a board are given them
     (n6.flash.project.Deployment.plan). `programmer`: find_programmer's; `ext_ram`: RELOC_EXT_RAM_SIZE=."""
     backend, install = programmer
@@ -160,7 +176,7 @@ def run_options(board, release, programmer: tuple, force: bool, reset: str, dry_
                         build_dir=build_dir, sim_board="", install_root=install_root)
 
 
-def ext_ram_budget(value: str, board) -> int | None:
+def ext_ram_budget(value: str, board: Board) -> int | None:
     """External RAM the firmware gives the model: RELOC_EXT_RAM_SIZE's `value`, else the board
     file's, as the pack step's size gate reads it (None: no check)."""
     if value in (None, ""):
@@ -169,7 +185,7 @@ def ext_ram_budget(value: str, board) -> int | None:
     return parse_size(value, "RELOC_EXT_RAM_SIZE", allow_none=True)
 
 
-def deploy_requests(targets, chosen, all_models):
+def deploy_requests(targets: Iterable[str], chosen: Sequence[str], all_models: Collection[str]) -> dict[str, list[str]]:
     """verb → the models the command line asks it for: `<verb>-<model>`, and for a bare `<verb>`
     the chosen models, else every model (a whole-project run)."""
     wanted: dict[str, set[str]] = {}
@@ -180,12 +196,14 @@ def deploy_requests(targets, chosen, all_models):
     return {verb: sorted(models) for verb, models in wanted.items()}
 
 
-def board_sets(models, multi, held=(), names=None):
+def board_sets(models: Iterable[str], multi: bool, held: Sequence[str] = (),
+               names: Mapping[str, str] | None = None) -> list[tuple[str, ...]]:
     """The model sets put on the board in turn so that each of `models` runs: the set the board
     already holds (`held`) first when it has any of them, so that running one model of a flashed
     3.x set keeps the set; then the rest in sets of up to four (3.x) or one by one (2.x), never two
     models of one name on the board (`names`: model → the name the board knows it by; the firmware
     runs the first model of a name)."""
+    sets: list[tuple[str, ...]]
     todo, sets = sorted(models), []
     if set(held) & set(todo) and (multi or len(held) == 1):    # a 3.x set held is no set for a 2.x install
         sets.append(tuple(held))
@@ -201,7 +219,7 @@ def board_sets(models, multi, held=(), names=None):
     return sets + [tuple(s) for s in filling]
 
 
-def held_set(build_dir, models, all_models):
+def held_set(build_dir: str, models: Iterable[str], all_models: Collection[str]) -> tuple[str, ...]:
     """The model set the board holds as the last flash recorded it (the `set` of the models'
     on_board.json; a flash that overwrote a model removed its file), or () when unknown."""
     for m in models:
@@ -215,7 +233,7 @@ def held_set(build_dir, models, all_models):
     return ()
 
 
-def firmware_files(board, release, copy_mode, install_root):
+def firmware_files(board: Board, release: str, copy_mode: bool, install_root: str) -> list[str]:
     """The install's validation firmwares the gate may read (a changed one re-runs the gate)."""
     from .validation_firmware import FIRMWARE_DIR, possible_variants
     if board.firmware is not None:
@@ -224,7 +242,8 @@ def firmware_files(board, release, copy_mode, install_root):
     return [p for p in (os.path.join(install_root, FIRMWARE_DIR, n) for n in sorted(names)) if os.path.isfile(p)]
 
 
-def firmware_for(opts, board, image, path):
+def firmware_for(opts: FlashOptions, board: Board, image: Image,
+                 path: str) -> tuple[Firmware, tuple[int, int] | None]:
     """What loads the image: the board file's [firmware], else the install's validation firmware
     variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
     (base, bytes used) or None)."""
@@ -238,19 +257,19 @@ def firmware_for(opts, board, image, path):
     return found, (EXT_EXEC_RAM[0], image.copy_size if opts.copy_mode else image.xip_size) if ext else None
 
 
-def _sizes(n):
+def _sizes(n: int) -> str:
     return f"{n // 1024} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
 class ProgressBar:
     """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
 
-    def __init__(self, tag="", stream=sys.stdout):
+    def __init__(self, tag: str = "", stream: IO[str] = sys.stdout) -> None:
         self.tag, self.stream, self.tty = tag, stream, stream.isatty()
-        self.start = None
+        self.start: tuple[float, int] | None = None
         self.shown = False
 
-    def __call__(self, done, total):
+    def __call__(self, done: int, total: int) -> None:
         if not self.tty or not total:
             return
         now = time.monotonic()
@@ -263,13 +282,13 @@ class ProgressBar:
         self.stream.flush()
         self.shown = True
 
-    def close(self):
+    def close(self) -> None:
         if self.shown:
             self.stream.write("\r" + " " * 90 + "\r")
             self.stream.flush()
 
 
-def invalidate_other_stamps(build_dir, own, result):
+def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashResult) -> None:
     """Another model's on_board.json on the same board (probe) whose bytes this flash overwrote no
     longer holds: remove it, so its next flash runs (and finds, by the records, what to write back)."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
@@ -288,18 +307,18 @@ def invalidate_other_stamps(build_dir, own, result):
             os.unlink(stamp)
 
 
-def on_board_path(opts, model):
+def on_board_path(opts: FlashOptions, model: str) -> str:
     """The model's on_board.json (a deploy stamp)."""
     return ModelLayout(opts.build_dir, model).on_board
 
 
-def stamp_paths(opts):
+def stamp_paths(opts: FlashOptions) -> list[tuple[str, str]]:
     """(on_board.json, flash.json) of each model of the set: what the flash step leaves."""
     layouts = [ModelLayout(opts.build_dir, m) for m in opts.models]
     return [(layout.on_board, layout.flash_report) for layout in layouts]
 
 
-def holds(opts):
+def holds(opts: FlashOptions) -> bool:
     """Whether the board holds the set as the last flash left it: each model's on_board.json
     is there (a flash over it removes it) and names these images at these addresses, this set,
     and a probe that is attached, and the board's record says no other build flashed it since.
@@ -324,14 +343,15 @@ def holds(opts):
         board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
 
 
-def ensure_on_board(opts, say=print, verbose=False):
+def ensure_on_board(opts: FlashOptions, say: Callable[[str], object] = print, verbose: bool = False) -> None:
     """Put the set on the board unless it holds it (holds): what a step that runs a model does
     first, so that it is right whatever ran on the board before it."""
     if not holds(opts):
         flash_step(opts, stamp_paths(opts), say, verbose)
 
 
-def flash_step(opts, reports, say=print, verbose=False):
+def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Callable[[str], object] = print,
+               verbose: bool = False) -> None:
     """Put the models on the board: the gate before any programmer call, then the changed sectors.
     `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
     board = load_board(opts.board)
