@@ -66,8 +66,7 @@ def _delta(before: float | None, after: float | None) -> dict[str, float | None]
 
 
 def _figures(b: JsonObject | None, a: JsonObject | None) -> dict[str, dict[str, float | None]]:
-    # b and a: None or a profile's (never empty) epoch or totals object
-    return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}   # type: ignore[arg-type]
+    return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}   # type: ignore[arg-type]  # b, a: None or not empty
 
 
 def other_model(before: JsonObject, after: JsonObject) -> str | None:
