@@ -10,6 +10,7 @@ import threading
 
 import SCons.Action
 import SCons.Errors
+import SCons.Node
 
 from n6 import build_layout
 from n6.errors import N6Error, machine_error
@@ -47,7 +48,7 @@ def reports_errors(fn):
     return action
 
 
-_BOARDS = {}                # board (n6.flash.shared_board.board_key) → this process's lock on it
+_BOARDS: dict[str, threading.Lock] = {}   # board (n6.flash.shared_board.board_key) → this process's lock on it
 _BOARDS_MADE = threading.Lock()
 
 
@@ -117,7 +118,7 @@ def code_version(env, label, paths):
     return _CODE_VERSIONS[key]
 
 
-_CODE_VERSIONS = {}
+_CODE_VERSIONS: dict[tuple[str, str], SCons.Node.Node] = {}   # (build folder, label) → Value
 
 
 def scons_variables(arguments):
@@ -135,6 +136,7 @@ def scons_variables(arguments):
         elif v.kind == PATH:
             variables.Add(PathVariable(v.name, v.help, default, lambda key, value, env, v=v: v.check(value)))
         elif v.kind == NUMBER:
+            assert v.parse is not None   # a NUMBER variable has its parse
             variables.Add(v.name, v.help, default, None, functools.partial(v.parse, v.name))
         else:
             variables.Add(v.name, v.help, default)

@@ -191,6 +191,30 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
         [(1, "xSPI2", False, False, True, 1024), (2, "AXISRAM5", True, True, False, 96)]
 
 
+def test_network_c_older_form_with_a_label_end_is_one_line(tmp_path):
+    """The older absolute form ending at a pool's label (not an address): the one-line error of a
+    base it cannot read, not a traceback from subtracting an address from a name."""
+    from n6.network_c import parse_network_c
+    src = tmp_path / "network.c"
+    src.write_text("""extern unsigned char _mem_pool_xSPI2_Default[]; /* [1000]; */
+const EpochBlock_ItemTypeDef *LL_ATON_EpochBlockItems_Default(void) { return 0; }
+const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
+{
+  static const LL_Buffer_InfoTypeDef buff_info[] = {
+    {
+      .name = "old",
+      .addr_start = {(unsigned char *)(0x342e0040UL)},
+      .addr_end = {(unsigned char *)_mem_pool_xSPI2_Default},
+      .is_param = 0,
+    },
+  };
+  return buff_info;
+}
+""")
+    with pytest.raises(N6Error, match="buffer 'old' has no readable .addr_base"):
+        parse_network_c(src)
+
+
 @pytest.mark.parametrize("text, complete", [
     ("int a[2] = {1, 2};\nvoid f(void) {\n}\n", True),
     ("void f(void) {\n}\n/* end */\n// done\n#endif\n\n", True),      # trailing comments and # lines

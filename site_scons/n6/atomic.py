@@ -2,9 +2,13 @@
 import contextlib
 import glob
 import os
+from collections.abc import Iterator
+from typing import IO
+
+from .paths import StrPath
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -14,19 +18,19 @@ def _alive(pid):
     return True
 
 
-def _writer_pid(name):
+def _writer_pid(name: StrPath) -> int | None:
     """The pid of the process writing the temporary `name`, else None (not a temporary)."""
     _, sep, pid = str(name).rpartition(".tmp")
     return int(pid) if sep and pid.isdigit() else None
 
 
-def intended_path(name):
+def intended_path(name: StrPath) -> str:
     """The file a write-then-rename temporary is for; any other name as it is."""
     return str(name).rpartition(".tmp")[0] if _writer_pid(name) is not None else str(name)
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode="wb", unlink_first=False):
+def atomic_open(path: StrPath, mode: str = "wb", unlink_first: bool = False) -> Iterator[IO]:
     """A temporary beside `path`, renamed to it once written. `unlink_first`: the old file is
     removed before the rename, for large outputs that no other process reads during the build:
     ext4 writes a file's data to disk when a rename replaces another (auto_da_alloc), ~40 ms for
@@ -51,11 +55,11 @@ def atomic_open(path, mode="wb", unlink_first=False):
             os.unlink(tmp)
 
 
-def write_bytes(path, data):
+def write_bytes(path: StrPath, data: bytes) -> None:
     with atomic_open(path, "wb") as f:
         f.write(data)
 
 
-def write_text(path, text):
+def write_text(path: StrPath, text: str) -> None:
     with atomic_open(path, "w") as f:
         f.write(text)

@@ -2,7 +2,9 @@
 written, image addresses, RAM budgets, the programmer and the serial link of one board. Loaded
 with the standard library's tomllib; every wrong key or value is one N6Error naming file and key."""
 import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal, NoReturn, TypeVar, overload
 
 from .board_files import available_boards
 from .flash.boards import BoardList
@@ -10,12 +12,16 @@ from .errors import N6Error
 from .jsonfile import read_text
 from .serial_link import BAUDRATE, DEFAULT_HEADER, HEADERS
 from .reloc.firmware import Firmware
+from .paths import StrPath
 from .tomlfile import parse_toml
 
 BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
 # [validation] firmware: ST's validation firmware of the install (built for the STM32N6570-DK), none
 # this board can run, or else the path of the board's own firmware ELF
 ST_FIRMWARE, NO_FIRMWARE = "st", "none"
+T = TypeVar("T")
+Table = dict[str, Any]   # a TOML table, with its dotted name under "_name" for the messages
+Top = Literal[""]        # the file's top level, in place of a table
 
 
 @dataclass(frozen=True)
@@ -25,7 +31,7 @@ class Region:
     size: int
 
     @property
-    def end(self):
+    def end(self) -> int:
         return self.base + self.size
 
 
@@ -36,10 +42,10 @@ class Flash:
     sector_size: int
     page_size: int
     external_loader: str
-    no_write: tuple          # ((start, end), ...) end exclusive
+    no_write: tuple[tuple[int, int], ...]   # ((start, end), ...) end exclusive
 
     @property
-    def end(self):
+    def end(self) -> int:
         return self.base + self.size
 
 
@@ -48,18 +54,18 @@ class Images:
     network: int
     params: int
     multi_model_header: int
-    models: tuple            # models flashed when MODEL= is not given (empty: choose on the command line)
+    models: tuple[str, ...]   # models flashed when MODEL= is not given (empty: choose on the command line)
 
 
 @dataclass(frozen=True)
 class Memory:
     exec_ram: Region
     external_ram: Region     # what the firmware gives the loader for the relocatable RW pool
-    npu_ram: tuple
+    npu_ram: tuple[Region, ...]
     external_ram_device: Region | None = None   # the whole external RAM as mapped (absent: external_ram)
 
     @property
-    def external_ram_span(self):
+    def external_ram_span(self) -> Region:
         """Where absolute external-RAM pools may lie."""
         return self.external_ram_device or self.external_ram
 
@@ -94,19 +100,19 @@ class Board:
     boards: BoardList | None = None     # [boards]: the boards of this kind a build uses (else the command line's)
 
     @property
-    def budgets(self):
+    def budgets(self) -> dict[str, int | None]:
         """The size gate's defaults (bytes; 0 → None, gate off): each image's flash region and the RAMs."""
         b = {"flash": self.images.params - self.images.network, "params_flash": self.flash.end - self.images.params,
              "exec_ram": self.memory.exec_ram.size, "ext_ram": self.memory.external_ram.size}
         return {k: v or None for k, v in b.items()}
 
     @property
-    def key(self):
+    def key(self) -> str:
         """The file stem, as given to BOARD=."""
         return os.path.splitext(os.path.basename(self.path))[0]
 
 
-def load_board(path):
+def load_board(path: StrPath) -> Board:
     """Parse and check one board file → Board (parsed once per content: every model's steps of
     one build ask for it)."""
     path = str(path)
@@ -119,10 +125,10 @@ def load_board(path):
     return _BOARDS[path, text]
 
 
-_BOARDS = {}
+_BOARDS: dict[tuple[str, str], Board] = {}
 
 
-def _parse_board(path, data):
+def _parse_board(path: str, data: Table) -> Board:
     r = _Reader(path, data)
     name = r.value("", "name", str)
     flash_t, images_t, memory_t = r.table("flash"), r.table("images"), r.table("memory")
@@ -181,9 +187,9 @@ def _parse_board(path, data):
                             r.value(val_t, "usbc", bool, default=False), firmware)
     r.only(val_t, {"port", "baudrate", "header", "usbc", "firmware"})
 
-    firmware = None
+    board_firmware = None
     if fw_t is not None:
-        firmware = Firmware(r.value(fw_t, "release", str), r.value(fw_t, "secure", bool),
+        board_firmware = Firmware(r.value(fw_t, "release", str), r.value(fw_t, "secure", bool),
                             r.value(fw_t, "dbg_info", bool), r.value(fw_t, "fpu", bool, default=True),
                             r.value(fw_t, "cpu_part", int, default=0xD22))
         r.only(fw_t, {"release", "secure", "dbg_info", "fpu", "cpu_part"})
@@ -193,26 +199,31 @@ def _parse_board(path, data):
                            r.value(boards_t, "simulated", int, positive=True, default=1),
                            r.strings(boards_t, "places"), r.value(boards_t, "coordinator", str, default=""), path)
         r.only(boards_t, set(BoardList.KEYS))
-    return Board(name, path, flash, images, memory, programmer, validation, firmware, boards)
+    return Board(name, path, flash, images, memory, programmer, validation, board_firmware, boards)
 
 
 class _Reader:
     """Typed access to the parsed TOML that reports `<file>: [table] key ...` on any mistake."""
 
-    def __init__(self, path, data):
+    def __init__(self, path: str, data: Table) -> None:
         self.path, self.data = path, data
 
-    def fail(self, key, problem, fix="see the bundled boards in firmware/boards/ for every key"):
+    def fail(self, key: str, problem: str,
+             fix: str = "see the bundled boards in firmware/boards/ for every key") -> NoReturn:
         raise N6Error(self.path, f"key {key}: {problem}", fix)
 
-    def _t(self, table):
+    def _t(self, table: Table | Top) -> Table:
         return self.data if table == "" else table
 
     @staticmethod
-    def _prefix(table):
+    def _prefix(table: Table | Top) -> str:
         return "" if table == "" else table["_name"] + "."
 
-    def table(self, name, required=True):
+    @overload
+    def table(self, name: str) -> Table: ...
+    @overload
+    def table(self, name: str, required: bool) -> Table | None: ...
+    def table(self, name: str, required: bool = True) -> Table | None:
         t = self.data.get(name)
         if t is None:
             if required:
@@ -222,7 +233,8 @@ class _Reader:
             self.fail(name, "must be a table ([" + name + "])")
         return {"_name": name, **t}
 
-    def value(self, table, key, kind, positive=False, choices=None, default=None):
+    def value(self, table: Table | Top, key: str, kind: type[T], positive: bool = False,
+              choices: Sequence[str] | None = None, default: T | None = None) -> T:
         t = self._t(table)
         full = self._prefix(table) + key
         if key not in t:
@@ -239,14 +251,14 @@ class _Reader:
             self.fail(full, f"{v!r} is not one of {', '.join(choices)}")
         return v
 
-    def strings(self, table, key):
+    def strings(self, table: Table, key: str) -> tuple[str, ...]:
         """A list of non-empty strings (absent: empty)."""
         v = self.value(table, key, list, default=[])
         if not all(isinstance(x, str) and x.strip() for x in v):
             self.fail(self._prefix(table) + key, f"{v!r} is not a list of names")
         return tuple(x.strip() for x in v)
 
-    def region(self, table, key, named=False):
+    def region(self, table: Table, key: str, named: bool = False) -> Region:
         full = table["_name"] + f"[{key}]" if named else self._prefix(table) + key
         t = self._t(table).get(key)
         if not isinstance(t, dict):
@@ -257,7 +269,7 @@ class _Reader:
         self.only(sub, {"base", "size"} | ({"name"} if named else set()))
         return region
 
-    def ranges(self, table, key):
+    def ranges(self, table: Table, key: str) -> tuple[tuple[int, int], ...]:
         full = self._prefix(table) + key
         v = self._t(table).get(key, [])
         ok = isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and
@@ -267,7 +279,7 @@ class _Reader:
             self.fail(full, f"{v!r} is not a list of [start, end] pairs with start < end")
         return tuple((s, e) for s, e in v)
 
-    def only(self, table, allowed):
+    def only(self, table: Table | Top, allowed: Collection[str]) -> None:
         t = self._t(table)
         for key in t:
             if key != "_name" and key not in allowed:

@@ -6,7 +6,7 @@ from .paths import BOARDS as BOARDS_DIR
 DEFAULT_BOARD = "stm32n6570-dk"
 
 
-def board_path(name_or_path):
+def board_path(name_or_path: str) -> str:
     """BOARD= value → file: a path to a .toml file, or the name of a bundled board."""
     if name_or_path.endswith(".toml") or os.sep in name_or_path:
         return name_or_path
@@ -15,5 +15,5 @@ def board_path(name_or_path):
     return path if rel.startswith("..") else rel
 
 
-def available_boards():
+def available_boards() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(BOARDS_DIR) if f.endswith(".toml"))

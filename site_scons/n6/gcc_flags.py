@@ -14,7 +14,7 @@ DBG_INFO_DEFINE = "LL_ATON_EB_DBG_INFO"
 ECBLOB_DEFINE = 'ECBLOB_CONST_SECTION=__attribute__((used, section (".const_ec_blob"), ))'
 
 
-def defines(name, dbg_info=True, ecblob_in_params=False):
+def defines(name: str | None, dbg_info: bool = True, ecblob_in_params: bool = False) -> list[str]:
     """The -D list of ST's makefile, in its order: the reloc define, the model's config header,
     then the runtime's (the debug-info switch among them, the EC-blob section last). `name` None:
     no config header, for the runtime sources that never read it (shared by the models)."""
@@ -25,7 +25,7 @@ def defines(name, dbg_info=True, ecblob_in_params=False):
         ([ECBLOB_DEFINE] if ecblob_in_params else [])
 
 
-def flag_set_name(secure=True, dbg_info=True, ecblob_in_params=False):
+def flag_set_name(secure: bool = True, dbg_info: bool = True, ecblob_in_params: bool = False) -> str:
     """A folder name for one set of the image's compile flags, e.g. "secure-dbg_info"."""
     return "-".join(["secure" if secure else "nonsecure"] + ["dbg_info"] * dbg_info +
                     ["ecblob_in_params"] * ecblob_in_params)
@@ -37,5 +37,5 @@ def flag_set_name(secure=True, dbg_info=True, ecblob_in_params=False):
 RUNTIME_LIB = CORE + PIC + OPT + ["-fno-tree-loop-distribute-patterns", "-fno-fast-math", "-ffp-contract=off"]
 
 
-def compile_flags(secure=True):
+def compile_flags(secure: bool = True) -> list[str]:
     return CORE + (SECURE if secure else []) + PIC + OPT

@@ -1,14 +1,17 @@
 """JSON as ST's tools accept it: `//` comments and trailing commas are tolerated."""
 import json
 import re
+from typing import Any
 
 from .errors import N6Error
+from .paths import StrPath
 
+JsonObject = dict[str, Any]   # a JSON object as read or written: its values of any JSON type
 _COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*')
 _TRAILING_COMMA = re.compile(r'("(?:\\.|[^"\\])*")|,(\s*[\]}])')
 
 
-def loads_lenient(text, **kw):
+def loads_lenient(text: str, **kw: Any) -> Any:
     text = _COMMENT.sub(lambda m: m.group(1) or "", text)
     text = _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), text)
     return json.loads(text, **kw)
@@ -18,7 +21,7 @@ class _DuplicateKey(Exception):
     pass
 
 
-def _unique_keys(pairs):
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose keys are all different (Python's json, as ST's tools, keeps the last)."""
     seen = set()
     for key, _ in pairs:
@@ -28,7 +31,7 @@ def _unique_keys(pairs):
     return dict(pairs)
 
 
-def read_text(path, what):
+def read_text(path: StrPath, what: str) -> str:
     """The text of a UTF-8 file (no byte-order mark); anything else is a one-line N6Error."""
     try:
         with open(path, "rb") as f:
@@ -51,15 +54,16 @@ def read_text(path, what):
                       "save it as UTF-8") from None
 
 
-_SHAPES = {dict: "an object {...}", list: "an array [...]"}
+_SHAPES: dict[type, str] = {dict: "an object {...}", list: "an array [...]"}
 
 
-def read_json(path, what="JSON file", lenient=True, shape=None, unique=False):
+def read_json(path: StrPath, what: str = "JSON file", lenient: bool = True, shape: type | None = None,
+              unique: bool = False) -> Any:
     """Parse `path`; any failure becomes an N6Error naming the file and the position. `shape`:
     the type the top level must have (dict or list). `unique`: a key given twice in one object is
     an error (n6's own files; ST's files are read as ST's tools read them: the last one wins)."""
     text = read_text(path, what)
-    kw = {"object_pairs_hook": _unique_keys} if unique else {}
+    kw: dict[str, Any] = {"object_pairs_hook": _unique_keys} if unique else {}
     try:
         data = loads_lenient(text, **kw) if lenient else json.loads(text, **kw)
     except _DuplicateKey as e:

@@ -4,11 +4,14 @@ C file, its `c_info.json` when there is one, whatever else stedgeai wrote next t
 import glob
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from .build_layout import FOLDERS
 from .errors import N6Error
 from .jsonfile import read_json
+from .paths import StrPath
 
 MODEL_OPTIONS = {"profile": str, "name": str, "input_data_type": str, "output_data_type": str, "reloc": dict,
                  "generate_options": list, "source": str, "reference_data": str}
@@ -40,33 +43,34 @@ class ModelSpec:
     name: str                   # folder name, also the build folder and alias
     path: str                   # the folder
     kind: str                   # "source" | "prebuilt"
-    model_file: str = None
-    profile_file: str = None
+    model_file: str | None = None
+    profile_file: str | None = None
     profile: str = "default"
-    c_name: str = None          # -n/--name (None: the tool's default)
-    input_data_type: str = None
-    output_data_type: str = None
-    reloc: dict = field(default_factory=dict)   # per-model relocatable-image options
-    network_c: str = None       # prebuilt: the generated C file
-    inputs: list = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
-    generate_options: tuple = ()  # more `stedgeai generate` arguments, passed in this order
-    source: str = None          # prebuilt: the model it was generated from (model.json "source"), validate's reference
-    reference_data: str = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
+    c_name: str | None = None   # -n/--name (None: the tool's default)
+    input_data_type: str | None = None
+    output_data_type: str | None = None
+    reloc: dict[str, bool | str] = field(default_factory=dict)   # per-model relocatable-image options
+    network_c: str | None = None   # prebuilt: the generated C file
+    inputs: list[str] = field(default_factory=list)  # prebuilt: the .raw files, c_info.json, _ecblobs.h
+    generate_options: tuple[str, ...] = ()  # more `stedgeai generate` arguments, passed in this order
+    # prebuilt: the model it was generated from (model.json "source"), validate's reference
+    source: str | None = None
+    reference_data: str | None = None  # validate's inputs and expected outputs (.npz, model.json "reference_data")
 
 
-def c_identifier(value, where, what, fix):
+def c_identifier(value: object, where: str, what: str, fix: str) -> str:
     """`value` must be a C identifier: it names C symbols and files in the build folder."""
     if not isinstance(value, str) or not C_IDENTIFIER.fullmatch(value):
         raise N6Error(where, f"{what} {value!r} is not a C identifier", fix)
     return value
 
 
-def _generated_network(path):
+def _generated_network(path: str) -> tuple[str, str | None] | None:
     """(network C file, c_info.json or None) of a stedgeai output folder, or None. The C file is
     `<N>.c` for `<N>_c_info.json`; without one (ST's relocatable flow needs none), `<N>.c` beside
     `<N>.h` and `<N>_*.raw`."""
     infos = sorted(glob.glob(os.path.join(glob.escape(path), "*_c_info.json")))
-    found = [(info[:-len("_c_info.json")] + ".c", info) for info in infos
+    found: list[tuple[str, str | None]] = [(info[:-len("_c_info.json")] + ".c", info) for info in infos
              if os.path.isfile(info[:-len("_c_info.json")] + ".c")]
     if not infos:
         found = [(c, None) for c in sorted(glob.glob(os.path.join(glob.escape(path), "*.c")))
@@ -77,13 +81,13 @@ def _generated_network(path):
     return found[0] if found else None
 
 
-def _model_files(path):
+def _model_files(path: str) -> list[str]:
     files = sorted(glob.glob(os.path.join(glob.escape(path), "*.onnx")) +
                    glob.glob(os.path.join(glob.escape(path), "*.tflite")))
     return [f for f in files if not SIDE_FILE.match(os.path.basename(f))]
 
 
-def onnx_external_data(model_file):
+def onnx_external_data(model_file: str) -> tuple[str, ...]:
     """The files an ONNX model's initializers are stored in (ONNX external data), those present.
     A model naming none holds no `location` key: such a file is not parsed at all."""
     import mmap
@@ -101,11 +105,12 @@ def onnx_external_data(model_file):
     return tuple(sorted(n for n in names if os.path.isfile(n)))
 
 
-def _options(path):
+def _options(path: str) -> dict[str, Any]:
     file = os.path.join(path, "model.json")
     if not os.path.exists(file):
         return {}
     opts = read_json(file, "model options file", shape=dict, unique=True)
+    kind: type | None
     for key, value in opts.items():
         if key not in MODEL_OPTIONS:
             raise N6Error(file, f"unknown option '{key}'", f"use only {', '.join(sorted(MODEL_OPTIONS))}")
@@ -134,7 +139,7 @@ def _options(path):
     return opts
 
 
-def _generate_options(file, items):
+def _generate_options(file: str, items: list[object]) -> None:
     """Extra generate arguments: words as the shell would split them, none the build passes itself."""
     for n, item in enumerate(items, 1):
         where = f"'generate_options' item {n}"
@@ -151,7 +156,7 @@ def _generate_options(file, items):
                           "remove it" + (f" and use {owner} in model.json" if owner.startswith('"') else ""))
 
 
-def _model_json_file(path, opts, key, suffixes, example):
+def _model_json_file(path: str, opts: dict[str, Any], key: str, suffixes: tuple[str, ...], example: str) -> str | None:
     """The file model.json `key` names (a path from the folder), checked; None without the key."""
     if key not in opts:
         return None
@@ -163,7 +168,7 @@ def _model_json_file(path, opts, key, suffixes, example):
     return value
 
 
-def _source(path, opts, generated):
+def _source(path: str, opts: dict[str, Any], generated: tuple[str, str | None] | None) -> str | None:
     """The model.json `source` of a prebuilt folder: the model its network was generated from."""
     if "source" in opts and not generated:
         raise N6Error(os.path.join(path, "model.json"),
@@ -172,7 +177,7 @@ def _source(path, opts, generated):
     return _model_json_file(path, opts, "source", (".tflite", ".onnx"), "model.tflite")
 
 
-def read_model(path, reserved=()):
+def read_model(path: StrPath, reserved: Collection[str] = ()) -> ModelSpec:
     path = str(path)
     name = os.path.basename(os.path.normpath(path))
     if not FOLDER_NAME.fullmatch(name):
@@ -220,13 +225,13 @@ def read_model(path, reserved=()):
                      reference_data=data)
 
 
-def _dangling(path, what):
+def _dangling(path: str, what: str) -> N6Error:
     """The error of a symbolic link whose target does not exist."""
     return N6Error(path, f"a link to {os.readlink(path)}, which does not exist",
                    f"point the link at {what}, or remove it")
 
 
-def discover(models_dir, reserved=RESERVED_NAMES):
+def discover(models_dir: str, reserved: Collection[str] = RESERVED_NAMES) -> tuple[list[ModelSpec], dict[str, N6Error]]:
     """(specs, errors): every readable model folder, and {name: N6Error} of the others (a link to
     no folder among them)."""
     if not os.path.isdir(models_dir):

@@ -6,9 +6,13 @@ ST writes two spellings of the same keys: snake_case in the 2.x files (`mem_file
 must not use (ST's files list every memory of the chip that way); a FORMAT_C pool holds C arrays,
 not memory at an address."""
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .errors import N6Error
 from .jsonfile import read_json
+from .paths import StrPath
+
+Number = TypeVar("Number", int, float)
 
 _MAGNITUDE = {"BYTES": 1, "KBYTES": 1024, "MBYTES": 1024 * 1024}
 EXTERNAL_BASE = 0x6000_0000
@@ -38,20 +42,20 @@ class MemPool:
     pipelined: bool = True
 
     @property
-    def usable(self):
+    def usable(self) -> bool:
         """A memory the compiler may place buffers in: raw memory with a size."""
         return self.size > 0 and self.fformat == "FORMAT_RAW"
 
     @property
-    def relative(self):
+    def relative(self) -> bool:
         return self.mode == "USEMODE_RELATIVE"
 
     @property
-    def read_only(self):
+    def read_only(self) -> bool:
         return self.rights == "ACC_READ"
 
     @property
-    def external(self):
+    def external(self) -> bool:
         return self.offset >= EXTERNAL_BASE
 
 
@@ -59,13 +63,13 @@ class MemPool:
 class MpoolFile:
     path: str
     mem_file_prefix: str
-    pools: list = field(default_factory=list)
+    pools: list[MemPool] = field(default_factory=list)
 
-    def pool(self, fname):
+    def pool(self, fname: str) -> MemPool | None:
         return next((p for p in self.pools if p.fname == fname), None)
 
 
-def _quantity(path, pool, key, obj):
+def _quantity(path: StrPath, pool: str, key: str, obj: object) -> int:
     if not isinstance(obj, dict) or "value" not in obj:
         raise N6Error(path, f"pool '{pool}': '{key}' must be an object with 'value' and 'magnitude'",
                       f'write "{key}": {{"value": "...", "magnitude": "BYTES"}}')
@@ -86,7 +90,7 @@ _FLAGS = {True: True, False: False, "true": True, "false": False, "cacheable_on"
 _FLAG_WORDS = {"cacheable": '"CACHEABLE_ON" or "CACHEABLE_OFF"', "pipelined": '"PIPELINED_ON" or "PIPELINED_OFF"'}
 
 
-def _flag(path, pool, key, value):
+def _flag(path: StrPath, pool: str, key: str, value: object) -> bool:
     """ST writes these as strings ("true", "CACHEABLE_ON"); anything else is a typo, not "false"."""
     if value == "" or value is None:
         return False
@@ -97,7 +101,7 @@ def _flag(path, pool, key, value):
     return flag
 
 
-def _number(path, pool, key, value, kind):
+def _number(path: StrPath, pool: str, key: str, value: object, kind: type[Number]) -> Number:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}, not a number", f"write a number for {key}")
     try:
@@ -106,12 +110,12 @@ def _number(path, pool, key, value, kind):
         raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}, not a number", f"write a number for {key}") from None
 
 
-def _either(obj, snake, camel, default):
+def _either(obj: dict[str, Any], snake: str, camel: str, default: object) -> Any:
     """A key as ST 2.x (snake_case) or 3.x (camelCase) spells it."""
     return obj.get(snake, obj.get(camel, default))
 
 
-def _check_layout(path, pools):
+def _check_layout(path: StrPath, pools: list[MemPool]) -> None:
     """Every usable pool within the 32-bit address space, no two sharing an address."""
     for p in pools:
         if p.size < 0:
@@ -128,7 +132,7 @@ def _check_layout(path, pools):
                           f"(0x{b.offset:08X}) overlap", "fix the offsets or sizes so the pools are disjoint")
 
 
-def parse_mpool(data, path):
+def parse_mpool(data: object, path: StrPath) -> MpoolFile:
     memory = data.get("memory") if isinstance(data, dict) else None
     if not isinstance(memory, dict) or not isinstance(memory.get("mempools"), list):
         raise N6Error(path, "malformed .mpool: no 'memory.mempools' list",
@@ -181,5 +185,5 @@ def parse_mpool(data, path):
                      pools=pools)
 
 
-def read_mpool(path):
+def read_mpool(path: str) -> MpoolFile:
     return parse_mpool(read_json(path, ".mpool file", shape=dict), path)

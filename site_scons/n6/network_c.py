@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import N6Error
+from .paths import StrPath
 
 _GLOBAL_POOL = re.compile(r"/\*\s*global pool\s+(\d+)\s+is\s+(.*?)\s*\*/")
 _POOL_DESC = re.compile(r"/\*\s*index=(\d+)\s+file postfix=(\S+)\s+name=(.*?)\s+offset=(.*?)\s*\*/")
@@ -30,33 +31,33 @@ class PoolComment:
     description: str
     size_text: str = "?"
 
-    def has(self, token):
+    def has(self, token: str) -> bool:
         """Whether the description carries `token` (absolute_mode, READ_WRITE, vpool, cacheable=ON)."""
         return token in self.description.split()
 
     @property
-    def absolute(self):
+    def absolute(self) -> bool:
         return self.has("absolute_mode")
 
     @property
-    def read_write(self):
+    def read_write(self) -> bool:
         return self.has("READ_WRITE")
 
     @property
-    def vpool(self):
+    def vpool(self) -> bool:
         return self.has("vpool")
 
     @property
-    def cacheable(self):
+    def cacheable(self) -> bool:
         return self.has("cacheable=ON")
 
     @property
-    def size(self):
+    def size(self) -> int:
         m = re.search(r"\bsize=(\d+)", self.description)
         return int(m.group(1)) if m else 0
 
     @property
-    def global_size(self):
+    def global_size(self) -> int:
         """The `global pool ... is <size>` figure in bytes (0 for `?`), truncated like ST's flow
         reads it: "2.28 MB" is int(2.28 * 1024 * 1024)."""
         m = _SIZE.fullmatch(self.size_text.strip())
@@ -67,7 +68,7 @@ class PoolComment:
 class Buffer:
     table: str          # Input | Output | Internal
     name: str
-    base: object        # int address or label name
+    base: int | str     # int address or label name
     offset_start: int
     offset_end: int
     offset_limit: int
@@ -79,22 +80,22 @@ class Buffer:
 class NetworkC:
     path: str
     text: str
-    options: dict = field(default_factory=dict)
-    version: tuple = None
-    c_name: str = None
-    pools: list = field(default_factory=list)
-    labels: list = field(default_factory=list)      # (label, size)
-    buffers: list = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    version: tuple[int, ...] | None = None
+    c_name: str | None = None
+    pools: list[PoolComment] = field(default_factory=list)
+    labels: list[tuple[str, int]] = field(default_factory=list)      # (label, size)
+    buffers: list[Buffer] = field(default_factory=list)
 
     @property
-    def git_description(self):
+    def git_description(self) -> str:
         return self.options.get("GIT_DESCRIPTION", "")
 
-    def has_option(self, key):
+    def has_option(self, key: str) -> bool:
         return key in self.options
 
 
-def _header_options(text):
+def _header_options(text: str) -> dict[str, str]:
     """Keys of the comment block before the first `/* global pool` line."""
     head = text.split("/* global pool", 1)[0]
     opts = {}
@@ -110,14 +111,14 @@ def _header_options(text):
     return opts
 
 
-def _int(text, path, what):
+def _int(text: str, path: StrPath, what: str) -> int:
     try:
         return int(text.strip().rstrip("UuLl"), 0)
     except ValueError:
         raise N6Error(path, f"cannot read {what} {text.strip()!r}", "regenerate network.c with stedgeai") from None
 
 
-def _address(text, labels):
+def _address(text: str, labels: list[str]) -> int | str | None:
     """A pool base as written in a buffer table: a hex literal, or a relative pool's label
     (possibly inside address-conversion macros and casts)."""
     for label in labels:
@@ -127,7 +128,7 @@ def _address(text, labels):
     return int(m.group(1), 16) if m else None
 
 
-def _buffer(path, table, name, fields, labels):
+def _buffer(path: StrPath, table: str, name: str, fields: str, labels: list[str]) -> Buffer:
     values = dict(_FIELD.findall(fields))
     base = _ADDR_BASE.search(fields)
     if base is not None:
@@ -135,14 +136,16 @@ def _buffer(path, table, name, fields, labels):
         offsets = [_int(values.get(f"offset_{k}", "0"), path, f"offset_{k}") for k in ("start", "end", "limit")]
     else:   # older form: absolute start/end/limit addresses
         old = {k: _address(v, labels) for k, v in _OLD_FORM.findall(fields)}
-        if not isinstance(old.get("start"), int):
+        start = old.get("start")
+        end, limit = old.get("end", start), old.get("limit", start)
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(limit, int)):
             addr = None
         else:
-            addr = old["start"]
-            offsets = [0, old.get("end", addr) - addr, old.get("limit", addr) - addr]
+            addr = start
+            offsets = [0, end - start, limit - start]
     if addr is None:
         raise N6Error(path, f"buffer '{name}' has no readable .addr_base", "regenerate network.c with stedgeai")
-    return Buffer(table, name, addr, *offsets, values.get("is_param", "0").strip() == "1",
+    return Buffer(table, name, addr, offsets[0], offsets[1], offsets[2], values.get("is_param", "0").strip() == "1",
                   values.get("type", "").strip())
 
 
@@ -150,7 +153,7 @@ _TRAILER = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/|^#[^\n]*)+$", re.S | re.M)
 _C_TOKENS = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|/\*', re.S)
 
 
-def check_complete(path, text):
+def check_complete(path: StrPath, text: str) -> None:
     """A generated C file cut short (an interrupted copy, a full disk) is reported as such, not
     as a missing pool or as compiler errors: every block closed, nothing after the last one."""
     depth = last_close = 0
@@ -173,7 +176,7 @@ def check_complete(path, text):
                       "copy the complete file that stedgeai generate wrote")
 
 
-def parse_network_c(path):
+def parse_network_c(path: StrPath) -> NetworkC:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()

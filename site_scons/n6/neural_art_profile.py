@@ -8,30 +8,32 @@ import difflib
 import os
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import N6Error
 from .jsonfile import read_json
+from .paths import StrPath
 
 
 @dataclass(frozen=True)
 class NeuralArtProfile:
     name: str
     path: str            # the profile JSON
-    options: tuple       # compiler options, split like a shell would
+    options: tuple[str, ...]   # compiler options, split like a shell would
     memory_pool: str     # absolute path of the .mpool
-    memory_desc: str = None
-    warnings: tuple = ()  # one line each: options ST's schema does not list, keys ST's tool ignores
+    memory_desc: str | None = None
+    warnings: tuple[str, ...] = ()  # one line each: options ST's schema does not list, keys ST's tool ignores
 
-    def has(self, option):
+    def has(self, option: str) -> bool:
         return option in self.options
 
     @property
-    def epoch_controller(self):
+    def epoch_controller(self) -> bool:
         return self.has("--enable-epoch-controller")
 
     @property
-    def all_buffers_info(self):
+    def all_buffers_info(self) -> bool:
         return self.has("--all-buffers-info")
 
 
@@ -73,7 +75,7 @@ _LONG = re.compile(r"--[A-Za-z][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*")
 _SHORT = re.compile(r"-([A-Za-z])")
 
 
-def _option_name(token):
+def _option_name(token: str) -> str | None:
     """The option a token names (`--csv-file=x` → `--csv-file`, `-O3` → `-O`), None when the
     token is a value, '' when it looks like an option but is not one."""
     if not token.startswith("-") or re.fullmatch(r"-\d[\d.]*", token):
@@ -85,7 +87,7 @@ def _option_name(token):
     return "-" + m.group(1) if m else ""
 
 
-def parse_options(path, name, text):
+def parse_options(path: StrPath, name: str, text: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(argv, warnings) of a profile's `options` string: argv split like a shell would, a warning
     per option ST's schema does not list. What is not an option, a known option missing its value
     or followed by one it does not take, and an option the build supplies are N6Errors."""
@@ -121,7 +123,7 @@ def parse_options(path, name, text):
     return tuple(argv), tuple(warnings)
 
 
-def split_profile_arg(arg):
+def split_profile_arg(arg: str) -> tuple[str, str]:
     """`<profile>@<file.json>` → (profile, file)."""
     profile, sep, path = arg.partition("@")
     if not sep or not profile or not path:
@@ -133,7 +135,7 @@ def split_profile_arg(arg):
 PROFILE_KEYS = ("memory_pool", "memory_desc", "options")     # what ST's tool reads from a profile
 
 
-def _unknown_keys(path, name, entry):
+def _unknown_keys(path: StrPath, name: str, entry: dict[str, object]) -> Iterator[str]:
     """A warning per key of the profile ST's tool does not read (it ignores them): a typo such as
     "option" would silently drop every option."""
     for key in entry:
@@ -143,7 +145,7 @@ def _unknown_keys(path, name, entry):
                    (f"; did you mean '{near[0]}'?" if near else ""))
 
 
-def read_profile(path, name):
+def read_profile(path: StrPath, name: str) -> NeuralArtProfile:
     data = read_json(path, "Neural-ART profile file", shape=dict)
     profiles = data.get("Profiles") if isinstance(data, dict) else None
     if not isinstance(profiles, dict):

@@ -6,6 +6,7 @@ LL_ATON_EB_DBG_INFO. The one definition of these numbers: the simulated install'
 checked against it, and against ST's header where a test bed is at hand; the simulated board
 decodes images with it."""
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from functools import cached_property
@@ -65,6 +66,7 @@ NUMPY_DTYPES = {DataType.FLOAT: "float32", DataType.UINT8: "uint8", DataType.INT
                 DataType.INT64: "int64", DataType.BOOL: "bool", DataType.FLOAT16: "float16",
                 DataType.DOUBLE: "float64", DataType.UINT32: "uint32", DataType.UINT64: "uint64"}
 DATA_TYPES = {v: k for k, v in NUMPY_DTYPES.items()}
+ReadMemory = Callable[[int, int], bytes]   # read(address, n): n bytes of the target's memory
 
 # C field types: (size = alignment, struct code). Enums are short on arm-none-eabi: every code
 # above fits one unsigned byte.
@@ -76,10 +78,10 @@ _CTYPES = {"ptr": (4, "I"), "u8": (1, "B"), "i8": (1, "b"), "u16": (2, "H"), "i1
 class Layout:
     """A C struct: its fields in order with their C types; offsets and size by the AAPCS rules."""
     c_name: str
-    fields: tuple          # ((field, ctype), ...)
+    fields: tuple[tuple[str, str], ...]   # ((field, ctype), ...)
 
     @cached_property
-    def offsets(self):
+    def offsets(self) -> dict[str, int]:
         out, at = {}, 0
         for name, ctype in self.fields:
             size = _CTYPES[ctype][0]
@@ -89,17 +91,17 @@ class Layout:
         return out
 
     @cached_property
-    def align(self):
+    def align(self) -> int:
         return max(_CTYPES[c][0] for _, c in self.fields)
 
     @cached_property
-    def size(self):
+    def size(self) -> int:
         name, ctype = self.fields[-1]
         end = self.offsets[name] + _CTYPES[ctype][0]
         return (end + self.align - 1) // self.align * self.align
 
     @cached_property
-    def _format(self):
+    def _format(self) -> str:
         fmt, at = "<", 0
         for name, ctype in self.fields:
             pad = self.offsets[name] - at
@@ -107,7 +109,7 @@ class Layout:
             at = self.offsets[name] + _CTYPES[ctype][0]
         return fmt
 
-    def unpack(self, raw):
+    def unpack(self, raw: bytes) -> dict[str, int]:
         """{field: value} of one struct at the start of `raw`."""
         return dict(zip((n for n, _ in self.fields), struct.unpack_from(self._format, raw)))
 
@@ -135,16 +137,16 @@ NN_INTERFACE_ENTRIES = ("ec_network_init", "ec_inference_init", "input_setter", 
 ENCRYPTION_ENTRIES = ("blob_encryption_info", "weight_encryption_info")
 
 
-def nn_interface(encryption_info=False):
+def nn_interface(encryption_info: bool = False) -> Layout:
     """NN_Interface_TypeDef's layout: 3.x (LL_ATON 1.1.3) adds the two encryption-info getters,
     blob then weight, between the input and the internal buffer infos."""
-    entries = NN_INTERFACE_ENTRIES
+    entries: tuple[str, ...] = NN_INTERFACE_ENTRIES
     if encryption_info:
         entries = entries[:-1] + ENCRYPTION_ENTRIES + entries[-1:]
     return Layout("NN_Interface_TypeDef", (("network_name", "ptr"),) + tuple((e, "ptr") for e in entries))
 
 
-def struct_sizes_word(dbg_info):
+def struct_sizes_word(dbg_info: bool) -> int:
     """rt_ctx's `rt_c_struct_sizes`, which ST's loader compares with its own build: the epoch-block
     item's size in bits 15-8, the buffer info's in bits 7-0."""
     return EPOCH_BLOCK[dbg_info].size << 8 | BUFFER_INFO.size
@@ -159,26 +161,27 @@ class EpochBlock:
     blob_address: int
     wait_mask: int
     flags: EpochFlag
-    epoch_num: int = None
-    last_epoch_num: int = None
-    in_streng_mask: int = None
-    out_streng_mask: int = None
-    estimated_npu_cycles: int = None
-    estimated_tot_cycles: int = None
+    epoch_num: int | None = None
+    last_epoch_num: int | None = None
+    in_streng_mask: int | None = None
+    out_streng_mask: int | None = None
+    estimated_npu_cycles: int | None = None
+    estimated_tot_cycles: int | None = None
 
     @property
-    def is_last(self):
+    def is_last(self) -> bool:
         return EpochFlag.LAST_EB in self.flags
 
 
-def read_epoch_blocks(read, address, dbg_info, limit=1 << 16):
+def read_epoch_blocks(read: ReadMemory, address: int, dbg_info: bool, limit: int = 1 << 16) -> list[EpochBlock]:
     """The epoch blocks of the array at `address`, up to (not including) the one flagged last;
     read(addr, n) -> bytes reads the target's memory."""
+    out: list[EpochBlock]
     layout, out = EPOCH_BLOCK[dbg_info], []
     for _ in range(limit):
         values = layout.unpack(read(address, layout.size))
         values["flags"] = EpochFlag(values["flags"])
-        eb = EpochBlock(address, **values)
+        eb = EpochBlock(address, **values)   # type: ignore[arg-type]  # "flags" is made an EpochFlag above
         if eb.is_last:
             return out
         out.append(eb)
@@ -198,7 +201,7 @@ class BufferInfo:
     is_param: int
     epoch: int
     batch: int
-    mem_shape: tuple
+    mem_shape: tuple[int, ...]
     chpos: ChPos
     type: DataType
     Qm: int
@@ -206,33 +209,34 @@ class BufferInfo:
     Qunsigned: int
     nbits: int
     per_channel: int
-    shape: tuple
-    scale: tuple           # () when the buffer has no scale (NULL: float data)
-    offset: tuple
+    shape: tuple[int, ...]
+    scale: tuple[float, ...]   # () when the buffer has no scale (NULL: float data)
+    offset: tuple[int, ...]
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.offset_end - self.offset_start
 
     @property
-    def dtype(self):
+    def dtype(self) -> str | None:
         """numpy dtype name: plain types by code, FXP by its width and sign; None for the rest."""
         if self.type == DataType.FXP:
             return f"{'u' if self.Qunsigned else ''}int{self.nbits}" if self.nbits in (8, 16, 32) else None
         return NUMPY_DTYPES.get(self.type)
 
     @property
-    def n_scales(self):
+    def n_scales(self) -> int:
         """Entries of `scale`/`offset`: one per channel when quantised per channel (the first
         axis of `shape`, as ST writes parameter tensors), else one."""
         return self.shape[0] if self.per_channel and self.shape else 1
 
 
-def read_buffer_infos(read, c_string, address, limit=1 << 16):
+def read_buffer_infos(read: ReadMemory, c_string: Callable[[int], str], address: int,
+                      limit: int = 1 << 16) -> list[BufferInfo]:
     """The buffer infos of the table at `address`, up to the entry whose name is NULL. The start
     address of a buffer is addr_base + offset_start (user-allocated buffers hold a pointer at
     addr_base instead, which is what the caller sees in `addr_base`)."""
-    out = []
+    out: list[BufferInfo] = []
     for _ in range(limit if address else 0):      # a NULL table (no internal buffers): none
         v = BUFFER_INFO.unpack(read(address, BUFFER_INFO.size))
         if not v["name"]:

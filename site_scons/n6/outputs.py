@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from .atomic import write_text
 from .build_layout import ModelLayout
@@ -22,7 +23,7 @@ LOCK = ".lock"
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
-def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
+def check_build_dir(path: str, variable: str = "BUILD_DIR", shown: str | None = None, create: bool = True) -> None:
     """A build folder must be a folder of its own: not the repository or a folder holding it
     (`/` included), not inside a source folder (the models: outputs would read as models), not
     a file, and one that can be created (`create`) and written. Else a one-line error, before
@@ -50,7 +51,7 @@ def check_build_dir(path, variable="BUILD_DIR", shown=None, create=True):
         raise N6Error(shown, f"{variable} is not writable", f"set {variable} to a writable folder")
 
 
-def _inside(path, folder):
+def _inside(path: str, folder: str) -> bool:
     path, folder = os.path.realpath(path), os.path.realpath(folder)
     return os.path.commonpath([path, folder]) == folder
 
@@ -60,11 +61,11 @@ class FileLock:
     it, even after a crash or kill). `waiting`: the line said once when another process holds it
     ({pid}: the holder's)."""
 
-    def __init__(self, path, waiting):
+    def __init__(self, path: str, waiting: str) -> None:
         self.path, self.waiting = path, waiting
-        self.fd = None
+        self.fd: int | None = None
 
-    def acquire(self, say=print):
+    def acquire(self, say: Callable[[str], object] = print) -> bool:
         """Lock; if another process holds it, say so once and wait. Returns whether it waited."""
         try:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -85,19 +86,19 @@ class FileLock:
             os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
         return waited
 
-    def release(self):
+    def release(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
 
-def build_lock(build_dir, label=None):
+def build_lock(build_dir: str, label: str | None = None) -> FileLock:
     """One build at a time in `build_dir`."""
     return FileLock(os.path.join(build_dir, LOCK),
                     f"another build is running in {label or build_dir} (pid {{pid}}); waiting for it to finish")
 
 
-def read_manifest(build_dir):
+def read_manifest(build_dir: str) -> set[str]:
     try:
         with open(os.path.join(build_dir, MANIFEST), encoding="utf-8") as f:
             return set(json.load(f))
@@ -105,7 +106,7 @@ def read_manifest(build_dir):
         return set()
 
 
-def stale_outputs(previous, current, keep=()):
+def stale_outputs(previous: Iterable[str], current: Iterable[str], keep: Collection[str] = ()) -> list[str]:
     """What the previous run listed and the current one no longer makes. Some steps are
     declared only when asked for (a flash, a run): their outputs are stale only if the current
     run still writes to their folder (it makes other files there, so it would have made these
@@ -114,7 +115,7 @@ def stale_outputs(previous, current, keep=()):
     folders = {os.path.dirname(p) for p in current}
     tops = {p.split("/", 1)[0] for p in current}
 
-    def stale(p):
+    def stale(p: str) -> bool:
         if p in current or any(p == k or p.startswith(k + "/") for k in keep):
             return False
         return p.split("/", 1)[0] not in tops or os.path.dirname(p) in folders
@@ -125,7 +126,7 @@ def stale_outputs(previous, current, keep=()):
     return sorted(out)
 
 
-def prune(build_dir, current, keep=(), dry_run=False):
+def prune(build_dir: str, current: Collection[str], keep: Collection[str] = (), dry_run: bool = False) -> list[str]:
     """Remove the stale outputs (paths relative to `build_dir`; folders listed are removed
     whole), then record what is listed now. Returns the removed paths, a folder standing for
     everything removed under it when nothing else is left there."""
@@ -156,12 +157,12 @@ def prune(build_dir, current, keep=(), dry_run=False):
     return summarize(build_dir, removed)
 
 
-def _parents(rel):
+def _parents(rel: str) -> Iterator[str]:
     while rel := os.path.dirname(rel):
         yield rel
 
 
-def remove_empty_parents(build_dir, rel, keep=()):
+def remove_empty_parents(build_dir: str, rel: str, keep: Collection[str] = ()) -> None:
     """`rel` and its parents, as long as they are empty and not in `keep`."""
     while rel and rel not in keep:
         try:
@@ -171,7 +172,7 @@ def remove_empty_parents(build_dir, rel, keep=()):
         rel = os.path.dirname(rel)
 
 
-def remove_empty_dirs(build_dir):
+def remove_empty_dirs(build_dir: str) -> None:
     """Bottom-up, after `scons -c`: the folders under `build_dir` that held what the build made
     (the outputs it listed, `read_manifest`) and are left empty. Any other folder stays, empty or
     not: the build did not make it."""
@@ -189,7 +190,7 @@ def remove_empty_dirs(build_dir):
                 pass
 
 
-def summarize(build_dir, removed):
+def summarize(build_dir: str, removed: Iterable[str]) -> list[str]:
     """Group removed files by their highest folder that is now gone entirely."""
     out = []
     for rel in removed:

@@ -3,6 +3,8 @@ scripts, and the simulators of ST's tools. The one place that knows the layout o
 product reaches a simulator only through the paths here (its install folder, its executable)."""
 import os
 
+StrPath = str | os.PathLike[str]   # a file named by text or by a Path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE_SCONS = os.path.join(ROOT, "site_scons")
 MODELS = os.path.join(ROOT, "models")                  # the model folders (no build output goes there)

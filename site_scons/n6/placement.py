@@ -4,9 +4,10 @@ One deterministic rule shared by the simulated compiler (which places the weight
 generate emitter (which must name every `.raw` before the tool runs): the first pool marked
 `constants_preferred`, else the first read-only pool, else the first read/write pool. Only usable
 pools count (a size-0 pool is a memory not to use, a FORMAT_C pool is not memory)."""
+from .mpool import MemPool, MpoolFile
 
 
-def params_pool(mpool):
+def params_pool(mpool: MpoolFile) -> MemPool | None:
     raw = [p for p in mpool.pools if p.usable]
     for pick in (lambda p: p.constants_preferred, lambda p: p.read_only, lambda p: True):
         found = [p for p in raw if pick(p)]
@@ -15,7 +16,7 @@ def params_pool(mpool):
     return None
 
 
-def activation_pools(mpool):
+def activation_pools(mpool: MpoolFile) -> list[MemPool]:
     """Read/write pools in allocation order: internal before external, the params pool last."""
     cpool = params_pool(mpool)
     rw = [p for p in mpool.pools if p.usable and not p.read_only]

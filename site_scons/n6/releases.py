@@ -1,4 +1,5 @@
 """ST Edge AI Core releases we support and the facts that differ between them."""
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import N6Error
@@ -11,7 +12,7 @@ SINGLE_MODEL_HEADER_WORDS = 24   # 2.x: one model on the board at a time
 class Release:
     core: str               # "2.2"
     core_full: str          # as printed by `stedgeai --version`
-    atonn: tuple            # LL_ATON / atonn version (major, minor, micro, dev)
+    atonn: tuple[int, int, int, int]   # LL_ATON / atonn version (major, minor, micro, dev)
     git_sha: str
     oe_suffix: str          # intermediate ONNX suffix
     runtime_lib: str        # GCC Cortex-M55 runtime library stem
@@ -22,24 +23,24 @@ class Release:
     encryption_info: bool   # network.c has the encryption-info functions
 
     @property
-    def atonn_str(self):
+    def atonn_str(self) -> str:
         return "{}.{}.{}-{}".format(*self.atonn)
 
     @property
-    def git_description(self):
+    def git_description(self) -> str:
         return f"atonn-v{self.atonn_str}-g{self.git_sha[:8]}"
 
     @property
-    def git_branch(self):
+    def git_branch(self) -> str:
         return f"STAI-{self.core}"
 
     @property
-    def rt_version(self):
+    def rt_version(self) -> int:
         major, minor, micro, _ = self.atonn
         return major << 24 | minor << 16 | micro << 8
 
     @property
-    def header_size(self):
+    def header_size(self) -> int:
         return self.header_words * 4
 
     @property
@@ -58,7 +59,7 @@ RELEASES = {
 DEFAULT_RELEASE = "2.2"
 
 
-def release(core):
+def release(core: str) -> Release:
     """Release for a version string such as "2.2", "3.0.0-20426" or "v2.2.0-20266 2adc00962"."""
     key = ".".join(str(core).lstrip("v").split(".")[:2])
     if key not in RELEASES:
@@ -67,17 +68,18 @@ def release(core):
     return RELEASES[key]
 
 
-def release_for_atonn(version):
+def release_for_atonn(version: Sequence[int]) -> Release | None:
     """Release whose LL_ATON version is `version` (a 4-tuple), or None."""
     return next((r for r in RELEASES.values() if r.atonn == tuple(version)), None)
 
 
-def c_symbol(rel, name):
+def c_symbol(rel: Release, name: str | None) -> str:
     """C-symbol suffix for c-name `name`: 2.x maps the default name to `Default`."""
     return rel.default_c_symbol if name in (None, "network") else name
 
 
-def generate_outputs(rel, name, model_stem, epoch_controller, raw_postfixes, mem_file_prefix="atonbuf"):
+def generate_outputs(rel: Release, name: str | None, model_stem: str, epoch_controller: bool,
+                     raw_postfixes: Iterable[str], mem_file_prefix: str = "atonbuf") -> list[str]:
     """File names `stedgeai generate` writes into its output directory, in a stable order."""
     n = name or "network"
     files = [f"{n}.c", f"{n}.h", f"{n}_c_info.json", f"{n}_generate_report.txt",

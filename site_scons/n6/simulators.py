@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from types import ModuleType
 
 from .paths import SIM
 
@@ -25,13 +26,14 @@ def sources(package: str, recursive: bool = False) -> list:
     return sorted(f for ext in ("py", "c", "txt") for f in glob.glob(pattern + ext, recursive=recursive))
 
 
-def load(module):
+def load(module: str) -> ModuleType:
     """The simulator module `module` ("stedgeai_sim.install", ...)."""
     package = module.split(".")[0]
     if package not in sys.modules:
         folder = PACKAGES[package]
         spec = importlib.util.spec_from_file_location(package, os.path.join(folder, "__init__.py"),
                                                       submodule_search_locations=[folder])
+        assert spec is not None and spec.loader is not None   # a .py file always has its loader
         loaded = importlib.util.module_from_spec(spec)
         sys.modules[package] = loaded
         spec.loader.exec_module(loaded)

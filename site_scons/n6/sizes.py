@@ -11,7 +11,7 @@ _SIZE = re.compile(r"(?i)\s*(0x[0-9a-f]+|[0-9]+)\s*(k|m|g)?(?:i?b)?\s*")
 FIX = "write a positive byte count: 655360, 0xA0000, 640K or 8M"
 
 
-def parse_size(value, where, allow_none=False):
+def parse_size(value: object, where: str, allow_none: bool = False) -> int | None:
     """`value` (int or text) as a byte count. `where` names the variable or the file and key
     for the error. Returns None for `none` when `allow_none`."""
     if isinstance(value, bool):
@@ -39,7 +39,7 @@ def parse_size(value, where, allow_none=False):
     return n
 
 
-def format_size(n):
+def format_size(n: int | None) -> str:
     """The shortest exact spelling: 640K, 8M, 0x1234 → '4660'."""
     if n is None:
         return "none"

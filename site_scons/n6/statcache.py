@@ -15,19 +15,21 @@ clock skew of NTP-synchronised machines. So outputs a build just wrote are trust
 import os
 import pickle
 import time
+from collections.abc import Callable
 
 from .atomic import write_bytes
 
 MARGIN_NS = 2_000_000_000          # whole-second stamps
 FINE_MARGIN_NS = 100_000_000       # stamps below the second
 FORMAT = 1
+StatKey = tuple[int, int, int, int, int]   # mtime_ns, size, inode, ctime_ns, device
 
 
-def stat_key(st):
+def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, st.st_dev)
 
 
-def _settled(key, moment):
+def _settled(key: StatKey, moment: int) -> bool:
     """The file's last change (mtime, or ctime: a metadata change such as an mtime set back) was
     well before `moment`, by the margin its stamps need."""
     changed = max(key[0], key[3])
@@ -38,13 +40,14 @@ class StatCache:
     """path → (stat key, signature, moment the signature was taken). `always_hash`: every
     file is racy (hash every file once per run; for comparisons)."""
 
-    def __init__(self, path, hash_name, always_hash=False):
+    def __init__(self, path: str, hash_name: str, always_hash: bool = False) -> None:
         self.path = path
         self.hash_name = hash_name
         self.always_hash = always_hash
         self.moment = time.time_ns()      # before any file of this run is read
-        self.entries = {}
-        self.written = {}                 # path → (stat key, signature) of files this run wrote and hashed
+        self.entries: dict[str, tuple[StatKey, str, int]] = {}
+        # path → (stat key, signature) of files this run wrote and hashed
+        self.written: dict[str, tuple[StatKey, str]] = {}
         self.dirty = False
         try:
             with open(path, "rb") as f:
@@ -54,7 +57,7 @@ class StatCache:
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError):
             pass   # no or unreadable cache: every file is hashed once
 
-    def signature(self, path, hash_file):
+    def signature(self, path: str, hash_file: Callable[[str], str]) -> str | None:
         """Content signature of `path` (hash_file(path) when not provably unchanged), None if
         the file does not exist."""
         try:
@@ -80,7 +83,7 @@ class StatCache:
         self.dirty = True
         return sig
 
-    def wrote(self, path, sig):
+    def wrote(self, path: str, sig: str) -> None:
         """This run wrote `path` and hashed the bytes it wrote: `sig` is its signature for the rest
         of the run, while its stat stays. Recorded as taken at the run's start: racy, so the next
         run hashes the file again (it may have changed within the same tick after the write)."""
@@ -92,11 +95,11 @@ class StatCache:
         self.entries[path] = (key, sig, self.moment)
         self.dirty = True
 
-    def forget(self, path):
+    def forget(self, path: str) -> None:
         if self.entries.pop(path, None) is not None:
             self.dirty = True
 
-    def save(self):
+    def save(self) -> None:
         if self.dirty and os.path.isdir(os.path.dirname(self.path) or "."):
             entries = {p: e for p, e in self.entries.items() if os.path.lexists(p)}
             write_bytes(self.path, pickle.dumps((FORMAT, self.hash_name, entries), pickle.HIGHEST_PROTOCOL))

@@ -2,11 +2,16 @@
 what a run that did not end well becomes (one line naming the model, the tool's last line, its
 output shown above; nothing it wrote left behind)."""
 import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .errors import N6Error
+from .tool_runner import ToolResult
+
+GenerateArgs = Mapping[str, Any]   # the normalised generate options (the build's Value node)
 
 
-def _generate_argv(args, outdir):
+def _generate_argv(args: GenerateArgs, outdir: str) -> list[str]:
     argv = [args["tool"], "generate", "-m", args["model"], "--target", "stm32n6",
             "--st-neural-art", f"{args['profile']}@{args['profile_file']}",
             "-o", outdir, "-w", os.path.join(os.path.dirname(outdir), "st_ai_ws")]
@@ -18,7 +23,8 @@ def _generate_argv(args, outdir):
     return argv + args["extra"]
 
 
-def run_generate(args, targets, verbose, timeout, say):
+def run_generate(args: GenerateArgs, targets: Sequence[str], verbose: bool, timeout: float,
+                 say: Callable[[str], object]) -> None:
     """Run `stedgeai generate` with the normalised options `args` (the build's Value node) into
     the folder of `targets` (the files it must write, network.c first). A run that fails, times
     out, or leaves a target missing or damaged: its output shown, whatever it wrote removed, one
@@ -53,7 +59,7 @@ def run_generate(args, targets, verbose, timeout, say):
 SHOWN_LINES = 40      # of a failed generate's output, above the error line
 
 
-def _generate_failure(result, model, timeout):
+def _generate_failure(result: ToolResult, model: str, timeout: float) -> N6Error | None:
     """The one-line error of a generate that did not finish well, else None."""
     if result.timed_out:
         return N6Error("STEDGEAI_TIMEOUT", f"stedgeai generate of {model} stopped after {timeout:g} s" +
@@ -69,7 +75,7 @@ def _generate_failure(result, model, timeout):
 LAST_LINE_CHARS = 300      # of the tool's last line in the one-line error
 
 
-def _last_line(output, lead):
+def _last_line(output: str, lead: str) -> str:
     """The tool's last line (its error, usually), or that it printed nothing; control characters
     (a tool printing binary) shown escaped, so that the error stays one plain line."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -79,11 +85,11 @@ def _last_line(output, lead):
     return lead + (last if len(last) <= LAST_LINE_CHARS else last[:LAST_LINE_CHARS] + "...")
 
 
-def _see(output):
+def _see(output: str) -> str:
     return "see the tool's output above" if output.strip() else "run the command VERBOSE=1 shows by hand"
 
 
-def _show_output(output, say):
+def _show_output(output: str, say: Callable[[str], object]) -> None:
     lines = output.rstrip().splitlines()
     if lines:
         skipped = len(lines) - SHOWN_LINES

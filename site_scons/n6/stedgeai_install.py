@@ -3,8 +3,8 @@ import os
 import re
 
 from .errors import N6Error
-from .host_layout import HOST, stedgeai_cli
-from .releases import release_for_atonn
+from .host_layout import HOST, Host, stedgeai_cli
+from .releases import Release, release_for_atonn
 
 # The author line of the simulated tool's C files; a real stedgeai output never has it.
 SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
@@ -13,7 +13,7 @@ SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
 SIMULATED_EC_MAGIC = 0x31424345
 
 
-def has_simulated_ec_blobs(data):
+def has_simulated_ec_blobs(data: bytes) -> bool:
     """Whether an image (or its params) holds an epoch-controller blob of the simulated tool."""
     magic, at = SIMULATED_EC_MAGIC.to_bytes(4, "little"), data.find(SIMULATED_EC_MAGIC.to_bytes(4, "little"))
     while at >= 0:
@@ -48,7 +48,7 @@ READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirna
     tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + CONF_SHARED_SOURCES)
 
 
-def check_install(root, host=HOST):
+def check_install(root: str, host: Host = HOST) -> str:
     """A real install given through STEDGEAI_CORE_DIR must have ST's layout (the CLI of `host`)."""
     for rel in (stedgeai_cli(host), LL_ATON, PLATFORM):
         if not os.path.exists(os.path.join(root, rel)):
@@ -57,7 +57,7 @@ def check_install(root, host=HOST):
     return root
 
 
-def read_ll_aton_version(header):
+def read_ll_aton_version(header: str) -> tuple[int, ...]:
     """(major, minor, micro, dev) from an ll_aton_version.h."""
     try:
         with open(header) as f:
@@ -73,7 +73,7 @@ def read_ll_aton_version(header):
     return tuple(values)
 
 
-def install_release(root):
+def install_release(root: str) -> Release:
     version = read_ll_aton_version(os.path.join(root, LL_ATON_VERSION))
     rel = release_for_atonn(version)
     if rel is None:

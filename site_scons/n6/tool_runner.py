@@ -8,12 +8,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
 @dataclass
 class ToolResult:
-    argv: list
+    argv: list[object]
     returncode: int
     output: str
     seconds: float
@@ -22,18 +23,20 @@ class ToolResult:
 
 
 class ToolRunner:
-    def __init__(self, log_path=None, verbose=False, dry_run=False, timeout=120, env=None, echo=print):
+    def __init__(self, log_path: str | None = None, verbose: bool = False, dry_run: bool = False, timeout: float = 120,
+                 env: Mapping[str, str] | None = None, echo: Callable[[str], object] = print) -> None:
         self.log_path, self.verbose, self.dry_run = log_path, verbose, dry_run
         self.timeout, self.env, self.echo = timeout, env, echo
         self.calls = 0
 
-    def log(self, text):
+    def log(self, text: str) -> None:
         if self.log_path:
             os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(text)
 
-    def run(self, argv, on_output=None, timeout=None):
+    def run(self, argv: Sequence[object], on_output: Callable[[str], object] | None = None,
+            timeout: float | None = None) -> ToolResult:
         """Run `argv` (stdout+stderr merged); `on_output(text)` sees the output as it arrives."""
         line = " ".join(shlex.quote(str(a)) for a in argv)
         self.log(f"$ {line}\n")
@@ -51,14 +54,15 @@ class ToolRunner:
             self.log(f"cannot start: {e}\n")
             return ToolResult(list(argv), 127, f"Error: cannot start {argv[0]}: {e.strerror}\n",
                               time.monotonic() - start)
+        assert proc.stdout is not None   # stdout=PIPE
         timed_out = threading.Event()
 
-        def kill():
+        def kill() -> None:
             timed_out.set()
             _kill_tree(proc.pid)
         timer = threading.Timer(timeout, kill)
         timer.start()
-        chunks = []
+        chunks: list[str] = []
         try:
             while True:
                 chunk = proc.stdout.read(4096)
@@ -83,11 +87,11 @@ class ToolRunner:
         return ToolResult(list(argv), proc.returncode, output, time.monotonic() - start, timed_out.is_set())
 
 
-def _kill_tree(pid):
+def _kill_tree(pid: int) -> None:
     """SIGKILL `pid` and every process below it: a tool that is a script, or a bundled executable
     that starts the real program, leaves children that would hold its output open (Linux /proc;
     elsewhere the tool alone)."""
-    children = {}
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit():
             continue

@@ -31,18 +31,19 @@ class Variable:
     environ: Optional[str] = None           # an environment variable that sets the default
     empty: bool = True                      # "" is a value (False: refused, e.g. BUILD_DIR= would build in the tree)
 
-    def check(self, value):
+    def check(self, value: object) -> None:
         """Refuse what no table of SCons's checks: an empty value where there must be one."""
         if not self.empty and str(value).strip() == "":
             raise N6Error(None, f"{self.name}= is empty", f"give {self.name} a value (default: {self.shown_default()})")
 
-    def default_value(self, environ: Mapping = os.environ):
+    def default_value(self, environ: Mapping[str, str] = os.environ) -> object:
         """The default in effect: the environment variable's value when it is set."""
         return environ.get(self.environ, self.default) if self.environ else self.default
 
     def shown_default(self) -> str:
         """The default as `scons -h` and the docs print it."""
-        text = {True: "yes", False: "no"}.get(self.default, self.default) if self.kind == BOOL else self.default
+        yes_no: dict[object, object] = {True: "yes", False: "no"}
+        text = yes_no.get(self.default, self.default) if self.kind == BOOL else self.default
         text = str(text) if text != "" else "empty"
         return f"{text} (${self.environ} when set)" if self.environ else text
 
@@ -134,7 +135,7 @@ def defaults(*names: str) -> dict:
 def markdown_table() -> str:
     """The variables as the Markdown table of docs/variables.md."""
     rows = ["| Variable | Default | Values | What it does |", "|---|---|---|---|"]
-    def cell(text):
+    def cell(text: str) -> str:
         return text.replace("|", "/").replace("<", "&lt;")
     rows += [f"| `{v.name}` | {cell(v.shown_default())} | {v.shown_values().replace('|', ' or ')} | {cell(v.help)} |"
              for v in VARIABLES]

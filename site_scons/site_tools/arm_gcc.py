@@ -21,7 +21,7 @@ def generate(env):
 
 
 FLAGS = {"CPPPATH": "_CPPINCFLAGS", "CPPDEFINES": "_CPPDEFFLAGS"}   # a variable → its expanded -I / -D flags
-_EXPANDED = {}
+_EXPANDED: dict[tuple[str, object], list[str]] = {}   # (variable, one entry) → its flags
 
 
 def compile_argv(env, ccflags, cppdefines, cpppath):

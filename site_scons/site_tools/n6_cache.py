@@ -11,7 +11,7 @@ from n6_scons import say
 
 class CountedCacheDir(SCons.CacheDir.CacheDir):
     """SCons's CacheDir; each environment holds an instance, the summary adds up their counts."""
-    instances = []
+    instances: list["CountedCacheDir"] = []
 
     def __init__(self, path):
         super().__init__(path)

@@ -36,7 +36,7 @@ def check_scons(version, file_class, requirements=REQUIREMENTS):
     """The SCons this build runs is the one the patch was written for (requirements.txt's pin)
     and still has what it replaces and calls: otherwise one line, not a decider that misses a change."""
     with open(requirements, encoding="utf-8") as f:
-        pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]
+        pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]   # type: ignore[index]  # its pin is there
     missing = [f"File.{m}" for m in PATCHED + USED if not hasattr(file_class, m)] + \
         [f"SCons.Util.{f}" for f in ("hash_file_signature", "get_hash_format") if not hasattr(SCons.Util, f)] + \
         [f"SConsign.Base.{m}" for m in ("store_info", "dirty") if not hasattr(SCons.SConsign.Base(), m)] + \
@@ -48,7 +48,7 @@ def check_scons(version, file_class, requirements=REQUIREMENTS):
 
 
 check_scons(SCons.__version__, SCons.Node.FS.File)
-_CACHE = [None]
+_CACHE: list[StatCache | None] = [None]
 
 
 def _hash_file(path):
@@ -138,7 +138,7 @@ _SCONS_IS_UP_TO_DATE = SCons.Node.FS.File.is_up_to_date
 _SCONS_EXPLAIN = SCons.Node.FS.File.explain
 _SCONS_STORE_INFO = SCons.SConsign.Base.store_info
 _SCONS_WRITE_SCONSIGN = SCons.SConsign.write
-_CHANGED_OUTSIDE = set()
+_CHANGED_OUTSIDE: set[SCons.Node.FS.File] = set()
 
 
 def _written(env, path, sig):

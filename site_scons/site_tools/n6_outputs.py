@@ -15,10 +15,10 @@ import SCons.Node.FS
 import SCons.Node.Alias
 import SCons.Script
 
-from n6.outputs import BOOKKEEPING, build_lock, check_build_dir, prune, remove_empty_dirs
+from n6.outputs import BOOKKEEPING, FileLock, build_lock, check_build_dir, prune, remove_empty_dirs
 from n6_scons import say
 
-_LOCKS = {}
+_LOCKS: dict[str, FileLock] = {}
 
 
 def _readonly():

@@ -10,9 +10,11 @@ never read the model's configuration header compile as they are; the reloc callb
 it but use none of its values, with a neutral one, a step that checks it (n6.reloc.shared)."""
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import SCons.Action
 import SCons.Builder
+import SCons.Node
 import SCons.Scanner.C
 
 from n6 import build_layout, gcc_flags
@@ -67,7 +69,7 @@ class _Flags:
     sw_lib_inc: str
 
 
-_OBJECTS = {}   # object path → its node: a shared object is declared once, by the first model
+_OBJECTS: dict[str, Any] = {}   # object path → its node: a shared object is declared once, by the first model
 
 
 def _compiled(flags, target, src, name, defines, includes, shared_conf=False):

@@ -17,7 +17,7 @@ import SCons.Script
 
 from n6 import build_layout, gcc_flags
 from n6.errors import N6Error
-from n6.releases import generate_outputs, release
+from n6.releases import Release, generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
 from n6.variables import defaults
 from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
@@ -27,7 +27,7 @@ from n6.simulators import load as load_simulator, sources as simulator_sources
 
 # -- install discovery -----------------------------------------------------------------------------
 
-_INSTALLS = {}
+_INSTALLS: dict[tuple[str | None, str, str], tuple[str, Release, bool]] = {}   # (root, release, build) → install
 
 
 def _install(env):

@@ -11,7 +11,7 @@ class Tensor:
     dtype: str = "int8"          # int8 | int32 | uint8 | float32
     scale: object = 1.0          # float, or per-channel np.ndarray for weights
     zero_point: int = 0
-    data: np.ndarray = None      # constants only (already in memory order)
+    data: np.ndarray | None = None   # constants only (already in memory order)
     # filled by the allocator
     pool: object = None
     offset: int = 0

@@ -2,17 +2,20 @@
 timeout on every read and an ack for every log (deploy-protocol.md §4.4, §4.7). Every failure
 is a BoardError: one line naming the port, the step and the likely fix."""
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Self, TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from ..errors import N6Error
 from ..serial_link import BAUDRATE, DEFAULT_HEADER
 from . import n6_aivalidation_pb2 as pb
-from .framing import Framing, Link, LinkError, LinkTimeout
+from .framing import Framing, Link, LinkError, LinkTimeout, Port
 from .messages import (CONF_CONST_VALUE, ERROR_NAMES, IO_ONLY, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES,
                        TENSOR_LAST, TENSOR_NO_DATA, ModelInfo, Operator, TensorDesc)
 
+T = TypeVar("T")
 FIX_FIRMWARE = "reset the board; check that the validation firmware runs and that the board file's " \
                "[validation] header matches it"
 
@@ -35,30 +38,30 @@ class Timeouts:
 
 @dataclass
 class Device:
-    protocol: tuple
+    protocol: tuple[int, int]
     capabilities: int
     rtid: int
     devid: int = 0
     sclock: int = 0
     hclock: int = 0
     cache: int = 0
-    extra: list = field(default_factory=list)
-    config: dict = field(default_factory=dict)     # from the `s:config:` logs
-    models: list = field(default_factory=list)
+    extra: list[int] = field(default_factory=list)
+    config: dict[str, str] = field(default_factory=dict)     # from the `s:config:` logs
+    models: list[ModelInfo] = field(default_factory=list)
 
 
 @dataclass
 class RunResult:
     """One inference: outputs (description, raw little-endian bytes), the epoch operators of a
     PER_LAYER run, the final model operator (5 × u64 counters), every `s:` log string."""
-    outputs: list
-    epochs: list
+    outputs: list[tuple[TensorDesc, bytes]]
+    epochs: list[Operator]
     model_op: Operator
-    logs: list
+    logs: list[str]
     host_seconds: float = 0.0
 
 
-def _link_errors():
+def _link_errors() -> tuple[type[Exception], ...]:
     """What a port raises when the board goes away: pyserial's errors, OSError, and on POSIX
     termios.error (a flush/tcdrain on a port whose other side vanished)."""
     import serial
@@ -70,16 +73,18 @@ def _link_errors():
 
 
 class Client:
-    def __init__(self, port, framing=None, timeouts=None, name=None):
+    def __init__(self, port: Port, framing: Framing | None = None, timeouts: Timeouts | None = None,
+                 name: str | None = None) -> None:
         self.link = Link(port, framing or Framing())
         self.timeouts = timeouts or Timeouts()
         self.name = name or getattr(port, "port", None) or "board"
         self.reqid = 0
-        self.device = None
-        self.board_logs = []       # log strings that are not `s:` records (firmware messages)
+        self.device: Device | None = None
+        self.board_logs: list[str] = []       # log strings that are not `s:` records (firmware messages)
 
     @classmethod
-    def open(cls, url, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None):
+    def open(cls, url: str, baudrate: int = BAUDRATE, header: str = DEFAULT_HEADER,
+             timeouts: Timeouts | None = None) -> Self:
         import serial
         try:
             port = serial.serial_for_url(url, baudrate=baudrate, timeout=0.1, exclusive=True)
@@ -91,19 +96,19 @@ class Client:
         client._drain()
         return client
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.link.port.close()
         except Exception:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _drain(self):
+    def _drain(self) -> None:
         """Drop a boot banner or stale bytes."""
         port = self.link.port
         for _ in range(1000):
@@ -112,25 +117,25 @@ class Client:
                 break
 
     # -- transport ------------------------------------------------------------------------------
-    def _io(self, fn, *args):
+    def _io(self, fn: Callable[..., T], *args: object) -> T:
         try:
             return fn(*args)
         except _link_errors() as e:
             why = getattr(e, "strerror", None) or (e.args[1] if len(e.args) == 2 else e)
             raise BoardError(self.name, f"connection lost ({why})", "check the cable; reset the board") from None
 
-    def send(self, message, what):
+    def send(self, message: Message, what: str) -> None:
         try:
             self._io(self.link.send_message, message.SerializeToString(), self.timeouts.packet_ack)
         except LinkTimeout:
             raise BoardError(self.name, f"{what}: the board stopped acknowledging packets", FIX_FIRMWARE) from None
 
-    def request(self, cmd, param=0, name="", opt=0):
+    def request(self, cmd: int, param: int = 0, name: str = "", opt: int = 0) -> int:
         self.reqid += 1
         self.send(pb.reqMsg(reqid=self.reqid, cmd=cmd, param=param, name=name, opt=opt), pb.EnumCmd.Name(cmd))
         return self.reqid
 
-    def receive(self, timeout, what, logs=None):
+    def receive(self, timeout: float, what: str, logs: list[str] | None = None) -> pb.respMsg:
         """The next non-log message of the current transaction; logs are acked and collected."""
         while True:
             try:
@@ -168,7 +173,7 @@ class Client:
                                  "check that the model was flashed and installed (scons flash)")
             return resp
 
-    def expect(self, resp, payload, states, what):
+    def expect(self, resp: pb.respMsg, payload: str, states: Sequence[int], what: str) -> Any:
         kind = resp.WhichOneof("payload")
         if kind != payload:
             raise BoardError(self.name, f"{what}: received '{kind}' instead of '{payload}'", FIX_FIRMWARE)
@@ -178,7 +183,7 @@ class Client:
         return getattr(resp, payload)
 
     # -- connect --------------------------------------------------------------------------------
-    def connect(self):
+    def connect(self) -> Device:
         """SYNC, SYS_INFO, then NETWORK_INFO for every model the board holds."""
         self.request(pb.CMD_SYNC)
         sync = self.expect(self.receive(self.timeouts.sync, "SYNC"), "sync", (pb.S_IDLE,), "SYNC")
@@ -193,7 +198,7 @@ class Client:
         if getattr(si, "com_param", 0):      # 2-byte releases only: a USB board's larger packets
             self.link.framing = Framing(self.link.framing.header, si.com_param)
         for idx in range(16):
-            logs = []
+            logs: list[str] = []
             self.request(pb.CMD_NETWORK_INFO, param=idx)
             try:
                 resp = self.receive(self.timeouts.network_info, f"NETWORK_INFO({idx})", logs)
@@ -209,7 +214,7 @@ class Client:
         self.device = dev
         return dev
 
-    def model(self, name=None):
+    def model(self, name: str | None = None) -> ModelInfo:
         models = self.device.models if self.device else []
         found = [m for m in models if name in (None, m.name)]
         if len(found) > 1:
@@ -222,7 +227,8 @@ class Client:
                          "flash it first (scons flash)")
 
     # -- run ------------------------------------------------------------------------------------
-    def run(self, name, inputs, mode=IO_ONLY, counter_option=0, first=True):
+    def run(self, name: str, inputs: Sequence[bytes], mode: int = IO_ONLY, counter_option: int = 0,
+            first: bool = True) -> RunResult:
         """One inference of model `name` with `inputs` (raw bytes per input, in order), as ST's
         host runs it: with CONF_CONST_VALUE in `mode` only each input's first element is sent
         (the board fills the buffer with it); every input is acknowledged by the board (the bytes
@@ -249,6 +255,9 @@ class Client:
                 raise BoardError(self.name, f"the board took {ack.param} bytes of input {i} ({len(data)} sent)",
                                  FIX_FIRMWARE)
             self.send(pb.ackMsg(param=0, error=pb.E_NONE), f"ack of input {i}")
+        logs: list[str]
+        pending: list[str]
+        epochs: list[Operator]
         logs, pending, epochs = [], [], []
         while True:
             resp = self.receive(self.timeouts.operator, "the inference", pending)

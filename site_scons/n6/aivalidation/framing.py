@@ -3,9 +3,9 @@ the 0xAA flow-control byte, length-delimited host messages and bare board messag
 (deploy-protocol.md §4.3). Works on any pyserial-like port: `read(n)`, `write(b)`, `timeout`."""
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..serial_link import DEFAULT_HEADER, HEADERS
-
 PACKET_SIZE = 32            # payload bytes per packet until a USB board negotiates more
 EOM = 0x80                  # end-of-message bit in the first header byte (board → host only)
 SYNC_BYTE = 0xAA            # the board's "send the next packet"
@@ -20,7 +20,7 @@ class LinkError(Exception):
     """Bytes arrived that are no packet of this variant."""
 
 
-def varint(n):
+def varint(n: int) -> bytes:
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -32,7 +32,7 @@ def varint(n):
             return bytes(out)
 
 
-def read_varint(buf):
+def read_varint(buf: bytearray | bytes) -> tuple[int, int] | None:
     """(value, length) of the varint at the start of `buf`, or None when `buf` ends inside it."""
     value = 0
     for i, b in enumerate(buf[:10]):
@@ -50,21 +50,21 @@ class Framing:
     header: str = DEFAULT_HEADER
     payload: int = PACKET_SIZE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.header not in HEADERS:
             raise ValueError(f"header variant {self.header!r}: expected one of {HEADERS}")
         if self.header == "1byte" and self.payload > 0x7F or self.payload > LARGE_PACKET_SIZE:
             raise ValueError(f"payload size {self.payload} too large for the {self.header} header")
 
     @property
-    def header_size(self):
+    def header_size(self) -> int:
         return 2 if self.header == "2byte" else 1
 
     @property
-    def packet_size(self):
+    def packet_size(self) -> int:
         return self.header_size + self.payload
 
-    def pack(self, chunk, eom=False, pad=b"\0"):
+    def pack(self, chunk: bytes, eom: bool = False, pad: bytes = b"\0") -> bytes:
         """One packet: header (EOM bit, chunk length), the chunk, padding up to P."""
         n = len(chunk)
         if n > self.payload:
@@ -75,7 +75,7 @@ class Framing:
             head = bytes(((EOM if eom else 0) | n,))
         return head + bytes(chunk) + (pad * self.payload)[:self.payload - n]
 
-    def unpack_header(self, head):
+    def unpack_header(self, head: bytes) -> tuple[bool, int]:
         """(eom, length) of a packet header; LinkError when the length cannot fit the payload."""
         if self.header == "2byte":
             eom, n = bool(head[0] & EOM), (head[0] & 0x7F) << 8 | head[1]
@@ -86,12 +86,12 @@ class Framing:
                             f"{self.payload}-byte payload")
         return eom, n
 
-    def host_packets(self, message):
+    def host_packets(self, message: bytes) -> list[bytes]:
         """A host message: varint length + message, cut into P-byte chunks, EOM never set."""
         buf = varint(len(message)) + bytes(message)
         return [self.pack(buf[i:i + self.payload]) for i in range(0, len(buf), self.payload)]
 
-    def board_packets(self, message, pad=b"\0"):
+    def board_packets(self, message: bytes, pad: bytes = b"\0") -> list[bytes]:
         """A board message: bare, full packets without EOM, then one EOM packet with the rest
         (empty when the message is a multiple of P)."""
         message = bytes(message)
@@ -100,14 +100,23 @@ class Framing:
         return packets + [self.pack(message[full:], eom=True, pad=pad)]
 
 
+class Port(Protocol):
+    """What a link needs of its port: pyserial's, or the simulated board's end of a pty."""
+    timeout: float | None
+
+    def read(self, size: int = ...) -> bytes: ...
+    def write(self, data: bytes, /) -> int | None: ...
+    def close(self) -> None: ...
+
+
 class Link:
     """A port plus a framing; every read has a deadline."""
 
-    def __init__(self, port, framing=None):
+    def __init__(self, port: Port, framing: Framing | None = None) -> None:
         self.port = port
         self.framing = framing or Framing()
 
-    def read_exact(self, n, timeout):
+    def read_exact(self, n: int, timeout: float) -> bytes:
         deadline = time.monotonic() + timeout
         buf = bytearray()
         while len(buf) < n:
@@ -119,7 +128,7 @@ class Link:
         return bytes(buf)
 
     # -- host side ------------------------------------------------------------------------------
-    def send_message(self, message, ack_timeout=5.0):
+    def send_message(self, message: bytes, ack_timeout: float = 5.0) -> None:
         """Send a host message; before every packet after the first wait for the board's byte."""
         for i, packet in enumerate(self.framing.host_packets(message)):
             if i:
@@ -129,7 +138,7 @@ class Link:
         if flush:
             flush()
 
-    def receive_message(self, timeout):
+    def receive_message(self, timeout: float) -> bytes:
         """Read packets until the EOM packet; returns the bare message bytes."""
         deadline = time.monotonic() + timeout
         out = bytearray()
@@ -144,7 +153,7 @@ class Link:
                 return bytes(out)
 
     # -- board side -----------------------------------------------------------------------------
-    def board_receive(self, timeout=None):
+    def board_receive(self, timeout: float | None = None) -> bytes:
         """Decode one delimited host message, writing 0xAA each time another packet is needed;
         the rest of the last packet is dropped. `timeout=None` waits for the first packet forever."""
         packet = self._board_packet(timeout)
@@ -156,7 +165,7 @@ class Link:
             self.port.write(bytes((SYNC_BYTE,)))
             data += self._board_packet(5.0)
 
-    def _board_packet(self, timeout):
+    def _board_packet(self, timeout: float | None) -> bytes:
         h = self.framing.header_size
         if timeout is None:
             first = b""
@@ -170,7 +179,7 @@ class Link:
         _, n = self.framing.unpack_header(packet)
         return packet[h:h + n]
 
-    def board_send(self, message, pad=b"\0"):
+    def board_send(self, message: bytes, pad: bytes = b"\0") -> None:
         for packet in self.framing.board_packets(message, pad):
             self.port.write(packet)
         flush = getattr(self.port, "flush", None)

@@ -1,6 +1,8 @@
 """aiValidation message layer: the protobuf classes, the enums, and data classes for what the
 host interprets (tensor descriptions, model info, operators), deploy-protocol.md §4.5–4.6."""
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Self
 
 import numpy as np
 
@@ -41,12 +43,12 @@ DTYPES = {"int8": (True, _FMT_TYPE_INT, 8), "uint8": (False, _FMT_TYPE_INT, 8), 
           "bool": (False, _FMT_TYPE_BOOL, 8)}
 
 
-def tensor_format(dtype, fbits=0):
+def tensor_format(dtype: str, fbits: int = 0) -> int:
     sign, kind, bits = DTYPES[dtype]
     return sign << 23 | kind << 17 | bits << 7 | ((fbits + 64) & 0x7F)
 
 
-def format_dtype(fmt):
+def format_dtype(fmt: int) -> str | None:
     """numpy dtype name of a tensor format word (None for formats the host cannot map, e.g. FXP)."""
     key = (bool(fmt >> 23 & 1), fmt >> 17 & 0x3F, fmt >> 7 & 0x3FF)
     for name, value in DTYPES.items():
@@ -59,7 +61,7 @@ def format_dtype(fmt):
 class TensorDesc:
     name: str
     dtype: str
-    shape: tuple
+    shape: tuple[int, ...]
     scale: float = 0.0
     zero_point: int = 0
     addr: int = 0
@@ -67,26 +69,26 @@ class TensorDesc:
     format: int = 0
 
     @property
-    def size(self):
+    def size(self) -> int:
         n = 1
         for d in self.shape:
             n *= d
         return n
 
     @property
-    def itemsize(self):
+    def itemsize(self) -> int:
         return np.dtype(self.dtype).itemsize
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.size * self.itemsize
 
     @classmethod
-    def from_pb(cls, m):
+    def from_pb(cls, m: pb.aiTensorDescMsg) -> Self:
         return cls(m.name, format_dtype(m.format) or f"format 0x{m.format:08X}", tuple(m.dims), m.scale,
                    m.zeropoint, m.addr, m.flags, m.format)
 
-    def to_pb(self, m):
+    def to_pb(self, m: pb.aiTensorDescMsg) -> pb.aiTensorDescMsg:
         m.name = self.name
         m.format = self.format or tensor_format(self.dtype)
         m.size = self.size
@@ -98,32 +100,32 @@ class TensorDesc:
         m.flags = self.flags
         return m
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "scale": self.scale,
                 "zero_point": self.zero_point, "addr": f"0x{self.addr:08X}"}
 
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, d: Mapping[str, Any]) -> Self:
         return cls(d["name"], d["dtype"], tuple(d["shape"]), d["scale"], d["zero_point"], int(d.get("addr", "0"), 16))
 
 
 @dataclass
 class ModelInfo:
     name: str
-    inputs: list
-    outputs: list
+    inputs: list[TensorDesc]
+    outputs: list[TensorDesc]
     activations_size: int = 0
     params_size: int = 0
-    runtime_version: tuple = ()
+    runtime_version: tuple[int, ...] = ()
     runtime_desc: str = ""
-    tool_version: tuple = ()
+    tool_version: tuple[int, ...] = ()
     rtid: int = 0
     n_nodes: int = 0
     compile_datetime: str = ""
 
     @classmethod
-    def from_pb(cls, m):
-        def version(word):
+    def from_pb(cls, m: pb.aiModelInfoMsg) -> Self:
+        def version(word: int) -> tuple[int, int, int]:
             return (word >> 24 & 0xFF, word >> 16 & 0xFF, word >> 8 & 0xFF)
         return cls(m.name, [TensorDesc.from_pb(t) for t in m.inputs], [TensorDesc.from_pb(t) for t in m.outputs],
                    sum(t.size for t in m.activations), sum(t.size for t in m.params), version(m.runtime_version),
@@ -139,12 +141,13 @@ class Operator:
     id: int
     duration_ms: float
     counter_type: int
-    counters: list
-    logs: list = field(default_factory=list)
-    tensors: list = field(default_factory=list)   # an epoch's buffers: (TensorDesc, bytes or None: no data)
+    counters: list[int]
+    logs: list[str] = field(default_factory=list)
+    # an epoch's buffers: (TensorDesc, bytes or None: no data)
+    tensors: list[tuple[TensorDesc, bytes | None]] = field(default_factory=list)
 
     @classmethod
-    def from_pb(cls, m, logs=()):
+    def from_pb(cls, m: pb.aiOperatorMsg, logs: Iterable[str] = ()) -> Self:
         """An epoch operator comes without a name (ST's firmware sends ""): it is named as ST's host
         names it from its id, EpochBlock_<epoch>[ -> <last epoch>]."""
         name = m.name
@@ -154,20 +157,20 @@ class Operator:
         return cls(name, m.type, m.id, m.duration, m.counter_type, list(m.counters), list(logs))
 
     @property
-    def is_epoch(self):
+    def is_epoch(self) -> bool:
         return bool(self.type >> 24 & OP_INTERNAL)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return EPOCH_KINDS.get(self.type & 0xF, str(self.type & 0xF))
 
     @property
-    def epoch_range(self):
+    def epoch_range(self) -> tuple[int, int]:
         """(first, last) epoch number of an epoch operator (id = last << 16 | first)."""
         return self.id & 0xFFFF, self.id >> 16
 
     @property
-    def counter_values(self):
+    def counter_values(self) -> list[int]:
         """Counters as integers: pairs (lo, hi) joined for the 64-bit format."""
         if self.counter_type >> 16 == COUNTER_64B:
             c = self.counters

@@ -5,6 +5,7 @@ image's folder/flash)."""
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 
 from ..board import BACKENDS, load_board
 from ..board_files import DEFAULT_BOARD, board_path
@@ -15,7 +16,7 @@ from ..reloc.image import Image
 from .step import FlashOptions, attached_probes, find_programmer, flash_step
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m n6.flash", description=__doc__.split("\n\n")[0])
     p.add_argument("image")
     p.add_argument("--params", help="the split params image (<name>_rel_params.bin)")

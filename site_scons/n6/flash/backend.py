@@ -1,7 +1,11 @@
 """The small interface every programmer backend implements, with the capabilities it declares."""
+from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import N6Error
+
+Progress = Callable[[int, int], object]   # on_progress(done bytes, total bytes)
 
 RESET_MODES = ("none", "soft", "hard")
 
@@ -14,7 +18,7 @@ class Download:
 
 @dataclass(frozen=True)
 class Capabilities:
-    reset_modes: tuple            # after programming
+    reset_modes: tuple[str, ...]  # after programming
     serial_select: bool           # can address one probe by serial number
     read_back: bool               # can read flash (the record check)
     external_loader: bool         # takes an external loader file
@@ -30,9 +34,9 @@ class Backend:
     name = "backend"
     simulated = False
     capabilities = Capabilities(RESET_MODES, False, False, False)
-    notes = ()           # recoveries tried, for the report
+    notes: Sequence[str] = ()   # recoveries tried, for the report
 
-    def check_options(self, reset="none", serial=None):
+    def check_options(self, reset: str = "none", serial: str | None = None) -> None:
         caps = self.capabilities
         if reset not in caps.reset_modes:
             raise N6Error(None, f"programmer {self.name} cannot reset '{reset}' after flashing",
@@ -40,16 +44,19 @@ class Backend:
         if serial and not caps.serial_select:
             raise N6Error(None, f"programmer {self.name} cannot select a probe by serial number", "unset PROBE=")
 
-    def probes(self):
+    def probes(self) -> list[str]:
         """Serial numbers of the attached probes (a programmer call; [] when the backend cannot list)."""
         return []
 
-    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+    def exchange(self, ranges: Sequence[tuple[int, int]], downloads: Sequence[Download], verify: bool = True,
+                 reset: str = "none",
+                 on_progress: Progress | None = None) -> tuple[str | None, dict[int, bytes], list[float]]:
         """Read back `ranges` [(address, size)], then write each download (erasing its sectors),
         in one connection: → (probe serial, {address: bytes}, seconds per download, in order).
         `on_progress(done_bytes, total_bytes)` is fed from the programmer's own progress output."""
         raise NotImplementedError
 
-    def program(self, downloads, verify=True, reset="none", on_progress=None):
+    def program(self, downloads: Sequence[Download], verify: bool = True, reset: str = "none",
+                on_progress: Progress | None = None) -> list[float]:
         """Write each download; returns seconds per download, in order."""
         return self.exchange([], downloads, verify, reset, on_progress)[2]

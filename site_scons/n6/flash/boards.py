@@ -7,9 +7,15 @@ board, the boards side by side under SCons's -j (one job per board), and a model
 from one build to the next while the list of boards is the same, so an unchanged project runs
 nothing again."""
 import os
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import N6Error
+
+if TYPE_CHECKING:                 # the steps' options, of modules that import this one
+    from ..run.options import SessionOptions
+    from .step import FlashOptions
 
 
 @dataclass(frozen=True)
@@ -47,14 +53,14 @@ class BoardList:
         return N6Error(self.origin or None, problem, fix)
 
     @classmethod
-    def from_variables(cls, variables) -> "BoardList":
+    def from_variables(cls, variables: Mapping[str, Any]) -> "BoardList":
         """The command line's list (`variables`: the build's values of the KEYS variables)."""
         return cls(tuple(split_list(variables["PROBE"])), tuple(split_list(variables["PORT"])),
                    int(variables["SIM_BOARDS"]), tuple(split_list(variables["LAB_PLACES"])),
                    variables["LAB_COORDINATOR"])
 
 
-def chosen_list(variables, given, in_file: BoardList | None) -> BoardList:
+def chosen_list(variables: Mapping[str, Any], given: Collection[str], in_file: BoardList | None) -> BoardList:
     """The boards of a build: the command line's when it names any board (`given`: the variables
     it sets), else the board file's [boards] (`in_file`), else the one board attached; the
     coordinator LAB_COORDINATOR= gives (or its environment default when the file names none)."""
@@ -66,7 +72,8 @@ def chosen_list(variables, given, in_file: BoardList | None) -> BoardList:
     return in_file
 
 
-def build_boards(variables, given, board_file: str, sim_dir: str, simulated: bool) -> tuple[Attached, ...]:
+def build_boards(variables: Mapping[str, Any], given: Collection[str], board_file: str, sim_dir: str,
+                 simulated: bool) -> tuple[Attached, ...]:
     """The boards of one build run: the chosen list (chosen_list, the board file's [boards] read
     from `board_file`), attached as the build is read (attached_boards)."""
     from ..board import load_board
@@ -131,7 +138,7 @@ def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
              board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}") for k, folder in enumerate(folders, start=1)]
 
 
-def flash_fields(unit: Attached, simulated: bool, attached_probes) -> dict:
+def flash_fields(unit: Attached, simulated: bool, attached_probes: Callable[[bool, str], Sequence[str]]) -> dict:
     """What the FlashOptions of a model set take from its board `unit`: its probe (else the
     probes attached, `attached_probes(simulated, sim_board)`), its simulated board, the programmer
     on another host when its probe is plugged in there; of a labgrid place not acquired yet, its
@@ -140,6 +147,7 @@ def flash_fields(unit: Attached, simulated: bool, attached_probes) -> dict:
         return dict(place=unit.place, coordinator=unit.coordinator)
     probes = (unit.probe or unit.sim_probe,) if unit.probe or unit.sim_probe else \
         attached_probes(simulated, unit.sim_board)
+    fields: dict[str, object]         # FlashOptions fields: probes, strings, a flag
     fields = dict(probes=probes, probe=unit.probe or None, sim_board=unit.sim_board, sim_probe=unit.sim_probe)
     if unit.host:
         fields.update(backend="stm32cubeprogrammer", cli=unit.programmer, simulated=False, remote_host=unit.host,
@@ -147,7 +155,7 @@ def flash_fields(unit: Attached, simulated: bool, attached_probes) -> dict:
     return fields
 
 
-def resolved(opts):
+def resolved(opts: "FlashOptions") -> "FlashOptions":
     """FlashOptions `opts` of a labgrid place's board, at run time: with the board's probe,
     port and programmer, the places acquired when the first step needs one (n6.flash.lab)."""
     if not opts.place:
@@ -157,7 +165,7 @@ def resolved(opts):
     return replace(opts, **flash_fields(place_board(opts.place, opts.coordinator), opts.simulated, attached_probes))
 
 
-def resolved_session(opts):
+def resolved_session(opts: "SessionOptions") -> "SessionOptions":
     """SessionOptions `opts` of a labgrid place's board, at run time: its port and simulated board."""
     if not opts.place:
         return opts

@@ -10,12 +10,15 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NoReturn, Self
 
 from ..errors import N6Error
-from ..host_layout import HOST, cube_programmer_bins, executable, ide_tool, on_path
+from ..host_layout import HOST, Host, cube_programmer_bins, executable, ide_tool, on_path
 from ..paths import SIM_PROGRAMMER_BIN
-from .backend import Backend, Capabilities, ProgrammerError, RESET_MODES
+from ..tool_runner import ToolResult, ToolRunner
+from .backend import Backend, Capabilities, Download, Progress, ProgrammerError, RESET_MODES
 
 CLI_NAME = "STM32_Programmer_CLI"
 RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
@@ -31,19 +34,19 @@ class CliInstall:
     found_by: str            # how discovery found it, for messages
 
     @classmethod
-    def simulated_cli(cls, found_by):
+    def simulated_cli(cls, found_by: str) -> Self:
         """The project's simulated STM32_Programmer_CLI."""
         return cls(os.path.join(SIM_PROGRAMMER_BIN, CLI_NAME), True, found_by)
 
     @property
-    def bin_dir(self):
+    def bin_dir(self) -> str:
         """The install's bin folder, where the executable really is (`cli` may be a symlink)."""
         return os.path.dirname(os.path.realpath(self.cli))
 
-    def loader(self, name):
+    def loader(self, name: str) -> str:
         return os.path.join(self.bin_dir, "ExternalLoader", name)
 
-    def environ(self, base):
+    def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """The tool's environment: LD_LIBRARY_PATH=<bin>/../lib on Linux, as ST's installs need."""
         env = dict(base)
         if sys.platform.startswith("linux"):
@@ -54,13 +57,13 @@ class CliInstall:
         return env
 
 
-def is_simulated(cli):
+def is_simulated(cli: str) -> bool:
     """Whether `cli` is a simulated programmer (its package beside its bin folder), however it is
     reached: through a symlink, PATH, or from another checkout."""
     return os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(cli))), "programmer_sim"))
 
 
-def find_cli(environ=os.environ, host=HOST, root=os.sep):
+def find_cli(environ: Mapping[str, str] = os.environ, host: Host = HOST, root: str = os.sep) -> CliInstall:
     """STM32_PROGRAMMER_CLI, then the newest CubeProgrammer plugin under STM32_CUBE_IDE_DIR (as
     ST's script does), then PATH, then where CubeProgrammer's installer puts it on `host`; else
     the simulated programmer."""
@@ -85,17 +88,18 @@ def find_cli(environ=os.environ, host=HOST, root=os.sep):
 
 # -- argv ------------------------------------------------------------------------------------------
 
-def connect_args(mode, frequency, access_port, serial=None):
+def connect_args(mode: str, frequency: int, access_port: int, serial: str | None = None) -> list[str]:
     return ["-c", "port=SWD", f"mode={mode}", f"freq={frequency}", f"ap={access_port}"] + \
         ([f"sn={serial}"] if serial else [])
 
 
-def list_argv(cli):
+def list_argv(cli: str) -> list[str]:
     return [cli, "--list", "st-link"]
 
 
-def call_argv(cli, loader, uploads=(), downloads=(), frequency=2000, access_port=1, serial=None, verify=True,
-              reset="none", mode="hotplug"):
+def call_argv(cli: str, loader: str, uploads: Sequence[tuple[int, int, str]] = (), downloads: Sequence[Download] = (),
+              frequency: int = 2000, access_port: int = 1, serial: str | None = None, verify: bool = True,
+              reset: str = "none", mode: str = "hotplug") -> list[str]:
     """One call: uploads [(address, size, file)] read back first, then downloads written (and
     verified); with neither, the call only connects (and reports the serial)."""
     argv = [cli] + connect_args(mode, frequency, access_port, serial) + ["-el", loader]
@@ -141,7 +145,7 @@ FAILURES = [
 ]
 
 
-def classify(output, loader_name, serial=None):
+def classify(output: str, loader_name: str, serial: str | None = None) -> tuple[str, str]:
     """(problem, fix) for a failed call's output."""
     for pattern, problem, fix in FAILURES:
         found = re.search(f".*(?:{pattern}).*", output)
@@ -155,9 +159,9 @@ def classify(output, loader_name, serial=None):
             "see the log; run with VERBOSE=1 to see the commands")
 
 
-def holding_processes(proc="/proc"):
+def holding_processes(proc: str = "/proc") -> list[str]:
     """Processes that may hold the probe, as 'name (pid N)' (Linux /proc; empty elsewhere)."""
-    found = []
+    found: list[str] = []
     for comm in glob.glob(os.path.join(proc, "[0-9]*", "comm")):
         try:
             with open(comm, encoding="utf-8") as f:
@@ -174,22 +178,22 @@ def holding_processes(proc="/proc"):
 class ProgressParser:
     """Feeds `on_progress(done, total)` from the download bars; collects seconds per download."""
 
-    def __init__(self, sizes, on_progress=None):
+    def __init__(self, sizes: Sequence[int], on_progress: Progress | None = None) -> None:
         self.sizes, self.on_progress = sizes, on_progress
         self.total = sum(sizes)
         self.index = -1          # download being written
         self.in_download = False
-        self.seconds = []
+        self.seconds: list[float] = []
         self.buffer = ""
 
-    def feed(self, text):
+    def feed(self, text: str) -> None:
         self.buffer += text
         parts = re.split(r"[\r\n]", self.buffer)
         self.buffer = parts.pop()
         for part in parts:
             self.line(part)
 
-    def line(self, line):
+    def line(self, line: str) -> None:
         if line.startswith("Download in Progress"):
             self.index += 1
             self.in_download = True
@@ -208,22 +212,23 @@ class CubeProgrammer(Backend):
     name = "stm32cubeprogrammer"
     capabilities = Capabilities(RESET_MODES, True, True, True)
 
-    def __init__(self, install, runner, loader_name, frequency=2000, access_port=1, serial=None, log_path=None):
+    def __init__(self, install: CliInstall, runner: ToolRunner, loader_name: str, frequency: int = 2000,
+                 access_port: int = 1, serial: str | None = None, log_path: str | None = None) -> None:
         self.install, self.runner, self.loader_name = install, runner, loader_name
         self.frequency, self.access_port, self.serial = frequency, access_port, serial
         self.log_path = log_path
         self.mode = "hotplug"
-        self.notes = []
+        self.notes: list[str] = []
 
     @property
-    def simulated(self):
+    def simulated(self) -> bool:   # type: ignore[override]  # read-only here: the install says
         return self.install.simulated
 
     @property
-    def loader(self):
+    def loader(self) -> str:
         return self.install.loader(self.loader_name)
 
-    def fail(self, result):
+    def fail(self, result: ToolResult) -> NoReturn:
         if result.timed_out:
             raise ProgrammerError(self.log_path, f"programmer did not finish within {self.runner.timeout} s",
                                   "power-cycle the board; check for a process holding the probe")
@@ -233,7 +238,8 @@ class CubeProgrammer(Backend):
         problem, fix = classify(result.output, self.loader_name, self.serial)
         raise ProgrammerError(self.log_path, problem, fix)
 
-    def _call(self, make_argv, on_output=None, timeout=None):
+    def _call(self, make_argv: Callable[[str], list[str]], on_output: Callable[[str], object] | None = None,
+              timeout: float | None = None) -> ToolResult:
         """Run; on a refused hot-plug connect retry once under reset (and keep that mode)."""
         result = self.runner.run(make_argv(self.mode), on_output, timeout)
         if result.returncode and self.mode == "hotplug" and any(s in result.output for s in HOTPLUG_REFUSED):
@@ -244,12 +250,14 @@ class CubeProgrammer(Backend):
             self.fail(result)
         return result
 
-    def probes(self):
+    def probes(self) -> list[str]:
         """Serial numbers of the attached ST-LINKs (`--list`)."""
         result = self.runner.run(list_argv(self.install.cli), timeout=CALL_TIMEOUT)
         return SERIAL_RE.findall(result.output)
 
-    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+    def exchange(self, ranges: Sequence[tuple[int, int]], downloads: Sequence[Download], verify: bool = True,
+                 reset: str = "none",
+                 on_progress: Progress | None = None) -> tuple[str | None, dict[int, bytes], list[float]]:
         sizes = [os.path.getsize(d.path) for d in downloads]
         parser = ProgressParser(sizes, on_progress)
         with tempfile.TemporaryDirectory(prefix="n6-readback-") as tmp:

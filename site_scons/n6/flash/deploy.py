@@ -4,15 +4,17 @@ all of them, and the records updated only after the programmer reports a verifie
 import hashlib
 import os
 import time
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_FLASH
-from ..reloc.image import RtCtx, detect_header_words, off
+from ..reloc.image import Image, RtCtx, detect_header_words, off
 from . import mrel
-from .backend import Download
+from ..board import Board
+from .backend import Backend, Download, Progress
 from .gate import Placed, flash_pools, parse_image
-from .records import changed_sectors, runs, sectors_of
+from .records import RecordStore, changed_sectors, runs, sectors_of
 
 READBACK_PARAMS = 256      # bytes read back from the start of a params image
 
@@ -23,15 +25,15 @@ class FlashImage:
     address: int
     data: bytes
     role: str                # "network" | "params" | "pool" (an absolute flash pool's bytes) | "header"
-    models: tuple            # the models this image belongs to
-    region: tuple            # (name, start, end)
+    models: tuple[str, ...]   # the models this image belongs to
+    region: tuple[str, int, int]   # (name, start, end)
 
     @property
-    def placed(self):
+    def placed(self) -> Placed:
         return Placed(self.path, self.address, len(self.data), self.role, self.region)
 
     @property
-    def sha256(self):
+    def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
 
@@ -39,19 +41,20 @@ class FlashImage:
 class ModelFiles:
     name: str
     network: str
-    params: str = None       # split builds
+    params: str | None = None   # split builds
 
 
-def _read(path):
+def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
 
-def _align(n, a):
+def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def layout(models, board, multi_model, flags=0, warnings=None):
+def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags: int = 0,
+           warnings: list[str] | None = None) -> list[FlashImage]:
     """FlashImages for `models` (ModelFiles): 2.x one model at the board's addresses; 3.x each
     model's images packed sector-aligned from those addresses, plus the multi-model header with
     `flags` (the install mode) and the external exec RAM flag its models need on this board. An
@@ -67,9 +70,10 @@ def layout(models, board, multi_model, flags=0, warnings=None):
     sector, img = board.flash.sector_size, board.images
     net_region = ("network", img.network, img.params)
     par_region = ("params", img.params, board.flash.end)
+    out: list[FlashImage]
     out, pairs, exec_sizes = [], [], []
     net_at, par_at = img.network, img.params
-    named = {}                    # c-name → the image that carries it
+    named: dict[str, str] = {}    # c-name → the image that carries it
     for m in models:
         data = _read(m.network)
         pdata = _read(m.params) if m.params else None
@@ -96,11 +100,13 @@ def layout(models, board, multi_model, flags=0, warnings=None):
         out.append(FlashImage(m.network, at, data, "network", (m.name,),
                               net_region if at == net_at else ("network", at, board.flash.end)))
         if multi_model:
+            assert image is not None      # a 3.x image that does not parse stopped the layout above
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
             _one_model_per_c_name(named, image, m.network)
         pair = [at, 0]
         net_at = _align(at + len(data), sector)
         if m.params:
+            assert pdata is not None      # read above, as m.params names it
             out.append(FlashImage(m.params, par_at, pdata, "params", (m.name,), par_region))
             pair[1] = par_at
             par_at = _align(par_at + len(pdata), sector)
@@ -114,7 +120,7 @@ def layout(models, board, multi_model, flags=0, warnings=None):
     return out
 
 
-def _clear_of(at, size, pieces, sector):
+def _clear_of(at: int, size: int, pieces: Sequence[FlashImage], sector: int) -> int:
     """The first sector-aligned address from `at` where `size` bytes share no erase sector with
     `pieces` (a 3.x image moves past the absolute pools; the header gives the firmware its address)."""
     while True:
@@ -124,13 +130,13 @@ def _clear_of(at, size, pieces, sector):
         at = _align(max(p.address + len(p.data) for p in hit), sector)
 
 
-def _share_a_sector(at, size, piece, sector):
+def _share_a_sector(at: int, size: int, piece: FlashImage, sector: int) -> bool:
     """Whether `size` bytes at `at` and `piece` share an erase sector (the programmer erases whole ones)."""
     return piece.address // sector <= (at + max(size, 1) - 1) // sector and \
         at // sector <= (piece.address + max(len(piece.data), 1) - 1) // sector
 
 
-def _one_model_per_c_name(named, image, path):
+def _one_model_per_c_name(named: dict[str, str], image: Image, path: str) -> None:
     """ST's validation firmware runs the first installed model of the c-name a host asks for (and
     ST's client keeps one model per c-name): a second model of that name could never run."""
     c_name = image.string_at(image.rt_ctx.c_name) if image.rt_ctx else ""
@@ -141,7 +147,7 @@ def _one_model_per_c_name(named, image, path):
     named[c_name] = path
 
 
-def readback_ranges(image, record):
+def readback_ranges(image: FlashImage, record: bytes) -> list[tuple[int, int]]:
     """What to read back to trust `record` at the image's address: the header and rt_ctx of a
     network image (they carry the params size and CRC), the start of params, a whole MREL header."""
     a = image.address
@@ -161,12 +167,12 @@ def readback_ranges(image, record):
 class ImageResult:
     image: FlashImage
     sectors: int
-    written: list            # sector addresses written
+    written: list[int]       # sector addresses written
     bytes_written: int = 0
     seconds: float = 0.0
-    full_reason: str = None  # why the whole image was written (None: diff against the record)
+    full_reason: str | None = None   # why the whole image was written (None: diff against the record)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, object]:
         return {"path": self.image.path, "role": self.image.role, "models": list(self.image.models),
                 "address": f"0x{self.image.address:08X}", "size": len(self.image.data), "sha256": self.image.sha256,
                 "sectors": self.sectors, "sectors_written": len(self.written),
@@ -176,16 +182,17 @@ class ImageResult:
 
 @dataclass
 class FlashResult:
-    serial: str
-    images: list
+    serial: str | None
+    images: list[ImageResult]
     programmer_calls: int = 0
     seconds: float = 0.0
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def _plan(images, store, serial, force, pending):
+def _plan(images: Sequence[FlashImage], store: RecordStore, serial: str | None, force: bool,
+          pending: Collection[int] | None) -> list[tuple[bytes | None, str | None]]:
     """(record, why not) per image: the record the diff trusts until the read-back confirms it."""
-    plans = []
+    plans: list[tuple[bytes | None, str | None]] = []
     for im in images:
         record, why = store.load(serial, im.address) if serial else (None, "no record for this board")
         if force:
@@ -196,9 +203,11 @@ def _plan(images, store, serial, force, pending):
     return plans
 
 
-def _downloads(results, workdir, sector_size, skip=()):
+def _downloads(results: Sequence[ImageResult], workdir: str, sector_size: int,
+               skip: Collection[int] = ()) -> tuple[list[Download], list[int]]:
     """Files holding the bytes of each run of written sectors (but `skip`), with their owners."""
-    downloads, owners = [], []
+    downloads: list[Download] = []
+    owners: list[int] = []
     for i, r in enumerate(results):
         for lo, hi in runs([s for s in r.written if s not in skip], sector_size):
             a, b = max(lo, r.image.address), min(hi, r.image.address + len(r.image.data))
@@ -211,13 +220,14 @@ def _downloads(results, workdir, sector_size, skip=()):
     return downloads, owners
 
 
-def _credit(results, owners, seconds):
+def _credit(results: Sequence[ImageResult], owners: Iterable[int], seconds: Iterable[float]) -> None:
     for i, s in zip(owners, seconds):
         results[i].seconds += s
 
 
-def deploy(images, backend, store, sector_size, workdir, force=False, reset="none", serial_hint=None,
-           on_progress=None, dry_run=False):
+def deploy(images: Sequence[FlashImage], backend: Backend, store: RecordStore, sector_size: int, workdir: str,
+           force: bool = False, reset: str = "none", serial_hint: str | None = None,
+           on_progress: Progress | None = None, dry_run: bool = False) -> FlashResult:
     """Write what differs; returns FlashResult. Raises ProgrammerError/N6Error on failure, with no
     record updated.
 

@@ -2,15 +2,16 @@
 whether the firmware that will load them accepts them (runtime version, secure, dbg-info, FPU/CPU,
 external RAM) and whether its loader installs them (a damaged image), with the loader's error
 names. Refusals are N6Errors carrying the numbers."""
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
-from ..board import NO_FIRMWARE, ST_FIRMWARE
+from ..board import NO_FIRMWARE, ST_FIRMWARE, Board
 from ..releases import DEFAULT_RELEASE, release, release_for_atonn
 from ..reloc.check import LoaderError, check_flags, check_image, check_runtime
 from ..reloc.firmware import Firmware
-from ..reloc.image import MAGIC, Image, align8
+from ..reloc.image import MAGIC, Data, Image, PoolDescriptor, align8
 from ..reloc.pools import TYPE_COPY, TYPE_RESET
 
 
@@ -21,14 +22,14 @@ class Placed:
     address: int
     size: int
     role: str                # "network" | "params" | "pool" | "header"
-    region: tuple
+    region: tuple[str, int, int]
 
 
-def _span(p):
+def _span(p: Placed) -> str:
     return f"{p.size} bytes at 0x{p.address:08X}-0x{p.address + p.size:08X}"
 
 
-def check_layout(placed, board):
+def check_layout(placed: Sequence[Placed], board: Board) -> None:
     flash = board.flash
     sector = flash.sector_size
     for p in placed:
@@ -60,12 +61,12 @@ def check_layout(placed, board):
                           f"{_span(b)} overlaps {a.path} ({_span(a)})", "move one of them in the board file")
 
 
-def default_firmware(install_release):
+def default_firmware(install_release: str) -> Firmware:
     """ST's validation firmware of the install: secure, dbg-info on, Cortex-M55 with FPU."""
     return Firmware(install_release)
 
 
-def board_firmware(board, img):
+def board_firmware(board: Board, img: Image) -> tuple[Firmware, str]:
     """The firmware that loads `img` on `board` when no install is at hand (`./n6 check`): the
     board file's [firmware], its own firmware ELF, else ST's validation firmware as ST documents
     it, of the release whose LL_ATON the image carries (ST's default release when the image names
@@ -80,10 +81,10 @@ def board_firmware(board, img):
     core = rel.core if rel else DEFAULT_RELEASE
     fw = default_firmware(core)
     return fw, (f"{board.name}: ST's validation firmware of ST Edge AI Core {core} as documented (LL_ATON "
-                f"{'.'.join(map(str, fw.version))}, secure, dbg-info, async)")
+                f"{'.'.join(map(str, fw.version))}, secure, dbg-info, async)")  # type: ignore[arg-type]  # a release's: known
 
 
-def parse_image(path, data, params=None):
+def parse_image(path: str, data: Data, params: Data | None = None) -> Image:
     """The image (with its split `params`), or ST's error for anything without its magic."""
     if len(data) < 96 or int.from_bytes(data[:4], "little") != MAGIC:
         raise N6Error(path, f"Invalid magic value - {int.from_bytes(data[:4], 'little'):x} instead {MAGIC:x}",
@@ -91,10 +92,10 @@ def parse_image(path, data, params=None):
     return Image.parse(data, path, params=params)
 
 
-def check_firmware(path, data, firmware, ext_ram_budget, where):
+def check_firmware(path: str, data: Data, firmware: Firmware, ext_ram_budget: int | None, where: str) -> list[str]:
     """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings. A fact
     of `firmware` that is None is not known and not checked."""
-    fw_rel = release(firmware.release)
+    fw_rel = release(firmware.release)   # type: ignore[arg-type]  # a gate's firmware names its release
     named = f" ({firmware.source})" if firmware.source else ""
     fix = (f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}" +
            (" (it is read from the install's validation firmware now)" if firmware.source else ""))
@@ -114,7 +115,7 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
         check_runtime(rt.rt_version, rt.rt_c_struct_sizes, firmware)
     except LoaderError as e:
         how = {"secure": "build with RELOC_SECURE=0, or ",
-               "dbg_info": f"build with RELOC_DBG_INFO={int(bool(firmware.dbg_info))}, or "}.get(e.fact, "")
+               "dbg_info": f"build with RELOC_DBG_INFO={int(bool(firmware.dbg_info))}, or "}.get(e.fact, "")  # type: ignore[arg-type]  # no fact: no hint
         raise N6Error(path, f"{e.detail}{named}: {e.name}", how + fix) from None
     warnings = [f"{path}: {note} (the loader warns, installs)" for note in notes]
     need = (rt.ext_ram_sz + 7) & ~7
@@ -124,7 +125,7 @@ def check_firmware(path, data, firmware, ext_ram_budget, where):
     return warnings
 
 
-def check_installs(path, data, params=None):
+def check_installs(path: str, data: Data, params: Data | None = None) -> None:
     """The bytes about to be written, as the loader checks and installs them (n6.reloc.check, XIP
     and COPY): an image changed after the build checked it (a flipped byte, a file cut short) is
     refused here, not found by the board."""
@@ -138,7 +139,7 @@ def check_installs(path, data, params=None):
         raise N6Error(path, f"rejected by the image checker: {e}", "build it again: `scons`") from None
 
 
-def flash_pools(img):
+def flash_pools(img: Image) -> list[tuple[PoolDescriptor, bytes]]:
     """The image's absolute pools in the memory-mapped external flash (COPY descriptors there): the
     loader cannot write the flash, so their bytes must be on the board at their own address, as
     ST's static deployments flash the pool's `.raw`. [(descriptor, its bytes)]."""
@@ -146,7 +147,7 @@ def flash_pools(img):
             if d.type == TYPE_COPY and EXTERNAL_FLASH[0] <= d.dst < EXTERNAL_FLASH[1]]
 
 
-def check_external_pools(path, img, board, ext_exec_ram=None):
+def check_external_pools(path: str, img: Image, board: Board, ext_exec_ram: tuple[int, int] | None = None) -> None:
     """Absolute pools in external RAM (COPY/RESET descriptors: the loader writes them at their own
     address) are legal in a relocatable image when they lie in the board's external RAM, clear of
     what the loader itself puts there: the relocatable RW pool at the start of `external_ram`

@@ -15,21 +15,29 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import N6Error
 from .boards import Attached
+
+if TYPE_CHECKING:                 # labgrid is imported when a build names places
+    from labgrid.remote.client import ClientSession
+    from labgrid.remote.common import Place, ResourceEntry
 
 PROBE_TAG, SIM_BOARD_TAG, PROGRAMMER_TAG = "n6-probe", "n6-sim-board", "n6-programmer"
 PROBE_RESOURCE = "NetworkUSBDebugger"     # an ST-LINK on the exporter's host: labgrid's USBDebugger, exported
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
 
 
+_DECLARED: dict[str, tuple[tuple[str, ...], bool]]
+_ACQUIRED: dict[str, dict[str, Attached] | N6Error]
 _DECLARED = {}            # coordinator → (the places the build names there, whether the flash is simulated)
 _ACQUIRED = {}            # coordinator → {place: its board}, or the error acquiring them gave (at run time)
 _LOCK = threading.Lock()  # the steps of several boards ask side by side (-j)
 
 
-def declare(places, coordinator: str, simulated: bool) -> None:
+def declare(places: Iterable[str], coordinator: str, simulated: bool) -> None:
     """The build names `places` on `coordinator`: nothing is asked of labgrid until a step needs
     one of them (place_board), so that reading the build (`scons -n`, `-c`, `-h`, `-q`) acquires none."""
     known = _DECLARED.get(coordinator, ((), simulated))[0]
@@ -46,15 +54,16 @@ def place_board(place: str, coordinator: str) -> Attached:
                 _ACQUIRED[coordinator] = dict(zip(places, place_boards(list(places), coordinator, simulated)))
             except N6Error as e:
                 _ACQUIRED[coordinator] = e
-        if isinstance(_ACQUIRED[coordinator], N6Error):
-            raise _ACQUIRED[coordinator]
-        return _ACQUIRED[coordinator][place]
+        acquired = _ACQUIRED[coordinator]
+        if isinstance(acquired, N6Error):
+            raise acquired
+        return acquired[place]
 
 
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:
     """Acquire `places` on `coordinator` (HOST:PORT) and return their boards, in order; the places
     are released at exit (one that failed to be acquired, and those after it, were not taken)."""
-    acquired = []
+    acquired: list[str] = []
     atexit.register(release, coordinator, acquired)
     for place in places:
         _client(coordinator, place, "acquire")
@@ -70,7 +79,7 @@ def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[
         session.loop.run_until_complete(session.stop())
 
 
-def _board(session, name, simulated):
+def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:
     place = session.get_place(name)
     resources = session.get_target_resources(place).items()
     ports = [r.params for (_, cls), r in resources if cls == "NetworkSerialPort"]
@@ -92,7 +101,7 @@ def _board(session, name, simulated):
     return Attached(place.tags[tag], port, "")
 
 
-def _exported_probe(name, place, probes, port):
+def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"], port: str) -> Attached:
     """The board of a place whose ST-LINK is exported (a NetworkUSBDebugger): flashed by the
     programmer on the exporter's host (n6.flash.remote), the probe's serial from the tag n6-probe."""
     if len(probes) != 1:
@@ -120,7 +129,7 @@ def release(coordinator: str, places: list[str]) -> None:
             print(f"  WARNING  {e}", file=sys.stderr)
 
 
-def _client(coordinator, place, command):
+def _client(coordinator: str, place: str, command: str) -> None:
     """`labgrid-client -x coordinator -p place command`, one line on failure."""
     proc = subprocess.run([sys.executable, "-m", "labgrid.remote.client", "-x", coordinator, "-p", place, command],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)

@@ -2,15 +2,23 @@
 images, the model sets planned and their flash steps, what the command line asks each deploy
 verb for, and the steps that talk to the board. Held by the n6_flash tool; no SCons import
 (the images and steps are the build's nodes, kept as they are)."""
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import N6Error
+from ..releases import Release
+
+if TYPE_CHECKING:                 # the flash step is imported when a set is planned
+    from .step import FlashOptions
+
+T = TypeVar("T")
 
 
 @dataclass
 class Deployment:
     model_images: dict                            # model → its image step's targets
-    release: object                               # the install's release (n6.releases.Release)
+    release: Release                              # the install's release
     plans: dict = field(default_factory=dict)     # model set → (FlashOptions, what its steps sign)
     steps: dict = field(default_factory=dict)     # model set → its flash step's targets
     flashed: dict = field(default_factory=dict)   # board → the set this run flashed there (a board holds one)
@@ -28,7 +36,7 @@ class Deployment:
         """model → the index of its set in the order the sets go on the board."""
         return {m: i for i, models in enumerate(self.plans) for m in models}
 
-    def plan(self, models: tuple, index: int, template):
+    def plan(self, models: tuple[str, ...], index: int, template: "FlashOptions") -> tuple["FlashOptions", list[Any]]:
         """(FlashOptions of the set `models` on board `index`, the set's image nodes): `template`
         with the set's images and the board's (n6.flash.boards.flash_fields)."""
         from dataclasses import replace
@@ -69,7 +77,7 @@ class Deployment:
         return {m: next(n.name[:-len(IMAGE_SUFFIX)].lower() for n in nodes if n.name.endswith(IMAGE_SUFFIX))
                 for m, nodes in self.model_images.items()}
 
-    def models_in_order(self, verbs) -> list:
+    def models_in_order(self, verbs: Iterable[str]) -> list:
         """The models the command line asks `verbs` for, in the order their sets go on the boards."""
         turn = self.turns()
         return sorted({m for v in verbs for m in self.requests.get(v, ())}, key=lambda m: (turn.get(m, 0), m))
@@ -103,7 +111,7 @@ class Deployment:
             raise N6Error(None, f"no model {model} to put on the board", "see `scons -h` for the models")
         return next((s for s in self.plans if model in s), (model,))
 
-    def claim(self, board, models):
+    def claim(self, board: tuple[str, str], models: tuple[str, ...]) -> None:
         """A flash of `models` on `board` (n6.flash.shared_board.board_key) in this run: a second,
         different set would overwrite the first, which a later step of the run still needs."""
         before = self.flashed.setdefault(board, models)
@@ -111,7 +119,7 @@ class Deployment:
             raise N6Error(None, f"one run would put {', '.join(before)} and then {', '.join(models)} on "
                           "the board", "flash (or run) one model set at a time")
 
-    def once(self, key, make):
+    def once(self, key: object, make: Callable[[], T]) -> T:
         """`make()`, called once per `key` in a run."""
         if key not in self.known:
             self.known[key] = make()

@@ -2,15 +2,21 @@
 N6 CMSIS pack and its external-flash algorithm). Runs in-process through pyOCD's Python API; the
 session factory is a parameter so tests drive it with a fake session."""
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import N6Error
-from .backend import Backend, Capabilities, ProgrammerError
+from .backend import Backend, Capabilities, Download, Progress, ProgrammerError
+
+if TYPE_CHECKING:                 # pyOCD is imported when a flash uses it
+    from pyocd.core.session import Session
+    from pyocd.flash.loader import MemoryLoader
 
 MISSING = N6Error(None, "programmer backend pyocd: the pyocd package is not installed",
                   "pip install pyocd && pyocd pack install stm32n657x0hxq, or use FLASH_BACKEND=stm32cubeprogrammer")
 
 
-def _open_session(serial, target, frequency_khz, connect_mode):
+def _open_session(serial: str | None, target: str, frequency_khz: int, connect_mode: str) -> "Session":
     try:
         from pyocd.core.helpers import ConnectHelper
     except ImportError:
@@ -23,7 +29,7 @@ def _open_session(serial, target, frequency_khz, connect_mode):
     return session
 
 
-def _memory_loader(session, progress):
+def _memory_loader(session: "Session", progress: Callable[..., object]) -> "MemoryLoader":
     from pyocd.flash.loader import MemoryLoader
     return MemoryLoader(session, progress=progress, chip_erase="sector", smart_flash=False)
 
@@ -32,16 +38,20 @@ class PyOCD(Backend):
     name = "pyocd"
     capabilities = Capabilities(("none", "soft", "hard"), True, True, False)
 
-    def __init__(self, target, frequency=2000, serial=None, log_path=None, open_session=_open_session,
-                 memory_loader=_memory_loader):
+    def __init__(self, target: str, frequency: int = 2000, serial: str | None = None, log_path: str | None = None,
+                 open_session: Callable[[str | None, str, int, str], "Session"] = _open_session,
+                 memory_loader: Callable[["Session", Callable[..., object]], "MemoryLoader"] = _memory_loader,
+                 ) -> None:
         self.target, self.frequency, self.serial, self.log_path = target, frequency, serial, log_path
         self.open_session, self.memory_loader = open_session, memory_loader
-        self.notes = []
+        self.notes: list[str] = []
 
-    def _session(self):
+    def _session(self) -> "Session":
         return self.open_session(self.serial, self.target, self.frequency, "attach")
 
-    def exchange(self, ranges, downloads, verify=True, reset="none", on_progress=None):
+    def exchange(self, ranges: Sequence[tuple[int, int]], downloads: Sequence[Download], verify: bool = True,
+                 reset: str = "none",
+                 on_progress: Progress | None = None) -> tuple[str | None, dict[int, bytes], list[float]]:
         """Read back, then write and verify, in one pyOCD session."""
         blobs = []
         for d in downloads:

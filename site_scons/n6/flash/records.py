@@ -4,22 +4,24 @@ against them. A record lives in `<root>/<probe serial>/<ADDRESS>.bin` (+ `.json`
 import hashlib
 import json
 import os
+from collections.abc import Collection, Iterable
 
 from ..atomic import write_bytes, write_text
+from ..paths import StrPath
 
 
 class RecordStore:
-    def __init__(self, root):
+    def __init__(self, root: StrPath) -> None:
         self.root = str(root)
 
-    def _dir(self, serial):
+    def _dir(self, serial: str) -> str:
         return os.path.join(self.root, "".join(c if c.isalnum() or c in "-_" else "_" for c in serial))
 
-    def _paths(self, serial, address):
+    def _paths(self, serial: str, address: int) -> tuple[str, str]:
         d = self._dir(serial)
         return os.path.join(d, f"{address:08X}.bin"), os.path.join(d, f"{address:08X}.json")
 
-    def load(self, serial, address):
+    def load(self, serial: str, address: int) -> tuple[bytes, None] | tuple[None, str]:
         """(bytes, None) or (None, why not usable)."""
         bin_path, meta_path = self._paths(serial, address)
         try:
@@ -36,7 +38,7 @@ class RecordStore:
             return None, "damaged record"
         return data, None
 
-    def save(self, serial, address, data, source):
+    def save(self, serial: str, address: int, data: bytes, source: str) -> None:
         """Record `data` at `address`; records of other addresses it overwrote are dropped."""
         bin_path, meta_path = self._paths(serial, address)
         os.makedirs(os.path.dirname(bin_path), exist_ok=True)
@@ -51,10 +53,10 @@ class RecordStore:
         write_text(meta_path, json.dumps({"address": f"0x{address:08X}", "size": len(data), "source": source,
                                           "sha256": hashlib.sha256(data).hexdigest()}, indent=1) + "\n")
 
-    def _pending_path(self, serial):
+    def _pending_path(self, serial: str) -> str:
         return os.path.join(self._dir(serial), "pending.json")
 
-    def pending(self, serial):
+    def pending(self, serial: str) -> set[int] | None:
         try:
             with open(self._pending_path(serial), encoding="utf-8") as f:
                 return {int(s, 16) for s in json.load(f)["sectors"]}
@@ -63,7 +65,7 @@ class RecordStore:
         except (OSError, ValueError, KeyError, TypeError):
             return None          # unreadable: every sector counts as changed
 
-    def set_pending(self, serial, sectors):
+    def set_pending(self, serial: str, sectors: Collection[int]) -> None:
         path = self._pending_path(serial)
         if not sectors:
             if os.path.exists(path):
@@ -73,12 +75,13 @@ class RecordStore:
         write_text(path, json.dumps({"sectors": [f"0x{s:08X}" for s in sorted(sectors)]}, indent=1) + "\n")
 
 
-def sectors_of(address, size, sector_size):
+def sectors_of(address: int, size: int, sector_size: int) -> list[int]:
     first = address - address % sector_size
     return list(range(first, address + max(size, 1), sector_size))
 
 
-def changed_sectors(address, new, old, sector_size, pending=frozenset()):
+def changed_sectors(address: int, new: bytes, old: bytes, sector_size: int,
+                    pending: Collection[int] = frozenset()) -> list[int]:
     """Sectors of the image at `address` whose bytes differ from the record `old` (or are pending)."""
     out = []
     for s in sectors_of(address, len(new), sector_size):
@@ -88,9 +91,9 @@ def changed_sectors(address, new, old, sector_size, pending=frozenset()):
     return out
 
 
-def runs(sectors, sector_size):
+def runs(sectors: Iterable[int], sector_size: int) -> list[tuple[int, int]]:
     """Contiguous runs of sector addresses → [(first, end)]."""
-    out = []
+    out: list[tuple[int, int]] = []
     for s in sorted(sectors):
         if out and out[-1][1] == s:
             out[-1] = (out[-1][0], s + sector_size)

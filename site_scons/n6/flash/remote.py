@@ -8,19 +8,31 @@ host, and rsync on both ends when the files are copied."""
 import os
 import shlex
 import subprocess
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import N6Error
+from ..tool_runner import ToolResult, ToolRunner
 from .cubeprogrammer import CliInstall, CubeProgrammer
+
+if TYPE_CHECKING:                 # labgrid is imported when a step flashes on an exporter's host
+    from labgrid.util.ssh import SSHConnection
+    from ..board import Board
+    from .step import FlashOptions
+
+T = TypeVar("T")
 
 SIMULATED_BANNER = "(SIMULATED)"      # the simulated programmer says so in its banner, as on this machine
 SSH_FIX = "set up key-based SSH from this machine to {host} (labgrid runs the exporter's tools over SSH)"
 
 
-def exporter_programmer(opts, board, log_path, local_runner):
+def exporter_programmer(opts: "FlashOptions", board: "Board", log_path: str,
+                        local_runner: ToolRunner) -> "ExporterProgrammer":
     """The CubeProgrammer backend of a board whose probe is on `opts.remote_host`, its programmer
     at `opts.cli` there."""
+    assert opts.cli is not None                   # a place's programmer: its tag n6-programmer
     install = CliInstall(opts.cli, False, opts.found_by)
-    return ExporterProgrammer(install, RemoteRunner(opts.remote_host, local_runner), board.flash.external_loader,
+    return ExporterProgrammer(install, RemoteRunner(opts.remote_host, local_runner), board.flash.external_loader,  # type: ignore[arg-type]  # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
                               board.programmer.frequency, board.programmer.access_port, opts.probe, log_path)
 
 
@@ -28,7 +40,8 @@ class ExporterProgrammer(CubeProgrammer):
     """What the programmer on the exporter says about itself decides the simulated label."""
 
     @property
-    def simulated(self):
+    def simulated(self) -> bool:   # type: ignore[override]  # read-only here: the exporter's programmer says
+        assert isinstance(self.runner, RemoteRunner)
         return self.runner.simulated
 
 
@@ -36,21 +49,23 @@ class RemoteRunner:
     """Runs programmer calls on `host` through `local` (n6.tool_runner.ToolRunner: log, timeout,
     dry run): the files after -d go there, those after -u come back."""
 
-    def __init__(self, host, local):
+    def __init__(self, host: str, local: ToolRunner) -> None:
         self.host, self.local = host, local
         self.simulated = False
 
     @property
-    def timeout(self):
+    def timeout(self) -> float:
         return self.local.timeout
 
-    def run(self, argv, on_output=None, timeout=None):
+    def run(self, argv: Sequence[str], on_output: Callable[[str], object] | None = None,
+            timeout: float | None = None) -> ToolResult:
         if self.local.dry_run:
             return self.local.run(["ssh", self.host, "--"] + list(argv), on_output, timeout)
         from labgrid.resource.common import NetworkResource
         from labgrid.util.managedfile import ManagedFile
         resource = NetworkResource(target=None, name=None, host=self.host)
         conn = self._ssh(_connection, self.host)
+        fetch: list[tuple[str, str]]      # (there, here) of each file the programmer writes
         remote, fetch = list(argv), []
         folder = None
         for i, arg in enumerate(argv):
@@ -73,7 +88,7 @@ class RemoteRunner:
             if folder:
                 conn.run(f"rm -rf {shlex.quote(folder)}")
 
-    def _ssh(self, call, *args):
+    def _ssh(self, call: Callable[..., T], *args: object) -> T:
         """`call(*args)`; labgrid's SSH failures as one line."""
         from labgrid.driver.exception import ExecutionError
         from labgrid.util.managedfile import ManagedFileError
@@ -85,6 +100,6 @@ class RemoteRunner:
                 from None
 
 
-def _connection(host):
+def _connection(host: str) -> "SSHConnection":
     from labgrid.util.ssh import sshmanager
     return sshmanager.get(host)

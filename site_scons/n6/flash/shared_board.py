@@ -7,13 +7,18 @@ import errno
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from ..atomic import write_text
 from ..errors import N6Error
 from ..outputs import FileLock
 
+if TYPE_CHECKING:                 # the flash step takes the board through this module
+    from .step import FlashOptions
 
-def board_key(opts):
+
+def board_key(opts: "FlashOptions") -> tuple[str, str]:
     """(folder, name) of the board's lock and record files for FlashOptions `opts`: the simulated
     board's state folder; a real board's probe serial (PROBE=, else the one probe attached), else
     one name for whatever board is attached, in the system's temporary folder."""
@@ -25,7 +30,7 @@ def board_key(opts):
 
 
 @contextlib.contextmanager
-def board_lock(opts, say=print):
+def board_lock(opts: "FlashOptions", say: Callable[[str], object] = print) -> Iterator[None]:
     """Hold the board for one step: a second build (another folder, another process) waits."""
     folder, name = board_key(opts)
     lock = FileLock(os.path.join(folder, name + ".lock"),
@@ -44,23 +49,23 @@ def board_lock(opts, say=print):
         lock.release()
 
 
-def _held_path(opts):
+def _held_path(opts: "FlashOptions") -> str:
     folder, name = board_key(opts)
     return os.path.join(folder, name + ".holds.json")
 
 
-def record_held(opts, images):
+def record_held(opts: "FlashOptions", images: Iterable[tuple[int, str]]) -> None:
     """After a verified flash: the board holds `images` ((address, sha256) pairs)."""
     write_text(_held_path(opts), json.dumps(sorted([f"0x{a:08X}", h] for a, h in images), indent=0) + "\n")
 
 
-def forget_held(opts):
+def forget_held(opts: "FlashOptions") -> None:
     """The board's content is unknown (a flash that failed, a board found holding another model)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(_held_path(opts))
 
 
-def board_holds(opts, images):
+def board_holds(opts: "FlashOptions", images: Iterable[tuple[int, str]]) -> bool:
     """Whether the last flash n6 recorded for this board wrote exactly `images`."""
     try:
         with open(_held_path(opts), encoding="utf-8") as f:

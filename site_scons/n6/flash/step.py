@@ -1,16 +1,20 @@
 """The flash step without SCons: which models go on the board, which programmer and probe, the
 gate (layout, the image checker, the firmware that will load each image), the deploy of the
 changed sectors, and the reports. `scons flash` declares it; `FlashOptions` is its signature."""
+from __future__ import annotations
+
 import glob
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import IO, TYPE_CHECKING
 
 from ..atomic import write_text
-from ..board import load_board
+from ..board import Board, load_board
 from ..build_layout import ModelLayout, deploy_records
 from ..errors import N6Error
 from . import mrel
@@ -19,26 +23,35 @@ from .gate import check_external_pools, check_firmware, check_installs, check_la
 from .shared_board import board_holds, forget_held, record_held
 from .records import RecordStore
 
+if TYPE_CHECKING:                 # the programmers and firmwares are imported when a step needs them
+    from ..releases import Release
+    from ..reloc.firmware import Firmware
+    from ..reloc.image import Image
+    from .backend import Backend
+    from .cubeprogrammer import CliInstall
+    from .deploy import FlashResult
+
 ST_USB_VENDOR = 0x0483
 
 
 @dataclass(frozen=True)
 class FlashOptions:
     board: str                # the board file
-    files: tuple              # ((model, network image, params image or None), ...) going on the board together
+    # ((model, network image, params image or None), ...) going on the board together
+    files: tuple[tuple[str, str, str | None], ...]
     multi: bool               # a 3.x release: several models behind the multi-model header
     release: str              # ST Edge AI Core release of the install
     backend: str              # "stm32cubeprogrammer" | "pyocd"
-    cli: str                  # STM32_Programmer_CLI (None for pyOCD)
+    cli: str | None           # STM32_Programmer_CLI (None for pyOCD)
     simulated: bool           # the simulated programmer
     found_by: str             # how the programmer was found
-    probes: tuple             # serial numbers of the attached probes (USB), or PROBE=
-    probe: str                # PROBE= or None
+    probes: tuple[str, ...]   # serial numbers of the attached probes (USB), or PROBE=
+    probe: str | None         # PROBE= or None
     force: bool
     reset: str                # FLASH_RESET=
     dry_run: bool
     copy_mode: bool           # RELOC_COPY_MODE: the firmware installs in COPY mode
-    ext_ram: int              # the external RAM the firmware gives the model (None: no check)
+    ext_ram: int | None       # the external RAM the firmware gives the model (None: no check)
     build_dir: str
     sim_board: str            # the simulated board's state folder
     install_root: str
@@ -48,16 +61,17 @@ class FlashOptions:
     coordinator: str = ""     # its coordinator
 
     @property
-    def models(self):
+    def models(self) -> list[str]:
         return [m for m, _, _ in self.files]
 
-    def for_steps(self):
+    def for_steps(self) -> FlashOptions:
         """These options as the steps that put the set on the board themselves sign them: FORCE=
         and DRY_RUN= are the flash step's alone."""
         return replace(self, force=False, dry_run=False)
 
 
-def find_programmer(choice, board, environ=os.environ):
+def find_programmer(choice: str, board: Board,
+                    environ: Mapping[str, str] = os.environ) -> tuple[str, CliInstall | None]:
     """(backend name, CliInstall or None) for FLASH_BACKEND= / the board file's choice."""
     from .cubeprogrammer import CliInstall, find_cli
     if choice == "pyocd":
@@ -71,14 +85,14 @@ def find_programmer(choice, board, environ=os.environ):
     return "stm32cubeprogrammer", install
 
 
-def make_programmer(opts, board, log_path, verbose=False):
+def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bool = False) -> Backend:
     """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
     from .cubeprogrammer import CliInstall, CubeProgrammer
     from .pyocd_backend import PyOCD
     from ..tool_runner import ToolRunner
     if opts.backend == "pyocd":
         return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
-    install = CliInstall(opts.cli, opts.simulated, opts.found_by)
+    install = CliInstall(opts.cli, opts.simulated, opts.found_by)   # type: ignore[arg-type]  # not pyOCD: a CLI
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
@@ -90,7 +104,7 @@ def make_programmer(opts, board, log_path, verbose=False):
                           board.programmer.access_port, opts.probe, log_path)
 
 
-def attached_probes(simulated, sim_dir):
+def attached_probes(simulated: bool, sim_dir: str) -> list[str]:
     """Serial numbers of the probes as the host sees them, without calling the programmer."""
     if simulated:
         from ..simulators import load
@@ -102,23 +116,25 @@ def attached_probes(simulated, sim_dir):
         return []
 
 
-def chosen_models(model_var, board, all_models, broken=None):
+def chosen_models(model_var: str, board: Board, all_models: Collection[str],
+                  broken: Mapping[str, N6Error] | None = None) -> list[str]:
     """The models the user chose: MODEL= (comma list), else the board file's `models` (empty: no
     choice). A name that is no model is a one-line error; a model folder that cannot be read
     (`broken`: name → its N6Error), its own."""
     chosen = [m.strip() for m in model_var.split(",") if m.strip()] or list(board.images.models)
     for m in chosen:
         if m in (broken or {}):
-            raise broken[m]
+            raise broken[m]   # type: ignore[index]  # m is in broken
         if m not in all_models:
             raise N6Error(None, f"MODEL={m}: no such model", f"choose from {', '.join(sorted(all_models))}")
     return chosen
 
 
-def models_to_flash(chosen, requested, all_models, board, multi):
+def models_to_flash(chosen: Sequence[str], requested: Iterable[str], all_models: Collection[str], board: Board,
+                    multi: bool) -> tuple[str, ...]:
     """The model set of one `scons flash` run (`chosen`: chosen_models, `requested`: the flash
     targets of the command line), or a one-line error."""
-    sets = set()
+    sets: set[tuple[str, ...]] = set()
     for t in requested:
         if t == "flash":
             if chosen:
@@ -154,8 +170,8 @@ def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list,
     return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
-def run_options(board_file: str, release, backend: str, force: bool, reset: str, dry_run: bool, copy_mode: bool,
-                ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
+def run_options(board_file: str, release: Release, backend: str, force: bool, reset: str, dry_run: bool,
+                copy_mode: bool, ext_ram: str, build_dir: str, install_root: str) -> FlashOptions:
     """The FlashOptions of one build run before a model set and a board are given them
     (n6.flash.project.Deployment.plan). `backend`: FLASH_BACKEND= (empty: the board file's
     choice, found by find_programmer); `ext_ram`: RELOC_EXT_RAM_SIZE=."""
@@ -169,7 +185,7 @@ def run_options(board_file: str, release, backend: str, force: bool, reset: str,
                         build_dir=build_dir, sim_board="", install_root=install_root)
 
 
-def ext_ram_budget(value: str, board) -> int | None:
+def ext_ram_budget(value: str, board: Board) -> int | None:
     """External RAM the firmware gives the model: RELOC_EXT_RAM_SIZE's `value`, else the board
     file's, as the pack step's size gate reads it (None: no check)."""
     if value in (None, ""):
@@ -178,10 +194,10 @@ def ext_ram_budget(value: str, board) -> int | None:
     return parse_size(value, "RELOC_EXT_RAM_SIZE", allow_none=True)
 
 
-def deploy_requests(targets, chosen, all_models):
+def deploy_requests(targets: Iterable[str], chosen: Sequence[str], all_models: Collection[str]) -> dict[str, list[str]]:
     """verb → the models the command line asks it for: `<verb>-<model>`, and for a bare `<verb>`
     the chosen models, else every model (a whole-project run)."""
-    wanted = {}
+    wanted: dict[str, set[str]] = {}
     for t in targets:
         verb, _, name = t.partition("-")
         if verb in DEPLOY_VERBS and (not name or name in all_models):
@@ -189,19 +205,21 @@ def deploy_requests(targets, chosen, all_models):
     return {verb: sorted(models) for verb, models in wanted.items()}
 
 
-def board_sets(models, multi, held=(), names=None):
+def board_sets(models: Iterable[str], multi: bool, held: Sequence[str] = (),
+               names: Mapping[str, str] | None = None) -> list[tuple[str, ...]]:
     """The model sets put on the board in turn so that each of `models` runs: the set the board
     already holds (`held`) first when it has any of them, so that running one model of a flashed
     3.x set keeps the set; then the rest in sets of up to four (3.x) or one by one (2.x), never two
     models of one name on the board (`names`: model → the name the board knows it by; the firmware
     runs the first model of a name)."""
+    sets: list[tuple[str, ...]]
     todo, sets = sorted(models), []
     if set(held) & set(todo) and (multi or len(held) == 1):    # a 3.x set held is no set for a 2.x install
         sets.append(tuple(held))
         todo = [m for m in todo if m not in held]
     size = mrel.MAX_MODELS if multi else 1
     name = (names or {}).get
-    filling = []
+    filling: list[list[str]] = []
     for m in todo:
         room = next((s for s in filling if len(s) < size and name(m, m) not in {name(x, x) for x in s}), None)
         if room is None:
@@ -210,7 +228,7 @@ def board_sets(models, multi, held=(), names=None):
     return sets + [tuple(s) for s in filling]
 
 
-def held_set(build_dir, models, all_models):
+def held_set(build_dir: str, models: Iterable[str], all_models: Collection[str]) -> tuple[str, ...]:
     """The model set the board holds as the last flash recorded it (the `set` of the models'
     on_board.json; a flash that overwrote a model removed its file), or () when unknown."""
     for m in models:
@@ -224,7 +242,7 @@ def held_set(build_dir, models, all_models):
     return ()
 
 
-def firmware_files(board, release, copy_mode, install_root):
+def firmware_files(board: Board, release: str, copy_mode: bool, install_root: str) -> list[str]:
     """The install's validation firmwares the gate may read (a changed one re-runs the gate)."""
     from .validation_firmware import FIRMWARE_DIR, possible_variants
     if board.firmware is not None:
@@ -233,7 +251,8 @@ def firmware_files(board, release, copy_mode, install_root):
     return [p for p in (os.path.join(install_root, FIRMWARE_DIR, n) for n in sorted(names)) if os.path.isfile(p)]
 
 
-def firmware_for(opts, board, image, path):
+def firmware_for(opts: FlashOptions, board: Board, image: Image,
+                 path: str) -> tuple[Firmware, tuple[int, int] | None]:
     """What loads the image: the board file's [firmware], else the install's validation firmware
     variant for it, else ST's firmware of the release as documented. (firmware, -ext exec RAM
     (base, bytes used) or None)."""
@@ -247,19 +266,19 @@ def firmware_for(opts, board, image, path):
     return found, (EXT_EXEC_RAM[0], image.copy_size if opts.copy_mode else image.xip_size) if ext else None
 
 
-def _sizes(n):
+def _sizes(n: int) -> str:
     return f"{n // 1024} KiB" if n < 10 << 20 else f"{n / (1 << 20):.1f} MiB"
 
 
 class ProgressBar:
     """`  FLASH    [=====     ]  1.2 MiB of 2.0 MiB  98 KiB/s` redrawn on a terminal only."""
 
-    def __init__(self, tag="", stream=sys.stdout):
+    def __init__(self, tag: str = "", stream: IO[str] = sys.stdout) -> None:
         self.tag, self.stream, self.tty = tag, stream, stream.isatty()
-        self.start = None
+        self.start: tuple[float, int] | None = None
         self.shown = False
 
-    def __call__(self, done, total):
+    def __call__(self, done: int, total: int) -> None:
         if not self.tty or not total:
             return
         now = time.monotonic()
@@ -272,13 +291,13 @@ class ProgressBar:
         self.stream.flush()
         self.shown = True
 
-    def close(self):
+    def close(self) -> None:
         if self.shown:
             self.stream.write("\r" + " " * 90 + "\r")
             self.stream.flush()
 
 
-def invalidate_other_stamps(build_dir, own, result):
+def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashResult) -> None:
     """Another model's on_board.json on the same board (probe) whose bytes this flash overwrote no
     longer holds: remove it, so its next flash runs (and finds, by the records, what to write back)."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
@@ -297,18 +316,18 @@ def invalidate_other_stamps(build_dir, own, result):
             os.unlink(stamp)
 
 
-def on_board_path(opts, model):
+def on_board_path(opts: FlashOptions, model: str) -> str:
     """The model's on_board.json (a deploy stamp)."""
     return ModelLayout(opts.build_dir, model).on_board
 
 
-def stamp_paths(opts):
+def stamp_paths(opts: FlashOptions) -> list[tuple[str, str]]:
     """(on_board.json, flash.json) of each model of the set: what the flash step leaves."""
     layouts = [ModelLayout(opts.build_dir, m) for m in opts.models]
     return [(layout.on_board, layout.flash_report) for layout in layouts]
 
 
-def holds(opts):
+def holds(opts: FlashOptions) -> bool:
     """Whether the board holds the set as the last flash left it: each model's on_board.json
     is there (a flash over it removes it) and names these images at these addresses, this set,
     and a probe that is attached, and the board's record says no other build flashed it since.
@@ -329,22 +348,24 @@ def holds(opts):
             seen |= {i["path"] for i in stamp["images"]}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return False
-    return seen == set(wanted) and board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
+    return wanted is not None and seen == set(wanted) and \
+        board_holds(opts, [(int(a, 16), h) for a, h in wanted.values()])
 
 
-def ensure_on_board(opts, say=print, verbose=False):
+def ensure_on_board(opts: FlashOptions, say: Callable[[str], object] = print, verbose: bool = False) -> None:
     """Put the set on the board unless it holds it (holds): what a step that runs a model does
     first, so that it is right whatever ran on the board before it."""
     if not holds(opts):
         flash_step(opts, stamp_paths(opts), say, verbose)
 
 
-def flash_step(opts, reports, say=print, verbose=False):
+def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Callable[[str], object] = print,
+               verbose: bool = False) -> None:
     """Put the models on the board: the gate before any programmer call, then the changed sectors.
     `reports`: per model (on_board.json, flash.json) paths, written when the flash is verified."""
     board = load_board(opts.board)
     models = [ModelFiles(m, network, params) for m, network, params in opts.files]
-    notes = []
+    notes: list[str] = []
     images = layout(models, board, opts.multi, 0 if opts.copy_mode else mrel.FLAG_XIP, notes)
     check_layout([im.placed for im in images], board)       # the gate: before any programmer call
     tag = ("  SIMULATED" if opts.simulated else "") + ("  DRY RUN: nothing was written" if opts.dry_run else "")

@@ -9,16 +9,24 @@ sizes the loader compares (`LL_Buffer_InfoTypeDef`, `EpochBlock_ItemTypeDef`) fr
 description of those types; FPU use from the hard-float ABI flag. The CPU part is the board's,
 not the firmware's. Exec/external RAM addresses live in the firmware's code, not its data: they
 are ST's documented figures below."""
+from __future__ import annotations
+
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..board import NO_FIRMWARE, ST_FIRMWARE
+from ..board import NO_FIRMWARE, ST_FIRMWARE, Board
 from ..reloc.firmware import Firmware
 from ..errors import N6Error
 from ..releases import RELEASES
 from ..serial_link import BAUDRATE
 from ..stedgeai_install import VALIDATION_FIRMWARE_DIR as FIRMWARE_DIR
+
+if TYPE_CHECKING:                 # pyelftools and the image format are read when a firmware is
+    from elftools.elf.elffile import ELFFile
+
+    from ..reloc.image import Image, RtCtx
 
 EXEC_RAM = 640 << 10                    # internal exec RAM of the plain firmwares
 EXT_EXEC_RAM = (0x91C0_0000, 4 << 20)   # the -ext firmwares' exec RAM, in PSRAM
@@ -40,15 +48,15 @@ class Variant:
     ext: bool                 # exec RAM in PSRAM (EXT_EXEC_RAM), else internal (EXEC_RAM)
 
     @property
-    def exec_ram_size(self):
+    def exec_ram_size(self) -> int:
         return EXT_EXEC_RAM[1] if self.ext else EXEC_RAM
 
 
 LINKS = (str(BAUDRATE), "5529600", "usbc")    # the board's aiValidation link: ST-LINK VCP at either rate, or USB-C
 
 
-def choose_variant(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False, max_speed=False, where=None,
-                   xip_size=0):
+def choose_variant(release: str, mode: str = "copy", copy_size: int = 0, ext_ram_size: int = 0, usbc: bool = False,
+                   max_speed: bool = False, where: str | None = None, xip_size: int = 0) -> Variant:
     """ST's variant for an image, as ST's st_load_and_run.py chooses it: the install mode, `-ext`
     when the exec RAM that mode needs (the XIP size in XIP mode, the COPY size in COPY mode) is
     above the internal 640 KB, then the link: `-usbc`, else `-5529600` at that baud rate. More
@@ -69,7 +77,8 @@ def choose_variant(release, mode="copy", copy_size=0, ext_ram_size=0, usbc=False
     return Variant(f"stm32n6570-dk-validation-reloc-{mode}{'-ext' if ext else ''}{link}.elf", mode, ext)
 
 
-def variant_for(release, image, board, copy_mode, where=None):
+def variant_for(release: str, image: Image | _Sized, board: Board, copy_mode: bool,
+                where: str | None = None) -> Variant:
     """The firmware that loads `image` (n6.reloc.image.Image) on `board`: the board file's own
     ([validation] firmware = a path), else ST's variant: install mode from the build
     (RELOC_COPY_MODE), the link from the board file (usbc, baud rate). A board that cannot run
@@ -88,7 +97,7 @@ def variant_for(release, image, board, copy_mode, where=None):
                           where=where, xip_size=image.xip_size)
 
 
-def possible_variants(release, board, copy_mode):
+def possible_variants(release: str, board: Board, copy_mode: bool) -> list[Variant]:
     """The firmwares `variant_for` may choose for any image with these settings (for dependencies)."""
     if board.validation.firmware == NO_FIRMWARE:
         return []
@@ -99,10 +108,10 @@ def possible_variants(release, board, copy_mode):
 class _Sized:
     xip_size: int
     copy_size: int
-    rt_ctx: object = None
+    rt_ctx: RtCtx | None = None
 
 
-def firmware_path(install_root, variant):
+def firmware_path(install_root: str, variant: Variant) -> str:
     """The variant's file (in the install, or the board's own); a one-line error when it is missing."""
     path = os.path.join(install_root, FIRMWARE_DIR, variant.name)
     if not os.path.isfile(path):
@@ -112,7 +121,8 @@ def firmware_path(install_root, variant):
     return path
 
 
-def installed_firmware(install_root, release, image, board, copy_mode, where=None):
+def installed_firmware(install_root: str, release: str, image: Image, board: Board, copy_mode: bool,
+                       where: str | None = None) -> Firmware | None:
     """Facts of the firmware that loads `image` (the board's own, or the install's variant), or
     None when none is known: the install ships no validation firmwares (the simulated install:
     the simulated board plays the firmware) or the board runs none of ST's."""
@@ -124,12 +134,12 @@ def installed_firmware(install_root, release, image, board, copy_mode, where=Non
                          board_cpu_part(board))
 
 
-def board_cpu_part(board):
+def board_cpu_part(board: Board) -> int:
     """CPUID part number of the board's core (the loader reads the CPU, not the firmware)."""
     return board.firmware.cpu_part if board.firmware else 0xD22
 
 
-def read_firmware(path, cpu_part=0xD22):
+def read_firmware(path: str, cpu_part: int = 0xD22) -> Firmware:
     """The loader-relevant facts of a firmware ELF as an n6.reloc.firmware.Firmware (`source` = path);
     a fact the ELF does not carry (no symbols, no DWARF) is None: the gate does not check it."""
     from elftools.common.exceptions import DWARFError, ELFError
@@ -153,7 +163,7 @@ def read_firmware(path, cpu_part=0xD22):
                     source=path)
 
 
-def _ll_aton_version(path, elf):
+def _ll_aton_version(path: str, elf: ELFFile) -> tuple[int, ...]:
     """(major, minor, micro) of the `atonn-v...` description in the loaded data."""
     found = set()
     for seg in elf.iter_segments():
@@ -165,15 +175,15 @@ def _ll_aton_version(path, elf):
     return found.pop()
 
 
-def _has_secure_entries(elf):
+def _has_secure_entries(elf: ELFFile) -> bool | None:
     """True when the firmware exports secure entry functions (built with CMSE); None without symbols."""
     symtab = elf.get_section_by_name(".symtab")
     if symtab is None:
         return None
-    return any(sym.name.startswith("__acle_se_") for sym in symtab.iter_symbols())
+    return any(sym.name.startswith("__acle_se_") for sym in symtab.iter_symbols())   # type: ignore[attr-defined]  # .symtab is a symbol table
 
 
-def _runtime_structs(elf):
+def _runtime_structs(elf: ELFFile) -> tuple[bool | None, int | None]:
     """(dbg_info, sizeof(LL_Buffer_InfoTypeDef) | sizeof(EpochBlock_ItemTypeDef) << 8) from the
     DWARF types, or (None, None) when the ELF does not describe them."""
     if not elf.has_dwarf_info():

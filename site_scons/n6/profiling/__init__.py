@@ -9,7 +9,7 @@ DIFF = "profile.diff.json"
 DETAILS = "Every counter per epoch"
 
 
-def console_part(text):
+def console_part(text: str) -> str:
     """What `scons profile` prints of a profile.txt: all but the counter tables."""
     head, sep, _ = text.partition("\n\n" + DETAILS + "\n")
     return head + "\n" if sep else text

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from ..errors import N6Error
 from ..jsonfile import read_json
+from ..paths import StrPath
 from .measurement import PoolTraffic
 
 
@@ -23,13 +24,14 @@ class CompilerEpoch:
 @dataclass
 class CompilerInfo:
     path: str
-    epochs: dict                 # number → CompilerEpoch, in the compiler's order
-    pools: list                  # pool names in id order
-    addresses: dict = field(default_factory=dict)   # base address → name of each real (not virtual) pool
-    pool_sizes: dict = field(default_factory=dict)  # base address → bytes of each real pool
-    buffers: list = field(default_factory=list)     # (first address, end, "buffer in pool") of each placed buffer
+    epochs: dict[int, CompilerEpoch]   # number → CompilerEpoch, in the compiler's order
+    pools: list[str]             # pool names in id order
+    addresses: dict[int, str] = field(default_factory=dict)   # base address → name of each real (not virtual) pool
+    pool_sizes: dict[int, int] = field(default_factory=dict)  # base address → bytes of each real pool
+    # (first address, end, "buffer in pool") of each placed buffer
+    buffers: list[tuple[int, int, str]] = field(default_factory=list)
 
-    def name_at(self, address):
+    def name_at(self, address: int) -> str | None:
         """The buffer (else the real pool) holding `address`, or None."""
         for first, end, name in self.buffers:
             if first <= address < end:
@@ -38,7 +40,7 @@ class CompilerInfo:
                      if base <= address < base + self.pool_sizes.get(base, 0)), None)
 
 
-def read_c_info(path):
+def read_c_info(path: StrPath) -> CompilerInfo:
     data = read_json(path, "c_info.json", lenient=False)
     fix = "use the c_info.json stedgeai generate wrote with this model"
     if not isinstance(data, dict) or data.get("json_schema_version") != "2.0":

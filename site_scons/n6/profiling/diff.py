@@ -1,13 +1,16 @@
 """Per-epoch comparison of two profile.json files (time, bandwidth and the NPU's counters),
 largest time change first. A figure one profile lacks (not counted, or a profile written before
 the figure existed) compares as None."""
+from typing import Any
+
 from tabulate import tabulate
 
 from ..errors import N6Error
-from ..jsonfile import read_json
+from ..jsonfile import JsonObject, read_json
+from ..paths import StrPath
 
 
-def read_profile(path):
+def read_profile(path: StrPath) -> JsonObject:
     data = read_json(path, "profile.json", lenient=False)
     try:
         for e in data["epochs"]:
@@ -19,12 +22,12 @@ def read_profile(path):
     return data
 
 
-def _mb_per_s(epoch):
+def _mb_per_s(epoch: JsonObject) -> float | None:
     """None when nothing counted the epoch's traffic (no memory counters, no c_info.json)."""
     return None if epoch["bandwidth"] is None else sum(epoch["bandwidth"].values())
 
 
-def _get(d, *keys):
+def _get(d: Any, *keys: str) -> Any:
     for k in keys:
         if not isinstance(d, dict) or d.get(k) is None:
             return None
@@ -32,12 +35,12 @@ def _get(d, *keys):
     return d
 
 
-def _bus_bytes(d):
+def _bus_bytes(d: JsonObject) -> int | None:
     t = _get(d, "bus", "total")
     return None if t is None else t["read_bytes"] + t["write_bytes"]
 
 
-def _cache(d, a, b):
+def _cache(d: JsonObject, a: str, b: str) -> int | None:
     c = d.get("npu_cache")
     return None if c is None else c[a] + c[b]
 
@@ -54,7 +57,7 @@ FIGURES = {
 }
 
 
-def _delta(before, after):
+def _delta(before: float | None, after: float | None) -> dict[str, float | None]:
     d = {"before": before, "after": after}
     if before is not None and after is not None:
         d["delta"] = after - before
@@ -62,11 +65,11 @@ def _delta(before, after):
     return d
 
 
-def _figures(b, a):
-    return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}
+def _figures(b: JsonObject | None, a: JsonObject | None) -> dict[str, dict[str, float | None]]:
+    return {k: _delta(b and f(b), a and f(a)) for k, (_, _, f) in FIGURES.items()}   # type: ignore[arg-type]  # b, a: None or not empty
 
 
-def other_model(before, after):
+def other_model(before: JsonObject, after: JsonObject) -> str | None:
     """One line when the baseline profiles another model (comparing two models can be meant, so
     it is said, not refused; epochs of the same name are then different layers), else None."""
     old, new = before.get("model"), after.get("model")
@@ -75,7 +78,7 @@ def other_model(before, after):
     return f"the baseline is a profile of {old or 'an unnamed model'}, not of {new}: epochs are matched by name only"
 
 
-def diff(before, after, baseline_path):
+def diff(before: JsonObject, after: JsonObject, baseline_path: StrPath) -> JsonObject:
     """before/after: profile dicts. Epochs are matched by name; added/removed ones count fully."""
     old = {e["name"]: e for e in before["epochs"]}
     new = {e["name"]: e for e in after["epochs"]}
@@ -95,16 +98,16 @@ def diff(before, after, baseline_path):
                       "inf_per_s": _delta(tb["inf_per_s"], ta["inf_per_s"]), **_figures(tb, ta)}}
 
 
-def _num(v, fmt):
+def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def columns(d):
+def columns(d: JsonObject) -> tuple[list[str], list[list[str]]]:
     """(headers, rows) of the diff: time and MB/s, then the change of each counter figure either
     profile has."""
     shown = [k for k in FIGURES if any(e[k]["before"] is not None or e[k]["after"] is not None
                                        for e in [*d["epochs"], d["total"]] if k in e)]
-    rows = []
+    rows: list[list[str]] = []
     for e in [*d["epochs"], {**d["total"], "name": "total", "status": "both", "mb_per_s": {}}]:
         t, bw = e["time_ms"], e["mb_per_s"]
         rows.append([e["name"] + ("" if e["status"] == "both" else f" ({e['status']})"), _num(t["before"], ".4f"),
@@ -116,7 +119,7 @@ def columns(d):
             *(f"Δ {FIGURES[k][0]}" for k in shown)], rows
 
 
-def table(d):
+def table(d: JsonObject) -> str:
     headers, rows = columns(d)
     note = f"{d['note']}\n" if d.get("note") else ""
     return f"compared with {d['baseline']}\n{note}" + tabulate(rows, headers=headers, disable_numparse=True,

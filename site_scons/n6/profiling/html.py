@@ -2,9 +2,14 @@
 per epoch, the diff, and links to the JSON and the trace (Perfetto cannot be embedded in a page
 opened from file://)."""
 import html
+from collections.abc import Sequence
+from typing import Any
 
 from ..atomic import write_text
+from ..jsonfile import JsonObject
+from ..paths import StrPath
 from . import details, diff, report
+from .merge import Profile
 
 STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:.9em}td,th{padding:.2em .6em;border-bottom:1px solid #ddd}
@@ -12,14 +17,15 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}.f
 .sim{color:#a33}"""
 
 
-def _table(headers, rows, numeric_from, ident=None):
+def _table(headers: Sequence[object], rows: Sequence[Sequence[object]], numeric_from: int,
+           ident: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td{' class=n' if i >= numeric_from else ''}>{html.escape(str(v))}</td>"
                                     for i, v in enumerate(r)) + "</tr>" for r in rows)
     return f"<table{f' id={ident}' if ident else ''}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(profile, svg, diff_data=None, files=()):
+def page(profile: Profile, svg: str, diff_data: JsonObject | None = None, files: Sequence[str] = ()) -> str:
     svg = svg[svg.index("<svg"):]                       # drop the XML prolog: the SVG sits inline
     where = '<span class="sim">simulated board</span>' if profile.simulated else html.escape(profile.board or "board")
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{html.escape(profile.model)} profile"
@@ -44,5 +50,5 @@ def page(profile, svg, diff_data=None, files=()):
     return "".join(parts) + "</body></html>\n"
 
 
-def write(path, *args, **kwargs):
+def write(path: StrPath, *args: Any, **kwargs: Any) -> None:
     write_text(path, page(*args, **kwargs))

@@ -1,8 +1,16 @@
 """What a board measured in a per-layer profile run, per epoch block: the one data class the
 run side hands to the profiler (and that profile reports are regenerated from)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Self, TypeVar
 
 from ..errors import N6Error
+from ..jsonfile import JsonObject
+
+K = TypeVar("K")
+Counter = TypeVar("Counter", int, "Phases", "PoolTraffic", "Bursts")   # counts that add up
 
 @dataclass(frozen=True)
 class Phases:
@@ -13,13 +21,13 @@ class Phases:
     post: int
 
     @property
-    def total(self):
+    def total(self) -> int:
         return self.pre + self.core + self.post
 
-    def as_list(self):
+    def as_list(self) -> list[int]:
         return [self.pre, self.core, self.post]
 
-    def __add__(self, other):
+    def __add__(self, other: Phases) -> Phases:
         return Phases(self.pre + other.pre, self.core + other.core, self.post + other.post)
 
 
@@ -30,10 +38,10 @@ class PoolTraffic:
     writes: int
 
     @property
-    def total(self):
+    def total(self) -> int:
         return self.reads + self.writes
 
-    def __add__(self, other):
+    def __add__(self, other: PoolTraffic) -> PoolTraffic:
         return PoolTraffic(self.reads + other.reads, self.writes + other.writes)
 
 
@@ -44,22 +52,22 @@ BURST_BEATS = (1, 2, 4, 8)        # the burst lengths the NPU's bus interfaces c
 class Bursts:
     """One bus interface's bursts during one epoch block, as the NPU counts them: per direction,
     the number of bursts of 1, 2, 4 and 8 beats; every beat moves 8 bytes."""
-    reads: tuple                 # (1-beat, 2-beat, 4-beat, 8-beat bursts)
-    writes: tuple
+    reads: tuple[int, ...]       # (1-beat, 2-beat, 4-beat, 8-beat bursts)
+    writes: tuple[int, ...]
 
     @staticmethod
-    def nbytes(bursts):
+    def nbytes(bursts: Sequence[int]) -> int:
         return 8 * sum(n * beats for n, beats in zip(bursts, BURST_BEATS))
 
     @property
-    def read_bytes(self):
+    def read_bytes(self) -> int:
         return self.nbytes(self.reads)
 
     @property
-    def write_bytes(self):
+    def write_bytes(self) -> int:
         return self.nbytes(self.writes)
 
-    def __add__(self, other):
+    def __add__(self, other: Bursts) -> Bursts:
         return Bursts(tuple(a + b for a, b in zip(self.reads, other.reads)),
                       tuple(a + b for a, b in zip(self.writes, other.writes)))
 
@@ -81,33 +89,36 @@ class EpochMeasurement:
     mcu_cycles: Phases           # MCU cycles per phase (mean, rounded up, like ST's profiler)
     mcu_total: int               # mean of the per-sample totals, rounded up (the duration's basis)
     samples: int = 1
-    npu_cycles: Phases = None    # EPOCH_LEN
-    memory: dict = None          # memory region → PoolTraffic (the simulated board's memory hooks)
-    busif: dict = None           # "port0"/"port1" → Bursts (BUSIF_RW_DATA)
-    npu_cache: dict = None       # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
-    streng_active: dict = None   # stream-engine id → StreamEngine, in the order the board first reported them
+    npu_cycles: Phases | None = None    # EPOCH_LEN
+    # memory region → PoolTraffic (the simulated board's memory hooks)
+    memory: dict[str, PoolTraffic] | None = None
+    busif: dict[str, Bursts] | None = None   # "port0"/"port1" → Bursts (BUSIF_RW_DATA)
+    # r_hit, r_miss, r_alloc_miss, evict, w_hit, w_miss, w_alloc_miss, w_through
+    npu_cache: dict[str, int] | None = None
+    # stream-engine id → StreamEngine, in the order the board first reported them
+    streng_active: dict[int, StreamEngine] | None = None
     extra: int = 0               # EXTRA epochs folded into this (HYBRID) block
-    extra_mcu_cycles: Phases = None   # their MCU cycles per phase, summed (None: none folded)
+    extra_mcu_cycles: Phases | None = None   # their MCU cycles per phase, summed (None: none folded)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"epoch_{self.index}"
 
     @property
-    def numbers(self):
+    def numbers(self) -> range:
         return range(self.index, self.last + 1)
 
     @property
-    def unit(self):
+    def unit(self) -> str:
         """Where the block's work runs: CPU for software epochs, NPU otherwise."""
         return "CPU" if self.kind == "SW" else "NPU"
 
-    def absent(self):
+    def absent(self) -> list[str]:
         """Names of the NPU counters the board did not report for this block (`memory` is the
         simulated board's own count, never expected from a real one)."""
         return [k for k in ("npu_cycles", "busif", "npu_cache", "streng_active") if getattr(self, k) is None]
 
-    def fold(self, extra):
+    def fold(self, extra: EpochMeasurement) -> None:
         """Take in the EXTRA epoch that follows this block, as ST's profiler merges it into the
         HYBRID epoch before it: its MCU cycles kept apart but in the block's time, its NPU cycles,
         bus-interface bursts (and simulated memory traffic) summed; cache and stream engines not."""
@@ -120,21 +131,21 @@ class EpochMeasurement:
         self.memory = _add_each(self.memory, extra.memory)
 
 
-def _add(a, b):
+def _add(a: Counter | None, b: Counter | None) -> Counter | None:
     """a + b where None is an absent counter (absent in both: None)."""
     return b if a is None else a if b is None else a + b
 
 
-def _add_each(a, b):
+def _add_each(a: dict[K, Counter] | None, b: dict[K, Counter] | None) -> dict[K, Counter] | None:
     """Two dicts of counters summed key by key (None: absent)."""
     if a is None or b is None:
         return b if a is None else a
-    return {k: _add(a.get(k), b.get(k)) for k in {**a, **b}}
+    return {k: _add(a.get(k), b.get(k)) for k in {**a, **b}}   # type: ignore[misc]  # k in a or b: not None
 
 
-def fold_extra(epochs):
+def fold_extra(epochs: Iterable[EpochMeasurement]) -> list[EpochMeasurement]:
     """Blocks with each EXTRA epoch folded into the block before it (one that comes first stays)."""
-    out = []
+    out: list[EpochMeasurement] = []
     for e in epochs:
         if e.kind == "EXTRA" and out:
             out[-1].fold(e)
@@ -147,19 +158,20 @@ def fold_extra(epochs):
 class Measurement:
     """One profile run of one model on one board."""
     model: str                   # the c-name the board knows the model by
-    clocks: dict                 # mcu_freq, noc_freq, npu_freq, nic_freq in Hz (from `s:config:` logs)
-    epochs: list                 # EpochMeasurement in execution order
-    run_cycles: int = None       # MCU cycles of a whole inference (the final op's cpu_all), mean
-    options: list = field(default_factory=list)   # counter options of the passes, in order
+    clocks: dict[str, int]       # mcu_freq, noc_freq, npu_freq, nic_freq in Hz (from `s:config:` logs)
+    epochs: list[EpochMeasurement]   # EpochMeasurement in execution order
+    run_cycles: int | None = None   # MCU cycles of a whole inference (the final op's cpu_all), mean
+    options: list[int] = field(default_factory=list)   # counter options of the passes, in order
     simulated: bool = False
     board: str = ""
-    regions: dict = field(default_factory=dict)   # memory region (`memory` keys) → (base, size), when known
+    # memory region (`memory` keys) → (base, size), when known
+    regions: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def to_dict(self):
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d, path=None):
+    def from_dict(cls, d: JsonObject, path: str | None = None) -> Self:
         """The inverse of to_dict; a malformed dict is an N6Error naming `path`."""
         try:
             epochs = []

@@ -5,10 +5,13 @@ NPU clock / summed max_cycles, of the NPU blocks only (ST's sums the software ep
 compiler cycles estimate no CPU time); the NPU's counters as `counters` computes them. Without a
 c_info.json of the image measured, the compiler's figures are None (absent), as ST's profiler goes
 on without them."""
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from . import counters
-from .measurement import Phases, PoolTraffic
+from ..jsonfile import JsonObject
+from .cinfo import CompilerInfo
+from .measurement import Measurement, Phases, PoolTraffic
 
 # What the MB/s figures count, best first: the simulated board's memory hooks (every bus master),
 # the NPU's bus interfaces, the compiler's estimate.
@@ -22,50 +25,51 @@ class EpochProfile:
     name: str                    # c_info.json name of the block's first epoch
     index: int
     last: int
-    epochs: list                 # every c_info.json epoch name the block covers
+    epochs: list[str]            # every c_info.json epoch name the block covers
     kind: str                    # HW | SW | EC | HYBRID | EXTRA
     unit: str                    # CPU | NPU
-    mapping: str                 # the compiler's NODE_* mapping (the compiler's figures: None without c_info.json)
+    mapping: str | None          # the compiler's NODE_* mapping (the compiler's figures: None without c_info.json)
     time_ms: float
     percent: float
     mcu_cycles: Phases           # the block's own, without its folded EXTRA epochs'
     extra: int                   # EXTRA epochs folded into this (HYBRID) block, as ST's profiler does
-    extra_mcu_cycles: Phases     # their MCU cycles (None: none), counted in time_ms and the totals
-    npu_cycles: Phases           # None when the board did not count them
+    extra_mcu_cycles: Phases | None   # their MCU cycles (None: none), counted in time_ms and the totals
+    npu_cycles: Phases | None    # None when the board did not count them
     npu_clock_cycles: int        # measured NPU cycles, else MCU cycles scaled to the NPU clock
-    ops: int
-    compute_cycles: int
-    max_cycles: int
-    ops_per_cycle: float         # ops / npu_clock_cycles (measured)
-    compiler_ops_per_cycle: float   # ops / max_cycles
-    ideal_ops_per_cycle: float   # ops / compute_cycles
-    core_ops_per_cycle: float    # ops / core NPU cycles (None: not counted, or 0)
-    gops: float
-    npu_core_percent: float      # core NPU time (NPU clock) in % of the block's time (None: not counted)
-    compiler_memory: dict        # c_info.json pool → PoolTraffic (the compiler's memory accesses)
-    measured_memory: dict        # pool (or board region) → PoolTraffic, None when the board did not count
-    bus: dict                    # counters.bus: busif0/busif1/total → bytes, bursts, GB/s (None: not counted)
-    stream_engines: list         # counters.engines, by id (None: not counted)
-    busiest_engine: dict         # one of stream_engines (None: none active, or not counted)
-    npu_cache: dict              # counters.CACHE_KEYS → count (None: not counted)
-    traffic_source: str          # what `bandwidth` counts: a TRAFFIC_SOURCES key, None: nothing
-    bandwidth: dict              # pool or bus interface → MB/s of `traffic` over the epoch's time
-    absent: list                 # counters the board did not report
+    ops: int | None
+    compute_cycles: int | None
+    max_cycles: int | None
+    ops_per_cycle: float | None  # ops / npu_clock_cycles (measured)
+    compiler_ops_per_cycle: float | None   # ops / max_cycles
+    ideal_ops_per_cycle: float | None   # ops / compute_cycles
+    core_ops_per_cycle: float | None   # ops / core NPU cycles (None: not counted, or 0)
+    gops: float | None
+    npu_core_percent: float | None   # core NPU time (NPU clock) in % of the block's time (None: not counted)
+    compiler_memory: dict[str, PoolTraffic] | None   # c_info.json pool → PoolTraffic (the compiler's memory accesses)
+    # pool (or board region) → PoolTraffic, None when the board did not count
+    measured_memory: dict[str, PoolTraffic] | None
+    bus: dict[str, JsonObject] | None   # counters.bus: busif0/busif1/total → bytes, bursts, GB/s (None: not counted)
+    stream_engines: list[JsonObject] | None   # counters.engines, by id (None: not counted)
+    busiest_engine: JsonObject | None   # one of stream_engines (None: none active, or not counted)
+    npu_cache: dict[str, int] | None   # counters.CACHE_KEYS → count (None: not counted)
+    traffic_source: str | None   # what `bandwidth` counts: a TRAFFIC_SOURCES key, None: nothing
+    bandwidth: dict[str, float] | None   # pool or bus interface → MB/s of `traffic` over the epoch's time
+    absent: list[str]            # counters the board did not report
 
     @property
-    def all_mcu_cycles(self):
+    def all_mcu_cycles(self) -> Phases:
         """MCU cycles per phase with the folded EXTRA epochs' (the cycles of time_ms)."""
         return self.mcu_cycles + self.extra_mcu_cycles if self.extra_mcu_cycles else self.mcu_cycles
 
     @property
-    def block(self):
+    def block(self) -> str:
         """The block's name in tables: its epochs' range when it covers several."""
         return self.name if self.index == self.last else f"{self.name}..{self.epochs[-1]}"
 
     @property
-    def traffic(self):
+    def traffic(self) -> dict[str, PoolTraffic] | None:
         """Bytes moved per pool or bus interface, from `traffic_source` (None: nothing counted them)."""
-        if self.traffic_source == "bus":
+        if self.traffic_source == "bus" and self.bus is not None:
             return {k: PoolTraffic(v["read_bytes"], v["write_bytes"]) for k, v in self.bus.items() if k != "total"}
         return self.measured_memory if self.traffic_source == "memory" else self.compiler_memory
 
@@ -74,50 +78,51 @@ class EpochProfile:
 class Profile:
     model: str                   # the project's name for the model (its folder), else the c-name
     c_name: str                  # the name the board knows the model by
-    c_info: str                  # None: the compiler's figures are absent, `compiler_absent` says why
+    c_info: str | None           # None: the compiler's figures are absent, `compiler_absent` says why
     simulated: bool
     board: str
-    clocks: dict
-    options: list
-    epochs: list                 # EpochProfile
-    totals: dict
-    compiler_absent: str = None
+    clocks: dict[str, int]
+    options: list[int]
+    epochs: list[EpochProfile]
+    totals: JsonObject
+    compiler_absent: str | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
-def _ratio(a, b):
+def _ratio(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
-def _bandwidth(nbytes, ms):
+def _bandwidth(nbytes: int, ms: float) -> float:
     """MB/s (10^6 bytes, like ST's profiler)."""
     return _ratio(nbytes / 1e6, ms / 1e3)
 
 
-def _sum_traffic(items):
-    out = {}
+def _sum_traffic(items: Iterable[tuple[str, PoolTraffic]]) -> dict[str, PoolTraffic]:
+    out: dict[str, PoolTraffic] = {}
     for pool, t in items:
         out[pool] = out.get(pool, PoolTraffic(0, 0)) + t
     return out
 
 
-def _pool_at(info, base, size):
+def _pool_at(info: CompilerInfo, base: int, size: int) -> str | None:
     """The one c_info.json pool inside a board memory region (None: no single one)."""
     inside = [name for addr, name in info.addresses.items() if base <= addr < base + size]
     return inside[0] if len(inside) == 1 else None
 
 
-def _sum(values):
+def _sum(values: Sequence[int | None]) -> int | None:
     return None if None in values else sum(values)
 
 
-def _ops_per(ops, cycles):
+def _ops_per(ops: int | None, cycles: float | None) -> float | None:
     return ops / cycles if ops is not None and cycles else None
 
 
-def merge(measurement, info, name=None, why=None):
+def merge(measurement: Measurement, info: CompilerInfo | None, name: str | None = None,
+          why: str | None = None) -> Profile:
     """Join each measured block with the c_info.json epochs it covers. `info` None (`why` says
     why) or describing other epochs (not the image's c_info.json): the measured figures alone."""
     ran = [n for e in measurement.epochs for n in e.numbers]
@@ -161,7 +166,7 @@ def merge(measurement, info, name=None, why=None):
                    why and f"{why}: compiler columns absent")
 
 
-def _totals(measurement, rows, total_ms):
+def _totals(measurement: Measurement, rows: list[EpochProfile], total_ms: float) -> JsonObject:
     clk = measurement.clocks
     mcu = Phases(*(sum(getattr(r.all_mcu_cycles, k) for r in rows) for k in ("pre", "core", "post")))
     ops = _sum([r.ops for r in rows])
@@ -211,7 +216,7 @@ def _totals(measurement, rows, total_ms):
     }
 
 
-def _source(rows):
+def _source(rows: list[EpochProfile]) -> str | None:
     """The one source of every block's traffic figures, "mixed" when they differ, None: nothing counted."""
     sources = {r.traffic_source for r in rows} - {None}
     return sources.pop() if len(sources) == 1 else "mixed" if sources else None

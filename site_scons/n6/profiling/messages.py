@@ -20,11 +20,16 @@ and each stream engine keeps the role (input/output) it was first reported with.
 epoch is then folded into the block before it, as ST's profiler does (EpochMeasurement.fold).
 """
 import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn
 
 from ..aivalidation.messages import COUNTER_32B, COUNTER_64B, DEVID_N6, EPOCH_KINDS
 from ..aivalidation.messages import OP_INTERNAL as OPERATOR_INTERNAL
 from ..errors import N6Error
 from .measurement import Bursts, EpochMeasurement, Measurement, Phases, PoolTraffic, StreamEngine, fold_extra
+
+EpochKey = tuple[int, int, str]   # (epoch number, last epoch number, kind) of a block
+Records = dict[str, Any]          # one block's counter logs of one sample, by kind
 
 # Counter options (bits of `reqMsg.opt >> 8`).
 EPOCH_LEN, STRG_ACTIVE, STRG_HENV, BUSIF_RW_DATA, NPU_CACHE, STRG_I_ACTIVE, STRG_O_ACTIVE = \
@@ -36,12 +41,12 @@ _FIELDS = {"evt_pre_start": 8, "evt_post_end": 6, "mcu_cycles": 4, "npu_cycles":
            "npu_cache": 6, "streng_active": 5, "port0": 7, "port1": 7}
 
 
-def run_opt(counters, sample):
+def run_opt(counters: int, sample: int) -> int:
     """`reqMsg.opt` of one sample's run request."""
     return counters << 8 | (1 if sample == 0 else 0)
 
 
-def parse_config(config, source):
+def parse_config(config: Mapping[str, str] | Iterable[str], source: str) -> dict[str, int]:
     """The `s:config:` logs of NETWORK_INFO (strings, or a key → value mapping of them) → clocks
     in Hz (all four are needed, like ST's profiler)."""
     values = dict(config) if isinstance(config, dict) else {}
@@ -72,11 +77,11 @@ def parse_config(config, source):
     return clocks
 
 
-def _get(obj, name, default=None):
+def _get(obj: object, name: str, default: object = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
-def _payload(msg):
+def _payload(msg: Any) -> tuple[str | None, Any]:
     """(kind, payload) of one decoded board message: ("log", str), ("op", op) or (None, None)."""
     if isinstance(msg, str):
         return "log", msg
@@ -102,19 +107,24 @@ def _payload(msg):
     return None, None
 
 
-def _ceil_mean(values):
+def _ceil_mean(values: Sequence[float]) -> int:
     return math.ceil(sum(values) / len(values))
 
 
 class _Epoch:
     """Records of one epoch block gathered over all samples and passes."""
 
-    def __init__(self, index, last, kind):
+    def __init__(self, index: int, last: int, kind: str) -> None:
         self.index, self.last, self.kind = index, last, kind
-        self.mcu, self.npu, self.cache, self.busif = [], [], [], []
-        self.memory, self.streng = {}, None     # streng: id → (role, [cycles]); None until reported
+        self.mcu: list[list[int]] = []
+        self.npu: list[list[int]] = []
+        self.cache: list[list[int]] = []
+        self.busif: list[dict[str, Bursts]] = []
+        self.memory: dict[str, list[tuple[int, int]]] = {}
+        # streng: id → (role, [cycles]); None until reported
+        self.streng: dict[int, tuple[str, list[int]]] | None = None
 
-    def measurement(self):
+    def measurement(self) -> EpochMeasurement:
         mcu = Phases(*(_ceil_mean([p[i] for p in self.mcu]) for i in range(3)))
         npu = Phases(*(_ceil_mean([p[i] for p in self.npu]) for i in range(3))) if self.npu else None
         memory = {pool: PoolTraffic(_ceil_mean([r for r, _ in recs]), _ceil_mean([w for _, w in recs]))
@@ -133,23 +143,24 @@ class _Epoch:
 
 
 class _Parser:
-    def __init__(self, source):
+    def __init__(self, source: str) -> None:
         self.source = source
-        self.order = None            # epoch keys of the first sample
-        self.epochs = {}
-        self.run_cycles = []
-        self.regions = {}            # memory region name → (base, size) (simulated board)
+        self.order: list[EpochKey] | None = None   # epoch keys of the first sample
+        self.epochs: dict[EpochKey, _Epoch] = {}
+        self.run_cycles: list[int] = []
+        self.regions: dict[str, tuple[int, int]] = {}            # memory region name → (base, size) (simulated board)
 
-    def fail(self, problem, fix="check the board connection and firmware, then profile again"):
+    def fail(self, problem: str,
+             fix: str = "check the board connection and firmware, then profile again") -> NoReturn:
         raise N6Error(self.source, problem, fix)
 
-    def _ints(self, text, fields, start):
+    def _ints(self, text: str, fields: Sequence[str], start: int) -> list[int]:
         try:
             return [int(v) for v in fields[start:]]
         except ValueError:
             self.fail(f"board sent a malformed counter log {text!r}")
 
-    def sim_log(self, text, rec):
+    def sim_log(self, text: str, rec: Records) -> None:
         """`s:sim:mem:` (the simulated board's memory counters) → rec."""
         f = text.split(":")[2:]
         if not f or f[0] != "mem":
@@ -164,7 +175,7 @@ class _Parser:
             except ValueError:
                 self.fail(f"board sent a malformed counter log {text!r}")
 
-    def node_log(self, text, rec):
+    def node_log(self, text: str, rec: Records) -> None:
         """One `s:node:` log of the current epoch → rec (a dict of this epoch's records)."""
         f = text.split(":")[2:]
         if not f or f[0] not in _FIELDS:
@@ -191,7 +202,7 @@ class _Parser:
                 self.fail(f"board sent bus direction {f[2]!r} in counter log {text!r}, expected r or w")
             rec.setdefault("busif", {}).setdefault(cat, {})[f[2]] = tuple(self._ints(text, f, 3))
 
-    def counters(self, op, expected, what):
+    def counters(self, op: object, expected: int, what: str) -> list[int]:
         words = [int(w) for w in _get(op, "counters", [])]
         fmt = int(_get(op, "counter_type", 0)) >> 16
         if fmt == COUNTER_64B:
@@ -204,7 +215,7 @@ class _Parser:
             self.fail(f"board sent a counter block of {len(words)} values for {what}, expected {expected}")
         return words
 
-    def sample(self, epochs, final):
+    def sample(self, epochs: Sequence[tuple[EpochKey, Records]], final: Sequence[int]) -> None:
         keys = [key for key, _ in epochs]
         if not keys:
             self.fail("board sent no per-epoch messages in a PER_LAYER run",
@@ -233,9 +244,10 @@ class _Parser:
                     e.streng.setdefault(i, (role, []))[1].append(cycles)     # grouped by id, as ST's profiler
         self.run_cycles.append(final[3])
 
-    def run(self, messages):
+    def run(self, messages: Iterable[object]) -> None:
         """One pass: any number of samples, each ending with the model's final op."""
-        logs, epochs = {}, []
+        logs: Records = {}
+        epochs: list[tuple[EpochKey, Records]] = []
         for msg in messages:
             kind, payload = _payload(msg)
             if kind == "log":
@@ -266,14 +278,15 @@ class _Parser:
             self.fail("board's run ended before the model's final operator message")
 
 
-def _names(keys):
+def _names(keys: Sequence[EpochKey]) -> str:
     return "[" + ", ".join(f"epoch_{i}" for i, _, _ in keys) + "]"
 
 
-def parse_run(runs, model, clocks, source, simulated=False, board=""):
+def parse_run(runs: Iterable[tuple[int, Iterable[object]]], model: str, clocks: Mapping[str, int], source: str,
+              simulated: bool = False, board: str = "") -> Measurement:
     """runs: [(the run request's `opt`, [decoded board messages of that run in arrival order])]."""
     p = _Parser(source)
-    options = []
+    options: list[int] = []
     for opt, messages in runs:
         if opt >> 8 not in options:
             options.append(opt >> 8)

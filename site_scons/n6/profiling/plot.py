@@ -3,28 +3,42 @@ blocks orange) above the bandwidth over each epoch's time: what the board measur
 interface, or per memory region on the simulated board) beside the compiler's estimate (per pool,
 hatched), one colour per pool or region name in both. matplotlib is imported here only, when a
 picture is drawn."""
+from __future__ import annotations
+
 import io
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..atomic import write_bytes
+from .merge import EpochProfile, Profile
+
+if TYPE_CHECKING:                 # matplotlib is imported when a picture is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure
+
+Bars = list[tuple[str, list[dict[str, float]]]]   # [(group, [per epoch: series → MB/s])]
 
 SHADES = {"CPU": ("#9ecae1", "#3182bd", "#c6dbef"), "NPU": ("#fdae6b", "#e6550d", "#fdd0a2")}
 # bandwidth bar group → (hatch, its legend entry): the colour says the pool, the hatch whose figure
 GROUPS = {"measured": (None, "measured"), "estimate": ("//", "compiler's estimate")}
 
 
-def _measured(e):
+def _measured(e: EpochProfile) -> dict[str, int] | None:
     """What the MB/s column counts when the board measured it: bytes per memory region of the
     simulated board, or per NPU bus interface (None: not measured)."""
     if e.traffic_source not in ("memory", "bus"):
         return None
-    return {k.replace("busif", "busif ") if e.traffic_source == "bus" else k: t.total for k, t in e.traffic.items()}
+    return {k.replace("busif", "busif ") if e.traffic_source == "bus" else k: t.total
+            for k, t in e.traffic.items()}   # type: ignore[union-attr]  # a measured source has its traffic
 
 
-def _estimate(e):
+def _estimate(e: EpochProfile) -> dict[str, int] | None:
     return None if e.compiler_memory is None else {p: t.total for p, t in e.compiler_memory.items()}
 
 
-def bandwidth_bars(profile):
+def bandwidth_bars(profile: Profile) -> Bars:
     """The lower panel's bar groups: [(label, [per epoch: series → MB/s over the epoch's time])],
     the measured one first; a group nothing counted is left out."""
     groups = [(label, [{k: nbytes / 1e3 / e.time_ms for k, nbytes in (of(e) or {}).items()}   # B/ms/1e3 = MB/s
@@ -32,7 +46,7 @@ def bandwidth_bars(profile):
     return [(label, per_epoch) for label, per_epoch in groups if any(per_epoch)]
 
 
-def colours(bars, cmap):
+def colours(bars: Bars, cmap: Callable[[str], Colormap]) -> dict[str, tuple[float, float, float, float]]:
     """series name → colour: one per memory pool, region or bus interface, the same in the measured
     and the estimated bars (a pool's measured and estimated traffic side by side), distinct names
     distinct colours (in order of first appearance, the palette's length at the most)."""
@@ -41,7 +55,7 @@ def colours(bars, cmap):
     return {name: palette(i % palette.N) for i, name in enumerate(names)}
 
 
-def _time_panel(ax, profile, x, unit, scale):
+def _time_panel(ax: Axes, profile: Profile, x: Sequence[int], unit: str, scale: float) -> None:
     hz = profile.clocks["mcu_freq"]
     base = [0.0] * len(profile.epochs)
     for i, phase in enumerate(("pre", "core", "post")):
@@ -53,14 +67,14 @@ def _time_panel(ax, profile, x, unit, scale):
     ax.set_ylabel(f"time per inference ({unit})")
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     import matplotlib
     matplotlib.use("Agg")           # files only, no display, before pyplot picks one
     import matplotlib.pyplot as plt
     return plt
 
 
-def figure(profile):
+def figure(profile: Profile) -> Figure:
     """The matplotlib figure (legends beside the panels, never over a bar)."""
     plt = _pyplot()
     from matplotlib.patches import Patch
@@ -100,7 +114,7 @@ def figure(profile):
     return fig
 
 
-def draw(profile, svg_path, png_path):
+def draw(profile: Profile, svg_path: str, png_path: str) -> str:
     """Write the SVG and the PNG; returns the SVG text (the HTML page embeds it)."""
     plt = _pyplot()
     plt.rcParams["svg.hashsalt"] = "n6-profile"          # stable element ids: same profile, same bytes

@@ -1,13 +1,17 @@
 """The profile as a console table (tabulate) with its summary lines, and as profile.json. The
 table keeps one column per figure an engineer scans for; `details` has every counter."""
 import json
+from collections.abc import Sequence
+from typing import TypeVar
 
 from tabulate import tabulate
 
 from ..atomic import write_text
 from .counters import shown
-from .merge import TRAFFIC_SOURCES
+from ..jsonfile import JsonObject
+from .merge import TRAFFIC_SOURCES, Profile
 
+T = TypeVar("T")
 HEADERS = ["epoch", "unit", "kind", "time ms", "%", "pre", "core", "post", "NPU core %", "ops", "ops/cycle", "MB/s",
            "busiest engine"]
 COMPILER_COLUMNS = ("ops", "ops/cycle")
@@ -18,7 +22,7 @@ ABSENT = {"npu_cycles": "NPU cycles (pre/core/post)",
           "npu_cache": "NPU cache hits, misses, allocation misses, evictions and write-through"}
 
 
-def _kept(profile):
+def _kept(profile: Profile) -> list[bool]:
     """HEADERS without the compiler's columns when there is no c_info.json, and without a counter's
     column when no block reported the counter."""
     drop = set() if profile.c_info else set(COMPILER_COLUMNS)
@@ -29,24 +33,24 @@ def _kept(profile):
     return [h not in drop for h in HEADERS]
 
 
-def _keep(profile, row):
+def _keep(profile: Profile, row: Sequence[T]) -> list[T]:
     return [v for v, keep in zip(row, _kept(profile)) if keep]
 
 
-def headers(profile):
+def headers(profile: Profile) -> list[str]:
     return _keep(profile, HEADERS)
 
 
-def _busiest(engine, reported):
+def _busiest(engine: JsonObject | None, reported: bool) -> str:
     if engine is None:
         return "none" if reported else ""
     share = "" if engine["percent"] is None else f" {engine['percent']:.1f}%"
     return f"#{engine['id']} {engine['role'][0]}{share}"
 
 
-def rows(profile):
+def rows(profile: Profile) -> list[list[object]]:
     """One list per epoch block (shared by the console and the HTML page)."""
-    out = []
+    out: list[list[object]] = []
     for e in profile.epochs:
         out.append(_keep(profile, [e.block, e.unit, e.kind, f"{e.time_ms:.4f}", f"{e.percent:.1f}",
                                    *e.all_mcu_cycles.as_list(),
@@ -57,8 +61,8 @@ def rows(profile):
     return out
 
 
-def _absent_line(profile):
-    parts = []
+def _absent_line(profile: Profile) -> str | None:
+    parts: list[str] = []
     for key, what in ABSENT.items():
         missing = [e.name for e in profile.epochs if key in e.absent]
         if missing:
@@ -66,12 +70,13 @@ def _absent_line(profile):
     return "not reported by the board: " + "; ".join(parts) if parts else None
 
 
-def _gb(v):
+def _gb(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f} GB/s"
 
 
-def counter_lines(profile):
+def counter_lines(profile: Profile) -> list[str]:
     """The NPU counters of the whole inference, one line each."""
+    lines: list[str]
     t, lines = profile.totals, []
     if t["npu_core_cycles"] is not None:
         line = (f"NPU core {t['npu_core_cycles']:,} cycles, {t['npu_core_ms']:.4f} ms = "
@@ -101,7 +106,7 @@ def counter_lines(profile):
     return lines
 
 
-def compiler_line(profile):
+def compiler_line(profile: Profile) -> str | None:
     """The compiler's estimate: its cycles are NPU cycles, so its inf/s covers the NPU blocks only
     (ST's profiler divides by every epoch's max_cycles, software ones too) and is left out
     for a model whose every epoch runs on the CPU. None: no c_info.json."""
@@ -121,7 +126,7 @@ def compiler_line(profile):
             f"{shown(t['compiler_ideal_inf_per_s'], '.1f')} inf/s" + ("" if not which else " for them alone"))
 
 
-def summary_lines(profile):
+def summary_lines(profile: Profile) -> list[str]:
     t = profile.totals
     pre, core, post = t["mcu_cycles"]
     board = "simulated board" if profile.simulated else "board"
@@ -143,7 +148,7 @@ def summary_lines(profile):
     return lines
 
 
-def total_row(profile):
+def total_row(profile: Profile) -> list[object]:
     t = profile.totals
     return _keep(profile, ["total", "", "", f"{t['time_ms']:.4f}", "100.0", *t["mcu_cycles"],
                            shown(t["npu_core_percent"], ".1f"), t["ops"],
@@ -152,7 +157,7 @@ def total_row(profile):
                            _busiest(t["busiest_engine"], t["stream_engines"] is not None)])
 
 
-def title(profile):
+def title(profile: Profile) -> str:
     """The report's first line: which model, under which c-name, on which board (the console
     prints several models' reports in the order their steps end, and a stored one alone)."""
     where = profile.board or "the board"
@@ -160,12 +165,12 @@ def title(profile):
         (" (simulated)" if profile.simulated else "")
 
 
-def table(profile):
+def table(profile: Profile) -> str:
     columns = headers(profile)
     text = tabulate(rows(profile) + [total_row(profile)], headers=columns, disable_numparse=True,
                     colalign=("left", "left", "left") + ("right",) * (len(columns) - 3))
     return "\n".join([title(profile), text, *summary_lines(profile)])
 
 
-def write_json(path, data):
+def write_json(path: str, data: JsonObject) -> None:
     write_text(path, json.dumps(data, indent=1, sort_keys=False) + "\n")

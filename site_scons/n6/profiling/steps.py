@@ -1,21 +1,23 @@
 """The report step as the build runs it: measurement.json + c_info.json → every report in the
 profile folder, the console table, and the diff against a baseline profile."""
 import os
+from collections.abc import Callable
 
 from ..atomic import write_text
 from ..errors import N6Error
-from ..jsonfile import read_json
+from ..jsonfile import JsonObject, read_json
 from . import DETAILS, DIFF, FILES, PREVIOUS, details, diff, html, plot, report, trace
 from .cinfo import read_c_info
 from .measurement import Measurement
-from .merge import merge
+from .merge import Profile, merge
 
 
-def load_measurement(path):
+def load_measurement(path: str) -> Measurement:
     return Measurement.from_dict(read_json(path, "measurement", lenient=False), path)
 
 
-def report_step(measurement_path, c_info_path, folder, baseline=None, name=None, log=print):
+def report_step(measurement_path: str, c_info_path: str, folder: str, baseline: str | None = None,
+                name: str | None = None, log: Callable[[str], object] = print) -> tuple[Profile, JsonObject | None]:
     """Write the reports; `baseline` (a profile.json, this folder's own too: it is read before
     being rewritten) defaults to the profile this one replaced."""
     measurement = load_measurement(measurement_path)
@@ -33,7 +35,7 @@ def report_step(measurement_path, c_info_path, folder, baseline=None, name=None,
     before = diff.read_profile(baseline) if baseline else None    # a bad one: refused with the reports untouched
     try:
         data = profile.to_dict()
-        diff_data = diff.diff(before, data, baseline) if baseline else None
+        diff_data = diff.diff(before, data, baseline) if baseline and before is not None else None
         report.write_json(paths["profile.json"], data)
         svg = plot.draw(profile, paths["profile.svg"], paths["profile.png"])
         report.write_json(paths["profile.trace.json"], trace.trace_events(profile))

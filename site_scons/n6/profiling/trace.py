@@ -4,10 +4,12 @@ time on its own track, memory traffic per pool as counters (measured, and the co
 and one counter track per NPU bus interface (read and write bytes) beside the bus bandwidth (GB/s
 per interface, over the epoch's core NPU cycles). An epoch slice's args carry every counter the
 board reported for it."""
+from ..jsonfile import JsonObject
+from .merge import EpochProfile, Profile
 
 
-def _counter_args(e):
-    args = {}
+def _counter_args(e: EpochProfile) -> JsonObject:
+    args: JsonObject = {}
     if e.npu_cycles is not None:
         args["npu_cycles"] = e.npu_cycles.as_list()
         args["npu_core_percent"] = e.npu_core_percent
@@ -17,9 +19,9 @@ def _counter_args(e):
     return args
 
 
-def _tracks(e):
+def _tracks(e: EpochProfile) -> dict[str, dict[str, float]]:
     """Counter track name → values of one epoch (a track the epoch has no figures for: absent)."""
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     if e.measured_memory is not None:
         out["memory traffic (bytes)"] = {p: t.total for p, t in e.measured_memory.items()}
     if e.compiler_memory is not None:
@@ -32,11 +34,11 @@ def _tracks(e):
     return out
 
 
-def _counters(profile, starts, end):
+def _counters(profile: Profile, starts: list[float], end: float) -> list[JsonObject]:
     """Counter events: each track's values at each epoch's start (0 for a series the epoch lacks),
     all back to 0 at the end of the inference."""
     per_epoch = [_tracks(e) for e in profile.epochs]
-    keys = {}
+    keys: dict[str, dict[str, float]] = {}
     for tracks in per_epoch:
         for name, values in tracks.items():
             keys.setdefault(name, {}).update(dict.fromkeys(values, 0))
@@ -45,11 +47,11 @@ def _counters(profile, starts, end):
     return events + [{"ph": "C", "name": name, "pid": 1, "ts": end, "args": zero} for name, zero in keys.items()]
 
 
-def _us(cycles, hz):
+def _us(cycles: float, hz: float) -> float:
     return round(cycles * 1e6 / hz, 3)
 
 
-def trace_events(profile):
+def trace_events(profile: Profile) -> JsonObject:
     hz = profile.clocks["mcu_freq"]
     where = "simulated board" if profile.simulated else "board"
     events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0,

@@ -11,16 +11,20 @@ import signal
 import struct
 import sys
 
+from collections.abc import Sequence
+
 from tabulate import tabulate
 
 from ..board_files import DEFAULT_BOARD
 from ..errors import N6Error
+from ..jsonfile import JsonObject
 from . import check
+from .firmware import Firmware
 from .image import MAGIC, Image, off
 from .names import params_path
 
 
-def inspect(img):
+def inspect(img: Image) -> JsonObject:
     h = img.header
     return {
         "header": {k: f"0x{v:08X}" for k, v in h.words.items()}, "header_size": h.size,
@@ -37,7 +41,7 @@ def inspect(img):
     }
 
 
-def _print(info):
+def _print(info: JsonObject) -> None:
     print(tabulate([[k, v] for k, v in info["header"].items()], ["header word", "value"]))
     print()
     print(tabulate([[k, v] for k, v in info["flags"].items()], ["flag", "value"]))
@@ -48,7 +52,7 @@ def _print(info):
     print(f"\nREL entries ({len(info['rel'])}): " + " ".join(info["rel"]))
 
 
-def _firmware(board_name, image, params):
+def _firmware(board_name: str, image: str, params: str | None) -> tuple[Firmware, str]:
     """(Firmware, what it is) of the board the image is judged for: `./n6 check` answers "will
     this install there?", so the firmware is the board's, never one built as the image says."""
     from ..board import load_board
@@ -57,7 +61,7 @@ def _firmware(board_name, image, params):
     return board_firmware(load_board(board_path(board_name)), Image.load(image, params))
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = _run(argv)
         sys.stdout.flush()
@@ -67,7 +71,7 @@ def main(argv=None):
         return 128 + signal.SIGPIPE
 
 
-def _run(argv):
+def _run(argv: Sequence[str] | None) -> int:
     p = argparse.ArgumentParser(prog="n6.reloc", description="inspect or check a relocatable model image")
     p.add_argument("command", choices=["inspect", "check"])
     p.add_argument("image")

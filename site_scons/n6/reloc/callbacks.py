@@ -33,7 +33,7 @@ CACHE_OPS = COMMON[2:7]
 SIZES = {release: len(names) for release, names in TABLES.items()}   # 21, 23, 21
 
 
-def table(release):
+def table(release: str) -> tuple[str, ...]:
     """Entry names of `release`'s callback table, in order ("2.2.0" and "2.2" alike)."""
     key = ".".join(str(release).split(".")[:2])
     try:

@@ -7,15 +7,17 @@ loader's error-code names. Then our own rules (layout.py) refuse damage the load
 and the params blob size and CRC-32 stored in rt_ctx must match the params installed with."""
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .firmware import Firmware
-from .image import (MAGIC, MAX_DESCRIPTORS, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Header, Image, PoolDescriptor,
-                    align8, c_string, detect_header_words, off, seg)
+from .image import (MAGIC, MAX_DESCRIPTORS, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, Data, Header, Image,
+                    PoolDescriptor, align8, c_string, detect_header_words, off, seg)
 from .layout import Damaged, check_layout
 from .pools import ATTR_CACHEABLE, ATTR_WRITE, DATA_ACTIV, DATA_MIXED, DATA_PARAM, TYPE_COPY, TYPE_RELOC, TYPE_RESET
 
+Region = Data | memoryview   # a mapped region: a bytearray is writable, the others read-only
 ERROR_CODES = {"NONE": 0, "INVALID_BIN": -1, "MEMORY": -2, "NOT_SUPPORTED": -3, "ARG": -4, "INVALID_HDL": -5,
                "INSTALL": -6, "PARAM_ADDR": -7, "PARAM_DESC": -8, "PARAMS_CRC": -100}
 MODE_XIP, MODE_COPY, MODE_CLEAR = 1, 2, 4
@@ -27,13 +29,13 @@ class LoaderError(Exception):
     """`name`: the loader's error code; `rule`: set when the refusal is one of our own rules
     (layout.py, the params CRC-32), not something ST's loader checks or faults on."""
 
-    def __init__(self, name, detail, rule=None, fact=None):
+    def __init__(self, name: str, detail: str, rule: str | None = None, fact: str | None = None) -> None:
         self.name, self.code, self.detail, self.rule = name, ERROR_CODES[name], detail, rule
         self.fact = fact      # the firmware fact the image does not match (Firmware's field), if that is why
         super().__init__(f"{self.label}: {detail}")
 
     @property
-    def label(self):
+    def label(self) -> str:
         """The loader's error name and code where ST's loader gives it, else our rule's name."""
         return f"{self.name} ({self.code})" if self.rule is None else f"n6 rule '{self.rule}' (ST's loader installs it)"
 
@@ -54,20 +56,20 @@ class InstallMemory:
     """Sparse byte-addressed memory: mapped regions, created on first write where asked. Every
     access is checked before any byte moves, so a wrapped or huge length costs nothing."""
 
-    def __init__(self):
-        self.regions = []
+    def __init__(self) -> None:
+        self.regions: list[tuple[int, Region]] = []
 
-    def map(self, base, data):
+    def map(self, base: int, data: Region) -> None:
         """Map `data` at `base`; bytes/memoryview regions are read-only and never copied."""
         self.regions.append((base, data))
 
-    def find(self, addr, n):
+    def find(self, addr: int, n: int) -> tuple[Region | None, int]:
         for base, buf in self.regions:
             if base <= addr and addr + n <= base + len(buf):
                 return buf, addr - base
         return None, 0
 
-    def read(self, addr, n, what="memory"):
+    def read(self, addr: int, n: int, what: str = "memory") -> bytes:
         if not n:
             return b""
         buf, at = self.find(addr, n)
@@ -79,12 +81,12 @@ class InstallMemory:
                               "the memory the loader is given")
         return bytes(buf[at:at + n])
 
-    def _touches_a_file(self, addr, n):
+    def _touches_a_file(self, addr: int, n: int) -> bool:
         """Whether [addr, addr + n) overlaps a read-only region or lies within 8 bytes of it."""
         return any(not isinstance(buf, bytearray) and addr < base + len(buf) + 8 and base - 8 < addr + n
                    for base, buf in self.regions)
 
-    def _writable(self, addr, n, what, create):
+    def _writable(self, addr: int, n: int, what: str, create: bool) -> tuple[bytearray, int]:
         buf, at = self.find(addr, n)
         if buf is None and create and addr + n <= 1 << 32:
             self.map(addr, bytearray(n))
@@ -96,25 +98,25 @@ class InstallMemory:
             raise LoaderError("INVALID_BIN", f"{what}: write of {n} bytes into read-only 0x{addr:08X}")
         return buf, at
 
-    def write(self, addr, data, create=False, what="memory"):
+    def write(self, addr: int, data: bytes, create: bool = False, what: str = "memory") -> None:
         if len(data):
             buf, at = self._writable(addr, len(data), what, create)
             buf[at:at + len(data)] = data
 
-    def fill(self, addr, n, create=False, what="memory"):
+    def fill(self, addr: int, n: int, create: bool = False, what: str = "memory") -> None:
         """memset(addr, 0, n)."""
         if n:
             buf, at = self._writable(addr, n, what, create)
             buf[at:at + n] = bytes(n)
 
-    def copy(self, dst, src, n, create=False, what="memory"):
+    def copy(self, dst: int, src: int, n: int, create: bool = False, what: str = "memory") -> None:
         """memcpy(dst, src, n)."""
         self.write(dst, self.read(src, n, what), create, what)
 
-    def u32(self, addr, what="memory"):
+    def u32(self, addr: int, what: str = "memory") -> int:
         return struct.unpack("<I", self.read(addr, 4, what))[0]
 
-    def set_u32(self, addr, value, what="memory"):
+    def set_u32(self, addr: int, value: int, what: str = "memory") -> None:
         self.write(addr, struct.pack("<I", value), what=what)
 
 
@@ -126,12 +128,12 @@ class Installed:
     param0: int
     param1: int
     memory: InstallMemory
-    warnings: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     got_words: int = 0
     rel_sites: int = 0
 
 
-def check_flags(flags, fw):
+def check_flags(flags: int, fw: Firmware) -> list[str]:
     """§3.2 step 2, the flags word against the firmware and the CPU; returns the warnings."""
     major, minor = flags >> 28, (flags >> 24) & 0xF
     if major != 8 and minor != 0:   # the loader's test: either matching is enough
@@ -155,7 +157,7 @@ def check_flags(flags, fw):
     return warnings
 
 
-def check_runtime(rt_version, struct_sizes, fw):
+def check_runtime(rt_version: int, struct_sizes: int, fw: Firmware) -> None:
     """§3.2 step 2, rt_ctx's runtime version and C-struct sizes (one byte each) against the firmware's."""
     if fw.version is not None:
         major, minor, micro = fw.version
@@ -170,11 +172,12 @@ def check_runtime(rt_version, struct_sizes, fw):
                           f"{want >> 8 & 0xFF} in the firmware", fact="struct_sizes")
 
 
-def check_params_size(img, params):
+def check_params_size(img: Image, params: Data | memoryview) -> None:
     """Our rule: a split params file is the params blob rt_ctx declares, preceded by nothing but
     the epoch-controller blobs of an image built with --ecblob-in-params (the image declares no
     size for them, but points at where the params blob starts after them): bytes before the
     params shift every pool the loader rebases."""
+    assert img.rt_ctx is not None   # check_layout refuses an image whose rt_ctx is not in its data
     before = len(params) - img.rt_ctx.params_bin_sz
     if before and before not in img.params_references():
         raise LoaderError("INVALID_BIN", f"the params file is {len(params)} bytes: {before} bytes before the "
@@ -182,9 +185,10 @@ def check_params_size(img, params):
                           "epoch-controller blobs (the image does not point there)", rule="params_size")
 
 
-def check_params_words(img, params, split=False):
+def check_params_words(img: Image, params: Data | memoryview, split: bool = False) -> None:
     """Our addition: rt_ctx's params size / CRC-32 describe the raw params blob (and a `split`
     params file holds nothing else but EC blobs: check_params_size)."""
+    assert img.rt_ctx is not None   # as check_params_size
     size = img.rt_ctx.params_bin_sz
     if split:
         check_params_size(img, params)
@@ -196,11 +200,12 @@ def check_params_words(img, params, split=False):
                           f"0x{zlib.crc32(raw):08X}", rule="params_crc")
 
 
-def _name(data, addr):
+def _name(data: Data, addr: int) -> str:
     return repr(c_string(data, off(addr))) if seg(addr) == SEG_FLASH and off(addr) < len(data) else f"0x{addr:08X}"
 
 
-def _prepare_pools(mem, data, file_addr, h, cfg, warnings):
+def _prepare_pools(mem: InstallMemory, data: Data, file_addr: int, h: Header, cfg: Config,
+                   warnings: list[str]) -> int:
     """`_ai_reloc_prepare_mpools`: the params base, then each descriptor's checks, copy or clear;
     returns the base of param segment 0."""
     addr0 = cfg.ext_param_addr
@@ -253,9 +258,9 @@ def _prepare_pools(mem, data, file_addr, h, cfg, warnings):
     return param0 or addr0
 
 
-def _rebaser(bases):
+def _rebaser(bases: dict[int, int]) -> Callable[[int, str], int]:
     """The loader's rebase of one GOT or REL word: its segment's base plus its offset; 0 stays 0."""
-    def rebase(word, where):
+    def rebase(word: int, where: str) -> int:
         base = bases.get(seg(word))
         if base is None:
             if word:
@@ -265,12 +270,12 @@ def _rebaser(bases):
     return rebase
 
 
-def _words(start, end):
+def _words(start: int, end: int) -> range:
     """The word addresses a `for (p = start; p < end; p++)` loop visits."""
     return range(start, start + 4 * max(0, (end - start + 3) // 4), 4)
 
 
-def _check_image(mem, data, file_addr, fw):
+def _check_image(mem: InstallMemory, data: Data, file_addr: int, fw: Firmware) -> tuple[Header, list[str]]:
     """`_ai_reloc_rt_checking`: header, flags, then rt_ctx as the file holds it; (header, warnings)."""
     if not file_addr:
         raise LoaderError("INVALID_BIN", "null image")
@@ -289,7 +294,7 @@ def _check_image(mem, data, file_addr, fw):
     return h, warnings
 
 
-def _give_ram(mem, h, file_addr, cfg):
+def _give_ram(mem: InstallMemory, h: Header, file_addr: int, cfg: Config) -> None:
     """`_ai_reloc_install`'s argument checks, then the RAM the image asks for: exec RAM and the
     external RAM rt_ctx declares (more of either belongs to the application)."""
     need = align8(off(h.bss_end)) + (0 if cfg.mode & MODE_XIP else align8(off(h.data_data)))
@@ -313,7 +318,7 @@ def _give_ram(mem, h, file_addr, cfg):
         mem.map(cfg.ext_ram_addr, bytearray(min(cfg.ext_ram_size, ext_need)))
 
 
-def _load(mem, h, file_addr, cfg):
+def _load(mem: InstallMemory, h: Header, file_addr: int, cfg: Config) -> tuple[Header, int, int]:
     """COPY: the RO part into exec RAM (the header is read from the copy from then on); then the
     data image and .bss, with the loader's sizes: .bss from the raw words, data is the rest."""
     if cfg.mode & MODE_COPY:
@@ -329,7 +334,8 @@ def _load(mem, h, file_addr, cfg):
     return h, ro_base, ram_base
 
 
-def _relocate(mem, h, file_addr, ro_base, ram_base, bases, copy_mode):
+def _relocate(mem: InstallMemory, h: Header, file_addr: int, ro_base: int, ram_base: int, bases: dict[int, int],
+              copy_mode: bool) -> tuple[int, int]:
     """R_ARM_GOT_BREL then R_ARM_ABS32: every GOT word, then the word at every REL site (read from
     the file's table) rebased; a site in the RO part only in COPY mode. (GOT words, REL sites)."""
     rebase = _rebaser(bases)
@@ -348,7 +354,8 @@ def _relocate(mem, h, file_addr, ro_base, ram_base, bases, copy_mode):
     return len(got), len(sites)
 
 
-def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
+def install(data: Data, file_addr: int, cfg: Config, fw: Firmware | None = None,
+            params: Data | memoryview | None = None, verify_params: bool = True) -> Installed:
     """`ll_aton_reloc_install(file_ptr, config, ...)` on `data` mapped at `file_addr`, step by
     step, then our rules; returns the memory model after installation."""
     fw = fw or Firmware()
@@ -384,7 +391,9 @@ def install(data, file_addr, cfg, fw=None, params=None, verify_params=True):
                      rel_sites)
 
 
-def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARAMS_ADDR, verify_params=True):
+def check_image(data: Data, params: Data | memoryview | None = None, fw: Firmware | None = None,
+                file_addr: int = FILE_ADDR, param_addr: int = PARAMS_ADDR,
+                verify_params: bool = True) -> list[Installed]:
     """Install in XIP and in COPY mode; returns both memory models or raises LoaderError.
     `verify_params=False` skips the params CRC-32 (for the packer, which just computed it)."""
     off_at = Header.offset_of("params_offset")
@@ -397,7 +406,8 @@ def check_image(data, params=None, fw=None, file_addr=FILE_ADDR, param_addr=PARA
     return results
 
 
-def check_file(bin_path, params_path=None, verify_params=True, fw=None):
+def check_file(bin_path: str, params_path: str | None = None, verify_params: bool = True,
+               fw: Firmware | None = None) -> tuple[Image, list[Installed]]:
     """Check an image (and its split params) against the firmware `fw` that will load it (None:
     one built as the image says, for the build's own check); returns (image, [XIP install, COPY
     install])."""

@@ -5,8 +5,11 @@ range and data; the params come later (pack). Symbol and relocation tables are u
 pass per table (pyelftools parses one entry per call: two thirds of the step on a real model).
 Only this step needs pyelftools, and it reruns only when the ELF changes."""
 import struct
+from collections.abc import Sequence
+from typing import NoReturn
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import Section
 
 from ..errors import N6Error
 from .image import (FAKE_SIZE, FLASH_BASE, MAGIC, RAM_BASE, SEG_FLASH, SEG_PARAM0, SEG_PARAM1, SEG_RAM, CodeImage,
@@ -27,12 +30,12 @@ ACCEPTED = {R_ARM_ABS32: "R_ARM_ABS32", R_ARM_GOT_BREL: "R_ARM_GOT_BREL", R_ARM_
 class Symbol:
     __slots__ = ("name", "value", "size", "type", "shndx")
 
-    def __init__(self, name, value, size, info, shndx):
+    def __init__(self, name: str, value: int, size: int, info: int, shndx: int) -> None:
         self.name, self.value, self.size, self.type, self.shndx = name, value, size, info & 0xF, shndx
 
 
 class _Elf:
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.f = open(path, "rb")
         try:
@@ -48,23 +51,23 @@ class _Elf:
         self.symtab = self.symbol_table(symtab)
         self.symbols = {s.name: s for s in self.symtab if s.name}
 
-    def symbol_table(self, section):
+    def symbol_table(self, section: Section) -> list[Symbol]:
         strtab = self.section_list[section["sh_link"]].data()
-        out = []
+        out: list[Symbol] = []
         for st_name, value, size, info, _, shndx in ELF32_SYM.iter_unpack(section.data()):
             out.append(Symbol(strtab[st_name:strtab.index(b"\0", st_name)].decode(errors="replace"),
                               value, size, info, shndx))
         return out
 
-    def data(self, name):
+    def data(self, name: str) -> bytes:
         s = self.sections.get(name)
         return bytes(s.data()) if s is not None and s["sh_type"] != "SHT_NOBITS" else b""
 
-    def close(self):
+    def close(self) -> None:
         self.f.close()
 
 
-def read_symbols(path):
+def read_symbols(path: str) -> list[Symbol]:
     """Every symbol of an ELF file, read in one pass over its table (fast on large firmwares)."""
     e = _Elf(path)
     try:
@@ -73,11 +76,12 @@ def read_symbols(path):
         e.close()
 
 
-def _fail(path, problem, fix="check the linker script and the compile flags of the relocatable build"):
+def _fail(path: str, problem: str,
+          fix: str = "check the linker script and the compile flags of the relocatable build") -> NoReturn:
     raise N6Error(path, problem, fix)
 
 
-def _sanity(e):
+def _sanity(e: _Elf) -> None:
     for name in REQUIRED_SECTIONS:
         if name not in e.sections:
             _fail(e.path, f"section {name} is missing", "link with firmware/reloc_network_gcc.ld and --emit-relocs")
@@ -96,7 +100,7 @@ def _sanity(e):
         _fail(e.path, "the first words of .flash are not a relocatable-image header")
 
 
-def _rel_table(e, skipped):
+def _rel_table(e: _Elf, skipped: Sequence[tuple[int, int]]) -> list[int]:
     data_sec = e.sections[".data"]
     d_lo, d_hi = data_sec["sh_addr"], data_sec["sh_addr"] + data_sec["sh_size"]
     sites = []
@@ -136,7 +140,7 @@ def _rel_table(e, skipped):
     return sites
 
 
-def code_image(elf_path):
+def code_image(elf_path: str) -> CodeImage:
     """Everything of the image the ELF decides; params offset, size and CRC-32 stay 0."""
     e = _Elf(elf_path)
     try:
@@ -167,14 +171,14 @@ def code_image(elf_path):
     return CodeImage(code, ec_blobs)
 
 
-def post_check(path, data):
+def post_check(path: str, data: bytes | bytearray) -> None:
     """Every REL site's word and every GOT word but the last three must point into data or bss
     (not the init-array/GOT gap), into the RO image, or into a relocatable pool segment."""
     h = Header.parse(data)
     ro, data_end, bss_start, bss_end = off(h.data_data), off(h.data_end), off(h.bss_start), off(h.bss_end)
     got_start, got_end, rel_start, rel_end = off(h.got_start), off(h.got_end), off(h.rel_start), off(h.rel_end)
 
-    def valid(word):
+    def valid(word: int) -> bool:
         s, o = seg(word), off(word)
         return (s == SEG_RAM and (o < data_end or bss_start <= o < bss_end)) or (s == SEG_FLASH and o < ro) or \
             s in (SEG_PARAM0, SEG_PARAM1)

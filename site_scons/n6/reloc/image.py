@@ -1,16 +1,21 @@
 """The `network_rel.bin` format: header, flags word, runtime context, pool descriptors, and the
 file-level view (RO part, data image, REL table, params). Parsing and writing live together."""
+from __future__ import annotations
+
 import json
 import mmap
 import os
 import struct
 from dataclasses import dataclass, field, fields
+from typing import Self
 
 from ..atomic import write_bytes, write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
 from .names import code_facts_path
 from .pools import describe_flags
+
+Data = bytes | bytearray | mmap.mmap   # an image's bytes: read, built, or mapped from its file
 
 MAGIC = 0x4E49424E
 FAKE_SIZE = 32            # each relocatable pool's placeholder array at the end of .params_<id>
@@ -28,52 +33,52 @@ ENTRIES_3 = ENTRIES_2[:-1] + ("weight_encryption_info", "blob_encryption_info", 
 LAYOUTS = {24: COMMON_WORDS + ENTRIES_2, 26: COMMON_WORDS + ENTRIES_3}
 
 
-def seg(addr):
+def seg(addr: int) -> int:
     return addr >> 28
 
 
-def off(addr):
+def off(addr: int) -> int:
     return addr & OFFSET_MASK
 
 
-def align8(n):
+def align8(n: int) -> int:
     return (n + 7) & ~7
 
 
 @dataclass
 class Header:
-    words: dict          # field name → u32, in layout order
+    words: dict[str, int]   # field name → u32, in layout order
 
     @property
-    def n_words(self):
+    def n_words(self) -> int:
         return len(self.words)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return 4 * self.n_words
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> int:
         try:
             return self.__dict__["words"][name]
         except KeyError:
             raise AttributeError(name) from None
 
     @classmethod
-    def parse(cls, buf, n_words=None):
+    def parse(cls, buf: Data, n_words: int | None = None) -> Self:
         n_words = n_words or detect_header_words(buf)
         values = struct.unpack_from(f"<{n_words}I", buf, 0)
         return cls(dict(zip(LAYOUTS[n_words], values)))
 
     @staticmethod
-    def offset_of(name):
+    def offset_of(name: str) -> int:
         """File offset of a word common to every layout (magic ... params_offset)."""
         return 4 * COMMON_WORDS.index(name)
 
-    def pack(self):
+    def pack(self) -> bytes:
         return struct.pack(f"<{self.n_words}I", *self.words.values())
 
 
-def detect_header_words(buf):
+def detect_header_words(buf: Data) -> int:
     """24 words (2.x) or 26 (3.x): the header ends with rt_ctx, a RAM address."""
     if len(buf) < 104:
         return 24
@@ -97,15 +102,15 @@ class Flags:
     FLOAT_ABIS = {0: "soft", 1: "softfp", 2: "hard"}
 
     @classmethod
-    def decode(cls, word):
+    def decode(cls, word: int) -> Self:
         return cls(word >> 28, (word >> 24) & 0xF, bool(word >> 22 & 1), bool(word >> 21 & 1), bool(word >> 20 & 1),
                    (word >> 16) & 0xF, (word >> 13) & 0x3, bool(word >> 12 & 1), word & 0xFFF)
 
-    def encode(self):
+    def encode(self) -> int:
         return (self.vers_major << 28 | self.vers_minor << 24 | self.async_mode << 22 | self.dbg_info << 21 |
                 self.secure << 20 | self.toolchain << 16 | self.float_abi << 13 | self.fpu << 12 | self.cpuid)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, object]:
         return {"vers_major": self.vers_major, "vers_minor": self.vers_minor, "secure": self.secure,
                 "dbg_info": self.dbg_info, "async_mode": self.async_mode,
                 "toolchain": self.TOOLCHAINS.get(self.toolchain, hex(self.toolchain)),
@@ -137,16 +142,16 @@ class RtCtx:
     PARAMS_BIN_SZ_OFFSET = 48     # words 12 and 13
 
     @property
-    def ll_aton_version(self):
+    def ll_aton_version(self) -> tuple[int, int, int, int]:
         """(major, minor, micro, dev) of the LL_ATON the image was built with."""
         v = self.rt_version
         return v >> 24, (v >> 16) & 0xFF, (v >> 8) & 0xFF, self.rt_version_extra
 
     @classmethod
-    def parse(cls, buf, at):
+    def parse(cls, buf: Data, at: int) -> Self:
         return cls(*struct.unpack_from("<17I", buf, at))
 
-    def pack(self):
+    def pack(self) -> bytes:
         return struct.pack("<17I", *(getattr(self, f.name) for f in fields(self)))
 
 
@@ -162,28 +167,28 @@ class PoolDescriptor:
     SIZE = 20
 
     @classmethod
-    def parse(cls, buf, at):
+    def parse(cls, buf: Data, at: int) -> Self:
         return cls(*struct.unpack_from("<5I", buf, at))
 
-    def pack(self):
+    def pack(self) -> bytes:
         return struct.pack("<5I", self.name_addr, self.flags, self.foff, self.dst, self.size)
 
     @property
-    def flags_desc(self):
+    def flags_desc(self) -> str:
         return describe_flags(self.flags)
 
     @property
-    def type(self):
+    def type(self) -> int:
         return self.flags >> 24
 
     @property
-    def pool_id(self):
+    def pool_id(self) -> int:
         return self.flags & 0xFF
 
 
-def read_descriptors(buf, at):
+def read_descriptors(buf: Data, at: int) -> tuple[list[tuple[int, PoolDescriptor]], bool]:
     """The pool-descriptor table at `at`: (entries as (offset, descriptor), terminated)."""
-    out = []
+    out: list[tuple[int, PoolDescriptor]] = []
     for i in range(MAX_DESCRIPTORS):
         where = at + i * PoolDescriptor.SIZE
         if where + PoolDescriptor.SIZE > len(buf):
@@ -205,33 +210,33 @@ class CodeImage:
     ec_blobs: bytes = b""
 
     @property
-    def header(self):
+    def header(self) -> Header:
         return Header.parse(self.code)
 
     @property
-    def rel_entries(self):
+    def rel_entries(self) -> int:
         h = self.header
         return (off(h.rel_end) - off(h.rel_start)) // 4
 
     @property
-    def got_entries(self):
+    def got_entries(self) -> int:
         """GOT words, as ST's flow reports them (not the GOT-relative references to them)."""
         h = self.header
         return (off(h.got_end) - off(h.got_start)) // 4
 
     @property
-    def params_words_at(self):
+    def params_words_at(self) -> int:
         """File offset of rt_ctx's params size and CRC-32 words."""
         h = self.header
         return off(h.data_data) + off(h.rt_ctx) + RtCtx.PARAMS_BIN_SZ_OFFSET
 
-    def save(self, path):
+    def save(self, path: str) -> None:
         write_bytes(path, self.code + self.ec_blobs)
         facts = {"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs)}
         write_text(code_facts_path(path), json.dumps(facts, indent=1) + "\n")
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> Self:
         facts = read_json(code_facts_path(path), "code image description", lenient=False)
         with open(path, "rb") as f:
             data = f.read()
@@ -243,7 +248,7 @@ class CodeImage:
 
 
 
-def c_string(buf, at, limit=256):
+def c_string(buf: Data, at: int, limit: int = 256) -> str:
     end = buf.find(b"\0", at, at + limit)
     return buf[at:end if end >= 0 else at + limit].decode("latin-1")
 
@@ -251,15 +256,16 @@ def c_string(buf, at, limit=256):
 @dataclass
 class Image:
     """A parsed `network_rel.bin` (params may live in a separate split file)."""
-    data: bytes
+    data: Data
     header: Header
-    params: bytes = b""
-    descriptors: list = field(default_factory=list)
+    params: Data | memoryview = b""
+    descriptors: list[PoolDescriptor] = field(default_factory=list)
     descriptors_terminated: bool = True
-    rt_ctx: RtCtx = None
+    rt_ctx: RtCtx | None = None
 
     @classmethod
-    def parse(cls, data, path="network_rel.bin", n_words=None, params=None):
+    def parse(cls, data: Data, path: str = "network_rel.bin", n_words: int | None = None,
+              params: Data | memoryview | None = None) -> Self:
         if len(data) < 96:
             raise N6Error(path, f"truncated: {len(data)} bytes, shorter than a header", "rebuild the image")
         header = Header.parse(data, n_words)
@@ -283,31 +289,31 @@ class Image:
         return img
 
     @property
-    def flags(self):
+    def flags(self) -> Flags:
         return Flags.decode(self.header.flags)
 
     @property
-    def ro_size(self):
+    def ro_size(self) -> int:
         return off(self.header.data_data)
 
     @property
-    def rw_size(self):
+    def rw_size(self) -> int:
         return off(self.header.bss_end)
 
     @property
-    def xip_size(self):
+    def xip_size(self) -> int:
         return align8(self.rw_size)
 
     @property
-    def copy_size(self):
+    def copy_size(self) -> int:
         return align8(self.xip_size + self.ro_size)
 
     @property
-    def rel_sites(self):
+    def rel_sites(self) -> list[int]:
         a, b = off(self.header.rel_start), off(self.header.rel_end)
         return list(struct.unpack_from(f"<{(b - a) // 4}I", self.data, a))
 
-    def params_references(self):
+    def params_references(self) -> list[int]:
         """The offsets into param segment 0 that GOT words and REL targets hold: with epoch-controller
         blobs in the params area (--ecblob-in-params) the blobs and the params blob after them; an
         image without them holds none."""
@@ -316,11 +322,11 @@ class Image:
         values = (struct.unpack_from("<I", self.data, a)[0] for a in words if a + 4 <= len(self.data))
         return sorted({off(v) for v in values if seg(v) == SEG_PARAM0})
 
-    def string_at(self, addr):
+    def string_at(self, addr: int) -> str:
         return c_string(self.data, off(addr)) if seg(addr) == SEG_FLASH else ""
 
     @classmethod
-    def load(cls, bin_path, params=None):
+    def load(cls, bin_path: str, params: str | None = None) -> Self:
         """Map an image file and, when given, its split params file: read-only, never copied,
         so tens of MB of params cost no memory and only the pages a check touches are read."""
         extra = _map(params) if params and os.path.exists(params) else None
@@ -332,7 +338,7 @@ class Image:
         return img
 
 
-def _map(path):
+def _map(path: str) -> bytes | mmap.mmap:
     with open(path, "rb") as f:
         if not os.fstat(f.fileno()).st_size:
             return b""

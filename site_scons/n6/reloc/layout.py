@@ -2,7 +2,10 @@
 (it masks segment bits away, walks tables from start to end address and trusts every offset) but
 no build of ST's flow writes, and that breaks the model once it runs. Each refusal names its rule
 (LoaderError.rule in check.py); the differential test against ST's loader lists every rule with its reason."""
+from typing import NoReturn
+
 from ..errors import N6Error
+from .image import Data
 from .image import ENTRIES_3, FLASH_BASE, RAM_BASE, SEG_FLASH, SEG_RAM, Image, PoolDescriptor, RtCtx, off, seg
 from .pools import DATA_ACTIV, TYPE_COPY, TYPE_RELOC
 
@@ -14,16 +17,16 @@ FUNCTIONS = tuple(n for n in ENTRIES_3 if n != "rt_ctx")   # the entry table's f
 class Damaged(Exception):
     """One broken rule: its name and what is wrong (the checker reports it as INVALID_BIN)."""
 
-    def __init__(self, rule, detail):
+    def __init__(self, rule: str, detail: str) -> None:
         self.rule, self.detail = rule, detail
         super().__init__(f"{rule}: {detail}")
 
 
-def _refuse(rule, detail):
+def _refuse(rule: str, detail: str) -> NoReturn:
     raise Damaged(rule, detail)
 
 
-def check_layout(data, params=None, n_words=None):
+def check_layout(data: Data, params: Data | memoryview | None = None, n_words: int | None = None) -> Image:
     """Refuse an image whose header, REL table or pool table is damaged; returns the parsed Image."""
     try:
         img = Image.parse(data, n_words=n_words, params=params)
@@ -52,7 +55,7 @@ def check_layout(data, params=None, n_words=None):
     return img
 
 
-def _check_rel_sites(img, w):
+def _check_rel_sites(img: Image, w: dict[str, int]) -> None:
     ro = img.ro_size
     for site in img.rel_sites:
         if site % 4:
@@ -65,7 +68,7 @@ def _check_rel_sites(img, w):
             _refuse("rel_range", f"REL site 0x{site:08X} is past its segment (0x{end:X} bytes)")
 
 
-def _check_tables(img, w):
+def _check_tables(img: Image, w: dict[str, int]) -> None:
     """rt_ctx and the pool table inside the data image, entry points Thumb code in the RO part,
     and the params each pool takes its content from inside the params."""
     data_len = w["bss_start"]

@@ -7,18 +7,18 @@ IMAGE_SUFFIX = "_rel.bin"      # <name>_rel.bin: the relocatable image the board
 CONF_NAME = "runtime"          # runtime_reloc_conf.h: the neutral header of the shared objects (n6.reloc.shared)
 
 
-def prepare_outputs(name, epoch_controller):
+def prepare_outputs(name: str, epoch_controller: bool) -> list[str]:
     """What the prepare step writes into the model's reloc folder."""
     files = [f"{name}_reloc.c", f"{name}_reloc_mempools.c", f"{name}_reloc_conf.h", f"{name}_reloc_params.json"]
     return files + ([f"{name}_reloc_ecblobs.h"] if epoch_controller else [])
 
 
-def params_path(bin_path):
+def params_path(bin_path: str) -> str:
     """`network_rel.bin` → `network_rel_params.bin`: where a split image's params go."""
     stem, ext = os.path.splitext(bin_path)
     return f"{stem}_params{ext}"
 
 
-def code_facts_path(path):
+def code_facts_path(path: str) -> str:
     """`<stem>.bin` → `<stem>.json`: where a code image keeps its sizes."""
     return os.path.splitext(path)[0] + ".json"

@@ -2,11 +2,16 @@
 variables and its model.json: their repr makes each step's signature (the varlist idiom) and the
 steps receive them as they are."""
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Self
 
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
+
+if TYPE_CHECKING:                 # the pack step's gate reads these; declaring options needs none
+    from .report import Budgets
 
 BUDGETS = ("flash", "params_flash", "exec_ram", "ext_ram")
 
@@ -18,10 +23,10 @@ class ImageOptions:
     split: bool = False             # params in <name>_rel_params.bin
     dbg_info: bool = True           # LL_ATON_EB_DBG_INFO
     ecblob_in_params: bool = False  # constant epoch-controller blobs in the params area
-    name: str = None                # image base name (None: the network file stem)
+    name: str | None = None         # image base name (None: the network file stem)
 
     @classmethod
-    def of(cls, defaults, overrides, where):
+    def of(cls, defaults: Mapping[str, Any], overrides: Mapping[str, Any], where: str) -> Self:
         """`defaults` (the variables) updated with a model.json "reloc" object read from `where`."""
         known = {f.name for f in fields(cls)}
         unknown = set(overrides) - known
@@ -37,27 +42,28 @@ class PrepareOptions:
     epoch_controller: bool          # the network has an _ecblobs.h
     absolute_flash_pools: bool      # RELOC_ABSOLUTE_FLASH_POOLS
     simulated_install: bool
-    install_version: tuple          # the install's LL_ATON version
-    raws: tuple                     # the .raw files the params description names (paths)
+    install_version: tuple[int, ...]   # the install's LL_ATON version
+    raws: tuple[str, ...]           # the .raw files the params description names (paths)
 
 
 @dataclass(frozen=True)
 class PackOptions:
     name: str
     split: bool
-    budgets: tuple                  # ((budget, bytes, None: no check, or "board": the board file's), ...)
-    board: str                      # the board file a "board" budget reads, or None
+    # ((budget, bytes, None: no check, or "board": the board file's), ...)
+    budgets: tuple[tuple[str, int | str | None], ...]
+    board: str | None               # the board file a "board" budget reads, or None
     copy_mode: bool
 
 
-def size_budgets(values):
+def size_budgets(values: Mapping[str, object]) -> dict[str, int | str | None]:
     """The size gate's budgets from the RELOC_<BUDGET>_SIZE values (bytes; None: gate off; "board"
     where the value is empty: the board file's applies, which the pack step reads, an input of it)."""
     return {k: "board" if values.get(k) in ("", None) else
             parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}
 
 
-def gate_board(budgets, board):
+def gate_board(budgets: Mapping[str, int | str | None], board: str) -> str | None:
     """The board file (of the board named `board`) the size gate reads, if any of `budgets`
     comes from it; a missing one: load_board's one line, which says which boards there are."""
     if "board" not in budgets.values():
@@ -69,7 +75,7 @@ def gate_board(budgets, board):
     return path
 
 
-def pack_budgets(opts):
+def pack_budgets(opts: PackOptions) -> "Budgets":
     """The size gate of a pack step (PackOptions → report.Budgets): the board file's budget
     wherever the options say "board". Kept out of n6.reloc.pipeline, which the image step runs:
     only pack reads board files."""
@@ -79,4 +85,4 @@ def pack_budgets(opts):
         from ..board import load_board
         board = load_board(opts.board).budgets
         limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    return Budgets(**limits, copy_mode=opts.copy_mode)
+    return Budgets(**limits, copy_mode=opts.copy_mode)   # type: ignore[arg-type]  # "board" replaced above

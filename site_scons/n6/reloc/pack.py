@@ -8,6 +8,7 @@ for their signature."""
 import hashlib
 import struct
 from dataclasses import dataclass, field
+from typing import IO, Any
 
 from ..atomic import atomic_open
 from .image import CodeImage, Header
@@ -25,25 +26,26 @@ class Packed:
     rel_entries: int
     got_entries: int
     ec_blob_size: int
-    digests: dict = field(default_factory=dict)   # path → hex digest of what was written (hash_name)
+    digests: dict[str, str] = field(default_factory=dict)   # path → hex digest of what was written (hash_name)
 
 
 class _Hashing:
     """A file that hashes what is written to it (hash_name None: nothing)."""
 
-    def __init__(self, f, hash_name):
+    def __init__(self, f: IO[bytes], hash_name: str | None) -> None:
         self.f, self.hash = f, hashlib.new(hash_name) if hash_name else None
 
-    def write(self, data):
+    def write(self, data: bytes | bytearray) -> None:
         self.f.write(data)
         if self.hash:
             self.hash.update(data)
 
-    def __getattr__(self, name):   # the rest of the file's methods, as they are
+    def __getattr__(self, name: str) -> Any:   # the rest of the file's methods, as they are
         return getattr(self.f, name)
 
 
-def pack(code_path, params_desc, bin_path, split=False, hash_name=None):
+def pack(code_path: str, params_desc: str, bin_path: str, split: bool = False,
+         hash_name: str | None = None) -> Packed:
     """Write the image; returns what the report and the checker need, and the `hash_name`
     digests of the files written in one pass."""
     c = CodeImage.load(code_path)
@@ -56,7 +58,7 @@ def pack(code_path, params_desc, bin_path, split=False, hash_name=None):
     params_size = len(ec_blobs) + blob.size if split or params_offset else 0
     crc, digests = 0, {}
     split_path = params_path(bin_path) if split else None
-    if split:
+    if split_path is not None:
         with atomic_open(split_path, unlink_first=True) as p:
             out = _Hashing(p, hash_name)
             out.write(ec_blobs)

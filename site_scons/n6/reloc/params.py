@@ -5,6 +5,7 @@ import json
 import os
 import zlib
 from dataclasses import dataclass
+from typing import Protocol, Self
 
 from ..atomic import write_text
 from ..errors import N6Error
@@ -16,6 +17,12 @@ VERSION = 1
 REGENERATE = "use the .raw files written by the same stedgeai run as network.c"
 
 
+class Writer(Protocol):
+    """Where a blob is streamed to: a binary file, or one that also hashes what it is given."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 @dataclass(frozen=True)
 class ParamsPart:
     pool: str
@@ -25,20 +32,20 @@ class ParamsPart:
 
 @dataclass
 class ParamsBlob:
-    parts: list
+    parts: list[ParamsPart]
 
     @property
-    def size(self):
+    def size(self) -> int:
         return sum(align8(p.size) for p in self.parts)
 
-    def save(self, path):
+    def save(self, path: str) -> None:
         """Paths are stored relative to the description's folder ("" is the current one)."""
         folder = os.path.dirname(path)
         parts = [{"pool": p.pool, "path": os.path.relpath(p.path, folder), "size": p.size} for p in self.parts]
         write_text(path, json.dumps({"version": VERSION, "size": self.size, "parts": parts}, indent=1) + "\n")
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> Self:
         doc = read_json(path, "params description", lenient=False)
         if not isinstance(doc, dict) or doc.get("version") != VERSION:
             raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
@@ -46,7 +53,7 @@ class ParamsBlob:
         return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
                     for p in doc["parts"]])
 
-    def verify(self):
+    def verify(self) -> None:
         """Every part is there with the size the network was generated for (before any copy)."""
         for p in self.parts:
             try:
@@ -56,7 +63,7 @@ class ParamsBlob:
             if size != p.size:
                 raise N6Error(p.path, f"is {size} bytes but pool '{p.pool}' uses {p.size} bytes", REGENERATE)
 
-    def stream(self, out, crc=0):
+    def stream(self, out: "Writer", crc: int = 0) -> int:
         """Write the blob to `out`; returns its CRC-32."""
         for p in self.parts:
             with open(p.path, "rb") as f:

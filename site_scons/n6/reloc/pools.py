@@ -1,9 +1,11 @@
 """Memory pools of a generated network as the relocatable image describes them: per-pool figures
 from the buffer tables, classification into descriptors (RELOC/COPY/RESET, PARAM/ACTIV/MIXED)."""
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE
+from ..network_c import Buffer, NetworkC
 
 TYPE_UNUSED, TYPE_RELOC, TYPE_COPY, TYPE_RESET = 0, 1, 2, 3
 DATA_PARAM, DATA_ACTIV, DATA_MIXED = 1, 2, 3
@@ -12,11 +14,11 @@ TYPE_NAMES = {TYPE_UNUSED: "UNUSED", TYPE_RELOC: "RELOC", TYPE_COPY: "COPY", TYP
 DATA_NAMES = {DATA_PARAM: "PARAM", DATA_ACTIV: "ACTIV", DATA_MIXED: "MIXED"}
 
 
-def flags_word(type_, data, attr, pool_id):
+def flags_word(type_: int, data: int, attr: int, pool_id: int) -> int:
     return type_ << 24 | data << 16 | attr << 8 | pool_id
 
 
-def describe_flags(flags):
+def describe_flags(flags: int) -> str:
     """`RELOC.PARAM.0.RCACHED`-style text of a descriptor flags word."""
     type_, data, attr, pool_id = flags >> 24, (flags >> 16) & 0xFF, (flags >> 8) & 0xFF, flags & 0xFF
     access = "R" if attr & ATTR_READ else "W"
@@ -35,7 +37,7 @@ class Pool:
     absolute: bool
     read_write: bool
     cacheable: bool
-    label: str = None    # relative pools: the extern label
+    label: str | None = None   # relative pools: the extern label
     size: int = 0        # the pool's size in the .mpool
     global_size: int = 0  # the `global pool ... is <size>` figure
     used: int = 0
@@ -50,42 +52,42 @@ class Pool:
     foff: int = 0
 
     @property
-    def rw(self):
+    def rw(self) -> int:
         return self.used - self.const
 
     @property
-    def attr(self):
+    def attr(self) -> int:
         return (ATTR_WRITE if self.read_write else ATTR_READ) | (ATTR_CACHEABLE if self.cacheable else 0)
 
     @property
-    def flags(self):
+    def flags(self) -> int:
         return flags_word(self.type, self.data, self.attr, self.pool_id if self.type == TYPE_RELOC else 0)
 
     @property
-    def dst(self):
+    def dst(self) -> int:
         return 0 if self.type == TYPE_RELOC else self.offset
 
     @property
-    def carries_params(self):
+    def carries_params(self) -> bool:
         return self.data in (DATA_PARAM, DATA_MIXED)
 
 
 @dataclass
 class _Range:
     """Lowest and highest byte (inclusive) of what the buffers occupy inside one pool."""
-    lo: int = None
-    hi: int = None
+    lo: int | None = None
+    hi: int | None = None
 
-    def add(self, lo, hi):
+    def add(self, lo: int, hi: int) -> None:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
 
     @property
-    def size(self):
-        return 0 if self.lo is None or self.hi < self.lo else self.hi - self.lo + 1
+    def size(self) -> int:
+        return 0 if self.lo is None or self.hi is None or self.hi < self.lo else self.hi - self.lo + 1
 
 
-def _figures(pool, buffers):
+def _figures(pool: Pool, buffers: Iterable[Buffer]) -> tuple[int, int, list[int], list[int]]:
     """Used and constant bytes of one physical pool, clipped to the pool, as ST's flow counts
     them: each buffer's [start, end) (absolute address; a relative buffer counts from the pool's
     base) is cut to the pool's [offset, offset + size); used = highest - lowest byte touched, of
@@ -112,10 +114,10 @@ def _figures(pool, buffers):
             const.add(lo, hi)
         if hi >= lo:   # a buffer over a pool of size 0 counts for nothing
             (full if (lo, hi) == (start, end) else partial)[int(b.is_param)] += 1
-    return (used.size if used.lo is not None and used.hi >= used.lo else pool.global_size), const.size, full, partial
+    return (used.size or pool.global_size), const.size, full, partial   # size 0: no buffer inside
 
 
-def pools_of(net, raw_postfixes=None):
+def pools_of(net: NetworkC, raw_postfixes: Sequence[str] | None = None) -> list[Pool]:
     """Pools in descriptor-table order (offset descending), with figures and classification.
     `raw_postfixes`: postfixes of the .raw files next to network.c (None: every pool has one);
     a pool gets a descriptor when it has a .raw file or a non-zero `global pool` size."""
@@ -141,8 +143,8 @@ def pools_of(net, raw_postfixes=None):
     return pools
 
 
-def _classify(path, pools):
-    seen = {}
+def _classify(path: str, pools: Iterable[Pool]) -> None:
+    seen: dict[int, str] = {}
     for p in pools:
         if p.used == 0 or not p.described:
             p.type = TYPE_UNUSED

@@ -5,44 +5,46 @@ sources of a relocatable image: `<name>_reloc.c`, `_reloc_mempools.c`, `_reloc_c
 import glob
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..atomic import write_text
 from ..errors import N6Error
 from ..jsonfile import read_json
-from ..network_c import parse_network_c
+from ..jsonfile import JsonObject
+from ..network_c import NetworkC, parse_network_c
 from ..stedgeai_install import SIMULATED_AUTHOR
-from ..releases import release_for_atonn
+from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
 from .params import ParamsBlob, ParamsPart
-from .pools import TYPE_RELOC, TYPE_UNUSED, describe_flags, pools_of
+from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
 
 
 @dataclass
 class Prepared:
     name: str
-    c_name: str
-    release: object
-    pools: list
-    net: object = None                            # the parsed network C file
-    raws: dict = field(default_factory=dict)      # pool name → .raw path
+    c_name: str | None
+    release: Release
+    pools: list[Pool]
+    net: NetworkC | None = None                   # the parsed network C file
+    raws: dict[str, str] = field(default_factory=dict)   # pool name → .raw path
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
     runtime_desc: str = ""
 
     @property
-    def used_pools(self):
+    def used_pools(self) -> list[Pool]:
         return [p for p in self.pools if p.type != TYPE_UNUSED]
 
     @property
-    def params_pools(self):
+    def params_pools(self) -> list[Pool]:
         """The pools whose bytes make the params blob, in blob order."""
         return [p for p in self.used_pools if p.carries_params]
 
 
-def c_info_path(folder, stem):
+def c_info_path(folder: str, stem: str) -> str:
     """`<fname>_c_info.json`, else `<fname>.json`, else `c_info.json`."""
     for name in (f"{stem}_c_info.json", f"{stem}.json", "c_info.json"):
         if os.path.exists(os.path.join(folder, name)):
@@ -50,7 +52,7 @@ def c_info_path(folder, stem):
     return os.path.join(folder, f"{stem}_c_info.json")
 
 
-def check_c_info(path, net):
+def check_c_info(path: str, net: NetworkC) -> JsonObject | None:
     """A c_info.json beside network.c must be this network's; none is fine (ST's flow reads none)."""
     if not os.path.exists(path):
         return None
@@ -74,7 +76,7 @@ STAI_FORMATS = {*FORMAT_TYPES, "STAI_FORMAT_NONE", "STAI_FORMAT_Q", "STAI_FORMAT
                 *(f"STAI_FORMAT_{q}{n}" for q in ("Q", "UQ") for n in (3, 7, 15))}
 
 
-def check_io_formats(path, info, net):
+def check_io_formats(path: str, info: JsonObject, net: NetworkC) -> None:
     """The model's inputs and outputs as c_info.json describes them must be what network.c
     declares: a format that is not an STAI_FORMAT_ name, or one naming another data type than
     network.c's, is a c_info.json from another generation (or edited)."""
@@ -92,7 +94,7 @@ def check_io_formats(path, info, net):
                           "use the c_info.json stedgeai generate wrote with this network.c")
 
 
-def raw_candidates(folder, release, c_name, stem):
+def raw_candidates(folder: str, release: Release, c_name: str | None, stem: str) -> list[str]:
     """The `.raw` files a network folder offers: any `*.raw` (2.x); `<c_name>*.raw` from 3.0,
     falling back to `network*.raw` for the `Default` c-name."""
     if release.core < "3":
@@ -103,17 +105,17 @@ def raw_candidates(folder, release, c_name, stem):
     return found
 
 
-def _match_raw(candidates, postfix):
+def _match_raw(candidates: Sequence[str], postfix: str) -> str | None:
     hits = [r for r in candidates if r.endswith(f"{postfix}.raw") and
             os.path.basename(r)[:-len(f"{postfix}.raw")].endswith((".", "_"))]
     return hits[0] if hits else None
 
 
 # LL_ATON versions of releases we know but do not build for (the release that wrote them).
-FOREIGN_RELEASES = {(1, 1, 0): "2.1"}
+FOREIGN_RELEASES: dict[tuple[int, ...], str] = {(1, 1, 0): "2.1"}
 
 
-def check_version(network_c, version, install_version):
+def check_version(network_c: str, version: Sequence[int] | None, install_version: Sequence[int] | None) -> Release:
     """The image takes its runtime version from network.c; the firmware's loader compares it
     with its own LL_ATON, so a network from another release cannot run on this install's."""
     if version is None:
@@ -136,11 +138,11 @@ def check_version(network_c, version, install_version):
     return rel
 
 
-def in_external_flash(pool):
+def in_external_flash(pool: Pool) -> bool:
     return EXTERNAL_FLASH[0] <= pool.offset < EXTERNAL_FLASH[1] and not pool.read_write
 
 
-def check_absolute_flash(network_c, pools):
+def check_absolute_flash(network_c: str, pools: Sequence[Pool]) -> None:
     """An absolute pool in read-only external memory becomes a COPY descriptor: the loader would
     copy the params into memory-mapped NOR flash, where the image itself lives. ST's flow builds
     it without a word; a relocatable model needs USEMODE_RELATIVE for external pools."""
@@ -152,7 +154,8 @@ def check_absolute_flash(network_c, pools):
                           "it anyway like ST's flow with RELOC_ABSOLUTE_FLASH_POOLS=1")
 
 
-def analyse(network_c, name=None, install_version=None, absolute_flash_pools=False, simulated_install=False):
+def analyse(network_c: str, name: str | None = None, install_version: Sequence[int] | None = None,
+            absolute_flash_pools: bool = False, simulated_install: bool = False) -> Prepared:
     """Parse and classify; no file is written. `install_version` is the LL_ATON version of the
     ST Edge AI install the image will be compiled against (`simulated_install`: the simulated one,
     whose runtime compiles the simulated tool's outputs only)."""
@@ -183,7 +186,7 @@ def analyse(network_c, name=None, install_version=None, absolute_flash_pools=Fal
     return prep
 
 
-def check_generated(network_c):
+def check_generated(network_c: str) -> None:
     """What `stedgeai generate` just wrote, read as PREPARE reads it (network.c whole, its
     c_info.json, every params .raw of its pool's size): damage there is the generate step's
     failure, reported by it, so that its next run writes the files again."""
@@ -195,12 +198,12 @@ def check_generated(network_c):
                       "AI Core install and the free disk space") from None
 
 
-def params_blob(prep):
+def params_blob(prep: Prepared) -> ParamsBlob:
     """The params pools' raws in pool order (each zero-padded to 8 in the blob)."""
     return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.params_pools])
 
 
-def conf_h(prep):
+def conf_h(prep: Prepared) -> str:
     major, minor, micro, dev = prep.release.atonn
     return "\n".join([
         f"/* Configuration of the relocatable network '{prep.name}' - generated by n6, do not edit. */",
@@ -219,7 +222,7 @@ def conf_h(prep):
         "#define PARAMS_BIN_CRC32 0", "", "#endif", ""])
 
 
-def mempools_c(prep):
+def mempools_c(prep: Prepared) -> str:
     L = [f"/* Memory-pool descriptors of the relocatable network '{prep.name}' - generated by n6, do not edit. */",
          "#undef BUILD_AI_NETWORK_RELOC", '#include "ll_aton_reloc_network.h"', "",
          f"#define _FAKE_SIZE {FAKE_SIZE}", ""]
@@ -241,7 +244,7 @@ def mempools_c(prep):
 _BLOB_DECL = re.compile(r"^(\s*)(static\s+)?const\s+uint64_t\s+(_ec_blob_(\w+?))\s*\[")
 
 
-def patch_ecblobs(text, release):
+def patch_ecblobs(text: str, release: Release) -> str:
     """--ecblob-in-params: constant blobs become `_ec_blob_PARAM_*` arrays placed by
     ECBLOB_CONST_SECTION in .const_ec_blob; #defines keep the old names working."""
     lines = text.splitlines()
@@ -255,7 +258,9 @@ def patch_ecblobs(text, release):
             continue
         old, suffix = m.group(3), m.group(4)
         new = f"_ec_blob_PARAM_{suffix}"
-        lines[i + look] = _BLOB_DECL.sub(lambda mm, new=new: f"{mm.group(1)}const uint64_t {new}[", lines[i + look])
+        lines[i + look] = _BLOB_DECL.sub(
+            lambda mm, new=new: f"{mm.group(1)}const uint64_t {new}[",  # type: ignore[misc]  # a default: untyped
+            lines[i + look])
         renamed.append((old, new))
     if not renamed:
         return text
@@ -268,21 +273,22 @@ def patch_ecblobs(text, release):
     return text[:anchor + 3] + "\n".join(extra) + text[anchor + 3:]
 
 
-def reloc_c(prep, network_c_text, stem):
+def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:
     text = network_c_text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
     return text.rstrip("\n") + "\n\n/* Relocatable-image objects (rt_ctx, header entries, flags): added by n6. */\n" \
         "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
 
 
-def prepare(network_c, outdir, name=None, ecblob_in_params=False, install_version=None, absolute_flash_pools=False,
-            simulated_install=False):
+def prepare(network_c: str, outdir: str, name: str | None = None, ecblob_in_params: bool = False,
+            install_version: Sequence[int] | None = None, absolute_flash_pools: bool = False,
+            simulated_install: bool = False) -> Prepared:
     """Run the prepare step; returns the Prepared description."""
     prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install)
     stem = os.path.splitext(os.path.basename(network_c))[0]
     folder = os.path.dirname(network_c) or "."
     n = prep.name
     os.makedirs(outdir, exist_ok=True)
-    write_text(os.path.join(outdir, f"{n}_reloc.c"), reloc_c(prep, prep.net.text, stem))
+    write_text(os.path.join(outdir, f"{n}_reloc.c"), reloc_c(prep, prep.net.text, stem))   # type: ignore[union-attr]  # analyse sets net
     ecblobs = os.path.join(folder, f"{stem}_ecblobs.h")
     if os.path.exists(ecblobs):
         with open(ecblobs) as f:

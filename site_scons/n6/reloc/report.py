@@ -2,13 +2,18 @@
 descriptor table, usage bars against the configured budgets (a gate), and the results JSON."""
 import datetime
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tabulate import tabulate
 
 from ..errors import N6Error
 from .image import align8, off
+from ..jsonfile import JsonObject
+from ..releases import Release
+from .image import Image
 from .names import params_path
+from .pack import Packed
 
 RESULTS_VERSION = "1.0"
 
@@ -16,16 +21,17 @@ RESULTS_VERSION = "1.0"
 @dataclass(frozen=True)
 class Budgets:
     """Where the image goes on the board; None disables a check."""
-    flash: int = 8 << 20          # network_rel.bin at 0x71000000
-    params_flash: int = 104 << 20  # network_rel_params.bin at 0x71800000 (split)
-    exec_ram: int = 640 << 10      # internal exec RAM at 0x34060000
-    ext_ram: int = 27 << 20        # external RAM for the relocatable read/write pool
+    flash: int | None = 8 << 20   # network_rel.bin at 0x71000000
+    params_flash: int | None = 104 << 20  # network_rel_params.bin at 0x71800000 (split)
+    exec_ram: int | None = 640 << 10   # internal exec RAM at 0x34060000
+    ext_ram: int | None = 27 << 20   # external RAM for the relocatable read/write pool
     copy_mode: bool = False        # the firmware installs in COPY mode (needs COPY size of exec RAM)
 
 
-def results(img, packed, name, release, files):
+def results(img: Image, packed: Packed, name: str, release: Release, files: Sequence[str]) -> JsonObject:
     h = img.header
     rt = img.rt_ctx
+    assert rt is not None   # a packed image: the checker found its rt_ctx
     img_params = os.path.getsize(packed.bin_path) - h.params_offset if h.params_offset else 0
     image = {
         "flags": dict(img.flags.as_dict(), description=f"0x{h.flags:08X}"),
@@ -52,13 +58,13 @@ def results(img, packed, name, release, files):
             "reloc_binary_image": image}
 
 
-def _bar(used, total, width=20):
+def _bar(used: int, total: int, width: int = 20) -> str:
     frac = used / total if total else 0.0
     filled = min(width, int(round(frac * width)))
     return f"[{'=' * filled}{' ' * (width - filled)}] {100 * frac:5.1f}% (used {used} of {total} bytes)"
 
 
-def usage(res, budgets, path):
+def usage(res: JsonObject, budgets: Budgets, path: str) -> list[tuple[str, int, int | None]]:
     """(label, used, budget) rows for the gate and the bars of the image `path`."""
     r = res["reloc_binary_image"]
     split = r["params_offset"] == 0 and r["params_size"] > 0
@@ -72,7 +78,7 @@ def usage(res, budgets, path):
     return rows
 
 
-def text(res, budgets, path):
+def text(res: JsonObject, budgets: Budgets, path: str) -> str:
     r = res["reloc_binary_image"]
     secure = "secure" if r["flags"]["secure"] else "non-secure"
     dbg_info = "on" if r["flags"]["dbg_info"] else "off"
@@ -87,7 +93,7 @@ def text(res, budgets, path):
     return "\n".join(lines)
 
 
-def gate(res, budgets, path):
+def gate(res: JsonObject, budgets: Budgets, path: str) -> None:
     for label, used, total in usage(res, budgets, path):
         if total and used > total:
             raise N6Error(path, f"does not fit: {label} needs {used} bytes, {total} available",

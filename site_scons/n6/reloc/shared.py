@@ -8,6 +8,7 @@ model's object."""
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 
 from ..atomic import write_bytes, write_text
 from ..errors import N6Error
@@ -16,7 +17,7 @@ from .names import CONF_NAME
 from .prepare import Prepared, conf_h
 
 
-def neutral_conf_h(variant):
+def neutral_conf_h(variant: int) -> str:
     """The configuration header compiled with (variant 0) or compared against (1): every value
     differs between the two."""
     releases = sorted(RELEASES.values(), key=lambda r: r.atonn)
@@ -27,7 +28,7 @@ def neutral_conf_h(variant):
     return conf_h(prep).replace(f"{prep.name.upper()}_RELOC_CONF_H", f"{CONF_NAME.upper()}_RELOC_CONF_H")
 
 
-def compile_shared(argv, source, obj):
+def compile_shared(argv: Sequence[str], source: str, obj: str) -> None:
     """Compile `source` into `obj` with the argument list `argv` ($SOURCES, $TARGET: where they
     go) and a neutral configuration header (found through one more -I); again with the other
     header, and compare."""

@@ -11,10 +11,13 @@ import shlex
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from ..errors import N6Error
 from ..tool_runner import ToolRunner
-from ..host_layout import HOST, ide_tool, on_path
+from ..host_layout import HOST, Host, ide_tool, on_path
 
 GDB_PORT = 36789
 LISTENING = "Waiting for debugger connection"   # ST-LINK_gdbserver, once the probe and the core answer
@@ -42,7 +45,7 @@ GDB_FAILURES = [
 ]
 
 
-def find_tool(name, environ=os.environ, host=HOST):
+def find_tool(name: str, environ: Mapping[str, str] = os.environ, host: Host = HOST) -> str:
     """The newest STM32CubeIDE plugin's copy (STM32_CUBE_IDE_DIR), else PATH."""
     ide = environ.get("STM32_CUBE_IDE_DIR")
     found = (ide_tool(ide, name, host) if ide else None) or on_path(name, environ, host)
@@ -52,18 +55,19 @@ def find_tool(name, environ=os.environ, host=HOST):
     return found
 
 
-def gdbserver_argv(gdbserver, cube_bin_dir, frequency=2000, access_port=1, serial=None, port=GDB_PORT):
+def gdbserver_argv(gdbserver: str, cube_bin_dir: str, frequency: int = 2000, access_port: int = 1,
+                   serial: str | None = None, port: int = GDB_PORT) -> list[str]:
     argv = [gdbserver, "-d", "--frequency", str(frequency), "--apid", str(access_port), "-v",
             "--port-number", str(port), "-cp", cube_bin_dir]
     return argv + (["--serial-number", serial] if serial else [])
 
 
-def gdb_argv(gdb, elf, port=GDB_PORT):
+def gdb_argv(gdb: str, elf: str, port: int = GDB_PORT) -> list[str]:
     return [gdb, "-ex", f"target remote :{port}", "-ex", "monitor reset", "-ex", "load",
             "-ex", "set $pc = Reset_Handler", "-ex", "detach", "-ex", "quit", elf]
 
 
-def _first(failures, output):
+def _first(failures: Sequence[tuple[str, str, str]], output: str) -> tuple[str, str] | None:
     """(problem with the tool's own line, fix) of the first failure pattern found in `output`."""
     for pattern, problem, fix in failures:
         line = next((line.strip() for line in output.splitlines() if re.search(pattern, line)), None)
@@ -72,7 +76,7 @@ def _first(failures, output):
     return None
 
 
-def server_failure(output, exited, timeout=SERVER_TIMEOUT):
+def server_failure(output: str, exited: bool, timeout: float = SERVER_TIMEOUT) -> tuple[str, str] | None:
     """(problem, fix) when ST-LINK_gdbserver's output does not say it listens; None when it does."""
     if LISTENING in output:
         return None
@@ -84,7 +88,7 @@ def server_failure(output, exited, timeout=SERVER_TIMEOUT):
             CHECK_BOARD)
 
 
-def gdb_failure(output, returncode=0):
+def gdb_failure(output: str, returncode: int = 0) -> tuple[str, str] | None:
     """(problem, fix) when gdb did not load and start the firmware; None when it did."""
     found = _first(GDB_FAILURES, output)
     if found:
@@ -98,13 +102,13 @@ def gdb_failure(output, returncode=0):
 class _Output:
     """A background process's output, logged as it comes; tells when a line shows up or it ends."""
 
-    def __init__(self, proc, log, wanted):
+    def __init__(self, proc: subprocess.Popen[bytes], log: Callable[[str], object], wanted: str) -> None:
         self.text, self.seen, self.ended = "", threading.Event(), False
         self._thread = threading.Thread(target=self._read, args=(proc, log, wanted), daemon=True)
         self._thread.start()
 
-    def _read(self, proc, log, wanted):
-        for raw in iter(proc.stdout.readline, b""):
+    def _read(self, proc: subprocess.Popen[bytes], log: Callable[[str], object], wanted: str) -> None:
+        for raw in iter(proc.stdout.readline, b""):   # type: ignore[union-attr]  # started with stdout=PIPE
             line = raw.decode("utf-8", "replace")
             self.text += line
             log(line)
@@ -113,12 +117,14 @@ class _Output:
         self.ended = True
         self.seen.set()
 
-    def join(self):
+    def join(self) -> None:
         self._thread.join(5)
 
 
-def start(elf, cube_bin_dir, frequency=2000, access_port=1, serial=None, environ=os.environ, log_path=None,
-          popen=subprocess.Popen, runner=None, timeout=SERVER_TIMEOUT):
+def start(elf: str, cube_bin_dir: str, frequency: int = 2000, access_port: int = 1, serial: str | None = None,
+          environ: Mapping[str, str] = os.environ, log_path: str | None = None,
+          popen: Callable[..., subprocess.Popen[bytes]] = subprocess.Popen, runner: ToolRunner | None = None,
+          timeout: float = SERVER_TIMEOUT) -> None:
     """gdbserver in the background until it listens, gdb loads the firmware and starts it,
     gdbserver stops. Both tools' output goes to `log_path`; a failure is one N6Error naming it."""
     runner = runner or ToolRunner(log_path, timeout=120)
@@ -147,7 +153,7 @@ PYOCD_MISSING = N6Error(None, "starting the validation firmware with pyOCD: the 
                         "[programmer] backend (FLASH_BACKEND=) to stm32cubeprogrammer")
 
 
-def elf_load(elf):
+def elf_load(elf: str) -> tuple[int, list[tuple[int, bytes]]]:
     """(Reset_Handler address, [(load address, bytes)]): what gdb's `load` writes (the ELF's
     loadable segments' file bytes at their physical addresses) and where `set $pc` points."""
     from elftools.common.exceptions import ELFError
@@ -166,7 +172,7 @@ def elf_load(elf):
         raise N6Error(elf, f"cannot read the validation firmware: {err}", "reinstall ST Edge AI Core") from None
 
 
-def _pyocd_session(serial, target, frequency_khz):
+def _pyocd_session(serial: str | None, target: str, frequency_khz: int) -> AbstractContextManager[Any]:
     try:
         import pyocd  # noqa: F401
     except ImportError:
@@ -175,7 +181,8 @@ def _pyocd_session(serial, target, frequency_khz):
     return _open_session(serial, target, frequency_khz, "attach")
 
 
-def start_pyocd(elf, target, frequency=2000, serial=None, open_session=_pyocd_session):
+def start_pyocd(elf: str, target: str, frequency: int = 2000, serial: str | None = None,
+                open_session: Callable[[str | None, str, int], AbstractContextManager[Any]] = _pyocd_session) -> None:
     """The gdb sequence through pyOCD: reset and halt, write the firmware's segments into SRAM,
     pc = Reset_Handler (Thumb), resume; the session closes (the core keeps running)."""
     entry, chunks = elf_load(elf)

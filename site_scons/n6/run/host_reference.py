@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 
 from ..errors import N6Error
 from ..paths import SIM_STEDGEAI
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
 """
 
 
-def build(folder, install_root, workdir, stem="network"):
+def build(folder: str, install_root: str, workdir: str, stem: str = "network") -> str:
     """Compile the host reference of the generated C in `folder`; returns the executable."""
     info_path = os.path.join(folder, f"{stem}_c_info.json")
     if not os.path.exists(info_path):
@@ -142,17 +143,17 @@ def build(folder, install_root, workdir, stem="network"):
     return exe
 
 
-def _runtime_sources(install_root):
+def _runtime_sources(install_root: str) -> list[str]:
     rt = os.path.join(install_root, LL_ATON)
     return [os.path.join(rt, x) for x in RUNTIME] + [os.path.join(SIM_STEDGEAI, "runtime_lib", "nr_kernels.c")]
 
 
-def _flags(install_root):
+def _flags(install_root: str) -> list[str]:
     return ["-O1", "-std=gnu99", "-DLL_ATON_EB_DBG_INFO", f"-I{os.path.join(install_root, LL_ATON)}",
             f"-I{os.path.join(install_root, SW_LIB_INC)}", f"-I{os.path.join(install_root, PLATFORM)}"]
 
 
-def _gcc(blame, *args):
+def _gcc(blame: str, *args: str) -> None:
     proc = subprocess.run(["gcc", *args], capture_output=True, text=True)
     if proc.returncode:
         first = next((line for line in proc.stderr.splitlines() if "error" in line), proc.stderr.strip()[:200])
@@ -160,7 +161,7 @@ def _gcc(blame, *args):
 
 
 @functools.cache
-def _runtime_archive(install_root):
+def _runtime_archive(install_root: str) -> str:
     """The install's software kernels as one host archive, compiled once per process."""
     work = tempfile.mkdtemp(prefix="n6-host-runtime-")
     atexit.register(shutil.rmtree, work, True)
@@ -173,10 +174,10 @@ def _runtime_archive(install_root):
     return lib
 
 
-def execute(exe, workdir, inputs, n_outputs):
+def execute(exe: str, workdir: str, inputs: Sequence[bytes], n_outputs: int) -> list[bytes]:
     """Run a built host reference: `inputs` one bytes per model input (any number of samples back
     to back); returns one bytes per output (the samples' outputs back to back)."""
-    ins = []
+    ins: list[str] = []
     for i, data in enumerate(inputs):
         ins.append(os.path.join(workdir, f"in{i}.bin"))
         with open(ins[-1], "wb") as f:
@@ -192,7 +193,8 @@ def execute(exe, workdir, inputs, n_outputs):
     return out
 
 
-def run(folder, install_root, inputs, n_outputs, stem="network"):
+def run(folder: str, install_root: str, inputs: Sequence[Sequence[bytes]], n_outputs: int,
+        stem: str = "network") -> list[list[bytes]]:
     """Outputs (one list of raw buffers per run) of the host reference on `inputs` (one list of raw
     buffers per run): one build, one process for all runs."""
     with tempfile.TemporaryDirectory(prefix="n6-host-ref-") as tmp:

@@ -4,9 +4,13 @@ the image carries: ST's firmware takes them from the image's runtime context) is
 the image before any output is stored. Two images alike in all of these (the same network with
 other weights) cannot be told apart this way; the board lock and its record keep n6's own
 builds from that case."""
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
+from ..aivalidation.messages import ModelInfo
 from ..errors import N6Error
+from ..jsonfile import JsonObject
 from ..reloc.image import Image
 
 
@@ -15,10 +19,10 @@ class ImageIdentity:
     c_name: str
     activations: int          # bytes
     params: int               # bytes
-    version: tuple            # LL_ATON (major, minor, micro), reported as the model's tool version
+    version: tuple[int, ...]   # LL_ATON (major, minor, micro), reported as the model's tool version
 
     @classmethod
-    def of(cls, path):
+    def of(cls, path: str) -> Self:
         try:
             img = Image.load(path)
         except OSError as e:
@@ -28,7 +32,7 @@ class ImageIdentity:
             raise N6Error(path, "no runtime context: not a relocatable network image", "rebuild the image")
         return cls(img.string_at(rt.c_name), rt.acts_sz, rt.params_sz, rt.ll_aton_version[:3])
 
-    def differences(self, model):
+    def differences(self, model: ModelInfo) -> list[str]:
         """What the board's ModelInfo `model` says otherwise, as short phrases."""
         pairs = (("activations", f"{self.activations} B", f"{model.activations_size} B"),
                  ("params", f"{self.params} B", f"{model.params_size} B"),
@@ -39,7 +43,7 @@ class ImageIdentity:
 FIX = "flash this board with the model (scons flash MODEL=...), or give PORT= of the board that holds it"
 
 
-def check_board_model(on_board, models, board):
+def check_board_model(on_board: JsonObject, models: Sequence[ModelInfo], board: str) -> None:
     """The deploy stamp `on_board` (on_board.json as read) against the models the board reports
     (`models`, ModelInfo list; `board`: how the board is named in the message): every network
     image of the stamp installed there as built, else a one-line error before anything runs."""

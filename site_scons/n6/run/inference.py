@@ -5,6 +5,8 @@ import json
 import os
 import shutil
 import zipfile
+from collections.abc import Sequence
+from typing import Self
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,15 +14,16 @@ from tabulate import tabulate
 
 from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA, PERF_ONLY, ModelInfo,
                                      TensorDesc)
+from ..aivalidation.client import Client, Device, RunResult
 from ..build_layout import RUN_REPORT
 from ..errors import N6Error
-from ..jsonfile import read_json
+from ..jsonfile import JsonObject, read_json
 
 
 INPUTS_FIX = "give INPUTS= a .npy (or a .npz with one array per input) saved with numpy.save"
 
 
-def read_inputs(path):
+def read_inputs(path: str) -> list[tuple[str | None, np.ndarray]]:
     """(name, array) of each array of an INPUTS= file (name None in a .npy), each with at least one
     sample of numbers; anything else (an empty or cut-short file, pickled objects, text, a .npz
     member that is not an array) is a one-line error naming the file, before any board is involved."""
@@ -50,7 +53,8 @@ def read_inputs(path):
     return list(zip(names, arrays))
 
 
-def make_inputs(model, inputs_path=None, seed=0, runs=1):
+def make_inputs(model: ModelInfo, inputs_path: str | None = None, seed: int = 0,
+                runs: int | None = 1) -> list[list[bytes]]:
     """One list of raw input buffers per run; `runs` None: one run per sample of the inputs file
     (one without it), else the file's samples in turn."""
     if inputs_path:
@@ -62,7 +66,7 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
         if len(arrays) != len(model.inputs):
             raise N6Error(inputs_path, f"{len(arrays)} arrays for {len(model.inputs)} model inputs",
                           "give one array per input (.npz for several)")
-        per_input = []
+        per_input: list[np.ndarray] = []
         for arr, desc in zip(arrays, model.inputs):
             arr = np.asarray(arr)
             if arr.dtype != np.dtype(desc.dtype) or arr.size % desc.size:
@@ -73,9 +77,9 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
         return [[per_input[i][r % n].tobytes() for i in range(len(model.inputs))] for r in range(runs or n)]
     runs = runs or 1
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[list[bytes]] = []
     for _ in range(runs):
-        bufs = []
+        bufs: list[bytes] = []
         for desc in model.inputs:
             dt = np.dtype(desc.dtype)
             if dt.kind == "f":
@@ -91,7 +95,7 @@ def make_inputs(model, inputs_path=None, seed=0, runs=1):
     return out
 
 
-def run_param(per_layer="no", perf=False):
+def run_param(per_layer: str = "no", perf: bool = False) -> int:
     """The run request's mode bits: RUN_PER_LAYER= yes/data, RUN_MODE=perf (ST's perf-only run)."""
     mode = PERF_ONLY if perf else IO_ONLY
     if per_layer in ("yes", "data"):
@@ -101,24 +105,25 @@ def run_param(per_layer="no", perf=False):
     return mode
 
 
-def run_model(client, name, inputs, mode=IO_ONLY, counter_option=0):
+def run_model(client: Client, name: str, inputs: Sequence[Sequence[bytes]], mode: int = IO_ONLY,
+              counter_option: int = 0) -> tuple[ModelInfo, list[RunResult]]:
     model = client.model(name)
     results = [client.run(name, bufs, mode, counter_option, first=i == 0) for i, bufs in enumerate(inputs)]
     return model, results
 
 
-def outputs_arrays(model, results):
+def outputs_arrays(model: ModelInfo, results: Sequence[RunResult]) -> list[np.ndarray]:
     """Per output: an array in the board's type whose first axis holds the runs. The board's shape
     starts with the batch (as a real network.c declares it), so runs are joined along that axis,
     the way ST's client joins the samples of a batch."""
-    out = []
+    out: list[np.ndarray] = []
     for j, desc in enumerate(model.outputs):
         dt = np.dtype(desc.dtype if desc.dtype in DTYPES else "uint8")
         out.append(np.concatenate([np.frombuffer(r.outputs[j][1], dt).reshape(desc.shape) for r in results]))
     return out
 
 
-def cycle_split(counters, simulated):
+def cycle_split(counters: Sequence[int], simulated: bool) -> tuple[int, int] | tuple[None, None]:
     """(CPU cycles, NPU cycles) of the run reply's final counters [pre, core, post, total, ...]
     (deploy-protocol.md §4.7-5.1): per-layer runs give the split (core = while the NPU runs); an
     IO-only run gives only the total: all CPU on the simulated board (it has no NPU), unknown on a
@@ -129,9 +134,10 @@ def cycle_split(counters, simulated):
     return (c[3], 0) if simulated else (None, None)
 
 
-def report(model, device, results, simulated):
+def report(model: ModelInfo, device: Device, results: Sequence[RunResult], simulated: bool) -> tuple[str, JsonObject]:
     """(text, JSON-able dict) of the summary and the timing table."""
     mcu = int(device.config.get("mcu_freq", device.sclock or 1))
+    per: list[JsonObject]
     rows, per = [], []
     for i, r in enumerate(results):
         c = r.model_op.counter_values + [0] * 5
@@ -151,7 +157,7 @@ def report(model, device, results, simulated):
         npu = sum(p["npu_cycles"] for p in measured) // len(measured) if split else None
         summary.update(ms_per_inference=mean, inferences_per_s=1000 / mean if mean else None,
                        cycles_per_inference=sum(p["cycles"] for p in measured) // len(measured),
-                       cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)
+                       cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)   # type: ignore[operator]  # split: both set
         clock = f"{mcu / 1e6:g} MHz"
         rows.append([f"ms / inference (simulated: 1 cycle per instruction at {clock})" if simulated else
                      f"ms / inference (MCU cycles at {clock})", f"{mean:.3f}"])
@@ -182,12 +188,12 @@ def report(model, device, results, simulated):
 class RunRecord:
     """What a run's run.json says, as the validate step reads it back (report() wrote it)."""
     model: ModelInfo          # name, inputs and outputs as the board described them
-    inputs: list              # per run, the raw buffer of each input
+    inputs: list[list[bytes]]   # per run, the raw buffer of each input
     mode: str                 # "io" or "perf"
     simulated: bool
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> Self:
         summary = read_json(path, "run report")
         model = ModelInfo(summary["model"], [TensorDesc.from_dict(d) for d in summary["inputs"]],
                           [TensorDesc.from_dict(d) for d in summary["outputs"]])
@@ -195,7 +201,7 @@ class RunRecord:
                    summary.get("mode", "io"), summary["simulated"])
 
 
-def save(out_dir, model, results, summary):
+def save(out_dir: str, model: ModelInfo, results: Sequence[RunResult], summary: JsonObject) -> None:
     """run.json, the outputs as output_<name>.npy (none from a perf-only run: the board sent no data)
     and the epoch tensors a per-layer-with-data run brought back as epochs/<epoch>_<name>.npy (the
     runs on the first axis). They are written aside first, then replace what an earlier run left
@@ -216,7 +222,7 @@ def save(out_dir, model, results, summary):
 SAVING = ".saving"
 
 
-def _replace(out_dir, stage):
+def _replace(out_dir: str, stage: str) -> None:
     for old in os.listdir(out_dir):
         path = os.path.join(out_dir, old)
         if old.startswith("output_") and old.endswith(".npy"):
@@ -227,7 +233,7 @@ def _replace(out_dir, stage):
         os.replace(os.path.join(stage, name), os.path.join(out_dir, name))
 
 
-def _write(out_dir, model, results, summary):
+def _write(out_dir: str, model: ModelInfo, results: Sequence[RunResult], summary: JsonObject) -> None:
     os.makedirs(out_dir)
     epochs_dir = os.path.join(out_dir, "epochs")
     if summary.get("mode") != "perf":
@@ -239,7 +245,7 @@ def _write(out_dir, model, results, summary):
         for t, (desc, data) in enumerate(op.tensors):
             if data is None or desc.dtype not in DTYPES:
                 continue
-            arr = np.concatenate([np.frombuffer(r.epochs[k].tensors[t][1], desc.dtype).reshape(desc.shape)
+            arr = np.concatenate([np.frombuffer(r.epochs[k].tensors[t][1], desc.dtype).reshape(desc.shape)  # type: ignore[arg-type]  # data in every run of one mode
                                   for r in results])
             path = output_path(epochs_dir, f"{op.name}_{desc.name}").replace("output_", "", 1)
             os.makedirs(epochs_dir, exist_ok=True)
@@ -255,7 +261,7 @@ def _write(out_dir, model, results, summary):
         f.write(json.dumps(summary, indent=1) + "\n")
 
 
-def saved_intact(out_dir):
+def saved_intact(out_dir: str) -> bool:
     """Whether every file the last run saved beside its run.json (outputs, epoch tensors) still
     holds what it wrote (the digests run.json lists): one changed or removed outside the build
     is not that run's result, and the run step runs again instead of calling it up to date.
@@ -270,7 +276,7 @@ def saved_intact(out_dir):
         return False
 
 
-def _digest(path):
+def _digest(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             return hashlib.file_digest(f, "sha256").hexdigest()
@@ -278,7 +284,7 @@ def _digest(path):
         return None
 
 
-def output_path(out_dir, name):
+def output_path(out_dir: str, name: str) -> str:
     """Where save() puts the output tensor `name`: output_<name>.npy, the name made file-safe."""
     return os.path.join(out_dir, "output_" + ("".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "out")
                         + ".npy")

@@ -1,7 +1,13 @@
 """The options of the run, validate and profile steps as typed values: built once from the
 build's variables, they make each step's signature (their repr is what SCons signs, the varlist
 idiom) and are what the step's code receives."""
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                 # the flash step imports far more than a variable's declaration needs
+    from ..flash.step import FlashOptions
 
 PER_LAYER_MODES = ("no", "yes", "data")   # RUN_PER_LAYER=: none, the epochs' counters, and their tensors
 RUN_MODES = ("io", "perf")               # RUN_MODE=: inputs sent and outputs saved, or ST's timing-only run
@@ -25,9 +31,9 @@ class SessionOptions:
 @dataclass(frozen=True)
 class RunOptions:
     session: SessionOptions
-    flash: object            # n6.flash.step.FlashOptions of the model set the run puts on the board first
+    flash: FlashOptions      # n6.flash.step.FlashOptions of the model set the run puts on the board first
     c_name: str              # the model's c-name on the board
-    runs: int                # RUNS=; None: one per sample of `inputs` (1 without inputs)
+    runs: int | None         # RUNS=; None: one per sample of `inputs` (1 without inputs)
     seed: int
     inputs: str              # INPUTS= (absolute) or "": random data from `seed`
     per_layer: str           # "no", "yes" (counters), "data" (and the epochs' tensors)
@@ -37,7 +43,7 @@ class RunOptions:
 @dataclass(frozen=True)
 class ProfileOptions:
     session: SessionOptions
-    flash: object            # as RunOptions.flash
+    flash: FlashOptions      # as RunOptions.flash
     c_name: str
     samples: int             # PROFILE_SAMPLES=: runs per counter set
 
@@ -45,7 +51,7 @@ class ProfileOptions:
 @dataclass(frozen=True)
 class ValidateOptions:
     session: SessionOptions  # to run the model's test set on the board
-    flash: object            # as RunOptions.flash (the test set's run)
+    flash: FlashOptions      # as RunOptions.flash (the test set's run)
     tolerance: float         # LSB
     source: str              # the source model (absolute, .tflite/.onnx), or "": the host build of `model_dir`
     model_dir: str           # the generated C of the model

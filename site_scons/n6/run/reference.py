@@ -8,12 +8,20 @@ import contextlib
 import os
 import re
 import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ..aivalidation.messages import ModelInfo, TensorDesc
 from ..errors import N6Error
+from ..models import ModelSpec
+
+Grid = tuple[float, int]           # (scale, zero point) of a quantised tensor
+Inputs = Sequence[Sequence[bytes]]   # per run, each board input's bytes
 
 # Epochs of a generated network that only the NPU runs: hardware, hybrid, epoch-controller blobs
 NPU_EPOCH = re.compile(r"EpochBlock_Flags_(?:pure_hw|hybrid|blob)\b")
@@ -24,18 +32,18 @@ SOURCE_FIX = 'name the source model in model.json: "source": "model.tflite" (or 
 @dataclass
 class Reference:
     """The reference outputs of some runs, one array (runs, n) per board output on its grid."""
-    outputs: list
-    lsb: list                # per output, the size of one LSB in the board's values (output_lsb)
+    outputs: list[np.ndarray]
+    lsb: list[float]         # per output, the size of one LSB in the board's values (output_lsb)
     name: str                # what computed them, for the report ("LiteRT 2.3.0 on ...")
 
 
-def npu_epochs(network_c):
+def npu_epochs(network_c: str) -> int:
     """How many epochs of a generated network.c only the NPU can run."""
     with open(network_c, encoding="utf-8", errors="replace") as f:
         return len(NPU_EPOCH.findall(f.read()))
 
 
-def st_npu_epochs(c_dir):
+def st_npu_epochs(c_dir: str) -> int:
     """NPU epochs of the network a real ST Edge AI Core generated in `c_dir` (its `.c` files;
     the simulated tool's count 0): on a simulated board the NPU model computes them with ST's
     fixed-point arithmetic as modelled, which is not the source framework's."""
@@ -49,19 +57,20 @@ def st_npu_epochs(c_dir):
     return count
 
 
-def source_of(spec):
+def source_of(spec: ModelSpec) -> str:
     """The source model validate runs for `spec` (n6.models.ModelSpec), or "" for the host build
     of its generated C, which is faithful only when every epoch runs on the CPU (the simulated
     tool's outputs): a prebuilt network with NPU epochs and neither `source` nor `reference_data`
     has no reference."""
     if spec.kind == "source":
-        return spec.model_file
+        return spec.model_file   # type: ignore[return-value]  # a source folder has its model file
     if spec.source or spec.reference_data:
         return spec.source or ""
     n = npu_epochs(spec.network_c)
     if n:
         raise N6Error(os.path.join(spec.path, "model.json"),
-                      f"no reference to validate {os.path.basename(spec.network_c)} against: {n} of its epochs run "
+                      f"no reference to validate {os.path.basename(spec.network_c)} against: "  # type: ignore[type-var]  # prebuilt
+                      f"{n} of its epochs run "
                       "on the NPU, which no host build reproduces", SOURCE_FIX)
     return ""
 
@@ -69,7 +78,7 @@ def source_of(spec):
 DATA_FIX = "save m_inputs_1.. (as the board takes them) and m_outputs_1.. (expected) with numpy.savez"
 
 
-def read_data(path, model):
+def read_data(path: str, model: ModelInfo) -> tuple[Inputs, list[np.ndarray] | None]:
     """(inputs, expected) of a reference-data .npz (model.json "reference_data", like ST's
     validation inputs and outputs): `m_inputs_<k>` per board input, samples first, in its type;
     `m_outputs_<k>` per output, in its type or as float values put on its grid; `expected` None
@@ -98,7 +107,7 @@ def read_data(path, model):
                             d.dtype, board_grid(d)) for a, d in zip(outs, model.outputs)]
 
 
-def run_source(model_file, model, inputs):
+def run_source(model_file: str, model: ModelInfo, inputs: Inputs) -> Reference:
     """Reference of the source model on `inputs` (per run, the raw buffer of each board input);
     `model`: the board's description of the image's inputs and outputs."""
     if model_file.endswith(".tflite"):
@@ -108,25 +117,26 @@ def run_source(model_file, model, inputs):
                      f"onnxruntime {version('onnxruntime')} on {model_file}")
 
 
-def source_lsb(model_file, model):
+def source_lsb(model_file: str, model: ModelInfo) -> list[float]:
     """Per board output, the size of one LSB as the source model's grids give it (output_lsb),
     without running the model."""
     grids = tflite_grids(model_file) if model_file.endswith(".tflite") else io_quantization(model_file)
     return output_lsb(grids[1], model)
 
 
-def board_grid(desc):
+def board_grid(desc: TensorDesc) -> Grid | None:
     """(scale, zero point) of a board tensor, None for a float or unscaled one."""
     return (float(desc.scale), int(desc.zero_point)) if desc.scale and np.dtype(desc.dtype).kind != "f" else None
 
 
-def same_grid(a, b):
+def same_grid(a: Grid | None, b: Grid | None) -> bool:
     """Two (scale, zero point) agree as the single-precision numbers the generated code holds
     (c_info.json and network.c print 9 digits of the scale a .tflite stores in full)."""
     return a == b or (a is not None and b is not None and np.float32(a[0]) == np.float32(b[0]) and a[1] == b[1])
 
 
-def convert(x, dtype, grid, to_dtype, to_grid):
+def convert(x: npt.ArrayLike, dtype: npt.DTypeLike, grid: Grid | None, to_dtype: npt.DTypeLike,
+            to_grid: Grid | None) -> np.ndarray:
     """Values of one type and grid in another: unchanged where the two agree, else through their
     real values, quantised as the deployed model's conversions do."""
     to = np.dtype(to_dtype)
@@ -136,7 +146,7 @@ def convert(x, dtype, grid, to_dtype, to_grid):
     return real.astype(to) if to.kind == "f" else quantize_as_deployed(real, *(to_grid or (1.0, 0)), to)
 
 
-def fit(x, shape):
+def fit(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
     """`x` in `shape`: the same order when the shapes agree but for 1s, else the 4-D transposition
     between channel-last and channel-first that makes them agree (ST's flow keeps the board's
     buffers channel-last by default, an ONNX model is channel-first)."""
@@ -144,7 +154,7 @@ def fit(x, shape):
     if int(np.prod(shape)) != x.size:
         raise ValueError(f"{x.size} values for shape {list(shape)}")
 
-    def sq(s):
+    def sq(s: Sequence[int]) -> tuple[int, ...]:
         return tuple(d for d in s if d != 1)
     if sq(x.shape) == sq(shape) or len(shape) != 4:
         return x.reshape(shape)
@@ -156,7 +166,7 @@ def fit(x, shape):
     return x.reshape(shape)
 
 
-def tflite_grids(model_file):
+def tflite_grids(model_file: str) -> tuple[list[Grid | None], list[Grid | None]]:
     """(inputs, outputs) of a .tflite: the (scale, zero point) of each tensor, or for a float one
     the grid of the QUANTIZE that takes it / the DEQUANTIZE that gives it (None without); read
     without the delegate, which hides the operators it takes."""
@@ -164,7 +174,7 @@ def tflite_grids(model_file):
     details = {d["index"]: d for d in interp.get_tensor_details()}
     ops = interp._get_ops_details()      # noqa: SLF001 (the only way LiteRT lists its operators)
 
-    def grid(index, op_name, side):
+    def grid(index: int, op_name: str, side: str) -> Grid | None:
         scale, zp = details[index]["quantization"]
         if scale:
             return float(scale), int(zp)
@@ -178,7 +188,7 @@ def tflite_grids(model_file):
 
 
 @contextlib.contextmanager
-def _stderr_closed():
+def _stderr_closed() -> Iterator[None]:
     """File descriptor 2 to /dev/null for the duration (C++ code writes there, not to sys.stderr)."""
     sys.stderr.flush()
     saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
@@ -191,7 +201,7 @@ def _stderr_closed():
         os.close(null)
 
 
-def load_tflite(model_file, delegate=True):
+def load_tflite(model_file: str, delegate: bool = True) -> Any:
     """The LiteRT interpreter of a .tflite as ST's checker makes it by default (op resolver
     AUTO: the XNNPACK delegate where it applies); `delegate` False: builtin kernels only. The two
     round some int8 operators differently (measured on ds_cnn: up to 3 LSB at the output)."""
@@ -212,7 +222,8 @@ def load_tflite(model_file, delegate=True):
     return interp
 
 
-def check_io(model_file, model, in_shapes, out_shapes):
+def check_io(model_file: str, model: ModelInfo, in_shapes: Sequence[Sequence[int]],
+             out_shapes: Sequence[Sequence[int]]) -> None:
     """The source model takes and gives as many tensors, of as many values, as the image."""
     for side, theirs, shapes in (("inputs", model.inputs, in_shapes), ("outputs", model.outputs, out_shapes)):
         sizes = [int(np.prod(shape)) for shape in shapes]
@@ -221,7 +232,7 @@ def check_io(model_file, model, in_shapes, out_shapes):
                           f"({', '.join(str(d.size) for d in theirs)})", "give the model the image was generated from")
 
 
-def tflite_reference(model_file, model, inputs):
+def tflite_reference(model_file: str, model: ModelInfo, inputs: Inputs) -> Reference:
     """LiteRT on the board's inputs: each input converted from the board's type and grid to the
     source model's, each output from the source model's to the board's; a float output's LSB is
     the grid of the DEQUANTIZE that gives it."""
@@ -229,7 +240,7 @@ def tflite_reference(model_file, model, inputs):
     ins, outs = interp.get_input_details(), interp.get_output_details()
     check_io(model_file, model, [d["shape"] for d in ins], [d["shape"] for d in outs])
     grids_in, grids_out = tflite_grids(model_file)
-    got = [[] for _ in model.outputs]
+    got: list[list[np.ndarray]] = [[] for _ in model.outputs]
     for bufs in inputs:
         for meta, desc, raw, grid in zip(ins, model.inputs, bufs, grids_in):
             x = np.frombuffer(raw, desc.dtype).reshape(desc.shape)
@@ -245,7 +256,7 @@ def tflite_reference(model_file, model, inputs):
                      f"LiteRT {version('ai-edge-litert')} on {model_file}")
 
 
-def io_quantization(model_file):
+def io_quantization(model_file: str) -> tuple[list[Grid | None], list[Grid | None]]:
     """(inputs, outputs) of a QDQ ONNX model: per graph input the (scale, zero point) of the
     QuantizeLinear that takes it, per graph output those of the DequantizeLinear that gives it;
     None where there is none or it is per-axis. A model built with float inputs/outputs
@@ -259,7 +270,7 @@ def io_quantization(model_file):
         if node.op_type == "Constant" and node.attribute:
             consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
 
-    def grid(node):
+    def grid(node: onnx.NodeProto) -> Grid | None:
         scale = consts.get(node.input[1])
         zp = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else np.int8(0)
         if scale is None or np.size(scale) != 1 or zp is None or np.size(zp) != 1:
@@ -272,7 +283,7 @@ def io_quantization(model_file):
             [grid(last[o.name]) if o.name in last else None for o in graph.output])
 
 
-def quantize_as_deployed(x, scale, zero_point, dtype=np.int8):
+def quantize_as_deployed(x: npt.ArrayLike, scale: float, zero_point: int, dtype: npt.DTypeLike = np.int8) -> np.ndarray:
     """Float values to int8 (or `dtype`) the way the generated input conversion does (the
     runtime's nr_quantize_f32): x / scale in single precision, nearest integer with ties to even,
     plus the zero point, saturated to the type's range (a quotient beyond the int32 range
@@ -284,32 +295,33 @@ def quantize_as_deployed(x, scale, zero_point, dtype=np.int8):
     return np.clip(q, info.min, info.max).astype(dtype)
 
 
-def dequantize_as_deployed(q, scale, zero_point):
+def dequantize_as_deployed(q: npt.ArrayLike, scale: float, zero_point: int) -> np.ndarray:
     """int8 values to float the way the generated output conversion does (nr_dequantize_s8):
     (float)(q - zero_point) * scale in single precision."""
     return (np.asarray(q, np.int32) - zero_point).astype(np.float32) * np.float32(scale)
 
 
-def float_grid(desc, grids, k):
+def float_grid(desc: TensorDesc, grids: Sequence[Grid | None], k: int) -> Grid | None:
     """The int8 grid behind tensor `k` when it is a float tensor of the board (None otherwise)."""
     return grids[k] if np.dtype(desc.dtype).kind == "f" and k < len(grids) else None
 
 
-def output_lsb(grids, model):
+def output_lsb(grids: Sequence[Grid | None], model: ModelInfo) -> list[float]:
     """Per output, the size of one LSB in the board's output values: 1 for an integer output,
     the scale of the int8 grid behind a float output (`grids`: io_quantization's outputs; 1
     when the model gives none)."""
     return [(float_grid(d, grids, j) or (1.0,))[0] for j, d in enumerate(model.outputs)]
 
 
-def _ort_reason(error):
+def _ort_reason(error: Exception) -> str:
     """onnxruntime's message without its status code, source line and C++ signature."""
     text = " ".join(str(error).split())
     m = re.match(r"\[ONNXRuntimeError\] : .*?\S+:\d+ .*?\) (?=[A-Z])", text)
     return text[m.end():] if m else text
 
 
-def onnx_reference(model_file, model, inputs, grids):
+def onnx_reference(model_file: str, model: ModelInfo, inputs: Inputs,
+                   grids: tuple[list[Grid | None], list[Grid | None]]) -> list[np.ndarray]:
     """Evaluate the ONNX model with onnxruntime on the board's inputs; returns the outputs
     quantised like the board's outputs, one array (runs, n) per output. A float input or output
     goes through the model's int8 grid (`grids`: io_quantization's) as the deployed model's conversions do: the input is
@@ -325,11 +337,11 @@ def onnx_reference(model_file, model, inputs, grids):
                       "export the model with an opset and IR version onnxruntime supports") from None
     feeds = sess.get_inputs()
 
-    def shape(meta):
+    def shape(meta: Any) -> list[int]:
         return [d if isinstance(d, int) else 1 for d in meta.shape]    # a named (batch) dimension: 1
     check_io(model_file, model, [shape(m) for m in feeds], [shape(m) for m in sess.get_outputs()])
     grids_in, grids_out = grids
-    outs = [[] for _ in model.outputs]
+    outs: list[list[np.ndarray]] = [[] for _ in model.outputs]
     for bufs in inputs:
         feed = {}
         for k, (meta, desc, raw) in enumerate(zip(feeds, model.inputs, bufs)):

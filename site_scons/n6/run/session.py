@@ -11,11 +11,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from typing import IO
 
 from ..aivalidation import BoardError, Client, Timeouts
+from ..aivalidation.client import Device
+from ..board import Board
+from ..jsonfile import JsonObject
 from ..errors import N6Error
 from ..paths import SIM_BOARD
 from ..serial_link import BAUDRATE, DEFAULT_HEADER
+from .options import SessionOptions
 
 # The simulated board emulates the image's code, far slower than a board in host time (ST's
 # firmware on the DK twin: about a minute per BlazeFace inference, seconds to send a 32 KB output).
@@ -23,15 +29,16 @@ SIMULATED_TIMEOUTS = Timeouts(run_ack=120.0, operator=900.0, tensor=120.0)
 
 
 @contextlib.contextmanager
-def simulated_board(board_file, state=None, image=None, params=None, release="2.2", start_timeout=30.0,
-                    firmware="", mode=None):
+def simulated_board(board_file: str, state: str | None = None, image: str | None = None, params: str | None = None,
+                    release: str = "2.2", start_timeout: float = 30.0, firmware: str = "",
+                    mode: str | None = None) -> Iterator[str]:
     """Start the simulated board process; yields its pty path; terminates it on exit. `firmware`:
     empty for the board's own, else ST's validation firmware on the DK twin (n6board --firmware),
     installing in `mode`."""
     with tempfile.TemporaryDirectory(prefix="n6board-") as tmp:
         port_file = os.path.join(tmp, "port")
         argv = [sys.executable, "-m", "n6board", "--board", board_file, "--release", release, "--port-file", port_file]
-        argv += ["--image", image] + (["--params", params] if params else []) if image else ["--state", state]
+        argv += ["--image", image] + (["--params", params] if params else []) if image else ["--state", state]  # type: ignore[list-item]  # a state without an image
         argv += ["--firmware", firmware] + (["--mode", mode] if firmware and mode else [])
         env = dict(os.environ, PYTHONPATH=SIM_BOARD)
         log = open(os.path.join(tmp, "log"), "w+")
@@ -66,12 +73,12 @@ def simulated_board(board_file, state=None, image=None, params=None, release="2.
             log.close()
 
 
-def _last_line(log):
+def _last_line(log: IO[str]) -> str | None:
     log.seek(0)
-    return (log.read().strip().splitlines() or [None])[-1]
+    return (log.read().strip().splitlines() or [None])[-1]   # type: ignore[list-item]  # None: an empty log
 
 
-def _board_stopped(board_file, pid, status, last_line):
+def _board_stopped(board_file: str, pid: int, status: int, last_line: str | None) -> BoardError:
     """The error of a simulated board process that ended during a step: killed by a signal (by
     someone else: its own faults are lines it prints), or exited after saying why."""
     if status < 0:
@@ -85,7 +92,9 @@ def _board_stopped(board_file, pid, status, last_line):
 
 
 @contextlib.contextmanager
-def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None, reset=None, say=print):
+def connect(port: str, baudrate: int = BAUDRATE, header: str = DEFAULT_HEADER, timeouts: Timeouts | None = None,
+            reset: Callable[[], object] | None = None,
+            say: Callable[[str], object] = print) -> Iterator[tuple[Client, Device]]:
     """Open the port and run the connect sequence; yields (client, device). When the board does
     not answer it and `reset` is given: `reset()` once, then the sequence again."""
     client = Client.open(port, baudrate, header, timeouts or Timeouts())
@@ -106,7 +115,8 @@ def connect(port, baudrate=BAUDRATE, header=DEFAULT_HEADER, timeouts=None, reset
 
 
 @contextlib.contextmanager
-def board_session(opts, on_board_path, say=print):
+def board_session(opts: SessionOptions, on_board_path: str,
+                  say: Callable[[str], object] = print) -> Iterator[tuple[Client, Device, bool]]:
     """(client, device, simulated) for the board a flash step put the model on (its
     `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
     started first), else the simulated board booting from the simulated flash."""
@@ -118,13 +128,14 @@ def board_session(opts, on_board_path, say=print):
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
     log_path = os.path.join(os.path.dirname(on_board_path), "firmware_start.log")
+    reset: Callable[[], object] | None
     if on_board.get("simulated"):      # no state here: the simulated board of a lab machine, not reset from here
         reset = functools.partial(reset_simulated_board, opts.state, board, log_path) if opts.state else None
     else:
         reset = functools.partial(start_validation_firmware, opts, on_board, board, say, log_path)
-    if port and not on_board.get("simulated"):
-        refuse_simulated_blobs(on_board)
-        reset()
+        if port:
+            refuse_simulated_blobs(on_board)
+            reset()
     if port:
         timeouts = SIMULATED_TIMEOUTS if on_board.get("simulated") else None
         with connect(port, board.validation.baudrate, board.validation.header, timeouts, reset, say) as \
@@ -143,7 +154,7 @@ def board_session(opts, on_board_path, say=print):
                       "give PORT=/dev/ttyACM0 (or the board file's [validation] port)")
 
 
-def _check_identity(on_board, on_board_path, device, board):
+def _check_identity(on_board: JsonObject, on_board_path: str, device: Device, board: str) -> None:
     """The board runs what the stamp says was flashed (identity.check_board_model); if not, the
     stamp goes (the next run flashes the model again) and the step stops before any output."""
     from .identity import check_board_model
@@ -155,7 +166,7 @@ def _check_identity(on_board, on_board_path, device, board):
         raise
 
 
-def reset_simulated_board(state, board, log_path):
+def reset_simulated_board(state: str, board: Board, log_path: str) -> None:
     """The simulated programmer's hardware reset of the simulated board (-hardRst): the board
     process serving `state` starts its firmware again (the call returns once it has)."""
     from ..flash.cubeprogrammer import CliInstall, connect_args
@@ -172,7 +183,7 @@ def reset_simulated_board(state, board, log_path):
                       "see " + log_path)
 
 
-def refuse_simulated_blobs(on_board):
+def refuse_simulated_blobs(on_board: JsonObject) -> None:
     """Epoch-controller blobs of the simulated tool are a format of its own: on a real board the
     runtime would hand them to the NPU's epoch controller. Refused before anything starts."""
     from ..stedgeai_install import has_simulated_ec_blobs
@@ -184,7 +195,8 @@ def refuse_simulated_blobs(on_board):
                               "build the model without --enable-epoch-controller, or run it on the simulated board")
 
 
-def start_validation_firmware(opts, on_board, board, say=print, log_path=None):
+def start_validation_firmware(opts: SessionOptions, on_board: JsonObject, board: Board,
+                              say: Callable[[str], object] = print, log_path: str | None = None) -> None:
     """Load ST's validation firmware (the variant that loads the flashed image, as the flash gate
     checked it) into the board's SRAM and start it: through the programmer's tools (their output
     in `log_path`) or pyOCD."""

@@ -2,17 +2,20 @@
 decided that they must run. `opts` are n6.run.options values; `say` prints a report."""
 import json
 import os
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..atomic import write_text
 from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT
+from ..aivalidation.messages import ModelInfo
 from ..errors import N6Error
 from . import inference, reference, validate
+from .options import RunOptions, ValidateOptions
 from .session import board_session
 
 
-def run_step(opts, on_board_path, out_dir, say=print):
+def run_step(opts: RunOptions, on_board_path: str, out_dir: str, say: Callable[[str], object] = print) -> None:
     """RUNS= inferences of the model on the board (n6.run.inference): outputs, run.json, report.
     The caller has put the model's set on the board (n6.flash.step.ensure_on_board)."""
     with board_session(opts.session, on_board_path, say) as (client, device, simulated):
@@ -36,7 +39,8 @@ def run_step(opts, on_board_path, out_dir, say=print):
     say(text)
 
 
-def run_on_board(opts, on_board_path, model, inputs, say):
+def run_on_board(opts: ValidateOptions, on_board_path: str, model: ModelInfo, inputs: Sequence[Sequence[bytes]],
+                 say: Callable[[str], object]) -> list[np.ndarray]:
     """The board's outputs (one array per output, runs first) on `inputs` (the model's set on
     the board, as for run_step)."""
     with board_session(opts.session, on_board_path, say) as (client, _, _):
@@ -44,7 +48,8 @@ def run_on_board(opts, on_board_path, model, inputs, say):
     return inference.outputs_arrays(board_model, results)
 
 
-def validate_step(opts, run_json, on_board_path, target, say=print):
+def validate_step(opts: ValidateOptions, run_json: str, on_board_path: str, target: str,
+                  say: Callable[[str], object] = print) -> None:
     """The run's outputs against the reference: validate.json, or validate-failed.json and an
     error (no validate.json a later look could take for this run's verdict)."""
     record = inference.RunRecord.load(run_json)
@@ -54,7 +59,7 @@ def validate_step(opts, run_json, on_board_path, target, say=print):
     model, out_dir = record.model, os.path.dirname(run_json)
     got = [np.load(inference.output_path(out_dir, d.name)) for d in model.outputs]
 
-    def reference_of(inputs):
+    def reference_of(inputs: Sequence[Sequence[bytes]]) -> reference.Reference:
         if opts.source:
             return reference.run_source(opts.source, model, inputs)
         from . import host_reference          # a prebuilt folder of CPU epochs: the host build of its C

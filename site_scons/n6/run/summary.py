@@ -3,7 +3,9 @@ reports its steps left (run.json, validate.json or validate-failed.json, profile
 error of a model whose step failed, as a table and as JSON. The verdict: every model passed."""
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tabulate import tabulate
 
@@ -19,20 +21,20 @@ STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run",
 class ModelResult:
     model: str
     result: str                  # ok | passed | failed | error | not run
-    max_lsb: float = None        # validate: largest output error in LSB
-    top1: float = None           # validate: share of runs whose top-1 equals the reference's (every output)
-    accuracy: float = None       # validate: top-1 accuracy on the board over the model's test set, if it has one
-    inf_per_s: float = None
-    ms: float = None
-    simulated: bool = None
+    max_lsb: float | None = None   # validate: largest output error in LSB
+    top1: float | None = None   # validate: share of runs whose top-1 equals the reference's (every output)
+    accuracy: float | None = None   # validate: top-1 accuracy on the board over the model's test set, if it has one
+    inf_per_s: float | None = None
+    ms: float | None = None
+    simulated: bool | None = None
     error: str = ""              # why the model failed: the one-line error of its failing step
 
     @property
-    def failed(self):
+    def failed(self) -> bool:
         return self.result != "ok" and self.result != "passed"
 
 
-def _read(path):
+def _read(path: str) -> Any:
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -40,11 +42,11 @@ def _read(path):
         return None
 
 
-def model_result(verb, model_dir, model, failures=None):
+def model_result(verb: str, model_dir: str, model: str, failures: Mapping[str, str] | None = None) -> ModelResult:
     """What `verb` left for one model; `failures`: step → its one-line error, for the model's
     steps that failed. A failed validation is "failed" with its figures; any other failure "error"."""
     step = next((s for s in STEPS[verb] if s in (failures or {})), None)
-    error = failures[step] if step else ""
+    error = failures[step] if step else ""   # type: ignore[index]  # a step is found in failures
     if step not in (None, "validate"):
         return ModelResult(model, "error", error=error)
     layout = ModelLayout(*os.path.split(model_dir))
@@ -67,22 +69,23 @@ def model_result(verb, model_dir, model, failures=None):
     return row
 
 
-def not_run(model):
+def not_run(model: str) -> ModelResult:
     """The row of a model whose steps did not run (the build stopped before them)."""
     return ModelResult(model, "not run")
 
 
-def failed_row(model, error):
+def failed_row(model: str, error: str) -> ModelResult:
     """The row of a model that cannot be deployed at all (its folder cannot be read)."""
     return ModelResult(model, "error", error=error)
 
 
-def project_rows(verb, build_dir, done, failed, broken):
+def project_rows(verb: str, build_dir: str, done: Mapping[str, bool], failed: Iterable[tuple[str, str]],
+                 broken: Mapping[str, object]) -> list[ModelResult]:
     """The rows of a whole-project summary: `done`: model → its steps ran to the end (built or up
     to date); `failed`: (file, one-line error) of each step that failed, a model's error the one
     of its first failed step; `broken`: model folders that cannot be read (name → error). A model
     whose steps neither ended nor failed is `not run`."""
-    failures = {}
+    failures: dict[str, dict[str, str]] = {}
     for path, error in failed:
         model, step = model_step(build_dir, path)
         failures.setdefault(model, {}).setdefault(step, error)
@@ -101,7 +104,7 @@ NOT_RUN = {False: "not run: the build stopped at the first failure (`scons -k` g
            True: "not run: a step the model needs failed (its error is above)"}
 
 
-def summary(verb, rows, path, kept_going=False):
+def summary(verb: str, rows: Sequence[ModelResult], path: str, kept_going: bool = False) -> tuple[str, bool]:
     """Write `path` (JSON) and return (table text, every model passed). `kept_going`: the build
     went on after a failure (`scons -k`), so a model not run is one whose own steps could not."""
     failed = [r for r in rows if r.failed]

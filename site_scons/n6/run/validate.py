@@ -3,9 +3,13 @@ like `stedgeai validate --mode target`: per output ST's metrics (acc, rmse, mae,
 dequantised values) beside ours (mean / max absolute error in LSB, top-1 agreement), pass/fail
 against a tolerance in LSB."""
 import numpy as np
+from collections.abc import Sequence
+
 from tabulate import tabulate
 
 from ..errors import N6Error
+from ..aivalidation.messages import ModelInfo, TensorDesc
+from ..jsonfile import JsonObject
 from .reference import board_grid, convert
 
 # Outputs the simulated board's NPU model computes from a real ST Edge AI Core's network.c carry
@@ -16,7 +20,7 @@ from .reference import board_grid, convert
 NPU_MAX_LSB = 48          # no value further from the reference; a top-1 within it of the reference's best
 
 
-def test_set(path, model):
+def test_set(path: str, model: ModelInfo) -> tuple[list[list[bytes]], np.ndarray]:
     """A model folder's `test_data.npz` (`x` float samples as the source model takes them, `y`
     labels): the samples quantised like the board's input, one run each, and the labels."""
     try:
@@ -32,13 +36,14 @@ def test_set(path, model):
     return [[row.tobytes()] for row in q], y
 
 
-def accuracy(outputs, labels):
+def accuracy(outputs: np.ndarray, labels: np.ndarray) -> tuple[int, float]:
     """Top-1 accuracy of the first output's scores: (correct samples, fraction)."""
     correct = int(np.sum(np.argmax(outputs.reshape(len(outputs), -1), axis=1) == labels))
     return correct, correct / len(labels)
 
 
-def accuracy_report(board, reference, labels, path, reference_name):
+def accuracy_report(board: np.ndarray, reference: np.ndarray, labels: np.ndarray, path: str,
+                    reference_name: str) -> tuple[str, JsonObject]:
     """(text, JSON-able dict) of top-1 accuracy on the test set, board next to the reference."""
     (nb, ab), (nr, ar) = accuracy(board, labels), accuracy(reference, labels)
     n = len(labels)
@@ -48,7 +53,7 @@ def accuracy_report(board, reference, labels, path, reference_name):
                    "reference": {"correct": nr, "accuracy": ar}}
 
 
-def metrics(got, want, lsb=1.0, tie=0.0):
+def metrics(got: np.ndarray, want: np.ndarray, lsb: float = 1.0, tie: float = 0.0) -> dict[str, float]:
     """Our per-output figures over all runs: mean and max absolute error in LSB and top-1
     agreement; `got` and `want` are (runs, ...) arrays, `lsb` the size of one LSB in their values
     (a float output: the scale of its int8 grid). The board's top-1 agrees when the reference
@@ -61,13 +66,13 @@ def metrics(got, want, lsb=1.0, tie=0.0):
             "top1": float(np.mean(picked >= w.max(axis=1) - tie * lsb))}
 
 
-def real_values(x, desc):
+def real_values(x: np.ndarray, desc: TensorDesc) -> np.ndarray:
     """An output's values as ST's checker compares them: dequantised with the tensor's scale and
     zero point, in single precision (float outputs as they are)."""
     return convert(np.asarray(x).reshape(len(x), -1), desc.dtype, board_grid(desc), np.float32, None)
 
 
-def st_metrics(got, want, desc):
+def st_metrics(got: np.ndarray, want: np.ndarray, desc: TensorDesc) -> dict[str, float]:
     """ST's validation metrics of one output (`stedgeai validate`, its checker): on the dequantised
     values, in single precision. acc: share of runs whose top-1 class agrees (for a classifier);
     rmse, mae: root mean square and mean absolute error; l2r: norm of the error over the norm of
@@ -85,7 +90,9 @@ def st_metrics(got, want, desc):
             "cos": 1.0 if np.isclose(num, den, rtol=eps) else float(np.float32(num / den))}
 
 
-def validate(model, got_outputs, ref_outputs, tolerance, reference, lsb=None, simulated_npu=False):
+def validate(model: ModelInfo, got_outputs: Sequence[np.ndarray], ref_outputs: Sequence[np.ndarray], tolerance: float,
+             reference: str, lsb: Sequence[float] | None = None,
+             simulated_npu: bool = False) -> tuple[str, JsonObject, bool]:
     """(text, JSON-able dict, passed): per output ST's metrics (`st`) beside ours, pass/fail on
     ours. `lsb`: per output, the size of one LSB (n6.run.reference.Reference.lsb);
     `simulated_npu`: the outputs come from the simulated board's NPU model (NPU_MAX_LSB)."""

@@ -8,7 +8,7 @@ class Device:
     rest. Offsets are word-aligned; the bus merges byte and halfword accesses."""
     name = "device"
     size = 0x400
-    RESET = {}          # register offset → reset value
+    RESET: dict[int, int] = {}   # register offset → reset value
 
     def __init__(self, base):
         self.base = base
