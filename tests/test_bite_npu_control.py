@@ -164,3 +164,114 @@ def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame():
         previous = _half_away((previous << 3) + int(x[k] @ w[k]), 3)
         want.append(previous)
     assert [int(f[0]) for f in written["STRENG2"]] == want
+
+
+def _zero_byte_writer_program(locate):
+    """STRENG0 reads a 4x3 raster (24 bytes); STRENG1 writes raw with FSIZE 0: a stream of no bytes."""
+    from test_npu_model import ADDR, DEPTH, DSTSTRENG, FSIZE, LINK_STRENG, SINGLE, SIZE0_8, STRD, raw_engine, route
+    npu = Npu(Memory(), mode="control")
+    npu.locate = locate
+    npu.write(STRENG(0) + ADDR, 0x3410_0000)
+    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
+    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
+    npu.write(STRENG(0) + STRD, 40)
+    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
+    raw_engine(npu, 1, 0x3410_1000, 0, write=True)
+    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
+    for i in (0, 1):
+        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
+    program, = npu.programs
+    return program
+
+
+def test_a_zero_byte_stream_spans_nothing_and_lies_in_no_pool():
+    """A stream of no bytes: span (0, 0), no location even where every address has one."""
+    program = _zero_byte_writer_program(lambda address: "AXISRAM2")
+    read, write = program.footprints
+    assert (read.nbytes, read.span, read.location) == (24, (0x3410_0000, 0x3410_006A), "AXISRAM2")
+    assert (write.nbytes, write.span, write.location) == (0, (0, 0), "")
+    assert program.as_dict()["streams"][1] == {"engine": "STRENG1", "direction": "write", "mode": "raw",
+                                               "item_bits": 8, "frames": 1, "bytes": 0, "first": 0, "end": 0,
+                                               "location": "", "segments": 0}
+
+
+def test_the_program_text_shows_reg_fields_in_hex_and_others_in_decimal():
+    program = _zero_byte_writer_program(lambda address: "AXISRAM2")
+    assert program.text().splitlines() == [
+        "hardware chain 1: 2 units, 11 register writes, 67 NPU cycles (simulated)",
+        "  STRENG0    CTRL[EN=1 SINGLE=1 SIZE0=8] ADDR[REG=0x34100000] FSIZE[WIDTH=4 HEIGHT=3] "
+        "DEPTH[SIZE=2 OFFSET=8] STRD[LOFF=40]",
+        "  STRENG1    CTRL[EN=1 SINGLE=1 DIR=1 RAW=1 SIZE0=8] ADDR[REG=0x34101000]",
+        "  route      STRENG0 -> STRENG1.in0 ctx0",
+        "  stream     STRENG0 read raster 8-bit x1 frames: 24 bytes in 0x34100000..0x3410006A in AXISRAM2",
+        "  stream     STRENG1 write raw 8-bit x1 frames: 0 bytes in 0x00000000..0x00000000"]
+
+
+def test_a_unit_decoded_at_reset_keeps_its_ctrl_and_drops_the_rest():
+    """Registers at their reset value are left out of a program, CTRL never (POOL's resets to
+    FBYTES=2 FSHIFT=16)."""
+    from npu_model.program import decode
+    from npu_model.registers import aton_map
+    program = decode(aton_map(), {}, [("POOL", 0)], "at reset")
+    assert program.unit("POOL0").registers == {"CTRL": {
+        "EN": 0, "CLR": 0, "TYPE": 0, "ROUND": 0, "SAT": 0, "OUTSHIFT": 0, "DUALLINE": 0, "CROPEN": 0,
+        "FBYTES": 2, "FSHIFT": 16, "FROUND": 0, "FSAT": 0, "CONFCLR": 0}}
+    assert program.text().splitlines()[1] == "  POOL0      CTRL[FBYTES=2 FSHIFT=16]"
+
+
+def test_a_blob_writefield_sets_or_clears_one_bit_at_its_lsb_and_keeps_the_others():
+    from npu_model.ecblob import IRQ, WRITE, WRITEFIELD, Command, blob_bytes
+    from test_npu_model import ADDR, BLOB_AT, EC_ADDR, EPOCHCTRL
+    block = STRENG(2) >> 12
+    ram = Ram()
+    ram.write(BLOB_AT, blob_bytes([Command(WRITE, block, ADDR // 4, (0x3410_0021,)),
+                                   Command(WRITEFIELD, block, ADDR // 4, (1,), 4, 4),     # set bit 4
+                                   Command(WRITEFIELD, block, ADDR // 4, (0,), 5, 5),     # clear bit 5
+                                   Command(WRITEFIELD, block, ADDR // 4, (0,), 0, 0),     # clear bit 0
+                                   Command(IRQ)]))
+    npu = ram.attach(Npu(mode="control"))
+    npu.write(EPOCHCTRL + EC_ADDR, BLOB_AT)
+    npu.write(EPOCHCTRL + CTRL, EN)
+    assert npu.read(STRENG(2) + ADDR) == 0x3410_0010
+
+
+def test_a_convolution_in_a_chain_takes_every_value_of_a_row_of_deep_pixels():
+    """Without its own output on port 2 (NOSUM): each frame is a 1x2 row of pixels of depth 2
+    (height 1, width 2: 4 values), each kernel frame its 1x1 kernel; the unit sends x @ w per pixel,
+    shifted by OUTSHIFT: every value of the frame counts (height * width * depth of them)."""
+    from npu_model.chain import run
+    from npu_model.convacc import ConvConfig, pack_kernel_frames
+    from test_npu_units import RNG, _half_away, conv_registers
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=2, height=1, outshift=3, inshift=0, nosum=1, obytes=2)
+    cfg = ConvConfig.from_registers(regs, "CONVACC0")
+    x, w = RNG.integers(1, 256, (3, 2, 2)), RNG.integers(1, 128, (3, 2))
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC0": cfg},
+                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG1"), ("STRENG2", 0, 0, "CONVACC0")])
+    streams = {"STRENG0": [f.ravel() for f in x],
+               "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg), np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    assert [[int(v) for v in f] for f in written["STRENG2"]] == \
+        [[_half_away(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
+
+
+def test_a_unit_summing_over_frames_takes_every_value_of_a_row_of_deep_pixels():
+    """As the sum over frames above, on a 1x2 row of depth-2 pixels: each pixel sums on its own."""
+    from npu_model.chain import run
+    from npu_model.convacc import ConvConfig, pack_kernel_frames
+    from test_npu_units import RNG, _half_away, conv_registers
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=2, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
+    cfg = ConvConfig.from_registers(regs, "CONVACC3")
+    x, w = RNG.integers(0, 256, (3, 2, 2)), RNG.integers(-128, 128, (3, 2))
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
+                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
+                  ("STRENG2", 0, 0, "CONVACC3")])
+    streams = {"STRENG0": [f.ravel() for f in x],
+               "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg), np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    want, previous = [], [0, 0]
+    for k in range(3):
+        previous = [_half_away((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(2)]
+        want.append(previous)
+    assert [[int(v) for v in f] for f in written["STRENG2"]] == want
