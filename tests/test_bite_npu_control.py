@@ -129,18 +129,8 @@ def test_a_register_off_the_map_is_named_by_its_address():
 
 
 def test_raw_and_raster_engines_say_so():
-    from test_npu_model import ADDR, DEPTH, DSTSTRENG, FSIZE, LINK_STRENG, SINGLE, SIZE0_8, STRD, raw_engine, route
-    npu = Npu(Memory(), mode="control")
-    npu.write(STRENG(0) + ADDR, 0x3410_0000)                          # a 4x3 raster, as test_npu_model's
-    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
-    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
-    npu.write(STRENG(0) + STRD, 40)
-    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
-    raw_engine(npu, 1, 0x3410_1000, 24, write=True)
-    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
-    for i in (0, 1):
-        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
-    program, = npu.programs
+    from test_npu_model import raster_copy
+    program = raster_copy(Npu(Memory(), mode="control"))
     assert [s["mode"] for s in program.as_dict()["streams"]] == ["raster", "raw"]
 
 
@@ -168,20 +158,10 @@ def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame():
 
 def _zero_byte_writer_program(locate):
     """STRENG0 reads a 4x3 raster (24 bytes); STRENG1 writes raw with FSIZE 0: a stream of no bytes."""
-    from test_npu_model import ADDR, DEPTH, DSTSTRENG, FSIZE, LINK_STRENG, SINGLE, SIZE0_8, STRD, raw_engine, route
+    from test_npu_model import raster_copy
     npu = Npu(Memory(), mode="control")
     npu.locate = locate
-    npu.write(STRENG(0) + ADDR, 0x3410_0000)
-    npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
-    npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
-    npu.write(STRENG(0) + STRD, 40)
-    npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
-    raw_engine(npu, 1, 0x3410_1000, 0, write=True)
-    npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
-    for i in (0, 1):
-        npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
-    program, = npu.programs
-    return program
+    return raster_copy(npu, written=0)
 
 
 def test_a_zero_byte_stream_spans_nothing_and_lies_in_no_pool():

@@ -216,20 +216,26 @@ def test_a_scheduled_chain_runs_until_its_time_has_passed():
     assert not npu.read(STRENG(1) + CTRL) & RUNNING and npu.read(INTREG) == 0b11
 
 
-def test_the_program_names_units_fields_routes_and_footprints():
-    npu = Npu(Memory(), mode="control")
-    npu.locate = lambda address: "AXISRAM2" if address >> 20 == 0x341 else None
-    # STRENG0 reads a 4x3 raster of 2-byte pixels, 8 bytes apart, lines 40 bytes apart
+def raster_copy(npu, written=24):
+    """The one program of a copy: STRENG0 reads a 4x3 raster of 2-byte pixels, 8 bytes apart, lines
+    40 bytes apart (24 bytes at 0x34100000); STRENG1 writes `written` bytes raw at 0x34101000."""
     npu.write(STRENG(0) + ADDR, 0x3410_0000)
     npu.write(STRENG(0) + FSIZE, 4 | 3 << 16)
     npu.write(STRENG(0) + DEPTH, 2 | 8 << 16)
     npu.write(STRENG(0) + STRD, 40)
     npu.write(STRENG(0) + CTRL, SINGLE | SIZE0_8)
-    raw_engine(npu, 1, 0x3410_1000, 24, write=True)
+    raw_engine(npu, 1, 0x3410_1000, written, write=True)
     npu.write(DSTSTRENG(1), route(LINK_STRENG(0)))
     for i in (0, 1):
         npu.write(STRENG(i) + CTRL, npu.read(STRENG(i) + CTRL) | EN)
     program, = npu.programs
+    return program
+
+
+def test_the_program_names_units_fields_routes_and_footprints():
+    npu = Npu(Memory(), mode="control")
+    npu.locate = lambda address: "AXISRAM2" if address >> 20 == 0x341 else None
+    program = raster_copy(npu)
     assert [u.name for u in program.units] == ["STRENG0", "STRENG1"]
     assert program.unit("STRENG1").registers["CTRL"]["DIR"] == 1
     assert program.unit("STRENG0").registers["FSIZE"] == {"WIDTH": 4, "HEIGHT": 3}
