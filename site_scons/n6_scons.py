@@ -19,11 +19,6 @@ from n6.simulators import sources as simulator_sources
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
-def jobs_given():
-    """Whether the command line sets SCons's -j (the build's own default is then left alone)."""
-    return any(a.startswith(("-j", "--jobs")) for a in sys.argv[1:])
-
-
 def say(text):
     """One write per message (print() makes two): under parallel jobs another job's progress
     line never lands inside it, where a `  VERB  path` line would no longer start a line."""

@@ -18,7 +18,7 @@ import SCons.Script
 from n6.board_files import board_path
 from n6.flash.project import Deployment
 from n6.variables import defaults
-from n6_scons import board_action, describe_targets, jobs_given, reports_errors, say, sim_board_dir, step_code
+from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
 
 
 def flash_targets(env, model_images, install_release, broken=None):
@@ -44,8 +44,8 @@ def flash_targets(env, model_images, install_release, broken=None):
             env.Alias(t, nodes)
     for models, index in state.sets_to_plan(targets, chosen, env.Dir("$BUILD_DIR").abspath):
         _plan(env, models, index)
-    if not jobs_given():          # at least one job per board: the boards work side by side
-        SCons.Script.SetOption("num_jobs", max(SCons.Script.GetOption("num_jobs"), len(state.boards)))
+    # at least one job per board, the boards side by side (a -j given on the command line wins)
+    SCons.Script.SetOption("num_jobs", max(SCons.Script.GetOption("num_jobs"), len(state.boards)))
     return nodes
 
 

@@ -18,7 +18,7 @@ import SCons.Script
 from n6 import build_layout
 from n6.errors import N6Error
 from n6.models import discover
-from n6_scons import jobs_given, scons_variables, targets_help
+from n6_scons import scons_variables, targets_help
 
 
 def _fails_in_one_line(fn):
@@ -119,8 +119,7 @@ def project_targets(env):
 
 @_fails_in_one_line
 def generate(env):
-    if not jobs_given():
-        SCons.Script.SetOption("num_jobs", os.cpu_count() or 1)   # parallel by default; -j N overrides
+    SCons.Script.SetOption("num_jobs", os.cpu_count() or 1)   # parallel by default; -j N (or SCONSFLAGS) wins
     SCons.Script.SetOption("hash_format", "sha256")   # hashes tens of MB of weights ~2x faster than MD5
     SCons.Script.DefaultEnvironment(tools=[])          # no host-compiler probing behind Default() and friends
     _read_variables(env)
