@@ -13,6 +13,7 @@ import SCons.Environment
 import SCons.Node
 import SCons.Node.FS
 import SCons.SConsign
+import SCons.Script
 import SCons.Util
 
 from conftest import SITE
@@ -299,12 +300,13 @@ def test_generate_installs_one_stat_cache_and_the_replacements(tmp_path, monkeyp
         monkeypatch.setattr(cls, attr, getattr(cls, attr))      # put back after the test
     monkeypatch.setattr(n6_decider, "_CACHE", [None])
     monkeypatch.setattr(n6_decider.atexit, "register", lambda fn: None)
-    monkeypatch.setattr(SCons.Util, "get_hash_format", lambda: hash_format)
+    monkeypatch.setattr(SCons.Script, "GetOption", {"hash_format": hash_format}.get)
     env = SCons.Environment.Environment(tools=[], BUILD_DIR=str(tmp_path / "build"),
                                         **({"DECIDER": decider_option} if decider_option else {}))
     n6_decider.generate(env)
     cache = n6_decider._CACHE[0]
     assert (cache.path, cache.hash_name, cache.always_hash) == (str(tmp_path / "build" / ".n6-stat"), name, always)
+    assert env.N6HashName() == name      # what pack hashes its outputs with
     assert SCons.Node.FS.File.get_max_drift_csig is n6_decider._stat_cache_csig
     assert SCons.Node.FS.File.is_up_to_date is n6_decider._is_up_to_date
     assert SCons.SConsign.write is n6_decider._write_sconsign

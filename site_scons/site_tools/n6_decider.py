@@ -20,6 +20,7 @@ import SCons
 import SCons.Node
 import SCons.Node.FS
 import SCons.SConsign
+import SCons.Script
 import SCons.Util
 
 from n6.errors import N6Error
@@ -38,7 +39,7 @@ def check_scons(version, file_class, requirements=REQUIREMENTS):
     with open(requirements, encoding="utf-8") as f:
         pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]   # type: ignore[index]  # its pin is there
     missing = [f"File.{m}" for m in PATCHED + USED if not hasattr(file_class, m)] + \
-        [f"SCons.Util.{f}" for f in ("hash_file_signature", "get_hash_format") if not hasattr(SCons.Util, f)] + \
+        ["SCons.Util.hash_file_signature"] * (not hasattr(SCons.Util, "hash_file_signature")) + \
         [f"SConsign.Base.{m}" for m in ("store_info", "dirty") if not hasattr(SCons.SConsign.Base(), m)] + \
         [f"SConsign.{m}" for m in ("write", "sig_files") if not hasattr(SCons.SConsign, m)]
     if version != pinned or missing:
@@ -150,6 +151,11 @@ def _written(env, path, sig):
         _CACHE[0].wrote(os.path.abspath(path), sig)
 
 
+def _hash_name(env):
+    """The hash a step that hashes what it writes must use (N6Written): the decider's, SCons's own."""
+    return _CACHE[0].hash_name if _CACHE[0] else None
+
+
 def _content_signature(env, path):
     """A file's content signature as the decider sees it ("" if it does not exist)."""
     cache = _CACHE[0]
@@ -159,7 +165,8 @@ def _content_signature(env, path):
 def generate(env):
     build_dir = env.Dir("$BUILD_DIR").abspath
     if _CACHE[0] is None:
-        _CACHE[0] = StatCache(os.path.join(build_dir, ".n6-stat"), SCons.Util.get_hash_format() or "md5",
+        # the hash SCons will use: set after the SConscripts are read, so asked of the option here
+        _CACHE[0] = StatCache(os.path.join(build_dir, ".n6-stat"), SCons.Script.GetOption("hash_format") or "md5",
                               always_hash=env.get("DECIDER") == "content")
         SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
         SCons.Node.FS.File.is_up_to_date = _is_up_to_date
@@ -170,6 +177,7 @@ def generate(env):
     env.Decider("content")
     env.AddMethod(_content_signature, "N6ContentSignature")
     env.AddMethod(_written, "N6Written")
+    env.AddMethod(_hash_name, "N6HashName")
 
 
 def _save():

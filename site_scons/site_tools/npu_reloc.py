@@ -15,7 +15,6 @@ import sys
 
 import SCons.Action
 import SCons.Builder
-import SCons.Util
 
 from n6 import gcc_flags
 from n6.models import c_identifier
@@ -155,7 +154,7 @@ def _pack_action(target, source, env):
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     opts = env["N6_PACK_OPTIONS"]
     written = pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
-                        pack_budgets(opts), split=opts.split, log=say, hash_name=SCons.Util.get_hash_format())
+                        pack_budgets(opts), split=opts.split, log=say, hash_name=env.N6HashName())
     for path, sig in written.items():
         env.N6Written(path, sig)
 
