@@ -134,28 +134,6 @@ def test_raw_and_raster_engines_say_so():
     assert [s["mode"] for s in program.as_dict()["streams"]] == ["raster", "raw"]
 
 
-def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame():
-    """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on."""
-    from npu_model.chain import run
-    from npu_model.convacc import ConvConfig, pack_kernel_frames
-    from test_npu_units import RNG, _half_away, conv_registers
-    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=1, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
-    cfg = ConvConfig.from_registers(regs, "CONVACC3")
-    x, w = RNG.integers(0, 256, (3, 2)), RNG.integers(-128, 128, (3, 2))
-    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
-                  ("STRENG2", 0, 0, "CONVACC3")])
-    streams = {"STRENG0": list(x), "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg),
-                                                             np.uint8)]}
-    written = {}
-    run(units, streams.__getitem__, written.__setitem__)
-    want, previous = [], 0
-    for k in range(3):
-        previous = _half_away((previous << 3) + int(x[k] @ w[k]), 3)
-        want.append(previous)
-    assert [int(f[0]) for f in written["STRENG2"]] == want
-
-
 def _zero_byte_writer_program(locate):
     """STRENG0 reads a 4x3 raster (24 bytes); STRENG1 writes raw with FSIZE 0: a stream of no bytes."""
     from test_npu_model import raster_copy
@@ -215,43 +193,51 @@ def test_a_blob_writefield_sets_or_clears_one_bit_at_its_lsb_and_keeps_the_other
     assert npu.read(STRENG(2) + ADDR) == 0x3410_0010
 
 
+def _convolution_chain(width, sums, x, w):
+    """STRENG0 sends the frames `x` (each a 1 x `width` row of depth-2 pixels), STRENG1 a 1x1
+    kernel per frame (`w`), to CONVACC3 (OUTSHIFT 3), which sums over frames through its own
+    output on port 2 when `sums` (INSHIFT 3, no AFILT) → what STRENG2 receives, per frame."""
+    from npu_model.chain import run
+    from npu_model.convacc import ConvConfig, pack_kernel_frames
+    from test_npu_units import conv_registers
+    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=width, height=1, outshift=3, inshift=3 * sums,
+                          nosum=int(not sums), obytes=2)
+    cfg = ConvConfig.from_registers(regs, "CONVACC3")
+    routes = [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("STRENG2", 0, 0, "CONVACC3")]
+    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
+                 routes + [("CONVACC3", 2, 0, "CONVACC3")] * sums)
+    streams = {"STRENG0": [f.ravel() for f in x],
+               "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(len(w), 1, 1, 1, 2), cfg), np.uint8)]}
+    written = {}
+    run(units, streams.__getitem__, written.__setitem__)
+    return [[int(v) for v in f] for f in written["STRENG2"]]
+
+
 def test_a_convolution_in_a_chain_takes_every_value_of_a_row_of_deep_pixels():
     """Without its own output on port 2 (NOSUM): each frame is a 1x2 row of pixels of depth 2
     (height 1, width 2: 4 values), each kernel frame its 1x1 kernel; the unit sends x @ w per pixel,
     shifted by OUTSHIFT: every value of the frame counts (height * width * depth of them)."""
-    from npu_model.chain import run
-    from npu_model.convacc import ConvConfig, pack_kernel_frames
-    from test_npu_units import RNG, _half_away, conv_registers
-    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=2, height=1, outshift=3, inshift=0, nosum=1, obytes=2)
-    cfg = ConvConfig.from_registers(regs, "CONVACC0")
+    from test_npu_units import RNG, _half_away
     x, w = RNG.integers(1, 256, (3, 2, 2)), RNG.integers(1, 128, (3, 2))
-    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC0": cfg},
-                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG1"), ("STRENG2", 0, 0, "CONVACC0")])
-    streams = {"STRENG0": [f.ravel() for f in x],
-               "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg), np.uint8)]}
-    written = {}
-    run(units, streams.__getitem__, written.__setitem__)
-    assert [[int(v) for v in f] for f in written["STRENG2"]] == \
+    assert _convolution_chain(2, False, x, w) == \
         [[_half_away(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
 
 
-def test_a_unit_summing_over_frames_takes_every_value_of_a_row_of_deep_pixels():
-    """As the sum over frames above, on a 1x2 row of depth-2 pixels: each pixel sums on its own."""
-    from npu_model.chain import run
-    from npu_model.convacc import ConvConfig, pack_kernel_frames
-    from test_npu_units import RNG, _half_away, conv_registers
-    regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=2, height=1, outshift=3, inshift=3, nosum=0, obytes=2)
-    cfg = ConvConfig.from_registers(regs, "CONVACC3")
-    x, w = RNG.integers(0, 256, (3, 2, 2)), RNG.integers(-128, 128, (3, 2))
-    units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
-                  ("STRENG2", 0, 0, "CONVACC3")])
-    streams = {"STRENG0": [f.ravel() for f in x],
-               "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(3, 1, 1, 1, 2), cfg), np.uint8)]}
-    written = {}
-    run(units, streams.__getitem__, written.__setitem__)
-    want, previous = [], [0, 0]
+@pytest.mark.parametrize("width", [1, 2])
+def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame(width):
+    """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on;
+    on a row of deep pixels each pixel sums on its own."""
+    from test_npu_units import RNG, _half_away
+    x, w = RNG.integers(0, 256, (3, width, 2)), RNG.integers(-128, 128, (3, 2))
+    want, previous = [], [0] * width
     for k in range(3):
-        previous = [_half_away((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(2)]
+        previous = [_half_away((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(width)]
         want.append(previous)
-    assert [[int(v) for v in f] for f in written["STRENG2"]] == want
+    assert _convolution_chain(width, True, x, w) == want
+
+
+@pytest.mark.parametrize("sums", [False, True])
+def test_a_frame_shorter_than_the_units_stops_naming_the_unit(sums):
+    from test_npu_units import RNG
+    with pytest.raises(NotModelled, match=r"^CONVACC3: sent a frame of 2 items where its frame holds 4$"):
+        _convolution_chain(2, sums, RNG.integers(0, 256, (3, 1, 2)), RNG.integers(-128, 128, (3, 2)))

@@ -99,17 +99,31 @@ def _accumulate_frames(unit, value):
     frame's output (the switch's contexts pick the completed ones for the other units)."""
     cfg = unit.config
     tot, first, last = cfg.frame_filter or (1, 0, 0)
-    features = value(unit.inputs[0])
-    stream = b"".join((np.asarray(f, dtype=np.int64) & 0xFF).astype(np.uint8).tobytes()
-                      for f in value(unit.inputs[1]))
-    kernels = kernel_frames(stream, cfg, len(features))
-    size = cfg.height * cfg.width * cfg.pixel_items
+    features, kernels = _convolution_inputs(unit, value)
     out, previous = [], None
     for k, (f, w) in enumerate(zip(features, kernels)):
         partial = previous if first <= k % tot <= last and previous is not None else np.zeros(cfg.output_shape)
-        previous = convolve(np.asarray(f)[:size], w, cfg, partial).ravel()
+        previous = convolve(f, w, cfg, partial).ravel()
         out.append(previous)
     return out
+
+
+def _convolution_inputs(unit, value):
+    """A convolution unit's feature frames (port 0) and a kernel frame for each (port 1)."""
+    cfg = unit.config
+    features = _frames(unit, value(unit.inputs[0]), cfg.height * cfg.width * cfg.pixel_items)
+    stream = b"".join((np.asarray(f, dtype=np.int64) & 0xFF).astype(np.uint8).tobytes()
+                      for f in value(unit.inputs[1]))
+    return features, kernel_frames(stream, cfg, len(features))
+
+
+def _frames(unit, frames, size):
+    """Each frame cut to the `size` items of the unit's frame (raw 24-bit streams pad it); a
+    shorter frame stops."""
+    short = [len(f) for f in frames if len(f) < size]
+    if short:
+        raise NotModelled(f"{unit.name}: sent a frame of {short[0]} items where its frame holds {size}")
+    return [np.asarray(f)[:size] for f in frames]
 
 
 def _compute(unit, value, read):
@@ -123,17 +137,11 @@ def _compute(unit, value, read):
             return _accumulate_frames(unit, value)
         if cfg.frame_filter:
             raise NotModelled(f"{unit.name}: AFILT without the unit's own output on its port 2")
-        features = value(unit.inputs[0])
-        stream = b"".join((np.asarray(f, dtype=np.int64) & 0xFF).astype(np.uint8).tobytes()
-                          for f in value(unit.inputs[1]))
-        kernels = kernel_frames(stream, cfg, len(features))
+        features, kernels = _convolution_inputs(unit, value)
         partials = value(unit.inputs[2]) if cfg.accumulate else [None] * len(features)
-        size = cfg.height * cfg.width * cfg.pixel_items
-        return [convolve(np.asarray(f)[:size], k, cfg, p).ravel()       # raw 24-bit streams pad the frame
-                for f, k, p in zip(features, kernels, partials)]
+        return [convolve(f, k, cfg, p).ravel() for f, k, p in zip(features, kernels, partials)]
     if isinstance(cfg, PoolConfig):
-        size = cfg.height * cfg.width * cfg.channels
-        return [pool(np.asarray(f)[:size], cfg) for f in value(unit.inputs[0])]
+        return [pool(f, cfg) for f in _frames(unit, value(unit.inputs[0]), cfg.height * cfg.width * cfg.channels)]
     x = value(unit.inputs[0])
     y = np.concatenate(value(unit.inputs[1])) if cfg.dual and 1 in unit.inputs else None
     out = compute(np.concatenate(x), cfg, y)
