@@ -470,3 +470,13 @@ def test_measure_runs_st_passes_through_the_host_client():
     assert m.regions == REGIONS
     with pytest.raises(N6Error, match=r"^/dev/pts/7: board sent a counter block of 2 values for epoch 1"):
         measure(FakeClient(SIM_RUN, bad_counters=True), "network")
+
+
+def test_an_epoch_the_board_reports_twice_keeps_the_compilers_figures_out(tmp_path):
+    """Every epoch c_info describes ran, and no other, but one ran twice: not the image c_info
+    describes (its figures would be counted twice)."""
+    folder = str(tmp_path / "profile")
+    steps.report_step(_write_measurement(folder, SIM_RUN[:2] + SIM_RUN[1:]), C_INFO, folder, log=lambda line: None)
+    profile = json.load(open(os.path.join(folder, "profile.json")))
+    assert profile["compiler_absent"] == f"{C_INFO} describes 3 epochs but the image on the board ran 4: " \
+        "compiler columns absent"
