@@ -35,6 +35,7 @@ import struct
 
 import numpy as np
 from n6.profiling.counters import busif_of
+from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 
 from . import ecblob
 from .chain import MODELLED, wire
@@ -52,7 +53,6 @@ COMMAND_CYCLES = 1             # an epoch-controller command word, besides the c
 TRACE_UNIT, EVENT_HIGH = "DEBUG_TRACE", 1       # the trace unit; EVENT_TYPE: count while the signal is high
 SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
 BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
-BEAT_BYTES, BURST_BEATS = 8, (8, 4, 2, 1)
 
 
 def write_one_to_clear(unit, register):
@@ -205,7 +205,7 @@ class Npu:
                 continue
             beats = -(-np.asarray(sizes, dtype=np.int64) // BEAT_BYTES)
             interface = busif_of(int(f.engine[len("STRENG"):]))
-            for size in BURST_BEATS:
+            for size in reversed(BURST_BEATS):          # the longest bursts first
                 key = (interface, f.direction, size)
                 bursts[key] = bursts.get(key, 0) + int((beats // size).sum())
                 beats = beats % size

@@ -46,6 +46,7 @@ class PoolTraffic:
 
 
 BURST_BEATS = (1, 2, 4, 8)        # the burst lengths the NPU's bus interfaces count
+BEAT_BYTES = 8                    # what one beat moves
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Bursts:
 
     @staticmethod
     def nbytes(bursts: Sequence[int]) -> int:
-        return 8 * sum(n * beats for n, beats in zip(bursts, BURST_BEATS))
+        return BEAT_BYTES * sum(n * beats for n, beats in zip(bursts, BURST_BEATS))
 
     @property
     def read_bytes(self) -> int:
