@@ -3,6 +3,8 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
 
 import mutate  # noqa: E402
@@ -157,3 +159,12 @@ def test_survivors_on_two_identical_lines_are_each_judged_on_their_own_line(tmp_
                               {"key": key, "line": 2, "outcome": "survived"}]}, str(tmp_path / "t.json"))
     report = mutate.rejudge("t", {"files": ["m.py"], "tests": []})
     assert [(r["line"], r["outcome"]) for r in report["mutants"]] == [(1, "survived"), (2, "killed")]
+
+
+@pytest.mark.parametrize("extra", [["--tests", "tests/test_npu_model.py"], ["--match", "x"], ["--max", "3"]])
+def test_survivors_refuses_what_would_write_another_run_into_the_record(extra, monkeypatch):
+    """The record's survivors are judged again with the target's own tests; a narrower run would
+    be written over the checked-in record."""
+    monkeypatch.setattr(mutate, "rejudge", lambda *a: pytest.fail("the record was judged again"))
+    with pytest.raises(SystemExit, match="^mutate: --survivors runs a record's survivors with the target's tests"):
+        mutate.main(["run", "npu", "--survivors", *extra])

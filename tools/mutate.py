@@ -406,6 +406,9 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("mutate: stopped"))   # the scratch copy goes too
     if args.command == "report":
         return print_report()
+    if args.survivors and (args.tests or args.match or args.max or args.list):
+        sys.exit("mutate: --survivors runs a record's survivors with the target's tests; "
+                 "use it without --tests, --match, --max and --list")
     targets = tomllib.load(open(TARGETS, "rb"))
     for name in args.targets or list(targets):
         if name not in targets:
