@@ -48,8 +48,8 @@ def test_accuracy_counts_the_top_1_of_each_run():
 def test_our_metrics_are_in_lsb_of_the_output():
     want = np.array([[[0, 4, 8]], [[8, 0, 0]]], np.int8)
     got = np.array([[[2, 4, 7]], [[0, 6, 0]]], np.int8)
-    assert metrics(got, want) == {"mean_abs_lsb": 17 / 6, "max_abs_lsb": 8.0, "top1": 0.5}
-    assert metrics(got, want, 0.5) == {"mean_abs_lsb": 34 / 6, "max_abs_lsb": 16.0, "top1": 0.5}
+    assert metrics(got, want) == {"mean_abs_lsb": 17 / 6, "max_abs_lsb": 8.0, "exact": 2 / 6, "top1": 0.5}
+    assert metrics(got, want, 0.5) == {"mean_abs_lsb": 34 / 6, "max_abs_lsb": 16.0, "exact": 2 / 6, "top1": 0.5}
 
 
 def test_real_values_are_dequantised_in_single_precision():
@@ -81,7 +81,7 @@ def test_an_output_passes_at_exactly_its_tolerance_and_the_same_top_1():
     text, doc, passed = _validate(got, want, 2)
     assert passed and [o["passed"] for o in doc["outputs"]] == [True, True]
     row = text.splitlines()[4].split()
-    assert row[:2] == ["scores", "100.00%"] and row[-4:] == ["0.667", "2", "100.0%", "ok"]
+    assert row[:2] == ["scores", "100.00%"] and row[-5:] == ["0.667", "2", "66.7%", "100.0%", "ok"]
     assert not _validate(got, want, 1)[2]
     _, doc, passed = _validate(got, want, 1, lsb=[0.5, 2.0])
     assert [o["max_abs_lsb"] for o in doc["outputs"]] == [4.0, 1.0] and not passed

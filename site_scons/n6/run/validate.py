@@ -62,7 +62,7 @@ def metrics(got: np.ndarray, want: np.ndarray, lsb: float = 1.0, tie: float = 0.
     w = want.reshape(len(want), -1).astype(np.float64)
     diff = np.abs(g - w) / lsb
     picked = w[np.arange(len(w)), np.argmax(g, axis=1)]
-    return {"mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()),
+    return {"mean_abs_lsb": float(diff.mean()), "max_abs_lsb": float(diff.max()), "exact": float(np.mean(diff == 0)),
             "top1": float(np.mean(picked >= w.max(axis=1) - tie * lsb))}
 
 
@@ -107,9 +107,9 @@ def validate(model: ModelInfo, got_outputs: Sequence[np.ndarray], ref_outputs: S
         per.append({"name": desc.name, **m, "st": st, "passed": ok})
         rows.append([desc.name, f"{st['acc'] * 100:.2f}%", f"{st['rmse']:.8f}", f"{st['mae']:.8f}",
                      f"{st['l2r']:.8f}", f"{st['cos']:.6f}", f"{m['mean_abs_lsb']:.3f}", f"{m['max_abs_lsb']:.0f}",
-                     f"{m['top1'] * 100:.1f}%", "ok" if ok else "FAIL"])
+                     f"{m['exact'] * 100:.1f}%", f"{m['top1'] * 100:.1f}%", "ok" if ok else "FAIL"])
     table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
-                                    "top-1", ""], tablefmt="simple", disable_numparse=True)
+                                    "exact", "top-1", ""], tablefmt="simple", disable_numparse=True)
     rule = (f"simulated NPU: at most {NPU_MAX_LSB} LSB and the same top-1 or one within {NPU_MAX_LSB} LSB of it "
             "(docs/validate.md)" if simulated_npu else
             f"tolerance {tolerance} LSB and the same top-1")
