@@ -125,6 +125,9 @@ def test_whole_project_validate_on_1_2_and_4_simulated_boards_gives_one_summary(
         models = [r["model"] for r in summaries[-1]["models"]]
         flashed_on = [json.load(open(os.path.join(repo, "build", m, "flash", "flash.json")))["probe"] for m in models]
         assert flashed_on == [serials[i % boards] for i in range(len(models))]   # dealt out in turn, in name order
+        # each board's last model is still on it: another board's flash does not remove its stamp
+        assert [os.path.exists(os.path.join(repo, "build", m, "flash", "on_board.json")) for m in models[-boards:]] \
+            == [True] * boards
     assert summaries[0]["failed"] == 0 and len(summaries[0]["models"]) >= 10
     assert summaries[1] == summaries[0] and summaries[2] == summaries[0]
     assert tables[1] == tables[0] and tables[2] == tables[0]
