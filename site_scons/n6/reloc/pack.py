@@ -8,7 +8,7 @@ for their signature."""
 import hashlib
 import struct
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from ..atomic import atomic_open
 from .image import CodeImage, Header
@@ -40,8 +40,8 @@ class _Hashing:
         if self.hash:
             self.hash.update(data)
 
-    def __getattr__(self, name: str) -> Any:   # the rest of the file's methods, as they are
-        return getattr(self.f, name)
+    def flush(self) -> None:
+        self.f.flush()
 
 
 def pack(code_path: str, params_desc: str, bin_path: str, split: bool = False,

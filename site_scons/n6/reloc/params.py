@@ -63,7 +63,7 @@ class ParamsBlob:
             if size != p.size:
                 raise N6Error(p.path, f"is {size} bytes but pool '{p.pool}' uses {p.size} bytes", REGENERATE)
 
-    def stream(self, out: "Writer", crc: int = 0) -> int:
+    def stream(self, out: Writer, crc: int = 0) -> int:
         """Write the blob to `out`; returns its CRC-32."""
         for p in self.parts:
             with open(p.path, "rb") as f:
