@@ -162,8 +162,8 @@ class _Importer:
         if scale is None or zp is None:
             self.fail(node, "scale and zero point must be constants", "export with constant Q/DQ parameters")
         scale = scale.astype(F32)
-        if bad_scale(scale) is not None:
-            self.fail(node, f"scale '{scale_name}' holds {bad_scale(scale):g}, not a finite number 0 or more",
+        if (bad := bad_scale(scale)) is not None:
+            self.fail(node, f"scale '{scale_name}' holds {bad:g}, not a finite number 0 or more",
                       "quantise the model again")
         return scale, zp
 

@@ -134,9 +134,9 @@ class _Importer:
                           "export the model with fixed input dimensions")
         q = t.Quantization()
         scale = q.ScaleAsNumpy().astype(F32) if q is not None and q.ScaleLength() else np.ones(1, F32)
-        if bad_scale(scale) is not None:       # LiteRT loads it; no code can be made of it
+        if (bad := bad_scale(scale)) is not None:       # LiteRT loads it; no code can be made of it
             raise N6Error(self.path, f"tensor '{t.Name().decode('utf-8', 'replace')}' has the scale "
-                          f"{bad_scale(scale):g}, not a finite number 0 or more",
+                          f"{bad:g}, not a finite number 0 or more",
                           "quantise the model again")
         zp = q.ZeroPointAsNumpy().astype(np.int64) if q is not None and q.ZeroPointLength() else np.zeros(1, np.int64)
         data = self.model.Buffers(t.Buffer()).DataAsNumpy() if t.Buffer() else 0
