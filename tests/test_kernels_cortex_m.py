@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import SIM
-from n6.gcc_flags import CORE
+from n6.gcc_flags import PIC, RUNTIME_LIB
 from n6board.emulator import Cpu, Region
 from test_bite_kernels import CONV_CASES, REQUANT_CASES, conv_case
 
@@ -24,8 +24,9 @@ def kernels(tmp_path_factory):
     core and optimisation flags (no position-independent data: nothing here is relocated)."""
     work = tmp_path_factory.mktemp("kernels-m55")
     src = f"{SIM}/runtime_lib/nr_kernels.c"
-    subprocess.run(["arm-none-eabi-gcc", *CORE, "-Os", "-std=gnu99", "-ffp-contract=off", "-fno-builtin",
-                    "-ffreestanding", "-nostdlib", f"-I{SIM}/install/Middlewares/ST/AI/Inc", src,
+    flags = [f for f in RUNTIME_LIB if f not in PIC]
+    subprocess.run(["arm-none-eabi-gcc", *flags, "-ffreestanding", "-nostdlib",
+                    f"-I{SIM}/install/Middlewares/ST/AI/Inc", src,
                     f"-Wl,-Ttext={CODE:#x}", "-Wl,-e,nr_conv2d_s8", "-o", "k.elf"], cwd=work, check=True)
     subprocess.run(["arm-none-eabi-objcopy", "-O", "binary", "-j", ".text", "k.elf", "k.bin"], cwd=work, check=True)
     nm = subprocess.run(["arm-none-eabi-nm", "k.elf"], cwd=work, capture_output=True, text=True, check=True).stdout
