@@ -8,6 +8,12 @@ from .releases import Release, release_for_atonn
 
 # The author line of the simulated tool's C files; a real stedgeai output never has it.
 SIMULATED_AUTHOR = "ST Edge AI Core (simulated)"
+
+
+def by_simulated_tool(c_text: str) -> bool:
+    """Whether a generated C file's text was written by the simulated tool (its header's author)."""
+    return SIMULATED_AUTHOR in c_text[:4096]
+
 # Word 0 of an epoch-controller blob the simulated tool writes ("ECB1", then the command count): a
 # format of its own that the image's own code runs, never a real epoch controller's.
 SIMULATED_EC_MAGIC = 0x31424345

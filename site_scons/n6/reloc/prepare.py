@@ -13,7 +13,7 @@ from ..errors import N6Error
 from ..jsonfile import read_json
 from ..jsonfile import JsonObject
 from ..network_c import NetworkC, parse_network_c
-from ..stedgeai_install import SIMULATED_AUTHOR
+from ..stedgeai_install import by_simulated_tool
 from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
@@ -160,7 +160,7 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     ST Edge AI install the image will be compiled against (`simulated_install`: the simulated one,
     whose runtime compiles the simulated tool's outputs only)."""
     net = parse_network_c(network_c)
-    if simulated_install and SIMULATED_AUTHOR not in net.text[:4096]:
+    if simulated_install and not by_simulated_tool(net.text):
         raise N6Error(network_c, "written by a real ST Edge AI Core: the simulated install's runtime cannot compile it",
                       "set STEDGEAI_CORE_DIR to the ST Edge AI Core install that generated it")
     folder = os.path.dirname(network_c) or "."

@@ -47,13 +47,13 @@ def st_npu_epochs(c_dir: str) -> int:
     """NPU epochs of the network a real ST Edge AI Core generated in `c_dir` (its `.c` files;
     the simulated tool's count 0): on a simulated board the NPU model computes them with ST's
     fixed-point arithmetic as modelled, which is not the source framework's."""
-    from ..stedgeai_install import SIMULATED_AUTHOR
+    from ..stedgeai_install import by_simulated_tool
     count = 0
     for name in sorted(os.listdir(c_dir)):
         if name.endswith(".c"):
             with open(os.path.join(c_dir, name), encoding="utf-8", errors="replace") as f:
                 text = f.read()
-            count += 0 if SIMULATED_AUTHOR in text[:4096] else len(NPU_EPOCH.findall(text))
+            count += 0 if by_simulated_tool(text) else len(NPU_EPOCH.findall(text))
     return count
 
 
