@@ -40,15 +40,17 @@ def reloc_objects(env, arm, opts, name, layout, prepared):
 
     shared = build_layout.runtime_objects(env.subst("$BUILD_DIR"), gcc_flags.flag_set_name(
         opts.secure, opts.dbg_info, opts.ecblob_in_params))
+
+    def shared_obj(src, defines, shared_conf=False):
+        return _compiled(flags, os.path.join(shared, src[:-2] + ".o"), os.path.join(rt_dir, src), src, defines, [],
+                         shared_conf)
+
     runtime_defines = _quoted(gcc_flags.defines(None, opts.dbg_info, opts.ecblob_in_params))
+    conf_defines = gcc_flags.defines(CONF_NAME, opts.dbg_info, opts.ecblob_in_params)
     reloc_c, mempools_c, conf_h = prepared[:3]
-    first = [model_obj(reloc_c, f"{name}_reloc.c")] + \
-        [_compiled(flags, os.path.join(shared, s[:-2] + ".o"), os.path.join(rt_dir, s), s, runtime_defines, [])
-         for s in RUNTIME_SOURCES]
+    first = [model_obj(reloc_c, f"{name}_reloc.c")] + [shared_obj(s, runtime_defines) for s in RUNTIME_SOURCES]
     late = [model_obj(mempools_c, f"{name}_reloc_mempools.c")] + \
-        [_compiled(flags, os.path.join(shared, s[:-2] + ".o"), os.path.join(rt_dir, s), s,
-                   gcc_flags.defines(CONF_NAME, opts.dbg_info, opts.ecblob_in_params), [], shared_conf=True)
-         for s in CONF_SHARED_SOURCES]
+        [shared_obj(s, conf_defines, shared_conf=True) for s in CONF_SHARED_SOURCES]
     # MODEL_CONF is a macro include that no scanner sees: the model's sources read the prepared
     # config header.
     env.Depends([first[0], late[0]], [conf_h] + prepared[4:])
