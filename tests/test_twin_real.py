@@ -26,6 +26,8 @@ pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(FIRMWARES)),
 
 SOFTWARE_EPOCH_MODELS = {"kws_mlp": "q_18", "big_mlp": "q_22", "tiny_prebuilt": "q_12",
                          "digits_mlp": "output_float_q", "ds_cnn": "output_float_q"}   # model → output tensor
+EVERY_MODEL = sorted(n for n in os.listdir(os.path.join(ROOT, "models"))
+                     if os.path.isdir(os.path.join(ROOT, "models", n)) and not n.startswith(("_", ".")))
 UART_VARIANTS = ("copy", "xip", "copy-ext", "xip-ext", "copy-5529600", "xip-5529600")
 USB_VARIANTS = ("copy-usbc", "xip-usbc", "copy-ext-usbc", "xip-ext-usbc")
 
@@ -252,12 +254,12 @@ def test_twin_sessions_give_the_same_cycles_every_time_even_under_host_load(repo
     assert len(set(durations)) <= 1
 
 
-@pytest.mark.parametrize("model", [m for m in SOFTWARE_EPOCH_MODELS if m != "tiny_prebuilt"])
+@pytest.mark.parametrize("model", EVERY_MODEL)
 def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_columns(repo, tmp_path, model):
-    """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin: its parser reads our
-    file (epochs, kinds, buffers), its summary has the compiler's figures next to the measured
-    ones, the NPU's epoch timer counting. (tiny_prebuilt's network.c is a checked-in folder an
-    earlier simulated tool wrote, hex floats and all.)"""
+    """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin, every model folder
+    (the epoch-controller ones with their blobs in ST's format): its parser reads our file
+    (epochs, kinds, buffers), its summary has the compiler's figures next to the measured ones,
+    the NPU's epoch timer counting."""
     from n6.run.session import simulated_board
     if not os.path.isfile(ST_CLIENT):
         pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
