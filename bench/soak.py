@@ -8,8 +8,9 @@ on the firmware and the bytes received).
 
 Our client cycles through IO, per-layer and per-layer-with-data runs with seeded random inputs;
 with --st-client (ST's st_ai_runner.sh) and ST's firmware, ST's client also runs its mixed
-sequence (IO, per layer, with data at batch 1, IO and per layer at batch 2) the same number of
-times. Prints a table (count, faults, identical or not, seconds) and writes the JSON report.
+sequence (IO, per layer, with data at batch 1, IO and per layer at batch 2; every input of the
+model fed) the same number of times. Prints a table (count, faults, identical or not, seconds)
+and writes the JSON report (with, per row, how many invokes' cycles differed).
 
 With --change ROUNDS, one session instead changes the model under one board process (the twin
 with --firmware): per round each model is flashed (`scons flash`, the simulated programmer), the
@@ -48,7 +49,7 @@ import numpy as np
 from stm_ai_runner import AiRunner
 runner = AiRunner()
 assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
-info = runner.get_info()["inputs"][0]
+inputs = runner.get_info()["inputs"]
 rng = np.random.default_rng(int(sys.argv[3]))
 M = AiRunner.Mode
 sequence = ((1, M.IO_ONLY), (1, M.PER_LAYER), (1, M.PER_LAYER | M.PER_LAYER_WITH_DATA), (2, M.IO_ONLY),
@@ -56,7 +57,7 @@ sequence = ((1, M.IO_ONLY), (1, M.PER_LAYER), (1, M.PER_LAYER | M.PER_LAYER_WITH
 records = []
 for i in range(int(sys.argv[2])):
     batch, mode = sequence[i % len(sequence)]
-    x = rng.integers(-128, 128, size=(batch,) + tuple(info["shape"][1:])).astype(info["type"])
+    x = [rng.integers(-128, 128, size=(batch,) + tuple(i["shape"][1:])).astype(i["type"]) for i in inputs]
     outputs, profile = runner.invoke(x, mode=mode)
     records.append([hashlib.sha256(b"".join(np.asarray(o).tobytes() for o in outputs)).hexdigest(),
                     profile["c_durations"]])
@@ -90,18 +91,21 @@ def st_session(st_client, firmware, model_mode, invokes, seed, workdir):
 
 
 def soak(model, board, session, repeats):
-    """One row: the sessions repeated; a fault ends the row."""
+    """One row: the sessions repeated; a fault ends the row. Outputs and cycles are compared apart
+    (`cycles_differing`: invokes of a repeat whose cycles differ from the first session's)."""
     started, runs, fault = time.perf_counter(), [], ""
     try:
         for _ in range(repeats):
             runs.append(session())
     except BoardError as e:
         fault = str(e)
-    same = len(runs) == repeats and all(r == runs[0] for r in runs)
+    done = len(runs) == repeats
     return {"model": model, "board": board, "invokes": sum(len(r) for r in runs), "repeats": len(runs),
-            "fault": fault, "outputs_identical": same and all(
-                [a[0] for a in r] == [a[0] for a in runs[0]] for r in runs),
-            "cycles_identical": same, "seconds": round(time.perf_counter() - started, 1)}
+            "fault": fault,
+            "outputs_identical": done and all([a[0] for a in r] == [a[0] for a in runs[0]] for r in runs),
+            "cycles_identical": done and all(r == runs[0] for r in runs),
+            "cycles_differing": sum(a != b for r in runs[1:] for a, b in zip(r, runs[0])),
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def _board_process_rss():

@@ -1,15 +1,17 @@
-"""Epoch-controller blobs (sim/npu/npu_model/ecblob.py): decoding, encoding, ST's assembler text.
-The judge (opt-in, N6_REAL_STEDGEAI): every blob of the test bed's ec-workspace (ST Edge AI 3.0,
-YOLOX nano) decodes into ST's own disassembly of it (tracer_workspace/**/debug__ec_blob_*.s),
-command for command, and encodes back into the same words."""
+"""Epoch-controller blobs (sim/npu/npu_model/ecblob.py): decoding, encoding, ST's assembler text,
+a register program merged into bursts as ST's optimiser does. The judges (opt-in,
+N6_REAL_STEDGEAI): every blob of the test bed's ec-workspace (ST Edge AI 3.0, YOLOX nano) decodes
+into ST's own disassembly of it (tracer_workspace/**/debug__ec_blob_*.s), command for command, and
+encodes back into the same words; the LL_ATON program each was recorded from
+(default_blob_trace.c), recorded and optimised by ours, gives ST's blob byte for byte."""
 import os
 import re
 import struct
 
 import pytest
 
-from npu_model.ecblob import (BLOB_MAGIC, BURSTWRITEINC, IRQ, LABEL, POLL, WRITE, WRITEFIELD, BlobError, blob_bytes,
-                              blob_words, decode, encode)
+from npu_model.ecblob import (BLOB_MAGIC, BURSTWRITE, BURSTWRITEINC, IRQ, LABEL, POLL, POLL_TIMEOUT, WRITE,
+                              WRITEFIELD, BlobError, Command, blob_bytes, blob_words, decode, encode, optimise)
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 WORKSPACE = os.path.join(REAL, "ec-workspace")
@@ -48,6 +50,26 @@ def test_a_bad_blob_is_refused_in_one_line_naming_the_word():
         decode([WORDS[0]])
     with pytest.raises(BlobError, match=r"^word 2: writefield 0x00004001 sets bits"):
         decode([1 | 1 << 14])
+
+
+def test_a_program_is_merged_into_bursts_as_st_optimiser_merges_it():
+    """A unit's run of writes sorted by register: a register written twice a burstwrite,
+    consecutive registers a burstwriteinc, the rest single writes; an arithmetic unit's
+    TRANSLATEADDR (ARITH0 is block 23, the register 11) stays where it is, alone."""
+    def w(unit, register, value):
+        return Command(WRITE, unit, register, (value,))
+    program = [w(5, 0, 0xA), w(5, 0, 0xB), w(5, 13, 0xC), w(5, 8, 0xD), w(5, 2, 0xE), w(5, 7, 0xF), w(5, 3, 0x10),
+               w(5, 7, 0x11), w(5, 12, 0x12), w(5, 5, 0x13),
+               Command(WRITEFIELD, 0, 4, (1,), 3, 3),
+               w(23, 13, 0x20), w(23, 12, 0x21), w(23, 11, 1), w(23, 257, 0x22), w(23, 256, 0x23),
+               Command(POLL, 5, 0, (0, POLL_TIMEOUT), 31, 31), Command(LABEL, number=4), Command(IRQ)]
+    assert [c.text() for c in optimise(program)] == [
+        "burstwrite 5 0 0xa 0xb", "burstwriteinc 5 2 0xe 0x10", "write 5 5 0x13", "burstwrite 5 7 0xf 0x11",
+        "write 5 8 0xd", "burstwriteinc 5 12 0x12 0xc",
+        "writefield 0 4 [3] 0x1",
+        "burstwriteinc 23 12 0x21 0x20", "write 23 11 0x1", "burstwriteinc 23 256 0x23 0x22",
+        "poll 5 0 [31] 0x0 100", "label 0x4", "irq 0x0"]
+    assert [c.op for c in optimise(program)][:2] == [BURSTWRITE, BURSTWRITEINC]
 
 
 def workspace_blobs():
@@ -92,7 +114,8 @@ def traced_programs(tmp_path):
     """{blob name: [access]} of the workspace's default_blob_trace.c (ST's LL_ATON calls of each
     blob's epochs), built for the host with ST's trace-mode LL_ATON and our recorder
     (fixtures/ec_trace/recorder.c) in place of ST's tracer; an access is ("w", unit, register,
-    value), ("f", unit, register, lsb, bits, value) or ("p", unit, register, lsb, bits, value)."""
+    value), ("f", unit, register, lsb, bits, value), ("p", unit, register, lsb, bits, value) or
+    ("e", epoch) where an epoch starts."""
     import shutil
     import subprocess
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -108,11 +131,52 @@ def traced_programs(tmp_path):
         kind, *fields = line.split()
         if kind == "blob":
             current = programs.setdefault(fields[0].removeprefix("_ec_blob_"), [])
-        elif kind in "wfp":
-            current.append((kind, *(int(v, 0) for v in fields)))
+        elif kind in ("w", "f", "p", "epoch"):
+            current.append((kind[0], *(int(v, 0) for v in fields)))
         else:
-            assert kind == "epoch", line         # ("x": a register read the trace cannot record)
+            raise AssertionError(line)            # ("x": a register read the trace cannot record)
     return programs
+
+
+def recorded(program):
+    """A traced program as the commands ST's tracer records before optimising (its `_initial.s`):
+    an epoch's label, each write, single-bit field write and poll, the closing irq."""
+    out = []
+    for kind, *f in program:
+        if kind == "e":
+            out.append(Command(LABEL, number=f[0]))
+        elif kind == "w":
+            out.append(Command(WRITE, f[0], f[1], (f[2],)))
+        else:
+            (unit, register, lsb, bits, value), msb = f, f[2] + f[3] - 1
+            assert kind == "p" or bits == 1, f"a {bits}-bit field write"
+            out.append(Command(WRITEFIELD, unit, register, (value,), lsb, lsb) if kind == "f" else
+                       Command(POLL, unit, register, (value, POLL_TIMEOUT), msb, lsb))
+    return out + [Command(IRQ)]
+
+
+def disassembly(name):
+    """ST's disassembly of a blob (`name` with `_initial` before its optimiser), comments dropped."""
+    with open(os.path.join(TRACER, "working_dir", f"debug__ec_blob_{name}.s")) as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith(";;")]
+
+
+@pytest.mark.skipif(not os.path.isdir(TRACER), reason="no ec-workspace in the test bed (set N6_REAL_STEDGEAI)")
+def test_the_program_of_every_blob_encodes_into_st_blob_byte_for_byte(tmp_path):
+    """default_blob_trace.c (ST's LL_ATON calls of each blob's epochs, built for the host with our
+    recorder) recorded as commands is ST's disassembly before its optimiser, line for line;
+    optimised and encoded by ecblob.py it is ST's blob, byte for byte (the header's array pads
+    the words to 64 bits with zeros)."""
+    traced, sizes = traced_programs(tmp_path), {}
+    for name, theirs in workspace_blobs().items():
+        program = recorded(traced[name])
+        assert first_difference([c.text() for c in program], disassembly(f"{name}_initial")) is None, name
+        ours = blob_bytes(optimise(program))
+        assert first_difference([c.text() for c in optimise(program)], disassembly(name)) is None, name
+        assert ours == theirs[:len(ours)] and not theirs[len(ours):].strip(b"\0") and len(theirs) - len(ours) < 8
+        sizes[name] = (len(program), len(decode(blob_words(ours))), len(ours))
+    assert sizes == {"default_1": (31632, 11962, 172628), "default_115": (4675, 1742, 25420),
+                     "default_133": (26986, 10089, 146784)}
 
 
 def write_stream(run):
@@ -132,7 +196,7 @@ def write_stream(run):
 
 def run_traced(program):
     def run(npu, polled):
-        for kind, unit, register, *rest in program:
+        for kind, unit, register, *rest in (access for access in program if access[0] != "e"):
             offset = unit << 12 | register << 2
             if kind == "w":
                 npu.write(offset, rest[0])

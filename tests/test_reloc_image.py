@@ -164,7 +164,7 @@ def test_ecblobs_lead_the_params_area(variant):
     ec = img.rt_ctx and len(img.params) - img.rt_ctx.params_bin_sz
     assert ec > 0 and ec % 8 == 0
     blob = img.params[:ec]
-    assert struct.unpack_from("<I", blob, 0)[0] == 0x31424345   # the blob magic, first in the params area
+    assert struct.unpack_from("<II", blob, 0) == (0xCA05_7A7A, 2)   # ST's blob magic, first in the params area
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -45,6 +45,24 @@ def test_epoch_controller_adds_ecblobs(generated):
     assert "bool LL_ATON_EC_Network_Init_Default(void)" in blobs
 
 
+def test_epoch_controller_blobs_are_in_st_format_and_the_operators_run_in_software(generated):
+    """Each blob epoch's blob is ST's (magic 0xCA057A7A, the commands ST's firmware hands the
+    epoch controller): the epoch's label and the end interrupt; its operators are a list of the
+    simulated install's own that the epoch's start function runs (ec_run_ops)."""
+    from npu_model.ecblob import blob_words, decode
+    from test_npu_ecblob import header_blobs
+    out = generated("cifar_cnn")
+    blobs = header_blobs(os.path.join(out, "network_ecblobs.h"))
+    assert {name: [c.text() for c in decode(blob_words(data))] for name, data in blobs.items()} == \
+        {"1": ["label 0x1", "irq 0x0"], "3": ["label 0x3", "irq 0x0"]}
+    text = open(os.path.join(out, "network.c")).read()
+    for epoch in blobs:
+        start = text.index(f"static void _ec_blob_cache_start_func_{epoch}(const void *epoch_block)")
+        assert text[start:text.index("\n}\n", start)].splitlines()[2:] == [
+            "  LL_ATON_LIB_UNUSED(epoch_block);", f"  ec_run_ops(_ec_ops_{epoch});"]
+        assert f"static const uint64_t _ec_ops_{epoch}[" in text
+
+
 @pytest.mark.parametrize("model", BUNDLED)
 def test_raw_size_equals_pool_used_size(generated, model):
     out = generated(model)

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(FIRMWARES)),
 
 SOFTWARE_EPOCH_MODELS = {"kws_mlp": "q_18", "big_mlp": "q_22", "tiny_prebuilt": "q_12",
                          "digits_mlp": "output_float_q", "ds_cnn": "output_float_q"}   # model → output tensor
+EVERY_MODEL = sorted(n for n in os.listdir(os.path.join(ROOT, "models"))
+                     if os.path.isdir(os.path.join(ROOT, "models", n)) and not n.startswith(("_", ".")))
 UART_VARIANTS = ("copy", "xip", "copy-ext", "xip-ext", "copy-5529600", "xip-5529600")
 USB_VARIANTS = ("copy-usbc", "xip-usbc", "copy-ext-usbc", "xip-ext-usbc")
 
@@ -252,17 +254,18 @@ def test_twin_sessions_give_the_same_cycles_every_time_even_under_host_load(repo
     assert len(set(durations)) <= 1
 
 
-@pytest.mark.parametrize("model", [m for m in SOFTWARE_EPOCH_MODELS if m != "tiny_prebuilt"])
+@pytest.mark.parametrize("model", EVERY_MODEL)
 def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_columns(repo, tmp_path, model):
-    """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin: its parser reads our
-    file (epochs, kinds, buffers), its summary has the compiler's figures next to the measured
-    ones, the NPU's epoch timer counting. (tiny_prebuilt's network.c is a checked-in folder an
-    earlier simulated tool wrote, hex floats and all.)"""
+    """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin, every model folder
+    (the epoch-controller ones with their blobs in ST's format): its parser reads our file
+    (epochs, kinds, buffers), its summary has the compiler's figures next to the measured ones,
+    the NPU's epoch timer counting."""
     from n6.run.session import simulated_board
     if not os.path.isfile(ST_CLIENT):
         pytest.skip("no ST client in the test bed (st_ai_runner.sh)")
     scons(repo, "flash", f"MODEL={model}")
-    network_c = os.path.join(repo, "build", model, "st_ai_output", "network.c")
+    generated = os.path.join(repo, "build", model, "st_ai_output", "network.c")
+    network_c = generated if os.path.isfile(generated) else os.path.join(repo, "models", model, "network.c")
     profiler = os.path.join(REAL, "st-validation", "client", "examples", "npu_profiler.py")
     with simulated_board(BOARD_FILE, state=os.path.join(repo, "build", "sim-board"), firmware=firmware("copy"),
                          mode="COPY") as port:
@@ -275,12 +278,12 @@ def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_column
 
 
 def test_soak_hundreds_of_mixed_invokes_no_fault_same_outputs_and_cycles(repo, tmp_path):
-    """bench/soak.py: 200 mixed invokes per session (IO, per layer, with data; ST's client also at
+    """bench/soak.py: 300 mixed invokes per session (IO, per layer, with data; ST's client also at
     batch 2), each session twice on a fresh board, on the simulated board and on the twin, with
     our client and ST's: no fault, the same outputs and the same cycles every time."""
     report = tmp_path / "soak.json"
     argv = [sys.executable, os.path.join(repo, "bench", "soak.py"), "--models", "kws_mlp,digits_mlp",
-            "--invokes", "200", "--firmware", firmware("copy"), "--json", str(report)]
+            "--invokes", "300", "--firmware", firmware("copy"), "--json", str(report)]
     if os.path.isfile(ST_CLIENT):
         argv += ["--st-client", ST_CLIENT]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=3000, cwd=repo)
@@ -288,4 +291,4 @@ def test_soak_hundreds_of_mixed_invokes_no_fault_same_outputs_and_cycles(repo, t
     rows = json.loads(report.read_text())["rows"]
     assert len(rows) == 2 * (3 if os.path.isfile(ST_CLIENT) else 2)
     for row in rows:
-        assert row["invokes"] == 400 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]
+        assert row["invokes"] == 600 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]

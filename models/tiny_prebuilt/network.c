@@ -90,13 +90,15 @@ bool LL_ATON_EC_Inference_Init_Default(void)
 
 /* epoch 1: Dense gemm_4 (SW) */
 static const float _epoch_1_multiplier[32] = {
-  0x1.0acb0c0000000p-8f, 0x1.a062ca0000000p-9f, 0x1.c5ca700000000p-9f, 0x1.0f58ac0000000p-8f, 0x1.e718c60000000p-9f, 0x1.97d2320000000p-9f, 0x1.04ca400000000p-8f, 0x1.1be5aa0000000p-8f,
-  0x1.a6f0a00000000p-9f, 0x1.1c37420000000p-8f, 0x1.8661de0000000p-9f, 0x1.1fb23a0000000p-8f, 0x1.fc2b120000000p-9f, 0x1.b7c9520000000p-9f, 0x1.a58e1e0000000p-9f, 0x1.daa3f20000000p-9f,
-  0x1.d9a9c60000000p-9f, 0x1.e81e0e0000000p-9f, 0x1.ea3f3e0000000p-9f, 0x1.966b060000000p-9f, 0x1.b5e2e20000000p-9f, 0x1.a1c67e0000000p-9f, 0x1.1297ec0000000p-8f, 0x1.a2e7ee0000000p-9f,
-  0x1.03ad520000000p-8f, 0x1.96bb660000000p-9f, 0x1.025ad40000000p-8f, 0x1.da30b60000000p-9f, 0x1.e7778a0000000p-9f, 0x1.0b9da60000000p-8f, 0x1.c1e7aa0000000p-9f, 0x1.06825a0000000p-8f,
+  0.00407094042748213, 0.003176772268489, 0.00346214883029461, 0.00414041709154844, 0.00371625344268978, 0.00311142788268626, 0.00397934019565582, 0.00433192634955049,
+  0.00322677567601204, 0.00433678971603513, 0.00297838053666055, 0.00438989559188485, 0.00387701601721346, 0.00335530401207507, 0.00321621051989496, 0.00362121895886958,
+  0.00361376325599849, 0.00372404023073614, 0.00374028808437288, 0.00310072372667491, 0.0033408070448786, 0.00318737304769456, 0.00418996345251799, 0.00319599895738065,
+  0.00396235706284642, 0.00310311908833683, 0.00394218135625124, 0.00361778470687568, 0.0037190776783973, 0.00408349325880408, 0.00343250227160752, 0.00400557229295373,
 };
 static void LL_ATON_Start_EpochBlock_1(const void *epoch_block)
 {
+  /* Unit= 27 [PROCESSOR 0] */
+  /* kind=Dense node=gemm_4 */
   static const LL_SW_Dense_Int8_Info sw_info = {
     .in = (const int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 0) /* Equivalent hex address = 0x342e0000UL */,
     .out = (int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 64) /* Equivalent hex address = 0x342e0040UL */,
@@ -120,11 +122,13 @@ static void LL_ATON_End_EpochBlock_1(const void *epoch_block)
 
 /* epoch 2: Dense gemm_9 (SW) */
 static const float _epoch_2_multiplier[10] = {
-  0x1.f40aa20000000p-10f, 0x1.1860d00000000p-9f, 0x1.94218e0000000p-10f, 0x1.c1e7d00000000p-10f, 0x1.b97ed40000000p-10f, 0x1.fee6340000000p-10f, 0x1.09477e0000000p-9f, 0x1.81a2b20000000p-10f,
-  0x1.a029580000000p-10f, 0x1.bf41f40000000p-10f,
+  0.00190750707406551, 0.00213911570608616, 0.00154163769911975, 0.00171625334769487, 0.00168417138047516, 0.0019489258993417, 0.00202392018400133, 0.00147108279634267,
+  0.00158753013238311, 0.00170615245588124,
 };
 static void LL_ATON_Start_EpochBlock_2(const void *epoch_block)
 {
+  /* Unit= 27 [PROCESSOR 0] */
+  /* kind=Dense node=gemm_9 */
   static const LL_SW_Dense_Int8_Info sw_info = {
     .in = (const int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 64) /* Equivalent hex address = 0x342e0040UL */,
     .out = (int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 0) /* Equivalent hex address = 0x342e0000UL */,
@@ -149,10 +153,12 @@ static void LL_ATON_End_EpochBlock_2(const void *epoch_block)
 /* epoch 3: Softmax softmax_11 (SW) */
 static void LL_ATON_Start_EpochBlock_3(const void *epoch_block)
 {
+  /* Unit= 27 [PROCESSOR 0] */
+  /* kind=Softmax node=softmax_11 */
   static const LL_SW_Softmax_Int8_Info sw_info = {
     .in = (const int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 0) /* Equivalent hex address = 0x342e0000UL */,
     .out = (int8_t *)ATON_LIB_PHYSICAL_TO_VIRTUAL_ADDR(0x342e0000UL + 16) /* Equivalent hex address = 0x342e0010UL */,
-    .in_scale = 0x1.dcdc4c0000000p-7f, .out_scale = 0x1.0000000000000p-8f,
+    .in_scale = 0.014552628621459, .out_scale = 0.00390625,
     .rows = 1, .n = 10, .in_zp = 0, .out_zp = -128,
   };
   LL_ATON_LIB_UNUSED(epoch_block);
@@ -221,24 +227,24 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
 {
   static const uint32_t buff_info_shape_1[] = { 1, 1, 64, 1 };
   static const uint32_t buff_info_mem_shape_1[] = { 1, 64 };
-  static const float buff_info_1_quant_scale[] = { 0x1.229eac0000000p-6f };
+  static const float buff_info_1_quant_scale[] = { 0.0177380256354809 };
   static const int16_t buff_info_1_quant_offset[] = { 0 };
 #if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0
   static const uint32_t buff_info_shape_5[] = { 32, 64, 1, 1 };
   static const uint32_t buff_info_mem_shape_5[] = { 32, 64 };
-  static const float buff_info_5_quant_scale[] = { 0x1.1ac1ec0000000p-9f, 0x1.b94d340000000p-10f, 0x1.e0f1d80000000p-10f, 0x1.1f954c0000000p-9f, 0x1.021f300000000p-9f, 0x1.b0396a0000000p-10f, 0x1.14652a0000000p-9f, 0x1.2ce28e0000000p-9f, 0x1.c03f700000000p-10f, 0x1.2d39060000000p-9f, 0x1.9dbdf20000000p-10f, 0x1.30e94e0000000p-9f, 0x1.0d49ba0000000p-9f, 0x1.d21a340000000p-10f, 0x1.bec7b80000000p-10f, 0x1.f70abe0000000p-10f, 0x1.f601980000000p-10f, 0x1.02a9a60000000p-9f, 0x1.03ca8e0000000p-9f, 0x1.aebcbe0000000p-10f, 0x1.d016a80000000p-10f, 0x1.bac6320000000p-10f, 0x1.23064a0000000p-9f, 0x1.bbf8f40000000p-10f, 0x1.1337300000000p-9f, 0x1.af11f00000000p-10f, 0x1.11d0700000000p-9f, 0x1.f6909e0000000p-10f, 0x1.0251680000000p-9f, 0x1.1ba1220000000p-9f, 0x1.dcd38c0000000p-10f, 0x1.16379a0000000p-9f };
+  static const float buff_info_5_quant_scale[] = { 0.00215726858004928, 0.00168343191035092, 0.00183465844020247, 0.00219408562406898, 0.00196931324899197, 0.00164880475495011, 0.00210872781462967, 0.00229557021521032, 0.00170992966741323, 0.00229814718477428, 0.0015783003764227, 0.00232628895901144, 0.00205450435169041, 0.00177803938277066, 0.00170433102175593, 0.00191895279567689, 0.0019150017760694, 0.00197343970648944, 0.00198204978369176, 0.00164313230197877, 0.0017703571356833, 0.00168904953170568, 0.00222034123726189, 0.00169362057931721, 0.00209972821176052, 0.00164440181106329, 0.00208903662860394, 0.00191713299136609, 0.00197080988436937, 0.00216392078436911, 0.00181894819252193, 0.00212262873537838 };
   static const int16_t buff_info_5_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
   static const uint32_t buff_info_shape_6[] = { 32, 1, 1, 1 };
   static const uint32_t buff_info_mem_shape_6[] = { 32 };
-  static const float buff_info_6_quant_scale[] = { 0x1.40fef00000000p-15f, 0x1.f4fafc0000000p-16f, 0x1.10fe080000000p-15f, 0x1.4679600000000p-15f, 0x1.2507520000000p-15f, 0x1.eaacf00000000p-16f, 0x1.39c5ea0000000p-15f, 0x1.5593220000000p-15f, 0x1.fcddb20000000p-16f, 0x1.55f54c0000000p-15f, 0x1.d5b19e0000000p-16f, 0x1.5a25480000000p-15f, 0x1.31b46e0000000p-15f, 0x1.08914a0000000p-15f, 0x1.fb332a0000000p-16f, 0x1.1d88fa0000000p-15f, 0x1.1cf27a0000000p-15f, 0x1.25a4800000000p-15f, 0x1.26ec7a0000000p-15f, 0x1.e8fcca0000000p-16f, 0x1.076ca80000000p-15f, 0x1.f6a6f40000000p-16f, 0x1.4a61820000000p-15f, 0x1.f803320000000p-16f, 0x1.386f1a0000000p-15f, 0x1.e95d800000000p-16f, 0x1.36d7d60000000p-15f, 0x1.1d43a80000000p-15f, 0x1.2540540000000p-15f, 0x1.41fc540000000p-15f, 0x1.0ea7980000000p-15f, 0x1.3bd76e0000000p-15f };
+  static const float buff_info_6_quant_scale[] = { 3.8265687180683e-05, 2.98607592412736e-05, 3.25432192767039e-05, 3.89187480323017e-05, 3.49317306245212e-05, 2.92465410893783e-05, 3.74046685465146e-05, 4.07188817916904e-05, 3.03307770082029e-05, 4.07645929954015e-05, 2.79959331237478e-05, 4.12637746194378e-05, 3.64428524335381e-05, 3.15389079332817e-05, 3.02314674627269e-05, 3.40384322043974e-05, 3.39683501806576e-05, 3.5004923120141e-05, 3.51576491084415e-05, 2.91459236905212e-05, 3.14026401611045e-05, 2.99604034807999e-05, 3.93844711652491e-05, 3.00414849334629e-05, 3.72450340364594e-05, 2.91684409603477e-05, 3.70553862012457e-05, 3.40061524184421e-05, 3.49582769558765e-05, 3.83836813853122e-05, 3.22645501000807e-05, 3.76512434741016e-05 };
   static const int16_t buff_info_6_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
   static const uint32_t buff_info_shape_7[] = { 10, 32, 1, 1 };
   static const uint32_t buff_info_mem_shape_7[] = { 10, 32 };
-  static const float buff_info_7_quant_scale[] = { 0x1.8314f20000000p-9f, 0x1.b214c20000000p-9f, 0x1.38d66c0000000p-9f, 0x1.5c45840000000p-9f, 0x1.55c2e60000000p-9f, 0x1.8b7c9c0000000p-9f, 0x1.9ab47a0000000p-9f, 0x1.2a852c0000000p-9f, 0x1.42267c0000000p-9f, 0x1.5a38ca0000000p-9f };
+  static const float buff_info_7_quant_scale[] = { 0.00295319990254939, 0.00331177585758269, 0.00238676136359572, 0.00265710102394223, 0.00260743196122348, 0.00301732448861003, 0.00313343037851155, 0.00227752840146422, 0.00245781196281314, 0.00264146295376122 };
   static const int16_t buff_info_7_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
   static const uint32_t buff_info_shape_8[] = { 10, 1, 1, 1 };
   static const uint32_t buff_info_mem_shape_8[] = { 10 };
-  static const float buff_info_8_quant_scale[] = { 0x1.d1b90a0000000p-16f, 0x1.0522a40000000p-15f, 0x1.7865140000000p-16f, 0x1.a307180000000p-16f, 0x1.9b31e00000000p-16f, 0x1.dbd5d80000000p-16f, 0x1.ee25360000000p-16f, 0x1.672b2e0000000p-16f, 0x1.8399800000000p-16f, 0x1.a08fc20000000p-16f };
+  static const float buff_info_8_quant_scale[] = { 2.77592425845796e-05, 3.11297553707846e-05, 2.243488052045e-05, 2.49759978032671e-05, 2.45091214310378e-05, 2.83619956462644e-05, 2.94533583655721e-05, 2.14081210287986e-05, 2.3102737031877e-05, 2.48290034505771e-05 };
   static const int16_t buff_info_8_quant_offset[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 #endif
   static const LL_Buffer_InfoTypeDef buff_info[] = {
@@ -269,7 +275,7 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
 #if LL_ATON_DBG_BUFFER_INFO_EXCLUDED == 0
     {
       .name = "gemm_4_weights",
-      .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
+      .addr_base = {(unsigned char *)ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uintptr_t)_mem_pool_xSPI2_Default)},
       .offset_start = 0,
       .offset_end = 2048,
       .offset_limit = 2048,
@@ -293,7 +299,7 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
     },
     {
       .name = "gemm_4_bias",
-      .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
+      .addr_base = {(unsigned char *)ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uintptr_t)_mem_pool_xSPI2_Default)},
       .offset_start = 2048,
       .offset_end = 2176,
       .offset_limit = 2176,
@@ -317,7 +323,7 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
     },
     {
       .name = "gemm_9_weights",
-      .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
+      .addr_base = {(unsigned char *)ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uintptr_t)_mem_pool_xSPI2_Default)},
       .offset_start = 2176,
       .offset_end = 2496,
       .offset_limit = 2496,
@@ -341,7 +347,7 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Input_Buffers_Info_Default(void)
     },
     {
       .name = "gemm_9_bias",
-      .addr_base = {(unsigned char *)(_mem_pool_xSPI2_Default)},
+      .addr_base = {(unsigned char *)ATON_LIB_VIRTUAL_TO_PHYSICAL_ADDR((uintptr_t)_mem_pool_xSPI2_Default)},
       .offset_start = 2496,
       .offset_end = 2536,
       .offset_limit = 2536,
@@ -375,7 +381,7 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Output_Buffers_Info_Default(void)
 {
   static const uint32_t buff_info_shape_4[] = { 1, 1, 10, 1 };
   static const uint32_t buff_info_mem_shape_4[] = { 1, 10 };
-  static const float buff_info_4_quant_scale[] = { 0x1.0000000000000p-8f };
+  static const float buff_info_4_quant_scale[] = { 0.00390625 };
   static const int16_t buff_info_4_quant_offset[] = { -128 };
   static const LL_Buffer_InfoTypeDef buff_info[] = {
     {
@@ -413,11 +419,11 @@ const LL_Buffer_InfoTypeDef *LL_ATON_Internal_Buffers_Info_Default(void)
 {
   static const uint32_t buff_info_shape_2[] = { 1, 1, 32, 1 };
   static const uint32_t buff_info_mem_shape_2[] = { 1, 32 };
-  static const float buff_info_2_quant_scale[] = { 0x1.34028a0000000p-7f };
+  static const float buff_info_2_quant_scale[] = { 0.00939971674233675 };
   static const int16_t buff_info_2_quant_offset[] = { -128 };
   static const uint32_t buff_info_shape_3[] = { 1, 1, 10, 1 };
   static const uint32_t buff_info_mem_shape_3[] = { 1, 10 };
-  static const float buff_info_3_quant_scale[] = { 0x1.dcdc4c0000000p-7f };
+  static const float buff_info_3_quant_scale[] = { 0.014552628621459 };
   static const int16_t buff_info_3_quant_offset[] = { 0 };
   static const LL_Buffer_InfoTypeDef buff_info[] = {
     {

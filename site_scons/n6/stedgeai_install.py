@@ -14,13 +14,15 @@ def by_simulated_tool(c_text: str) -> bool:
     """Whether a generated C file's text was written by the simulated tool (its header's author)."""
     return SIMULATED_AUTHOR in c_text[:4096]
 
-# Word 0 of an epoch-controller blob the simulated tool writes ("ECB1", then the command count): a
-# format of its own that the image's own code runs, never a real epoch controller's.
+# Word 0 of the operator list an epoch-controller epoch of the simulated tool runs in software, by
+# its start function ("ECB1", then the operator count): a format of its own. The blob it hands the
+# epoch controller is in ST's format and holds the epoch's label and end interrupt only.
 SIMULATED_EC_MAGIC = 0x31424345
 
 
 def has_simulated_ec_blobs(data: bytes) -> bool:
-    """Whether an image (or its params) holds an epoch-controller blob of the simulated tool."""
+    """Whether an image (or its params) holds the epoch-controller epochs of the simulated tool
+    (their operator lists)."""
     magic, at = SIMULATED_EC_MAGIC.to_bytes(4, "little"), data.find(SIMULATED_EC_MAGIC.to_bytes(4, "little"))
     while at >= 0:
         if at % 8 == 0:

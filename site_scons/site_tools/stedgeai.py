@@ -49,9 +49,12 @@ def _install(env):
 
 @functools.cache
 def sim_python_sources():
-    """The simulated tool's own code and the n6 modules it runs: a change regenerates every model."""
+    """The simulated tool's own code, the n6 modules it runs and the NPU model's blob format it
+    writes (npu_model.ecblob and the register map it reads): a change regenerates every model."""
     own = [f for f in simulator_sources("stedgeai_sim") if f.endswith(".py")]
-    return sorted(own) + sorted(module_closure({m for f in own for m in n6_imports(f)}))
+    blob_format = [f for f in simulator_sources("npu_model")
+                   if os.path.basename(f) in ("ecblob.py", "registers.py", "aton_map.txt")]
+    return sorted(own) + blob_format + sorted(module_closure({m for f in own for m in n6_imports(f)}))
 
 
 def build_sim_install(env, arm_env):

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from n6.nn_interface import EpochFlag, read_buffer_infos, read_epoch_blocks
 from n6.releases import release
-from n6.stedgeai_install import SIMULATED_EC_MAGIC
 from n6.reloc import callbacks
 from n6.reloc.check import MODE_CLEAR, MODE_COPY, MODE_XIP, Config, Firmware, install
 from n6.reloc.image import Image, RtCtx, off
@@ -218,13 +217,11 @@ class InstalledModel:
 
     def _wait_for_npu(self, ep):
         """What the runtime does between an epoch's start and end: a blob epoch's controller is
-        given its blob and enabled, its interrupt awaited and the controller cleared (a blob of
-        the simulated tool is carried out by the epoch's start function, in software); otherwise
+        given its blob and enabled, its interrupt awaited and the controller cleared; otherwise
         the end-of-frame interrupts of the stream engines in its wait mask are awaited. Both are
         acknowledged."""
         if EpochFlag.BLOB in ep.flags:       # wait_mask: the epoch controller's number
-            if self.cpu.u32(ep.blob_address) != SIMULATED_EC_MAGIC:   # the simulated tool's: done by its start
-                self._run_blob(ep)
+            self._run_blob(ep)
             return
         if not ep.wait_mask:
             return

@@ -1,6 +1,7 @@
 """Epoch-controller command blobs: the register programming of an epoch recorded as commands the
-NPU's epoch controller executes. Decoding, encoding and the assembler text ST's tracer prints
-(`write`, `writefield`, `burstwrite`, `burstwriteinc`, `poll`, `label`, `irq`) live here.
+NPU's epoch controller executes. Decoding, encoding, the assembler text ST's tracer prints
+(`write`, `writefield`, `burstwrite`, `burstwriteinc`, `poll`, `label`, `irq`) and the merging of
+a register program's writes into bursts as ST's optimiser does (`optimise`) live here.
 
 Format (facts of ec.h and of ST's blobs and their disassembly): 32-bit little-endian words; word
 0 the blob magic, word 1 the number of command words after these two. A command's first word:
@@ -14,9 +15,14 @@ bits 31:26 the unit's block index ((address - ATON_BASE) >> 12), bits 4:0 the op
   irq           12  number 31:5: the end of the blob, an interrupt to the CPU
   label         29  label number 31:5"""
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from .registers import aton_map
 
 BLOB_MAGIC = 0xCA05_7A7A
+POLL_TIMEOUT = 100                  # the timeout word of every poll ST's tracer records
+MAX_BURST = (1 << 11) - 1           # values of one burst (its count field, bits 15:5)
+PINNED = {("ARITH", "TRANSLATEADDR")}   # (unit, register) writes ST's optimiser never moves others across
 WRITE, WRITEFIELD, BURSTWRITE, BURSTWRITEINC, POLL, IRQ, LABEL = 0, 1, 2, 3, 4, 12, 29
 NAMES = {WRITE: "write", WRITEFIELD: "writefield", BURSTWRITE: "burstwrite", BURSTWRITEINC: "burstwriteinc",
          POLL: "poll", LABEL: "label", IRQ: "irq"}
@@ -126,6 +132,53 @@ def encode(commands):
 def blob_bytes(commands):
     words = encode(commands)
     return struct.pack(f"<II{len(words)}I", BLOB_MAGIC, len(words), *words)
+
+
+def optimise(program):
+    """A register program (write, writefield, poll, label and irq commands in program order, as
+    ST's tracer records them before optimising: its `_initial.s`) with its writes merged into
+    bursts as ST's optimiser merges them (its `.s` after: every blob of the test bed's
+    ec-workspace, command for command). Each run of whole-register writes to one unit, between
+    two other commands, is sorted by register (one register's values keep their order) and cut
+    into bursts: a register written again and again becomes a burstwrite, consecutive registers
+    written once each a burstwriteinc, the rest stay single writes. A write of an arithmetic
+    unit's TRANSLATEADDR (which places the coefficient memory written after it) is never moved:
+    it stands alone between the run before and the run after."""
+    out, run = [], []
+    for c in program:
+        if run and not (_mergeable(c) and c.unit == run[-1].unit and not _pinned(c) and not _pinned(run[-1])):
+            out += _bursts(sorted(run, key=lambda w: w.register))
+            run = []
+        (run if _mergeable(c) else out).append(c)
+    return out + _bursts(sorted(run, key=lambda w: w.register))
+
+
+def _mergeable(c):
+    return c.op == WRITE and (c.msb, c.lsb) == (31, 0)
+
+
+def _pinned(c):
+    unit, _, register = aton_map().locate(c.unit << 12 | c.register << 2)
+    return unit is not None and register is not None and (unit.name, register.name) in PINNED
+
+
+def _bursts(run):
+    """Sorted writes to one unit as write, burstwrite and burstwriteinc commands."""
+    out, k = [], 0
+    while k < len(run):
+        first, m = run[k], k + 1
+        while m < len(run) and m - k < MAX_BURST and run[m].register == first.register:
+            m += 1
+        op = BURSTWRITE
+        if m == k + 1:               # a register written once: a run of consecutive ones, each once
+            op = BURSTWRITEINC
+            while (m < len(run) and m - k < MAX_BURST and run[m].register == run[m - 1].register + 1
+                   and (m + 1 == len(run) or run[m + 1].register != run[m].register)):
+                m += 1
+        values = tuple(w.values[0] for w in run[k:m])
+        out.append(first if m == k + 1 else replace(first, op=op, values=values))
+        k = m
+    return out
 
 
 def _short(i, n):

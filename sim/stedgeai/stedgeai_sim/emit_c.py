@@ -4,7 +4,10 @@ import struct
 import numpy as np
 
 from n6.nn_interface import ChPos
+from n6.simulators import load
 from n6.stedgeai_install import SIMULATED_AUTHOR, SIMULATED_EC_MAGIC
+
+ecblob = load("npu_model.ecblob")          # the blob format, where the NPU model reads it
 
 EC_OPS = {"conv2d": 1, "dense": 2, "maxpool": 3, "avgpool": 3}
 CTYPE = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "float32": "float"}
@@ -184,11 +187,14 @@ class CWriter:
         L = [f"/* scheduling epoch={epoch:<4d} nodes={len(layers):<3d} "
              "------------------------------------------------------------------- */", ""]
         if layers[0].attrs.get("ec"):
+            words = self.ops_words(layers)
             L += [f"/* epoch {epoch}: epoch-controller blob {self.blob_name(epoch)} "
-                  f"({', '.join(layer.label + ' ' + layer.name for layer in layers)}) */",
+                  f"({', '.join(layer.label + ' ' + layer.name for layer in layers)}): the start function "
+                  "runs the operators in software, the blob holds the epoch's label and end interrupt */",
+                  f"static const uint64_t _ec_ops_{epoch}[{len(words)}] = {{"]
+            L += self.wrap([f"0x{w:016x}ULL" for w in words], 4) + ["};", "",
                   f"static void _ec_blob_cache_start_func_{epoch}(const void *epoch_block)", "{",
-                  "  const EpochBlock_ItemTypeDef *eb = (const EpochBlock_ItemTypeDef *)epoch_block;",
-                  "  ec_run_blob((const uint64_t *)EpochBlock_EpochBlobAddr(eb));", "}", ""]
+                  "  LL_ATON_LIB_UNUSED(epoch_block);", f"  ec_run_ops(_ec_ops_{epoch});", "}", ""]
             return L
         layer = layers[0]
         kind, fn, body, pre = self.sw_info(layer, f"_epoch_{epoch}")
@@ -392,7 +398,9 @@ class CWriter:
     def blob_name(self, epoch):
         return f"_ec_blob_{self.sym}_{epoch}" if self.ctx.release.core >= "3" else f"_ec_blob_{epoch}"
 
-    def blob_words(self, layers):
+    def ops_words(self, layers):
+        """The operator list the start function of an epoch-controller epoch runs (ecloader.h of the
+        simulated install: its own format, never handed to the NPU)."""
         words = [0]
         index = {id(u.pool): u.index for u in self.ctx.uses}
 
@@ -426,6 +434,15 @@ class CWriter:
         words[0] = SIMULATED_EC_MAGIC | len(layers) << 32
         return words
 
+    @staticmethod
+    def blob_words(epoch):
+        """The 64-bit words of an epoch's blob in ST's format (npu_model.ecblob): the epoch's label
+        and the end interrupt; the operators are run by its start function."""
+        data = ecblob.blob_bytes(ecblob.optimise([ecblob.Command(ecblob.LABEL, number=epoch),
+                                                  ecblob.Command(ecblob.IRQ)]))
+        data += bytes(-len(data) % 8)
+        return struct.unpack(f"<{len(data) // 8}Q", data)
+
     def ecblobs_h(self):
         c = self.ctx
         guard = f"__{c.name.upper()}_ECBLOBS_H"
@@ -439,10 +456,10 @@ class CWriter:
         for epoch, layers in c.epochs():
             if not layers[0].attrs.get("ec"):
                 continue
-            name, words = self.blob_name(epoch), self.blob_words(layers)
+            name, words = self.blob_name(epoch), self.blob_words(epoch)
             L.append("ECBLOB_CONST_SECTION")
             if v3:
-                L += ["__attribute__((aligned(64)))", f"/* epoch {epoch}: {len(layers)} operators */"]
+                L += ["__attribute__((aligned(64)))", f"/* epoch {epoch}: its label and end interrupt */"]
             L.append(f"static const uint64_t {name}[{len(words)}] = {{")
             L += self.wrap([f"0x{w:016x}ULL" for w in words], 4) + ["};"]
             if v3:

@@ -1,5 +1,5 @@
-/* Epoch-controller blob interpreter (simulated LL_ATON): runs each command of a blob with the
- * runtime library kernels. Blob format: see ecloader.h. */
+/* The operators of an epoch-controller epoch run in software (simulated LL_ATON), each with the
+ * runtime library kernels. Format: see ecloader.h. */
 #include "ecloader.h"
 #include "nr_kernels.h"
 
@@ -24,11 +24,11 @@ static float f32(uint64_t w)
   return v.f;
 }
 
-int ec_run_blob(const uint64_t *blob)
+int ec_run_ops(const uint64_t *ops)
 {
-  if ((uint32_t)blob[0] != EC_BLOB_MAGIC) return -1;
-  uint32_t n_cmd = (uint32_t)(blob[0] >> 32);
-  const uint64_t *c = blob + 1;
+  if ((uint32_t)ops[0] != EC_OPS_MAGIC) return -1;
+  uint32_t n_cmd = (uint32_t)(ops[0] >> 32);
+  const uint64_t *c = ops + 1;
   for (uint32_t i = 0; i < n_cmd; i++) {
     uint32_t op = (uint32_t)c[0] & 0xFF, n_args = ((uint32_t)c[0] >> 8) & 0xFFFF;
     const uint64_t *a = c + 1;
