@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import N6Error
-from .boards import Attached
+from .boards import Attached, LabPlace
 
 if TYPE_CHECKING:                 # labgrid is imported when a build names places
     from labgrid.remote.client import ClientSession
@@ -44,9 +44,10 @@ def declare(places: Iterable[str], coordinator: str, simulated: bool) -> None:
     _DECLARED[coordinator] = (known + tuple(p for p in places if p not in known), simulated)
 
 
-def place_board(place: str, coordinator: str) -> Attached:
+def place_board(place: LabPlace) -> Attached:
     """The board of `place`, at run time: the first call acquires every place the build declared
-    on `coordinator` (one held elsewhere stops the build before anything is flashed)."""
+    on its coordinator (one held elsewhere stops the build before anything is flashed)."""
+    coordinator = place.coordinator
     with _LOCK:
         if coordinator not in _ACQUIRED:
             places, simulated = _DECLARED[coordinator]
@@ -57,7 +58,7 @@ def place_board(place: str, coordinator: str) -> Attached:
         acquired = _ACQUIRED[coordinator]
         if isinstance(acquired, N6Error):
             raise acquired
-        return acquired[place]
+        return acquired[place.name]
 
 
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:
@@ -117,7 +118,7 @@ def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"]
                       "loaders are beside it)")
     extra = probes[0].extra or {}
     host = extra["proxy"] if extra.get("proxy_required") else probes[0].args["host"]
-    return Attached(place.tags[PROBE_TAG], port, "", place.tags[PROGRAMMER_TAG], host, name)
+    return Attached(place.tags[PROBE_TAG], port, "", place.tags[PROGRAMMER_TAG], host)
 
 
 def release(coordinator: str, places: list[str]) -> None:

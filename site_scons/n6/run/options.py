@@ -24,8 +24,6 @@ class SessionOptions:
     copy_mode: bool          # RELOC_COPY_MODE: which firmware variant loads the image
     backend: str             # the flash step's programmer backend (starts a real board's firmware)
     sim_firmware: str = ""   # SIM_FIRMWARE=: "" the simulated board's own firmware, else ST's on the DK twin
-    place: str = ""          # a labgrid place whose port and state the step resolves (n6.flash.boards)
-    coordinator: str = ""    # its coordinator
 
 
 @dataclass(frozen=True)

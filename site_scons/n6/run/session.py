@@ -121,9 +121,7 @@ def board_session(opts: SessionOptions, on_board_path: str,
     `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
     started first), else the simulated board booting from the simulated flash."""
     from ..board import load_board
-    from ..flash.boards import resolved_session
     from ..jsonfile import read_json
-    opts = resolved_session(opts)
     on_board = read_json(on_board_path, "deploy stamp")
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
