@@ -97,8 +97,7 @@ def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[A
     Places: the labgrid places (LabPlace), acquired when a step first needs one. A real flash:
     one board per probe, paired in order with the ports (none: each board file's port). A
     simulated flash: `boards.simulated` boards, the first in `sim_dir`, the others beside it
-    (`<sim_dir>-2`, ...), or one per port when several are named (simulated boards served
-    elsewhere)."""
+    (`<sim_dir>-2`, ...); simulated boards served elsewhere are places."""
     probes, ports, name = boards.probes, boards.ports, boards.name
     if boards.places:
         if probes or ports:
@@ -112,18 +111,19 @@ def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[A
         raise boards.fail(f"{name('probes')} names {len(probes)} probes but {name('ports')} {len(ports)} ports",
                           "give one port per probe, in the same order")
     if simulated:
-        if len(probes) > 1:
-            raise boards.fail(f"{name('probes')} names {len(probes)} probes but the programmer is the simulated one",
-                              f"give {name('simulated')}<n> for several simulated boards, or flash with a real "
-                              "programmer")
         count = boards.simulated
-        if len(ports) > 1 and count > 1 and len(ports) != count:
-            raise boards.fail(f"{name('simulated')}{count} but {name('ports')} names {len(ports)} ports",
-                              "give one port per simulated board, or leave the ports empty")
-        count = len(ports) if len(ports) > 1 else count
-        return tuple(Attached(probes[0] if len(probes) == 1 and count == 1 else "",
-                              ports[i] if len(ports) == count else "", folder, sim_probe=serial)
-                     for i, (folder, serial) in enumerate(simulated_boards(sim_dir, count)))
+        for key, given in (("probes", probes), ("ports", ports)):
+            if len(given) > 1:
+                raise boards.fail(f"{name(key)} names {len(given)} {key} but the programmer is the simulated one",
+                                  f"give {name('simulated')}<n> for several simulated boards here, {name('places')} "
+                                  "for simulated boards served elsewhere (docs/lab.md), or flash with a real "
+                                  "programmer")
+        if count > 1 and (probes or ports):
+            raise boards.fail(f"{name('simulated')}{count} but {name('probes' if probes else 'ports')} names one "
+                              "board", f"leave {name('probes')} and {name('ports')} empty: each simulated board of "
+                              "several has a probe and a port of its own")
+        return tuple(Attached(probes[0] if probes else "", ports[0] if ports else "", folder, sim_probe=serial)
+                     for folder, serial in simulated_boards(sim_dir, count))
     if len(ports) > 1 and len(probes) != len(ports):
         raise boards.fail(f"{name('ports')} names {len(ports)} ports but {name('probes')} does not name a probe for "
                           "each", f"name each board's ST-LINK with {name('probes')} in the order of the ports")
