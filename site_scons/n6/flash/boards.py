@@ -24,9 +24,18 @@ class Attached:
     probe: str        # its ST-LINK's serial ("": the only probe attached, or the simulated board's own)
     port: str         # its serial port ("": the board file's; the simulated board's pty)
     sim_board: str    # the simulated board's state folder (a simulated flash)
-    programmer: str = ""    # STM32_Programmer_CLI on the host the probe is plugged into, when not this one
-    host: str = ""          # that host (a labgrid exporter's: n6.flash.remote)
     sim_probe: str = ""     # a simulated board of several: its probe serial (its folder is made at run time)
+    exporter: "ExporterProbe | None" = None     # its probe is on a labgrid exporter's host, not this one
+
+
+@dataclass(frozen=True)
+class ExporterProbe:
+    """A board's ST-LINK plugged into a labgrid exporter's host: ST's tools for it run there
+    (n6.flash.remote), the programmer to flash it, ST-LINK_gdbserver to start its firmware."""
+    place: str          # the labgrid place that names it
+    host: str
+    programmer: str     # STM32_Programmer_CLI's path there (the place's tag n6-programmer)
+    gdbserver: str      # ST-LINK_gdbserver's path there (tag n6-gdbserver; "": not named)
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,7 @@ StepOptions = TypeVar("StepOptions", "FlashOptions", "RunOptions", "ValidateOpti
 def on_place_board(opts: "StepOptions") -> "StepOptions":
     """A step's options `opts` (FlashOptions, or options with `flash` and `session`) at run time:
     when they name a labgrid place, with its board's probe, serial port, simulated board and, a
-    probe on the exporter's host, the programmer there. The one place where a place becomes its
+    probe on the exporter's host, ST's tools there. The one place where a place becomes its
     board (n6.flash.lab acquires every place of the build when the first step needs one)."""
     from .step import FlashOptions, attached_probes
     flash = opts if isinstance(opts, FlashOptions) else opts.flash
@@ -173,13 +182,14 @@ def on_place_board(opts: "StepOptions") -> "StepOptions":
     from .lab import place_board
     board = place_board(flash.place)
     fields = flash_fields(board, flash.simulated, attached_probes)
-    if board.host:
-        fields.update(backend="stm32cubeprogrammer", cli=board.programmer, simulated=False, remote_host=board.host,
-                      found_by=f"labgrid place {flash.place.name}, on {board.host}")
+    exporter = board.exporter
+    if exporter:
+        fields.update(backend="stm32cubeprogrammer", cli=exporter.programmer, simulated=False,
+                      remote_host=exporter.host, found_by=f"labgrid place {exporter.place}, on {exporter.host}")
     if isinstance(opts, FlashOptions):
         return replace(opts, **fields)
     return replace(opts, flash=replace(flash, **fields),
-                   session=replace(opts.session, port=board.port, state=board.sim_board))
+                   session=replace(opts.session, port=board.port, state=board.sim_board, exporter=exporter))
 
 
 def make_simulated_board(folder: str, serial: str) -> None:

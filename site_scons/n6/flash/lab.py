@@ -19,13 +19,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import N6Error
-from .boards import Attached, LabPlace
+from .boards import Attached, ExporterProbe, LabPlace
 
 if TYPE_CHECKING:                 # labgrid is imported when a build names places
     from labgrid.remote.client import ClientSession
     from labgrid.remote.common import Place, ResourceEntry
 
 PROBE_TAG, SIM_BOARD_TAG, PROGRAMMER_TAG = "n6-probe", "n6-sim-board", "n6-programmer"
+GDBSERVER_TAG = "n6-gdbserver"     # ST-LINK_gdbserver on the exporter's host: starts a real board's firmware
 PROBE_RESOURCE = "NetworkUSBDebugger"     # an ST-LINK on the exporter's host: labgrid's USBDebugger, exported
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
 
@@ -98,7 +99,8 @@ def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:
 
 def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"], port: str) -> Attached:
     """The board of a place whose ST-LINK is exported (a NetworkUSBDebugger): flashed by the
-    programmer on the exporter's host (n6.flash.remote), the probe's serial from the tag n6-probe."""
+    programmer on the exporter's host (n6.flash.remote), its firmware started by ST-LINK_gdbserver
+    there (n6-gdbserver, when the board runs ST's), the probe's serial from the tag n6-probe."""
     if len(probes) != 1:
         raise N6Error(None, f"labgrid place {name} has {len(probes)} {PROBE_RESOURCE} resources, not one", FIX)
     for tag, what in ((PROBE_TAG, "the serial number of its ST-LINK"),
@@ -112,7 +114,8 @@ def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"]
                       "loaders are beside it)")
     extra = probes[0].extra or {}
     host = extra["proxy"] if extra.get("proxy_required") else probes[0].args["host"]
-    return Attached(place.tags[PROBE_TAG], port, "", place.tags[PROGRAMMER_TAG], host)
+    return Attached(place.tags[PROBE_TAG], port, "", exporter=ExporterProbe(name, host, place.tags[PROGRAMMER_TAG],
+                                                                            place.tags.get(GDBSERVER_TAG, "")))
 
 
 def release(coordinator: str, places: list[str]) -> None:
