@@ -52,28 +52,30 @@ def _board_thread_lock(key):
         return _BOARDS.setdefault(key, threading.Lock())
 
 
-def board_action(flash_options, progress_line=None, puts_set=lambda env: True):
+def board_action(step_options, progress_line=None, puts_set=lambda env: True):
     """Decorate a Python action that talks to a board: one at a time on each board, in the order
     SCons starts them; once it has the board, its model set put there unless the board holds it
     (when `puts_set(env)`: n6.flash.step.ensure_on_board, so a FLASH line comes before the step's),
     then its progress line (a `progress` strfunction; give the Action none). A lock, not an SCons
     SideEffect: SCons restarts a step that waited on a side effect ahead of the steps declared
-    before it, which would interleave the model sets. The board's own lock (n6.flash.shared_board,
-    `flash_options(env)` names the board) keeps other builds off it; steps on different boards
-    run side by side under -j."""
+    before it, which would interleave the model sets. The board's own lock (n6.flash.shared_board)
+    keeps other builds off it; steps on different boards run side by side under -j. `fn` gets
+    the step's options (`step_options(env)`: FlashOptions, or options with `flash`) with the
+    board of their labgrid place put in (n6.flash.boards.on_place_board)."""
     def wrap(fn):
         def action(target, source, env):
+            from n6.flash.boards import on_place_board
             from n6.flash.shared_board import board_key, board_lock
-            from n6.flash.step import ensure_on_board
-            from n6.flash.boards import resolved
-            opts = resolved(flash_options(env))
-            with _board_thread_lock(board_key(opts)), board_lock(opts, say):
+            from n6.flash.step import FlashOptions, ensure_on_board
+            opts = on_place_board(step_options(env))
+            flash = opts if isinstance(opts, FlashOptions) else opts.flash
+            with _board_thread_lock(board_key(flash)), board_lock(flash, say):
                 if puts_set(env):
-                    ensure_on_board(opts, say, verbose=bool(env.get("VERBOSE")))
+                    ensure_on_board(flash, say, verbose=bool(env.get("VERBOSE")))
                 line = progress_line(target, source, env) if progress_line else None
                 if line:
                     say(line)
-                return fn(target, source, env)
+                return fn(target, source, env, opts)
         action.__name__ = fn.__name__
         return action
     return wrap
@@ -163,18 +165,19 @@ def targets_help(env):
 
 def session_options(env, board):
     """How the deploy steps reach `board` (n6.flash.boards.Attached: its port, the simulated board's
-    state) as n6.run.options.SessionOptions, with the variables."""
+    state; a LabPlace's, at run time) as n6.run.options.SessionOptions, with the variables."""
     from n6.board import load_board
     from n6.board_files import board_path
+    from n6.flash.boards import Attached
     from n6.run.options import SessionOptions
+    port, state = (board.port, board.sim_board) if isinstance(board, Attached) else ("", "")
     install_root, install, _ = env.StedgeaiInstall()
     board_file = os.path.abspath(board_path(env["BOARD"]))
-    return SessionOptions(board_file=board_file, port=board.port, state=board.sim_board,
+    return SessionOptions(board_file=board_file, port=port, state=state,
                           release=install.core, install_root=os.path.abspath(install_root),
                           copy_mode=bool(env["RELOC_COPY_MODE"]),
                           backend=env.get("FLASH_BACKEND") or load_board(board_file).programmer.backend,
-                          sim_firmware=sim_firmware(env), place=board.coordinator and board.place,
-                          coordinator=board.coordinator)
+                          sim_firmware=sim_firmware(env))
 
 
 def sim_firmware(env):

@@ -50,10 +50,18 @@ def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed
     assert [BoardState(b.sim_board).probe()["serial"] for b in boards] == serials
     BoardState(sim + "-2").set_probe(serial="0042000000000000000000AB")      # a folder's own probe wins
     assert attached_boards(_line(sim_boards=3), sim, True)[1].sim_probe == "0042000000000000000000AB"
-    lab = attached_boards(_line("", "rfc2217://h:1,rfc2217://h:2"), sim, True)    # simulated boards served elsewhere
-    assert [(b.port, b.sim_board) for b in lab] == [("rfc2217://h:1", sim), ("rfc2217://h:2", sim + "-2")]
-    with pytest.raises(N6Error, match="SIM_BOARDS=3 but PORT= names 2 ports"):
-        attached_boards(_line("", "p,q", 3), sim, True)
+    served = attached_boards(_line("", "rfc2217://h:1"), sim, True)        # one simulated board served on a port
+    assert [(b.port, b.sim_board) for b in served] == [("rfc2217://h:1", sim)]
+    with pytest.raises(N6Error) as e:          # several served elsewhere: labgrid places, not PORT=
+        attached_boards(_line("", "rfc2217://h:1,rfc2217://h:2"), sim, True)
+    assert (e.value.problem, e.value.fix) == (
+        "PORT= names 2 ports but the programmer is the simulated one",
+        "give SIM_BOARDS=<n> for several simulated boards here, LAB_PLACES= for simulated boards served elsewhere "
+        "(docs/lab.md), or flash with a real programmer")
+    with pytest.raises(N6Error, match="SIM_BOARDS=3 but PORT= names one board"):
+        attached_boards(_line("", "p", 3), sim, True)
+    with pytest.raises(N6Error, match="SIM_BOARDS=2 but PROBE= names one board"):
+        attached_boards(_line("A", sim_boards=2), sim, True)
     with pytest.raises(N6Error, match="PROBE= names 2 probes but the programmer is the simulated one"):
         attached_boards(_line("A,B"), sim, True)
 

@@ -7,48 +7,18 @@ import os
 import re
 import shlex
 import types
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import ROOT, SIM_BOARD, SIM_PROGRAMMER, copy_repo, forget_boards, scons
+from conftest import ROOT, SIM_PROGRAMMER, copy_repo, forget_boards, scons
+from simulated_lab import acquired_by, client, simulated_lab
 
 pytestmark = pytest.mark.slow
 
-LABGRID = os.path.dirname(sys.executable)       # labgrid's commands, installed beside the interpreter
 PLACES = ("n6-lab-1", "n6-lab-2")
 EXPORTED = "n6-lab-3"          # its board's ST-LINK is exported too: flashed on the exporter's host
 LAB_MACHINE = "lab-machine-3"  # that host, reached through tests/fixtures/lab_hosts/ssh
 HOSTS = os.path.join(ROOT, "tests", "fixtures", "lab_hosts")
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(what, ready, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert proc.poll() is None, f"{what} stopped"
-        assert time.monotonic() < deadline, f"{what} did not start within {timeout} s"
-        time.sleep(0.1)
-
-
-def _client(coordinator, *args, check=True):
-    proc = subprocess.run([os.path.join(LABGRID, "labgrid-client"), "-x", coordinator, *args], capture_output=True,
-                          text=True)
-    assert not check or proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-def _acquired_by(coordinator, place):
-    show = _client(coordinator, "-p", place, "show").stdout
-    return next(line.split(":", 1)[1].strip() for line in show.splitlines() if line.strip().startswith("acquired:"))
 
 
 @pytest.fixture(scope="module")
@@ -57,50 +27,11 @@ def lab(tmp_path_factory):
     resources, a place for each: the first two tagged n6-sim-board (the board's state folder, this
     machine flashes it), the third with its ST-LINK exported (a NetworkUSBDebugger on
     LAB_MACHINE, whose environment attaches the board to the simulated programmer there)."""
-    from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
     repo = copy_repo(tmp_path_factory.mktemp("lab-repo"))
     scons(repo)
-    lab = tmp_path_factory.mktemp("lab")
-    coordinator = f"127.0.0.1:{_free_port()}"
-    procs = [subprocess.Popen([os.path.join(LABGRID, "labgrid-coordinator"), "-l", coordinator], cwd=lab,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        _wait("the coordinator", lambda: socket.socket().connect_ex(("127.0.0.1", int(coordinator[10:]))) == 0,
-              procs[0])
-        exported = {}
-        for k, place in enumerate(PLACES + (EXPORTED,), start=1):
-            state, port_file = lab / f"board-{k}", lab / f"port-{k}"
-            BoardState(str(state)).set_probe(serial=DEFAULT_SERIAL[:-4] + f"{k + 10:04d}")
-            procs.append(subprocess.Popen([sys.executable, "-m", "n6board", "--state", str(state), "--rfc2217",
-                                           "127.0.0.1:0", "--port-file", str(port_file)],
-                                          env=dict(os.environ, PYTHONPATH=SIM_BOARD), stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
-            _wait(f"simulated board {k}", port_file.exists, procs[-1])
-            exported[place] = (state, int(port_file.read_text().strip().rpartition(":")[2]))
-        config = lab / "exporter.yaml"
-        config.write_text("".join(f"{place}:\n  NetworkSerialPort:\n    host: 127.0.0.1\n    port: {port}\n"
-                                  f"    speed: 921600\n    protocol: rfc2217\n"
-                                  for place, (_, port) in exported.items()) +
-                          f"  NetworkUSBDebugger:\n    host: {LAB_MACHINE}\n    busnum: 1\n    devnum: 7\n"
-                          f"    path: '1-3'\n    vendor_id: 0x0483\n    model_id: 0x3754\n")
-        (lab / "hosts.json").write_text(json.dumps({LAB_MACHINE: {"N6_SIM_BOARD": str(exported[EXPORTED][0]),
-                                                                  "N6_SIM_PYTHON": sys.executable}}))
-        procs.append(subprocess.Popen([os.path.join(LABGRID, "labgrid-exporter"), "-c", coordinator, "-n", "bench",
-                                       "--hostname", "127.0.0.1", str(config)], cwd=lab, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        _wait("the exporter", lambda: len(_client(coordinator, "resources").stdout.split()) == len(exported) + 1,
-              procs[-1])
-        for place, (state, _) in exported.items():
-            _client(coordinator, "-p", place, "create")
-            _client(coordinator, "-p", place, "add-match", f"bench/{place}/*")
-            _client(coordinator, "-p", place, "set-tags", f"n6-sim-board={state}")
-        _client(coordinator, "-p", EXPORTED, "set-tags", f"n6-probe={DEFAULT_SERIAL[:-4]}0013",
-                f"n6-programmer={os.path.join(SIM_PROGRAMMER, 'bin', 'STM32_Programmer_CLI')}")
-        yield repo, coordinator, lab
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            proc.wait(10)
+    folder = tmp_path_factory.mktemp("lab")
+    with simulated_lab(folder, PLACES + (EXPORTED,), probe_host=LAB_MACHINE) as lab:
+        yield repo, lab.coordinator, folder
 
 
 def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summary(lab):
@@ -121,22 +52,22 @@ def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summa
     probes = {m: json.load(open(os.path.join(repo, "build", m, "flash", "flash.json")))["probe"]
               for m in ("big_mlp", "cifar_cnn")}
     assert probes == {"big_mlp": DEFAULT_SERIAL[:-4] + "0011", "cifar_cnn": DEFAULT_SERIAL[:-4] + "0012"}  # the places'
-    assert [_acquired_by(coordinator, p) for p in PLACES] == ["None", "None"]      # released at the end
+    assert [acquired_by(coordinator, p) for p in PLACES] == ["None", "None"]      # released at the end
 
-    _client(coordinator, "-p", PLACES[1], "acquire")          # someone else holds a place: one line, nothing run
+    client(coordinator, "-p", PLACES[1], "acquire")          # someone else holds a place: one line, nothing run
     try:
         forget_boards(os.path.join(repo, "build"))
         for option, status in (("-n", 0), ("-q", 1), ("-h", 0), ("-c", 0)):   # reading the build acquires none
             read = scons(repo, option, *(args if option != "-c" else ("flash-big_mlp",) + args[1:]), check=False)
             assert (read.returncode, read.stderr) == (status, ""), option
-            assert _acquired_by(coordinator, PLACES[0]) == "None"
+            assert acquired_by(coordinator, PLACES[0]) == "None"
         refused = scons(repo, *args, check=False)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert f"labgrid place {PLACES[1]}: acquire failed" in refused.stderr
         assert "  RUN " not in refused.stdout
-        assert _acquired_by(coordinator, PLACES[0]) == "None"     # the place it had taken is released
+        assert acquired_by(coordinator, PLACES[0]) == "None"     # the place it had taken is released
     finally:
-        _client(coordinator, "-p", PLACES[1], "release")
+        client(coordinator, "-p", PLACES[1], "release")
 
 
 def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(lab):
@@ -156,7 +87,7 @@ def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(
     serial = DEFAULT_SERIAL[:-4] + "0013"
     assert flash["probe"] == serial and flash["simulated"]        # the programmer there said it is simulated
     assert flash["found_by"] == f"labgrid place {EXPORTED}, on {LAB_MACHINE}"
-    assert _acquired_by(coordinator, EXPORTED) == "None"
+    assert acquired_by(coordinator, EXPORTED) == "None"
     record = json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "on_board.json")))
 
     scons(repo, "flash-cifar_cnn", *place, env=ssh)              # over kws_mlp: read back first, then write

@@ -1,6 +1,7 @@
 """The programmer run on a lab machine (n6.flash.remote) without a coordinator: what SSH failures
 look like. The whole path, through labgrid places, is in tests/test_lab.py."""
 import os
+import re
 
 import pytest
 
@@ -46,3 +47,41 @@ def test_a_lab_machines_simulated_board_that_does_not_answer_is_not_reset_from_h
         with board_session(opts, str(stamp), said.append):
             pass
     assert said == []
+
+
+def test_a_real_boards_firmware_is_started_by_the_gdbserver_of_the_lab_machine(tmp_path, monkeypatch):
+    """A place's exported ST-LINK: ST-LINK_gdbserver runs on the lab machine (its path from the
+    tag n6-gdbserver, -cp the programmer's folder there) behind labgrid's SSH prefix, and gdb here
+    reaches it through the port forwarded over that connection, forward cancelled after."""
+    import json
+    import shlex
+    from n6.flash.boards import ExporterProbe
+    from n6.run import firmware_start
+    from test_firmware_start import FakeRunner, _output
+    there = tmp_path / "lab-machine-3"
+    there.mkdir()
+    gdbserver = there / "ST-LINK_gdbserver"                    # says it listens, as ST's does once it reaches the core
+    gdbserver.write_text(f"#!/bin/sh\ncat <<'EOF'\n{_output('gdbserver_listening')}\nEOF\n")
+    gdbserver.chmod(0o755)
+    gdb = tmp_path / "arm-none-eabi-gdb"
+    gdb.write_text("")
+    gdb.chmod(0o755)
+    (tmp_path / "hosts.json").write_text(json.dumps({"lab-machine-3": {}}))
+    log = tmp_path / "hosts.log"
+    monkeypatch.setenv("PATH", HOSTS + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("N6_TEST_HOSTS", str(tmp_path / "hosts.json"))
+    monkeypatch.setenv("N6_TEST_HOSTS_LOG", str(log))
+    monkeypatch.setattr(firmware_start.time, "sleep", lambda s: None)
+    runner = FakeRunner(str(tmp_path / "firmware_start.log"), _output("gdb_started"))
+    exporter = ExporterProbe("n6-lab-3", "lab-machine-3", "/opt/st/bin/STM32_Programmer_CLI", str(gdbserver))
+    firmware_start.start("fw.elf", "/opt/st/bin", 2000, 1, "0042000A0013", environ={"PATH": str(tmp_path)},
+                         runner=runner, exporter=exporter)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {c["host"] for c in calls} == {"lab-machine-3"}
+    forward, server, cancel = [c["command"] for c in calls if c["command"] != "cat"]   # cat: labgrid's keepalive
+    here = int(re.fullmatch(r"-O forward -L(\d+):localhost:36789", forward)[1])
+    assert shlex.split(server) == [str(gdbserver), "-d", "--frequency", "2000", "--apid", "1", "-v", "--port-number",
+                                   "36789", "-cp", "/opt/st/bin", "--serial-number", "0042000A0013"]
+    assert runner.argvs == [[str(gdb), "-ex", f"target remote :{here}", "-ex", "monitor reset", "-ex", "load", "-ex",
+                             "set $pc = Reset_Handler", "-ex", "detach", "-ex", "quit", "fw.elf"]]
+    assert cancel == f"-O cancel -L{here}:localhost:36789"

@@ -60,7 +60,8 @@ def board_set(env, model):
     """What a step that runs `model` on a board needs of the set it goes there with: the set's
     FlashOptions (FORCE= stays the flash step's), the nodes that make it (images, board file,
     firmwares: a step depends on them), the set's flash step when the command line declares one
-    (a step comes after it) and the board (n6.flash.boards.Attached). Call after FlashTargets."""
+    (a step comes after it) and the board (n6.flash.boards.Attached or LabPlace). Call after
+    FlashTargets."""
     state = env["N6_FLASHING"]
     models = state.set_of(model)
     opts, sources = _plan(env, models)
@@ -170,11 +171,9 @@ def _flash_step(env, models):
 
 @reports_errors
 @board_action(lambda env: env["N6_FLASH_OPTIONS"], puts_set=lambda env: False)
-def _flash_action(target, source, env):
+def _flash_action(target, source, env, opts):
     from n6.flash.step import flash_step
     from n6.flash.shared_board import board_key
-    from n6.flash.boards import resolved
-    opts = resolved(env["N6_FLASH_OPTIONS"])
     env["N6_FLASHING"].claim(board_key(opts), opts.models)
     flash_step(opts, [(target[2 * i].abspath, target[2 * i + 1].abspath) for i in range(len(opts.models))], say,
                verbose=bool(env.get("VERBOSE")))

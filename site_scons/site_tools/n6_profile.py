@@ -27,13 +27,12 @@ REPORT_MODULES = ["n6.profiling.steps"]
 
 
 @reports_errors
-@board_action(lambda env: env["N6_PROFILE_OPTIONS"].flash, progress("PROFILE"))
-def _measure_action(target, source, env):
+@board_action(lambda env: env["N6_PROFILE_OPTIONS"], progress("PROFILE"))
+def _measure_action(target, source, env, opts):
     from n6.flash.step import on_board_path
     from n6.jsonfile import read_json
     from n6.profiling.measure import measure, save_measurement
     from n6.run.session import board_session
-    opts = env["N6_PROFILE_OPTIONS"]
     stamp = on_board_path(opts.flash, target[0].dir.dir.name)
     on_board = read_json(stamp, "on_board.json")
     with board_session(opts.session, stamp, say) as (client, _, simulated):

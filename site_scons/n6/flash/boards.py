@@ -9,12 +9,12 @@ nothing again."""
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import N6Error
 
 if TYPE_CHECKING:                 # the steps' options, of modules that import this one
-    from ..run.options import SessionOptions
+    from ..run.options import ProfileOptions, RunOptions, ValidateOptions
     from .step import FlashOptions
 
 
@@ -24,11 +24,27 @@ class Attached:
     probe: str        # its ST-LINK's serial ("": the only probe attached, or the simulated board's own)
     port: str         # its serial port ("": the board file's; the simulated board's pty)
     sim_board: str    # the simulated board's state folder (a simulated flash)
-    programmer: str = ""    # STM32_Programmer_CLI on the host the probe is plugged into, when not this one
-    host: str = ""          # that host (a labgrid exporter's: n6.flash.remote)
-    place: str = ""         # the labgrid place of the board
     sim_probe: str = ""     # a simulated board of several: its probe serial (its folder is made at run time)
-    coordinator: str = ""   # the labgrid coordinator of `place`, which is acquired at run time (resolved)
+    exporter: "ExporterProbe | None" = None     # its probe is on a labgrid exporter's host, not this one
+
+
+@dataclass(frozen=True)
+class ExporterProbe:
+    """A board's ST-LINK plugged into a labgrid exporter's host: ST's tools for it run there
+    (n6.flash.remote), the programmer to flash it, ST-LINK_gdbserver to start its firmware."""
+    place: str          # the labgrid place that names it
+    host: str
+    programmer: str     # STM32_Programmer_CLI's path there (the place's tag n6-programmer)
+    gdbserver: str      # ST-LINK_gdbserver's path there (tag n6-gdbserver; "": not named)
+
+
+@dataclass(frozen=True)
+class LabPlace:
+    """A labgrid place whose board the build uses: acquired, and its board (an Attached) known,
+    when the first step needs it (on_place_board), so that reading the build asks nothing of the
+    coordinator. A step's signature names the place, not its board."""
+    name: str
+    coordinator: str    # HOST:PORT
 
 
 @dataclass(frozen=True)
@@ -73,7 +89,7 @@ def chosen_list(variables: Mapping[str, Any], given: Collection[str], in_file: B
 
 
 def build_boards(variables: Mapping[str, Any], given: Collection[str], board_file: str, sim_dir: str,
-                 simulated: bool) -> tuple[Attached, ...]:
+                 simulated: bool) -> tuple[Attached | LabPlace, ...]:
     """The boards of one build run: the chosen list (chosen_list, the board file's [boards] read
     from `board_file`), attached as the build is read (attached_boards)."""
     from ..board import load_board
@@ -85,13 +101,12 @@ def split_list(value: str) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[Attached, ...]:
+def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[Attached | LabPlace, ...]:
     """The boards of a build, in order, as the build is read (nothing acquired, nothing made).
-    Places: the labgrid places, acquired when a step first needs one (resolved). A real flash:
+    Places: the labgrid places (LabPlace), acquired when a step first needs one. A real flash:
     one board per probe, paired in order with the ports (none: each board file's port). A
     simulated flash: `boards.simulated` boards, the first in `sim_dir`, the others beside it
-    (`<sim_dir>-2`, ...), or one per port when several are named (simulated boards served
-    elsewhere)."""
+    (`<sim_dir>-2`, ...); simulated boards served elsewhere are places."""
     probes, ports, name = boards.probes, boards.ports, boards.name
     if boards.places:
         if probes or ports:
@@ -100,23 +115,24 @@ def attached_boards(boards: BoardList, sim_dir: str, simulated: bool) -> tuple[A
                               "probe and port")
         from .lab import declare
         declare(boards.places, boards.coordinator, simulated)
-        return tuple(Attached("", "", "", place=p, coordinator=boards.coordinator) for p in boards.places)
+        return tuple(LabPlace(p, boards.coordinator) for p in boards.places)
     if len(probes) > 1 and ports and len(ports) != len(probes):
         raise boards.fail(f"{name('probes')} names {len(probes)} probes but {name('ports')} {len(ports)} ports",
                           "give one port per probe, in the same order")
     if simulated:
-        if len(probes) > 1:
-            raise boards.fail(f"{name('probes')} names {len(probes)} probes but the programmer is the simulated one",
-                              f"give {name('simulated')}<n> for several simulated boards, or flash with a real "
-                              "programmer")
         count = boards.simulated
-        if len(ports) > 1 and count > 1 and len(ports) != count:
-            raise boards.fail(f"{name('simulated')}{count} but {name('ports')} names {len(ports)} ports",
-                              "give one port per simulated board, or leave the ports empty")
-        count = len(ports) if len(ports) > 1 else count
-        return tuple(Attached(probes[0] if len(probes) == 1 and count == 1 else "",
-                              ports[i] if len(ports) == count else "", folder, sim_probe=serial)
-                     for i, (folder, serial) in enumerate(simulated_boards(sim_dir, count)))
+        for key, given in (("probes", probes), ("ports", ports)):
+            if len(given) > 1:
+                raise boards.fail(f"{name(key)} names {len(given)} {key} but the programmer is the simulated one",
+                                  f"give {name('simulated')}<n> for several simulated boards here, {name('places')} "
+                                  "for simulated boards served elsewhere (docs/lab.md), or flash with a real "
+                                  "programmer")
+        if count > 1 and (probes or ports):
+            raise boards.fail(f"{name('simulated')}{count} but {name('probes' if probes else 'ports')} names one "
+                              "board", f"leave {name('probes')} and {name('ports')} empty: each simulated board of "
+                              "several has a probe and a port of its own")
+        return tuple(Attached(probes[0] if probes else "", ports[0] if ports else "", folder, sim_probe=serial)
+                     for folder, serial in simulated_boards(sim_dir, count))
     if len(ports) > 1 and len(probes) != len(ports):
         raise boards.fail(f"{name('ports')} names {len(ports)} ports but {name('probes')} does not name a probe for "
                           "each", f"name each board's ST-LINK with {name('probes')} in the order of the ports")
@@ -138,40 +154,42 @@ def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
              board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}") for k, folder in enumerate(folders, start=1)]
 
 
-def flash_fields(unit: Attached, simulated: bool, attached_probes: Callable[[bool, str], Sequence[str]]) -> dict:
+def flash_fields(unit: Attached | LabPlace, simulated: bool,
+                 attached_probes: Callable[[bool, str], Sequence[str]]) -> dict:
     """What the FlashOptions of a model set take from its board `unit`: its probe (else the
-    probes attached, `attached_probes(simulated, sim_board)`), its simulated board, the programmer
-    on another host when its probe is plugged in there; of a labgrid place not acquired yet, its
-    name and coordinator (the step resolves them)."""
-    if unit.coordinator:
-        return dict(place=unit.place, coordinator=unit.coordinator)
+    probes attached, `attached_probes(simulated, sim_board)`) and its simulated board; of a
+    labgrid place, the place (on_place_board puts its board's in at run time)."""
+    if isinstance(unit, LabPlace):
+        return dict(place=unit)
     probes = (unit.probe or unit.sim_probe,) if unit.probe or unit.sim_probe else \
         attached_probes(simulated, unit.sim_board)
-    fields: dict[str, object]         # FlashOptions fields: probes, strings, a flag
-    fields = dict(probes=probes, probe=unit.probe or None, sim_board=unit.sim_board, sim_probe=unit.sim_probe)
-    if unit.host:
-        fields.update(backend="stm32cubeprogrammer", cli=unit.programmer, simulated=False, remote_host=unit.host,
-                      found_by=f"labgrid place {unit.place}, on {unit.host}")
-    return fields
+    return dict(probes=probes, probe=unit.probe or None, sim_board=unit.sim_board, sim_probe=unit.sim_probe)
 
 
-def resolved(opts: "FlashOptions") -> "FlashOptions":
-    """FlashOptions `opts` of a labgrid place's board, at run time: with the board's probe,
-    port and programmer, the places acquired when the first step needs one (n6.flash.lab)."""
-    if not opts.place:
+# the options of a step that talks to a board (on_place_board)
+StepOptions = TypeVar("StepOptions", "FlashOptions", "RunOptions", "ValidateOptions", "ProfileOptions")
+
+
+def on_place_board(opts: "StepOptions") -> "StepOptions":
+    """A step's options `opts` (FlashOptions, or options with `flash` and `session`) at run time:
+    when they name a labgrid place, with its board's probe, serial port, simulated board and, a
+    probe on the exporter's host, ST's tools there. The one place where a place becomes its
+    board (n6.flash.lab acquires every place of the build when the first step needs one)."""
+    from .step import FlashOptions, attached_probes
+    flash = opts if isinstance(opts, FlashOptions) else opts.flash
+    if flash.place is None:
         return opts
     from .lab import place_board
-    from .step import attached_probes
-    return replace(opts, **flash_fields(place_board(opts.place, opts.coordinator), opts.simulated, attached_probes))
-
-
-def resolved_session(opts: "SessionOptions") -> "SessionOptions":
-    """SessionOptions `opts` of a labgrid place's board, at run time: its port and simulated board."""
-    if not opts.place:
-        return opts
-    from .lab import place_board
-    unit = place_board(opts.place, opts.coordinator)
-    return replace(opts, port=unit.port, state=unit.sim_board)
+    board = place_board(flash.place)
+    fields = flash_fields(board, flash.simulated, attached_probes)
+    exporter = board.exporter
+    if exporter:
+        fields.update(backend="stm32cubeprogrammer", cli=exporter.programmer, simulated=False,
+                      remote_host=exporter.host, found_by=f"labgrid place {exporter.place}, on {exporter.host}")
+    if isinstance(opts, FlashOptions):
+        return replace(opts, **fields)
+    return replace(opts, flash=replace(flash, **fields),
+                   session=replace(opts.session, port=board.port, state=board.sim_board, exporter=exporter))
 
 
 def make_simulated_board(folder: str, serial: str) -> None:

@@ -11,21 +11,22 @@ here) is flashed on the exporter's host (n6.flash.remote): `n6-probe` names its 
 `n6-programmer` STM32_Programmer_CLI's path there. labgrid is imported only when a build names
 places."""
 import atexit
+import contextlib
 import os
-import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import N6Error
-from .boards import Attached
+from .boards import Attached, ExporterProbe, LabPlace
 
 if TYPE_CHECKING:                 # labgrid is imported when a build names places
     from labgrid.remote.client import ClientSession
     from labgrid.remote.common import Place, ResourceEntry
 
 PROBE_TAG, SIM_BOARD_TAG, PROGRAMMER_TAG = "n6-probe", "n6-sim-board", "n6-programmer"
+GDBSERVER_TAG = "n6-gdbserver"     # ST-LINK_gdbserver on the exporter's host: starts a real board's firmware
 PROBE_RESOURCE = "NetworkUSBDebugger"     # an ST-LINK on the exporter's host: labgrid's USBDebugger, exported
 FIX = "see docs/lab.md: the place must exist on LAB_COORDINATOR's coordinator, be free and match its board's resources"
 
@@ -44,9 +45,10 @@ def declare(places: Iterable[str], coordinator: str, simulated: bool) -> None:
     _DECLARED[coordinator] = (known + tuple(p for p in places if p not in known), simulated)
 
 
-def place_board(place: str, coordinator: str) -> Attached:
+def place_board(place: LabPlace) -> Attached:
     """The board of `place`, at run time: the first call acquires every place the build declared
-    on `coordinator` (one held elsewhere stops the build before anything is flashed)."""
+    on its coordinator (one held elsewhere stops the build before anything is flashed)."""
+    coordinator = place.coordinator
     with _LOCK:
         if coordinator not in _ACQUIRED:
             places, simulated = _DECLARED[coordinator]
@@ -57,7 +59,7 @@ def place_board(place: str, coordinator: str) -> Attached:
         acquired = _ACQUIRED[coordinator]
         if isinstance(acquired, N6Error):
             raise acquired
-        return acquired[place]
+        return acquired[place.name]
 
 
 def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[Attached, ...]:
@@ -65,18 +67,12 @@ def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[
     are released at exit (one that failed to be acquired, and those after it, were not taken)."""
     acquired: list[str] = []
     atexit.register(release, coordinator, acquired)
-    for place in places:
-        _client(coordinator, place, "acquire")
-        acquired.append(place)
-    from labgrid.remote.client import start_session
-    try:
-        session = start_session(coordinator)
-    except Exception as e:     # labgrid raises what gRPC gives: one line, not its traceback
-        raise N6Error(None, f"LAB_COORDINATOR={coordinator}: {e}", FIX) from None
-    try:
+    with _session(coordinator) as session:
+        for place in places:
+            _ask(session, "AcquirePlace", place)
+            acquired.append(place)
+        session.loop.run_until_complete(session.sync_with_coordinator())
         return tuple(_board(session, place, simulated) for place in places)
-    finally:
-        session.loop.run_until_complete(session.stop())
 
 
 def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:
@@ -103,7 +99,8 @@ def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:
 
 def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"], port: str) -> Attached:
     """The board of a place whose ST-LINK is exported (a NetworkUSBDebugger): flashed by the
-    programmer on the exporter's host (n6.flash.remote), the probe's serial from the tag n6-probe."""
+    programmer on the exporter's host (n6.flash.remote), its firmware started by ST-LINK_gdbserver
+    there (n6-gdbserver, when the board runs ST's), the probe's serial from the tag n6-probe."""
     if len(probes) != 1:
         raise N6Error(None, f"labgrid place {name} has {len(probes)} {PROBE_RESOURCE} resources, not one", FIX)
     for tag, what in ((PROBE_TAG, "the serial number of its ST-LINK"),
@@ -117,22 +114,49 @@ def _exported_probe(name: str, place: "Place", probes: Sequence["ResourceEntry"]
                       "loaders are beside it)")
     extra = probes[0].extra or {}
     host = extra["proxy"] if extra.get("proxy_required") else probes[0].args["host"]
-    return Attached(place.tags[PROBE_TAG], port, "", place.tags[PROGRAMMER_TAG], host, name)
+    return Attached(place.tags[PROBE_TAG], port, "", exporter=ExporterProbe(name, host, place.tags[PROGRAMMER_TAG],
+                                                                            place.tags.get(GDBSERVER_TAG, "")))
 
 
 def release(coordinator: str, places: list[str]) -> None:
     """Release the places this build acquired (at exit)."""
-    for place in places:
-        try:
-            _client(coordinator, place, "release")
-        except N6Error as e:
-            print(f"  WARNING  {e}", file=sys.stderr)
+    if not places:
+        return
+    try:
+        with _session(coordinator) as session:
+            for place in places:
+                try:
+                    _ask(session, "ReleasePlace", place)
+                except N6Error as e:
+                    print(f"  WARNING  {e}", file=sys.stderr)
+    except N6Error as e:
+        print(f"  WARNING  {e}", file=sys.stderr)
 
 
-def _client(coordinator: str, place: str, command: str) -> None:
-    """`labgrid-client -x coordinator -p place command`, one line on failure."""
-    proc = subprocess.run([sys.executable, "-m", "labgrid.remote.client", "-x", coordinator, "-p", place, command],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode:
-        last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["no output"])[-1]
-        raise N6Error(None, f"labgrid place {place}: {command} failed: {last}", FIX)
+@contextlib.contextmanager
+def _session(coordinator: str) -> "Iterator[ClientSession]":
+    """A labgrid client session with `coordinator`, for the whole acquisition (or release): one
+    connection, where a labgrid-client call per place would start a process each."""
+    from labgrid.remote.client import start_session
+    try:
+        session = start_session(coordinator)
+    except Exception as e:     # labgrid raises what gRPC gives: one line, not its traceback
+        raise N6Error(None, f"LAB_COORDINATOR={coordinator}: {e}", FIX) from None
+    try:
+        yield session
+    finally:
+        session.loop.run_until_complete(session.stop())
+        session.loop.run_until_complete(session.close())
+
+
+def _ask(session: "ClientSession", request: str, place: str) -> None:
+    """The coordinator's `request` (AcquirePlace, ReleasePlace) for `place`, as labgrid-client's
+    acquire and release send it; its refusal (a place held by someone else, or missing) is one line."""
+    import grpc  # type: ignore[import-untyped]  # labgrid's gRPC (no stubs installed here)
+    from labgrid.remote.generated import labgrid_coordinator_pb2
+    message = getattr(labgrid_coordinator_pb2, f"{request}Request")(placename=place)
+    try:
+        session.loop.run_until_complete(getattr(session.stub, request)(message))
+    except grpc.aio.AioRpcError as e:
+        verb = request.removesuffix("Place").lower()
+        raise N6Error(None, f"labgrid place {place}: {verb} failed: {e.details()}", FIX) from None

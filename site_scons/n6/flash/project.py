@@ -22,7 +22,7 @@ class Deployment:
     plans: dict = field(default_factory=dict)     # model set → (FlashOptions, what its steps sign)
     steps: dict = field(default_factory=dict)     # model set → its flash step's targets
     flashed: dict = field(default_factory=dict)   # board → the set this run flashed there (a board holds one)
-    boards: tuple = ()                            # the boards (n6.flash.boards.Attached), in order
+    boards: tuple = ()                            # the boards (n6.flash.boards.Attached or LabPlace), in order
     board_of: dict = field(default_factory=dict)  # model set → the index of its board in `boards`
     known: dict = field(default_factory=dict)     # the probes attached: looked up once
     template: object = None                       # the run's FlashOptions before a set and a board are given

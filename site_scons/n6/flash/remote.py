@@ -3,12 +3,14 @@ the way labgrid's own drivers run a tool for a remote USB resource: the argv beh
 resource's SSH command prefix (labgrid's sshmanager, one control connection per host), each file
 the programmer reads put there with labgrid's ManagedFile (copied under
 /var/cache/labgrid/<user>/, or used in place when that host sees the same file, over NFS), and
-each read-back file it writes fetched back once it has run. As for labgrid: key-based SSH to the
-host, and rsync on both ends when the files are copied."""
+each read-back file it writes fetched back once it has run; ST-LINK_gdbserver started there, gdb
+reaching it through a forwarded port. As for labgrid: key-based SSH to the host, and rsync on both
+ends when the files are copied."""
+import contextlib
 import os
 import shlex
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import N6Error
@@ -89,15 +91,32 @@ class RemoteRunner:
                 conn.run(f"rm -rf {shlex.quote(folder)}")
 
     def _ssh(self, call: Callable[..., T], *args: object) -> T:
-        """`call(*args)`; labgrid's SSH failures as one line."""
-        from labgrid.driver.exception import ExecutionError
-        from labgrid.util.managedfile import ManagedFileError
-        try:
-            return call(*args)
-        except (ExecutionError, ManagedFileError, subprocess.CalledProcessError, OSError) as e:
-            problem = " ".join(str(getattr(e, "msg", None) or e).split())
-            raise N6Error(None, f"the programmer's host {self.host}: {problem}", SSH_FIX.format(host=self.host)) \
-                from None
+        return over_ssh(self.host, call, *args)
+
+
+@contextlib.contextmanager
+def on_exporter(host: str, argv: Sequence[str], port: int) -> Iterator[tuple[list[str], int]]:
+    """(`argv` behind labgrid's SSH prefix for `host`, a port here forwarded over that connection
+    to `port` there): a server started on the exporter's host, as labgrid's drivers start their
+    tools, and reached from here (ST-LINK_gdbserver there, gdb here)."""
+    from labgrid.resource.common import NetworkResource
+    conn = over_ssh(host, _connection, host)
+    local = over_ssh(host, conn.add_port_forward, "localhost", port)
+    try:
+        yield NetworkResource(target=None, name=None, host=host).wrap_command(list(argv)), local
+    finally:
+        conn.remove_port_forward("localhost", port)
+
+
+def over_ssh(host: str, call: Callable[..., T], *args: object) -> T:
+    """`call(*args)`, which reaches `host` over labgrid's SSH; its failures as one line."""
+    from labgrid.driver.exception import ExecutionError
+    from labgrid.util.managedfile import ManagedFileError
+    try:
+        return call(*args)
+    except (ExecutionError, ManagedFileError, subprocess.CalledProcessError, OSError) as e:
+        problem = " ".join(str(getattr(e, "msg", None) or e).split())
+        raise N6Error(None, f"the programmer's host {host}: {problem}", SSH_FIX.format(host=host)) from None
 
 
 def _connection(host: str) -> "SSHConnection":

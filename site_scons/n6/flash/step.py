@@ -28,6 +28,7 @@ if TYPE_CHECKING:                 # the programmers and firmwares are imported w
     from ..reloc.firmware import Firmware
     from ..reloc.image import Image
     from .backend import Backend
+    from .boards import LabPlace
     from .cubeprogrammer import CliInstall
     from .deploy import FlashResult
 
@@ -57,8 +58,7 @@ class FlashOptions:
     install_root: str
     remote_host: str = ""     # the host the probe is plugged into, when not this one (a labgrid exporter's)
     sim_probe: str = ""       # a simulated board of several: the probe serial its folder is made with
-    place: str = ""           # a labgrid place not resolved yet (n6.flash.boards.resolved)
-    coordinator: str = ""     # its coordinator
+    place: LabPlace | None = None    # the labgrid place of the board (n6.flash.boards.on_place_board)
 
     @property
     def models(self) -> list[str]:

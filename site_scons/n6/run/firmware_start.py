@@ -12,12 +12,15 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import Any
+from contextlib import AbstractContextManager, ExitStack
+from typing import TYPE_CHECKING, Any
 
 from ..errors import N6Error
 from ..tool_runner import ToolRunner
 from ..host_layout import HOST, Host, ide_tool, on_path
+
+if TYPE_CHECKING:                 # labgrid's exporters: n6.flash.boards
+    from ..flash.boards import ExporterProbe
 
 GDB_PORT = 36789
 LISTENING = "Waiting for debugger connection"   # ST-LINK_gdbserver, once the probe and the core answer
@@ -124,12 +127,25 @@ class _Output:
 def start(elf: str, cube_bin_dir: str, frequency: int = 2000, access_port: int = 1, serial: str | None = None,
           environ: Mapping[str, str] = os.environ, log_path: str | None = None,
           popen: Callable[..., subprocess.Popen[bytes]] = subprocess.Popen, runner: ToolRunner | None = None,
-          timeout: float = SERVER_TIMEOUT) -> None:
+          timeout: float = SERVER_TIMEOUT, exporter: "ExporterProbe | None" = None) -> None:
     """gdbserver in the background until it listens, gdb loads the firmware and starts it,
-    gdbserver stops. Both tools' output goes to `log_path`; a failure is one N6Error naming it."""
-    runner = runner or ToolRunner(log_path, timeout=120)
-    argv = gdbserver_argv(find_tool("ST-LINK_gdbserver", environ), cube_bin_dir, frequency, access_port, serial)
-    gdb = gdb_argv(find_tool("arm-none-eabi-gdb", environ), elf)
+    gdbserver stops. Both tools' output goes to `log_path`; a failure is one N6Error naming it.
+    `exporter`: the probe is on a labgrid exporter's host, where gdbserver runs (its path there,
+    `cube_bin_dir` the programmer's there), gdb here through a forwarded port."""
+    with ExitStack() as stack:
+        argv = gdbserver_argv(exporter.gdbserver if exporter else find_tool("ST-LINK_gdbserver", environ),
+                              cube_bin_dir, frequency, access_port, serial)
+        port = GDB_PORT
+        if exporter:
+            from ..flash.remote import on_exporter
+            argv, port = stack.enter_context(on_exporter(exporter.host, argv, GDB_PORT))
+        _start(argv, gdb_argv(find_tool("arm-none-eabi-gdb", environ), elf, port), log_path, popen,
+               runner or ToolRunner(log_path, timeout=120), timeout)
+    time.sleep(1)
+
+
+def _start(argv: list[str], gdb: list[str], log_path: str | None, popen: Callable[..., subprocess.Popen[bytes]],
+           runner: ToolRunner, timeout: float) -> None:
     runner.log("$ " + " ".join(shlex.quote(str(a)) for a in argv) + "\n")
     server = popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     output = _Output(server, runner.log, LISTENING)
@@ -145,7 +161,6 @@ def start(elf: str, cube_bin_dir: str, frequency: int = 2000, access_port: int =
         server.terminate()
         server.wait()
         output.join()
-    time.sleep(1)
 
 
 PYOCD_MISSING = N6Error(None, "starting the validation firmware with pyOCD: the pyocd package is not installed",

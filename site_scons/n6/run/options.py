@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:                 # the flash step imports far more than a variable's declaration needs
+    from ..flash.boards import ExporterProbe
     from ..flash.step import FlashOptions
 
 PER_LAYER_MODES = ("no", "yes", "data")   # RUN_PER_LAYER=: none, the epochs' counters, and their tensors
@@ -24,8 +25,7 @@ class SessionOptions:
     copy_mode: bool          # RELOC_COPY_MODE: which firmware variant loads the image
     backend: str             # the flash step's programmer backend (starts a real board's firmware)
     sim_firmware: str = ""   # SIM_FIRMWARE=: "" the simulated board's own firmware, else ST's on the DK twin
-    place: str = ""          # a labgrid place whose port and state the step resolves (n6.flash.boards)
-    coordinator: str = ""    # its coordinator
+    exporter: ExporterProbe | None = None   # the probe is on a labgrid exporter's host (at run time)
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,7 @@ def board_session(opts: SessionOptions, on_board_path: str,
     `on_board.json`): PORT= or the board file's port (a real board: ST's validation firmware is
     started first), else the simulated board booting from the simulated flash."""
     from ..board import load_board
-    from ..flash.boards import resolved_session
     from ..jsonfile import read_json
-    opts = resolved_session(opts)
     on_board = read_json(on_board_path, "deploy stamp")
     board = load_board(opts.board_file)
     port = opts.port or board.validation.port
@@ -215,5 +213,12 @@ def start_validation_firmware(opts: SessionOptions, on_board: JsonObject, board:
     else:
         if log_path and os.path.exists(log_path):
             os.unlink(log_path)
-        firmware_start.start(elf, find_cli().bin_dir, board.programmer.frequency, board.programmer.access_port,
-                             on_board.get("probe"), log_path=log_path)
+        exporter = opts.exporter
+        if exporter and not exporter.gdbserver:
+            from ..flash.lab import GDBSERVER_TAG
+            raise N6Error(None, f"labgrid place {exporter.place} exports its probe but has no tag {GDBSERVER_TAG} "
+                          "(ST-LINK_gdbserver's path on the exporter's host), which starts ST's validation firmware",
+                          f"labgrid-client -p {exporter.place} set-tags {GDBSERVER_TAG}=...")
+        firmware_start.start(elf, os.path.dirname(exporter.programmer) if exporter else find_cli().bin_dir,
+                             board.programmer.frequency, board.programmer.access_port, on_board.get("probe"),
+                             log_path=log_path, exporter=exporter)
