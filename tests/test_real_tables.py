@@ -138,16 +138,6 @@ def test_scons_run_of_a_real_sample_runs_every_epoch_to_its_end(repo, sample):  
         assert "board_log" not in json.load(f)       # nothing the NPU model left not computed
 
 
-@pytest.mark.parametrize("sample", sorted(SAMPLES))
-def test_a_real_image_has_no_simulated_blob(sample):
-    """ST's images, blobs or not (facereco has epoch-controller blobs), are never taken for the
-    simulated tool's."""
-    from n6.stedgeai_install import has_simulated_ec_blobs
-    build, _ = st_flow(sample, "secure")
-    with open(os.path.join(build, "network_rel.bin"), "rb") as f:
-        assert not has_simulated_ec_blobs(f.read())
-
-
 def _drawn_digits():
     """A 1 (a vertical bar) and a 0 (a ring), white on black in 28 x 28, values 0..1."""
     import numpy as np

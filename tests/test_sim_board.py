@@ -267,22 +267,6 @@ def test_legacy_one_byte_header_board(built, tmp_path):
                 c.connect()
 
 
-def test_no_simulated_blob_reaches_a_real_npu(built):
-    """A real board is refused, before anything starts, an image whose epoch-controller blobs come
-    from the simulated tool (cifar_cnn, mobilenet_v2, tiny_yolo); one without blobs passes."""
-    from n6.errors import N6Error
-    from n6.run.session import refuse_simulated_blobs
-
-    def on_board(model):
-        return {"images": [{"path": os.path.join(built, "build", model, "network_rel.bin"), "role": "network"}]}
-    for model in ("cifar_cnn", "mobilenet_v2", "tiny_yolo"):
-        with pytest.raises(N6Error, match="epoch-controller blobs come from the simulated ST Edge AI Core.*fix: "
-                                          "build the model without --enable-epoch-controller"):
-            refuse_simulated_blobs(on_board(model))
-    for model in ("kws_mlp", "big_mlp", "fusion_mlp", "tiny_prebuilt"):
-        refuse_simulated_blobs(on_board(model))
-
-
 def _vector_code(tmp_path, body):
     """A Cpu holding `f: <body>; bx lr` assembled for the Cortex-M55 with Helium."""
     (tmp_path / "v.s").write_text(f".syntax unified\n.thumb\n.global f\nf:\n{body}\n    bx lr\n")

@@ -14,21 +14,6 @@ def by_simulated_tool(c_text: str) -> bool:
     """Whether a generated C file's text was written by the simulated tool (its header's author)."""
     return SIMULATED_AUTHOR in c_text[:4096]
 
-# Word 0 of the operator list an epoch-controller epoch of the simulated tool runs in software, by
-# its start function ("ECB1", then the operator count): a format of its own. The blob it hands the
-# epoch controller is in ST's format and holds the epoch's label and end interrupt only.
-SIMULATED_EC_MAGIC = 0x31424345
-
-
-def has_simulated_ec_blobs(data: bytes) -> bool:
-    """Whether an image (or its params) holds the epoch-controller epochs of the simulated tool
-    (their operator lists)."""
-    magic, at = SIMULATED_EC_MAGIC.to_bytes(4, "little"), data.find(SIMULATED_EC_MAGIC.to_bytes(4, "little"))
-    while at >= 0:
-        if at % 8 == 0:
-            return True
-        at = data.find(magic, at + 1)
-    return False
 # Every path the build reads from an install (real or simulated: both have this layout). The CLI
 # is the host's: Utilities/<windows|linux|mac|macarm>/stedgeai[.exe], as ST's scripts find it.
 CLI = stedgeai_cli(HOST)

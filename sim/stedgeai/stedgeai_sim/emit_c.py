@@ -5,10 +5,13 @@ import numpy as np
 
 from n6.nn_interface import ChPos
 from n6.simulators import load
-from n6.stedgeai_install import SIMULATED_AUTHOR, SIMULATED_EC_MAGIC
+from n6.stedgeai_install import SIMULATED_AUTHOR
 
 ecblob = load("npu_model.ecblob")          # the blob format, where the NPU model reads it
 
+# Word 0 of an epoch's operator list, run in software by its start function: "ECB1" (the
+# runtime's ecloader.h), then the operator count.
+EC_OPS_MAGIC = 0x31424345
 EC_OPS = {"conv2d": 1, "dense": 2, "maxpool": 3, "avgpool": 3}
 CTYPE = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "float32": "float"}
 DTYPE = {"int8": "DataType_INT8", "uint8": "DataType_UINT8", "int32": "DataType_INT32", "float32": "DataType_FLOAT"}
@@ -431,7 +434,7 @@ class CWriter:
                 args = [ref(x), ref(y), fl(a["multiplier"]), ih, iw, c, oh, ow, *a["kernel"], *a["strides"],
                         a["pads"][0], a["pads"][1], i(x.zero_point), i(y.zero_point), a["mode"]]
             words += [EC_OPS[layer.kind] | len(args) << 8] + args
-        words[0] = SIMULATED_EC_MAGIC | len(layers) << 32
+        words[0] = EC_OPS_MAGIC | len(layers) << 32
         return words
 
     @staticmethod

@@ -132,7 +132,6 @@ def board_session(opts: SessionOptions, on_board_path: str,
     else:
         reset = functools.partial(start_validation_firmware, opts, on_board, board, say, log_path)
         if port:
-            refuse_simulated_blobs(on_board)
             reset()
     if port:
         timeouts = SIMULATED_TIMEOUTS if on_board.get("simulated") else None
@@ -179,18 +178,6 @@ def reset_simulated_board(state: str, board: Board, log_path: str) -> None:
         lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("Error")]
         raise N6Error(state, f"the simulated programmer's reset failed: {(lines or ['no output'])[-1]}",
                       "see " + log_path)
-
-
-def refuse_simulated_blobs(on_board: JsonObject) -> None:
-    """Epoch-controller blobs of the simulated tool are a format of its own: on a real board the
-    runtime would hand them to the NPU's epoch controller. Refused before anything starts."""
-    from ..stedgeai_install import has_simulated_ec_blobs
-    for image in on_board["images"]:
-        with open(image["path"], "rb") as f:
-            if has_simulated_ec_blobs(f.read()):
-                raise N6Error(image["path"], "its epoch-controller blobs come from the simulated ST Edge AI Core: "
-                              "a real board's NPU cannot run them",
-                              "build the model without --enable-epoch-controller, or run it on the simulated board")
 
 
 def start_validation_firmware(opts: SessionOptions, on_board: JsonObject, board: Board,
