@@ -234,6 +234,7 @@ def _unusable_board_lock(repo):
     os.makedirs(os.path.join(repo, BOARD_LOCK))
     return ["flash-tiny_prebuilt"]
 FAKE_TOOL = "fake-stedgeai"
+FULL_DISK = os.path.join(ROOT, "tests", "fixtures", "disk_full_write")    # with N6_FULL_SUFFIX: those files
 
 
 def _stedgeai(script, *args):
@@ -407,6 +408,15 @@ CASES = [
      ["fake-build/kws_mlp/st_ai_output/network_c_info.json: stedgeai generate wrote a damaged file: malformed"]),
     ("stedgeai-writes-short-raw", _damaging_stedgeai('truncate -s 100 "$out"/*.raw'),
      ["fake-build/kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw: stedgeai generate wrote a damaged file"]),
+    # what stedgeai writes: names the file system takes, inside its output folder; a full disk
+    ("stedgeai-name-too-long", _write(os.path.join(KWS, "model.json"), json.dumps({"name": "n" * 250})),
+     ["failed (exit 2): --name: the file name 'nnn", "' is 252 bytes long, more than", "give a shorter --name"]),
+    ("mpool-fname-escapes", _pool(0, fname="../../evil"),
+     ["failed (exit 2): models/kws_mlp/kws_mlp.mpool: the file name 'network_atonbuf.../../evil.raw' is not one of "
+      "the output folder", "a short fname"]),
+    ("stedgeai-disk-full", _stedgeai(f'PYTHONPATH={FULL_DISK} N6_FULL_SUFFIX=.raw exec "$0.orig" "$@"\n'),
+     ["failed (exit 2): fake-build/kws_mlp/st_ai_output: cannot write: No space left on device",
+      "(fix: free space on its disk, then build again)"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -506,7 +516,8 @@ def test_the_table_covers_every_boundary():
                    "board-image-outside-flash", "board-lock-unusable", "weight-scale-nan", "tflite-weight-scale-nan",
                    "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
                    "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
-                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load"):
+                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load",
+                   "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full"):
         assert needed in ids
 
 
@@ -611,7 +622,7 @@ def test_disk_full_while_packing_is_one_line_and_leaves_no_image(repo):
     """The disk fills up while the pack step writes network_rel.bin: one line naming the image and
     the fix, no image (nor a temporary) left, and the next build packs again."""
     args = ("BUILD_DIR=full-build", "tiny_prebuilt")
-    full = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full_pack")}
+    full = {"PYTHONPATH": FULL_DISK}
     proc = scons(repo, *args, check=False, env=full)
     assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert _errors(proc)[0].endswith("full-build/tiny_prebuilt/network_rel.bin: cannot write: No space left on device "
