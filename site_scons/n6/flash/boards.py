@@ -133,9 +133,7 @@ def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
         return [(sim_dir, "")]
     from ..simulators import load
     board_state = load("programmer_sim.board_state")
-    return [(folder, board_state.BoardState(folder).probe()["serial"]
-             if os.path.exists(os.path.join(folder, "probe.json")) else
-             board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}") for k, folder in enumerate(folders, start=1)]
+    return [(folder, board_state.BoardState(folder).probe(k)["serial"]) for k, folder in enumerate(folders, start=1)]
 
 
 def flash_fields(unit: Attached, simulated: bool, attached_probes: Callable[[bool, str], Sequence[str]]) -> dict:
