@@ -132,13 +132,15 @@ def _tflite_weight_scale_nan(repo):
     return ["ds_cnn"]
 
 
-def _onnx_opset(version, *args):
-    """models/kws_mlp/model.onnx stamped with ONNX opset `version`; scons is given `args`."""
+def _onnx_stamped(opset, ir, *args):
+    """models/kws_mlp/model.onnx stamped with ONNX opset `opset` and IR version `ir` (None: as
+    they are); scons is given `args`."""
     def mutate(repo):
         import onnx
         path = os.path.join(repo, KWS, "model.onnx")
         model = onnx.load(path)
-        model.opset_import[0].version = version
+        model.opset_import[0].version = opset or model.opset_import[0].version
+        model.ir_version = ir or model.ir_version
         onnx.save(model, path)
         return list(args)
     return mutate
@@ -297,9 +299,11 @@ CASES = [
      ["models/kws_mlp/model.onnx: the model file is empty"]),
     ("onnx-external-data-missing", lambda repo: _external_data(repo, keep=False),
      ["models/kws_mlp/weights.bin: missing: the external data of initializer", "copy the data file next to the model"]),
-    ("onnx-opset-99", _onnx_opset(99), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any ONNX "
-                                        "release this tool reads", "export the model with an older opset"]),
-    ("onnx-opset-onnxruntime-cannot-load", _onnx_opset(28, "validate-kws_mlp"),     # the tool reads it, ORT not
+    ("onnx-opset-99", _onnx_stamped(99, None), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any "
+                                                "ONNX release this tool reads", "export the model with an older ONNX"]),
+    ("onnx-ir-99", _onnx_stamped(None, 99), ["models/kws_mlp/model.onnx: IR version 99, opset 19: newer than any ONNX "
+                                             "release this tool reads", "(IR version and opset)"]),
+    ("onnx-opset-onnxruntime-cannot-load", _onnx_stamped(28, None, "validate-kws_mlp"),   # the tool reads it, ORT not
      ["models/kws_mlp/model.onnx: onnxruntime ", " cannot load the model: ONNX Runtime only *guarantees* support",
       "export the model with an opset and IR version onnxruntime supports"]),
     ("model-file-dangling-link", _link(os.path.join(KWS, "model.onnx"), "gone.onnx"),
@@ -516,7 +520,7 @@ def test_the_table_covers_every_boundary():
                    "board-image-outside-flash", "board-lock-unusable", "weight-scale-nan", "tflite-weight-scale-nan",
                    "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
                    "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
-                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load",
+                   "onnx-external-data-missing", "onnx-opset-99", "onnx-ir-99", "onnx-opset-onnxruntime-cannot-load",
                    "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full"):
         assert needed in ids
 
