@@ -186,10 +186,17 @@ def _utf16(rel):
     return mutate
 
 
+def _io_field(field, value):
+    """The prebuilt model's c_info.json with the input buffer's `field` set to `value`: mutate(repo[, model])."""
+    def mutate(repo, model="tiny_prebuilt"):
+        def fn(data):
+            next(b for b in data["buffers"] if b["name"] == "input")[field] = value
+        return _edit_json(os.path.join("models", model, "network_c_info.json"), fn)(repo)
+    return mutate
+
+
 def _io_format(value):
-    def fn(data):
-        next(b for b in data["buffers"] if b["name"] == "input")["format"] = value
-    return _edit_json(os.path.join(TINY, "network_c_info.json"), fn)
+    return _io_field("format", value)
 
 
 def _npy(array):
@@ -282,6 +289,10 @@ CASES = [
      ["models/kws_mlp/kws_mlp.mpool: pool '", "'constants_preferred' is 'yes'", '"true" or "false"']),
     ("mpool-number-type", _prop(0, "byteWidth", "wide"),
      ["models/kws_mlp/kws_mlp.mpool: pool '", "'byteWidth' is 'wide', not a number"]),
+    ("mpool-magnitude-type", _pool(0, size={"value": "1", "magnitude": ["MBYTES"]}),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "unknown magnitude ['MBYTES'] in 'size'", "BYTES, KBYTES or MBYTES"]),
+    ("mpool-flag-type", _prop(0, "constants_preferred", {"on": True}),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "'constants_preferred' is {'on': True}", '"true" or "false"']),
     # profile options
     ("not-an-option", _options("--Os enable-epoch-controller"),
      ["models/kws_mlp/neural_art.json: profile 'default': 'enable-epoch-controller' follows --Os, which takes no "
@@ -521,8 +532,28 @@ def test_the_table_covers_every_boundary():
                    "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
                    "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
                    "onnx-external-data-missing", "onnx-opset-99", "onnx-ir-99", "onnx-opset-onnxruntime-cannot-load",
-                   "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full"):
+                   "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full",
+                   "mpool-magnitude-type", "mpool-flag-type"):
         assert needed in ids
+
+
+@pytest.mark.parametrize("field, value, refusal", [
+    ("name", ["input"], None),                   # no buffer of network.c: not compared, as any other name
+    ("format", ["STAI_FORMAT_S8"], "buffer 'input': format ['STAI_FORMAT_S8'] is not an STAI_FORMAT_ name"),
+    ("format", {"S8": 1}, "buffer 'input': format {'S8': 1} is not an STAI_FORMAT_ name"),
+])
+def test_c_info_buffer_fields_of_another_json_type(tmp_path, field, value, refusal):
+    """A c_info.json buffer's name or format given as a list or object: read as any other value
+    that is not a buffer of network.c or a format name, never a TypeError."""
+    from n6.errors import N6Error
+    from n6.reloc.prepare import analyse
+    folder = shutil.copytree(os.path.join(ROOT, TINY), tmp_path / "models" / "m")
+    _io_field(field, value)(str(tmp_path), "m")
+    if refusal is None:
+        analyse(str(folder / "network.c"))
+    else:
+        with pytest.raises(N6Error, match=re.escape(refusal)):
+            analyse(str(folder / "network.c"))
 
 
 @pytest.mark.parametrize("value", ["none", "0x800000", "8M", "8388608"])
