@@ -236,6 +236,7 @@ def _board(old, new):
 
 BAD_BOARD = "board.toml"
 BOARD_LOCK = os.path.join("build", "sim-board", ".n6-board.lock")
+BOARD_PROBE = os.path.join("build", "sim-board", "probe.json")
 
 
 def _unusable_board_lock(repo):
@@ -367,6 +368,8 @@ CASES = [
       "an address inside [flash]"]),
     ("board-lock-unusable", _unusable_board_lock,
      ["build/sim-board: cannot write the board's lock there: Is a directory", "make that folder writable"]),
+    ("sim-board-probe-damaged", lambda repo: _write(BOARD_PROBE, '{"serial": ')(repo) or ["flash-tiny_prebuilt"],
+     ["build/sim-board/probe.json: the simulated board's probe file is damaged: Expecting value", "remove it"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -455,7 +458,8 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
+    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK,
+                  BOARD_PROBE):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -533,7 +537,7 @@ def test_the_table_covers_every_boundary():
                    "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
                    "onnx-external-data-missing", "onnx-opset-99", "onnx-ir-99", "onnx-opset-onnxruntime-cannot-load",
                    "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full",
-                   "mpool-magnitude-type", "mpool-flag-type"):
+                   "mpool-magnitude-type", "mpool-flag-type", "sim-board-probe-damaged"):
         assert needed in ids
 
 

@@ -70,12 +70,14 @@ class BoardState:
     # -- probe -----------------------------------------------------------------------------------
     def probe(self, k=1):
         """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with the
-        serial of a bench's board `k`."""
+        serial of a bench's board `k`. ValueError: a probe file that is not a JSON object."""
         try:
             with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
                 data = json.load(f)
         except (FileNotFoundError, NotADirectoryError):     # no board there (yet)
             data = {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{type(data).__name__}, not an object")
         return {"serial": data.get("serial", probe_serial(k)), "boot": data.get("boot", "development")}
 
     def set_probe(self, serial=None, boot=None):
