@@ -384,15 +384,15 @@ CASES = [
     ("inputs-cut-short", _inputs(_npy(np.zeros((4, 64), np.int8))[:-10]), ["inputs.npy: not a numpy inputs file"]),
     ("inputs-text", _inputs(b"1 2 3\n"), ["inputs.npy: not a numpy inputs file"]),
     ("inputs-no-sample", _inputs(_npy(np.zeros((0, 64), np.int8))),
-     ["inputs.npy: an input array of shape [0, 64] holds no sample"]),
+     ["inputs.npy: an array of shape [0, 64] holds no sample"]),
     ("inputs-strings", _inputs(_npy(np.array(["a", "b"]))), ["inputs.npy: the inputs file holds <U1, not numbers"]),
     ("inputs-no-array", _inputs(b"PK\x05\x06" + bytes(18), "inputs.npz"),        # an empty .npz (zip)
      ["inputs.npz: the inputs file holds no array"]),
     ("inputs-nan", _inputs(_npy(_with(np.zeros((2, 490), np.float32), (1, 7), np.nan)), "in.npy", "kws_mlp_f32"),
-     ["in.npy: input array [1, 7] is nan, not a finite number", "give finite numbers as inputs"]),
+     ["in.npy: array[1, 7] is nan, not a finite number", "give finite numbers"]),
     ("inputs-inf-in-npz", _inputs(_npz(input_float32=_with(np.zeros((1, 490), np.float32), (0, 3), -np.inf)),
                                   "inputs.npz", "kws_mlp_f32"),
-     ["inputs.npz: input array input_float32[0, 3] is -inf, not a finite number"]),
+     ["inputs.npz: array input_float32[0, 3] is -inf, not a finite number"]),
     # c_info.json: encoding, the inputs' and outputs' formats against network.c
     ("c-info-utf16", _utf16(os.path.join(TINY, "network_c_info.json")),
      ["models/tiny_prebuilt/network_c_info.json: c_info.json is UTF-16-LE text (no byte-order mark)",
@@ -558,6 +558,41 @@ def test_c_info_buffer_fields_of_another_json_type(tmp_path, field, value, refus
     else:
         with pytest.raises(N6Error, match=re.escape(refusal)):
             analyse(str(folder / "network.c"))
+
+
+def _zip_entry(data, at, value):
+    """The .npz `data` with the 2-byte field at offset `at` of its first central-directory entry
+    set to `value` (8: the flags, bit 0 encrypted; 10: the compression method)."""
+    entry = data.index(b"PK\x01\x02")
+    return data[:entry + at] + value.to_bytes(2, "little") + data[entry + at + 2:]
+
+
+_SAMPLES = _npz(x=np.zeros((2, 16), np.float32), y=np.zeros(2, np.int64), m_inputs_1=np.zeros((2, 16), np.int8))
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "the {what} file is empty"),
+    (_SAMPLES[:len(_SAMPLES) // 2], "not a numpy {what} file: File is not a zip file"),
+    (_zip_entry(_SAMPLES, 10, 99), "not a numpy {what} file: That compression method is not supported"),
+    (_zip_entry(_SAMPLES, 8, 1), "not a numpy {what} file: File 'x.npy' is encrypted"),
+    (_npz(x=np.float32(1), y=np.int64(1), m_inputs_1=np.int8(1)), "an array x of shape [] holds no sample"),
+    (_npz(x=_with(np.zeros((2, 16), np.float32), (1, 3), np.nan)), "array x[1, 3] is nan, not a finite number"),
+])
+@pytest.mark.parametrize("what", ["inputs", "reference data", "test set"])
+def test_the_numpy_files_a_user_gives_are_read_alike(tmp_path, what, content, problem):
+    """INPUTS=, model.json "reference_data" and a model's test_data.npz: a damaged, cut-short or
+    empty file, a sample that is one number, a float that is not finite: one line naming the file."""
+    from n6.aivalidation.messages import ModelInfo, TensorDesc
+    from n6.errors import N6Error
+    from n6.run import inference, reference, validate
+    model = ModelInfo("network", [TensorDesc("input", "int8", (1, 16), 0.1, 0)],
+                      [TensorDesc("out", "int8", (1, 4), 0.1, 0)])
+    read = {"inputs": inference.read_inputs, "reference data": lambda p: reference.read_data(p, model),
+            "test set": lambda p: validate.test_set(p, model)}[what]
+    path = tmp_path / "data.npz"
+    path.write_bytes(content)
+    with pytest.raises(N6Error, match="^" + re.escape(f"{path}: {problem.format(what=what)}")):
+        read(str(path))
 
 
 @pytest.mark.parametrize("value", ["none", "0x800000", "8M", "8388608"])
