@@ -132,13 +132,15 @@ def _tflite_weight_scale_nan(repo):
     return ["ds_cnn"]
 
 
-def _onnx_opset(version, *args):
-    """models/kws_mlp/model.onnx stamped with ONNX opset `version`; scons is given `args`."""
+def _onnx_stamped(opset, ir, *args):
+    """models/kws_mlp/model.onnx stamped with ONNX opset `opset` and IR version `ir` (None: as
+    they are); scons is given `args`."""
     def mutate(repo):
         import onnx
         path = os.path.join(repo, KWS, "model.onnx")
         model = onnx.load(path)
-        model.opset_import[0].version = version
+        model.opset_import[0].version = opset or model.opset_import[0].version
+        model.ir_version = ir or model.ir_version
         onnx.save(model, path)
         return list(args)
     return mutate
@@ -184,10 +186,17 @@ def _utf16(rel):
     return mutate
 
 
+def _io_field(field, value):
+    """The prebuilt model's c_info.json with the input buffer's `field` set to `value`: mutate(repo[, model])."""
+    def mutate(repo, model="tiny_prebuilt"):
+        def fn(data):
+            next(b for b in data["buffers"] if b["name"] == "input")[field] = value
+        return _edit_json(os.path.join("models", model, "network_c_info.json"), fn)(repo)
+    return mutate
+
+
 def _io_format(value):
-    def fn(data):
-        next(b for b in data["buffers"] if b["name"] == "input")["format"] = value
-    return _edit_json(os.path.join(TINY, "network_c_info.json"), fn)
+    return _io_field("format", value)
 
 
 def _npy(array):
@@ -227,6 +236,7 @@ def _board(old, new):
 
 BAD_BOARD = "board.toml"
 BOARD_LOCK = os.path.join("build", "sim-board", ".n6-board.lock")
+BOARD_PROBE = os.path.join("build", "sim-board", "probe.json")
 
 
 def _unusable_board_lock(repo):
@@ -234,6 +244,7 @@ def _unusable_board_lock(repo):
     os.makedirs(os.path.join(repo, BOARD_LOCK))
     return ["flash-tiny_prebuilt"]
 FAKE_TOOL = "fake-stedgeai"
+FULL_DISK = os.path.join(ROOT, "tests", "fixtures", "disk_full_write")    # with N6_FULL_SUFFIX: those files
 
 
 def _stedgeai(script, *args):
@@ -279,6 +290,10 @@ CASES = [
      ["models/kws_mlp/kws_mlp.mpool: pool '", "'constants_preferred' is 'yes'", '"true" or "false"']),
     ("mpool-number-type", _prop(0, "byteWidth", "wide"),
      ["models/kws_mlp/kws_mlp.mpool: pool '", "'byteWidth' is 'wide', not a number"]),
+    ("mpool-magnitude-type", _pool(0, size={"value": "1", "magnitude": ["MBYTES"]}),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "unknown magnitude ['MBYTES'] in 'size'", "BYTES, KBYTES or MBYTES"]),
+    ("mpool-flag-type", _prop(0, "constants_preferred", {"on": True}),
+     ["models/kws_mlp/kws_mlp.mpool: pool '", "'constants_preferred' is {'on': True}", '"true" or "false"']),
     # profile options
     ("not-an-option", _options("--Os enable-epoch-controller"),
      ["models/kws_mlp/neural_art.json: profile 'default': 'enable-epoch-controller' follows --Os, which takes no "
@@ -296,9 +311,11 @@ CASES = [
      ["models/kws_mlp/model.onnx: the model file is empty"]),
     ("onnx-external-data-missing", lambda repo: _external_data(repo, keep=False),
      ["models/kws_mlp/weights.bin: missing: the external data of initializer", "copy the data file next to the model"]),
-    ("onnx-opset-99", _onnx_opset(99), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any ONNX "
-                                        "release this tool reads", "export the model with an older opset"]),
-    ("onnx-opset-onnxruntime-cannot-load", _onnx_opset(28, "validate-kws_mlp"),     # the tool reads it, ORT not
+    ("onnx-opset-99", _onnx_stamped(99, None), ["models/kws_mlp/model.onnx: IR version 9, opset 99: newer than any "
+                                                "ONNX release this tool reads", "export the model with an older ONNX"]),
+    ("onnx-ir-99", _onnx_stamped(None, 99), ["models/kws_mlp/model.onnx: IR version 99, opset 19: newer than any ONNX "
+                                             "release this tool reads", "(IR version and opset)"]),
+    ("onnx-opset-onnxruntime-cannot-load", _onnx_stamped(28, None, "validate-kws_mlp"),   # the tool reads it, ORT not
      ["models/kws_mlp/model.onnx: onnxruntime ", " cannot load the model: ONNX Runtime only *guarantees* support",
       "export the model with an opset and IR version onnxruntime supports"]),
     ("model-file-dangling-link", _link(os.path.join(KWS, "model.onnx"), "gone.onnx"),
@@ -351,6 +368,8 @@ CASES = [
       "an address inside [flash]"]),
     ("board-lock-unusable", _unusable_board_lock,
      ["build/sim-board: cannot write the board's lock there: Is a directory", "make that folder writable"]),
+    ("sim-board-probe-damaged", lambda repo: _write(BOARD_PROBE, '{"serial": ')(repo) or ["flash-tiny_prebuilt"],
+     ["build/sim-board/probe.json: the simulated board's probe file is damaged: Expecting value", "remove it"]),
     ("runs-zero", _args("RUNS=0", "run-tiny_prebuilt"), ["RUNS: 0 is zero", "RUNS=1 or more"]),
     ("runs-negative", _args("RUNS=-1", "run-tiny_prebuilt"), ["RUNS: -1 is negative"]),
     ("seed-negative", _args("SEED=-1", "run-tiny_prebuilt"), ["SEED: -1 is negative", "SEED=0 or more"]),
@@ -365,15 +384,15 @@ CASES = [
     ("inputs-cut-short", _inputs(_npy(np.zeros((4, 64), np.int8))[:-10]), ["inputs.npy: not a numpy inputs file"]),
     ("inputs-text", _inputs(b"1 2 3\n"), ["inputs.npy: not a numpy inputs file"]),
     ("inputs-no-sample", _inputs(_npy(np.zeros((0, 64), np.int8))),
-     ["inputs.npy: an input array of shape [0, 64] holds no sample"]),
+     ["inputs.npy: an array of shape [0, 64] holds no sample"]),
     ("inputs-strings", _inputs(_npy(np.array(["a", "b"]))), ["inputs.npy: the inputs file holds <U1, not numbers"]),
     ("inputs-no-array", _inputs(b"PK\x05\x06" + bytes(18), "inputs.npz"),        # an empty .npz (zip)
      ["inputs.npz: the inputs file holds no array"]),
     ("inputs-nan", _inputs(_npy(_with(np.zeros((2, 490), np.float32), (1, 7), np.nan)), "in.npy", "kws_mlp_f32"),
-     ["in.npy: input array [1, 7] is nan, not a finite number", "give finite numbers as inputs"]),
+     ["in.npy: array[1, 7] is nan, not a finite number", "give finite numbers"]),
     ("inputs-inf-in-npz", _inputs(_npz(input_float32=_with(np.zeros((1, 490), np.float32), (0, 3), -np.inf)),
                                   "inputs.npz", "kws_mlp_f32"),
-     ["inputs.npz: input array input_float32[0, 3] is -inf, not a finite number"]),
+     ["inputs.npz: array input_float32[0, 3] is -inf, not a finite number"]),
     # c_info.json: encoding, the inputs' and outputs' formats against network.c
     ("c-info-utf16", _utf16(os.path.join(TINY, "network_c_info.json")),
      ["models/tiny_prebuilt/network_c_info.json: c_info.json is UTF-16-LE text (no byte-order mark)",
@@ -407,6 +426,15 @@ CASES = [
      ["fake-build/kws_mlp/st_ai_output/network_c_info.json: stedgeai generate wrote a damaged file: malformed"]),
     ("stedgeai-writes-short-raw", _damaging_stedgeai('truncate -s 100 "$out"/*.raw'),
      ["fake-build/kws_mlp/st_ai_output/network_atonbuf.AXISRAM2.raw: stedgeai generate wrote a damaged file"]),
+    # what stedgeai writes: names the file system takes, inside its output folder; a full disk
+    ("stedgeai-name-too-long", _write(os.path.join(KWS, "model.json"), json.dumps({"name": "n" * 250})),
+     ["failed (exit 2): --name: the file name 'nnn", "' is 252 bytes long, more than", "give a shorter --name"]),
+    ("mpool-fname-escapes", _pool(0, fname="../../evil"),
+     ["failed (exit 2): models/kws_mlp/kws_mlp.mpool: the file name 'network_atonbuf.../../evil.raw' is not one of "
+      "the output folder", "a short fname"]),
+    ("stedgeai-disk-full", _stedgeai(f'PYTHONPATH={FULL_DISK} N6_FULL_SUFFIX=.raw exec "$0.orig" "$@"\n'),
+     ["failed (exit 2): fake-build/kws_mlp/st_ai_output: cannot write: No space left on device",
+      "(fix: free space on its disk, then build again)"]),
     # generated C
     ("truncated-network-c", _truncate(os.path.join(TINY, "network.c"), 0.6),
      ["models/tiny_prebuilt/network.c: truncated", "copy the complete file"]),
@@ -430,7 +458,8 @@ def pristine(repo, tmp_path):
     yield repo
     shutil.rmtree(os.path.join(repo, "models"))
     shutil.copytree(saved, os.path.join(repo, "models"))
-    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK):
+    for stray in ("afile", "inputs.npy", "inputs.npz", "in.npy", FAKE_TOOL, "fake-build", BAD_BOARD, BOARD_LOCK,
+                  BOARD_PROBE):
         path = os.path.join(repo, stray)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -506,8 +535,64 @@ def test_the_table_covers_every_boundary():
                    "board-image-outside-flash", "board-lock-unusable", "weight-scale-nan", "tflite-weight-scale-nan",
                    "input-scale-zero", "inputs-nan", "inputs-inf-in-npz", "model-json-duplicate-key",
                    "c-info-format-unknown", "model-file-dangling-link", "model-folder-dangling-link",
-                   "onnx-external-data-missing", "onnx-opset-99", "onnx-opset-onnxruntime-cannot-load"):
+                   "onnx-external-data-missing", "onnx-opset-99", "onnx-ir-99", "onnx-opset-onnxruntime-cannot-load",
+                   "stedgeai-name-too-long", "mpool-fname-escapes", "stedgeai-disk-full",
+                   "mpool-magnitude-type", "mpool-flag-type", "sim-board-probe-damaged"):
         assert needed in ids
+
+
+@pytest.mark.parametrize("field, value, refusal", [
+    ("name", ["input"], None),                   # no buffer of network.c: not compared, as any other name
+    ("format", ["STAI_FORMAT_S8"], "buffer 'input': format ['STAI_FORMAT_S8'] is not an STAI_FORMAT_ name"),
+    ("format", {"S8": 1}, "buffer 'input': format {'S8': 1} is not an STAI_FORMAT_ name"),
+])
+def test_c_info_buffer_fields_of_another_json_type(tmp_path, field, value, refusal):
+    """A c_info.json buffer's name or format given as a list or object: read as any other value
+    that is not a buffer of network.c or a format name, never a TypeError."""
+    from n6.errors import N6Error
+    from n6.reloc.prepare import analyse
+    folder = shutil.copytree(os.path.join(ROOT, TINY), tmp_path / "models" / "m")
+    _io_field(field, value)(str(tmp_path), "m")
+    if refusal is None:
+        analyse(str(folder / "network.c"))
+    else:
+        with pytest.raises(N6Error, match=re.escape(refusal)):
+            analyse(str(folder / "network.c"))
+
+
+def _zip_entry(data, at, value):
+    """The .npz `data` with the 2-byte field at offset `at` of its first central-directory entry
+    set to `value` (8: the flags, bit 0 encrypted; 10: the compression method)."""
+    entry = data.index(b"PK\x01\x02")
+    return data[:entry + at] + value.to_bytes(2, "little") + data[entry + at + 2:]
+
+
+_SAMPLES = _npz(x=np.zeros((2, 16), np.float32), y=np.zeros(2, np.int64), m_inputs_1=np.zeros((2, 16), np.int8))
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "the {what} file is empty"),
+    (_SAMPLES[:len(_SAMPLES) // 2], "not a numpy {what} file: File is not a zip file"),
+    (_zip_entry(_SAMPLES, 10, 99), "not a numpy {what} file: That compression method is not supported"),
+    (_zip_entry(_SAMPLES, 8, 1), "not a numpy {what} file: File 'x.npy' is encrypted"),
+    (_npz(x=np.float32(1), y=np.int64(1), m_inputs_1=np.int8(1)), "an array x of shape [] holds no sample"),
+    (_npz(x=_with(np.zeros((2, 16), np.float32), (1, 3), np.nan)), "array x[1, 3] is nan, not a finite number"),
+])
+@pytest.mark.parametrize("what", ["inputs", "reference data", "test set"])
+def test_the_numpy_files_a_user_gives_are_read_alike(tmp_path, what, content, problem):
+    """INPUTS=, model.json "reference_data" and a model's test_data.npz: a damaged, cut-short or
+    empty file, a sample that is one number, a float that is not finite: one line naming the file."""
+    from n6.aivalidation.messages import ModelInfo, TensorDesc
+    from n6.errors import N6Error
+    from n6.run import inference, reference, validate
+    model = ModelInfo("network", [TensorDesc("input", "int8", (1, 16), 0.1, 0)],
+                      [TensorDesc("out", "int8", (1, 4), 0.1, 0)])
+    read = {"inputs": inference.read_inputs, "reference data": lambda p: reference.read_data(p, model),
+            "test set": lambda p: validate.test_set(p, model)}[what]
+    path = tmp_path / "data.npz"
+    path.write_bytes(content)
+    with pytest.raises(N6Error, match="^" + re.escape(f"{path}: {problem.format(what=what)}")):
+        read(str(path))
 
 
 @pytest.mark.parametrize("value", ["none", "0x800000", "8M", "8388608"])
@@ -611,7 +696,7 @@ def test_disk_full_while_packing_is_one_line_and_leaves_no_image(repo):
     """The disk fills up while the pack step writes network_rel.bin: one line naming the image and
     the fix, no image (nor a temporary) left, and the next build packs again."""
     args = ("BUILD_DIR=full-build", "tiny_prebuilt")
-    full = {"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "disk_full_pack")}
+    full = {"PYTHONPATH": FULL_DISK}
     proc = scons(repo, *args, check=False, env=full)
     assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert _errors(proc)[0].endswith("full-build/tiny_prebuilt/network_rel.bin: cannot write: No space left on device "

@@ -27,6 +27,14 @@ def rejected(tmp_path, key, *edits):
         board(tmp_path, *edits)
 
 
+def loads_if(ok, tmp_path, key, edit, read, value):
+    """The board file with `edit` loads with `read(board) == value` when `ok`, else is refused naming `key`."""
+    if ok:
+        assert read(board(tmp_path, edit)) == value
+    else:
+        rejected(tmp_path, key, edit)
+
+
 NO_WRITE = "no_write = [[0x70000000, 0x70FF0000]]"
 
 
@@ -39,11 +47,8 @@ NO_WRITE = "no_write = [[0x70000000, 0x70FF0000]]"
     (0x70001000, 0x70001001, True),
 ])
 def test_no_write_range_bounds(tmp_path, start, end, ok):
-    edit = (NO_WRITE, f"no_write = [[{start:#x}, {end:#x}]]")
-    if ok:
-        assert board(tmp_path, edit).flash.no_write == ((start, end),)
-    else:
-        rejected(tmp_path, "flash.no_write", edit)
+    loads_if(ok, tmp_path, "flash.no_write", (NO_WRITE, f"no_write = [[{start:#x}, {end:#x}]]"),
+             lambda b: b.flash.no_write, ((start, end),))
 
 
 @pytest.mark.parametrize("pair", ["[true, 0x70FF0000]", "[0x70000000, 1.9e9]", "[0x70000000]"])
@@ -67,11 +72,8 @@ EXT = "external_ram = { base = 0x90100000, size = 0x01B00000 }"
     (0x20000000, 0, True),                         # no external RAM: nothing to place
 ])
 def test_external_ram_inside_the_device(tmp_path, base, size, ok):
-    edit = (EXT, f"external_ram = {{ base = {base:#x}, size = {size:#x} }}")
-    if ok:
-        assert board(tmp_path, edit).memory.external_ram.base == base
-    else:
-        rejected(tmp_path, "memory.external_ram", edit)
+    loads_if(ok, tmp_path, "memory.external_ram", (EXT, f"external_ram = {{ base = {base:#x}, size = {size:#x} }}"),
+             lambda b: b.memory.external_ram.base, base)
 
 
 def test_budgets_are_the_image_regions_and_rams(tmp_path):
@@ -89,11 +91,8 @@ def test_programmer_defaults(tmp_path):
 
 @pytest.mark.parametrize("value, ok", [(-1, False), (0, False), (1, True)])
 def test_positive_values_start_at_one(tmp_path, value, ok):
-    edit = ("frequency = 2000", f"frequency = {value}")
-    if ok:
-        assert board(tmp_path, edit).programmer.frequency == value
-    else:
-        rejected(tmp_path, "programmer.frequency", edit)
+    loads_if(ok, tmp_path, "programmer.frequency", ("frequency = 2000", f"frequency = {value}"),
+             lambda b: b.programmer.frequency, value)
 
 
 def test_negative_non_positive_key_rejected(tmp_path):
@@ -119,11 +118,8 @@ def test_sector_size_must_be_a_power_of_two(tmp_path):
 @pytest.mark.parametrize("addr, ok", [(0x70000000 - 1, False), (0x70000000, True), (0x77FFFFFF, True),
                                       (0x78000000, False)])
 def test_image_addresses_inside_the_flash(tmp_path, addr, ok):
-    edit = ("network = 0x71000000", f"network = {addr:#x}")
-    if ok:
-        assert board(tmp_path, edit).images.network == addr
-    else:
-        rejected(tmp_path, "images.network", edit)
+    loads_if(ok, tmp_path, "images.network", ("network = 0x71000000", f"network = {addr:#x}"),
+             lambda b: b.images.network, addr)
 
 
 def test_an_integer_key_given_true_is_refused(tmp_path):

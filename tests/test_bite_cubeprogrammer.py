@@ -56,13 +56,16 @@ def test_a_stopped_or_timed_out_programmer():
 
 
 def test_processes_holding_the_probe(tmp_path):
-    """/proc's comm is cut to 15 characters ("STM32_Programme"); a longer name may extend a holder's;
-    a name under 6 characters is too short to tell."""
+    """/proc's comm is cut to 15 characters ("STM32_Programme"); a longer name may extend a holder's
+    ("openocd-0.12"); a holder's name under 6 characters counts ("pyocd"); a shorter name that only
+    begins a holder's is another program ("ST-LIN", "pyoc")."""
     for pid, name in ((11, "STM32_Programme"), (12, "openocd-0.12"), (13, "ST-LIN"), (14, "ST-LI"), (15, "bash"),
-                      (16, "python3"), (os.getpid(), "openocd")):
+                      (16, "python3"), (17, "pyocd"), (18, "pyoc"), (19, "STM32CubeProgra"),
+                      (os.getpid(), "openocd")):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "comm").write_text(name + "\n")
-    assert cp.holding_processes(str(tmp_path)) == ["ST-LIN pid 13", "STM32_Programme pid 11", "openocd-0.12 pid 12"]
+    assert cp.holding_processes(str(tmp_path)) == ["STM32CubeProgra pid 19", "STM32_Programme pid 11",
+                                                   "openocd-0.12 pid 12", "pyocd pid 17"]
 
 
 def test_download_seconds_from_hours_minutes_seconds():

@@ -169,6 +169,13 @@ def test_the_pin_is_read_from_any_line_of_requirements_whatever_its_case(tmp_pat
         n6_decider.check_scons("1.0", SCons.Node.FS.File, str(req))
 
 
+def test_requirements_without_the_pin_is_one_line(tmp_path):
+    req = tmp_path / "requirements.txt"
+    req.write_text("tabulate==0.9\n# SCons pinned elsewhere\n")
+    with pytest.raises(N6Error, match=f"^{req}: no SCons==<version> line: .* \\(fix: put back the SCons pin"):
+        n6_decider.check_scons(SCons.__version__, SCons.Node.FS.File, str(req))
+
+
 class Node:
     """A stand-in for SCons's File: what the replaced methods ask of it."""
     def __init__(self, builder=True, state=SCons.Node.no_state, stored_csig="sig", csig="sig", path="/x"):

@@ -32,7 +32,7 @@ def test_a_test_set_of_another_shape_is_one_line(tmp_path, inputs, x):
     with pytest.raises(N6Error, match=rf"test_data.npz: {shape} samples for input 'x' of 4 values"):
         v.test_set(str(path), NS(inputs=inputs))
     np.savez(path, x=x)
-    with pytest.raises(N6Error, match="cannot read the test set"):
+    with pytest.raises(N6Error, match=r"test_data.npz: holds x, not arrays x and y \(fix: save arrays x"):
         v.test_set(str(path), NS(inputs=inputs))
 
 

@@ -76,6 +76,19 @@ def test_record_not_trusted_when_the_board_holds_other_bytes(tmp_path):
     assert state.read(0x71800000, len(data)) == data and calls == 2          # the read-back, then everything
 
 
+def test_a_sector_past_the_read_back_changed_by_another_tool_is_rewritten_by_force_only(tmp_path):
+    """The read-back covers an image's first bytes (header and runtime context, a params image's
+    start), not every sector: another tool's change past them is not seen (docs/flash.md says so),
+    and FORCE=1 writes it back."""
+    data = blob(4 * S)
+    flash(tmp_path, [params(data)])
+    BoardState(tmp_path / "board").erase_sector(0x71800000 + 2 * S)
+    r, state, calls = flash(tmp_path, [params(data)])
+    assert (r.images[0].written, calls) == ([], 1) and state.read(0x71800000 + 2 * S, S) == b"\xff" * S
+    r, state, _ = flash(tmp_path, [params(data)], force=True)
+    assert len(r.images[0].written) == 4 and state.read(0x71800000, len(data)) == data
+
+
 def test_a_foreign_image_is_written_whole_by_a_second_call(tmp_path):
     """The first call writes the sectors that differ from the record while it reads back; the
     read-back shows another tool's image: a second call writes the rest, and only then is the

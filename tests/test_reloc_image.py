@@ -288,6 +288,8 @@ def test_check_cli_judges_for_the_board_firmware(variant, repo, tmp_path):
     cases = {"9.9.9": (reloc_mutations.with_word(data, rt_version, 0x0909_0900), "runtime 9.9.9 but the firmware's"),
              "micro+1": (reloc_mutations.with_word(data, rt_version, reloc_mutations.word_at(data, rt_version)
                                                    + 0x100), "runtime 1.1.2 but the firmware's LL_ATON is 1.1.1"),
+             "micro-1": (reloc_mutations.with_word(data, rt_version, reloc_mutations.word_at(data, rt_version)
+                                                   - 0x100), "runtime 1.1.0 but the firmware's LL_ATON is 1.1.1"),
              "async-cleared": (reloc_mutations.with_word(data, 4, img.header.flags & ~(1 << 22)),
                                "runtime mode (async) differs")}
     for name, (bad, why) in cases.items():

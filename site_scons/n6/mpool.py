@@ -74,8 +74,8 @@ def _quantity(path: StrPath, pool: str, key: str, obj: object) -> int:
         raise N6Error(path, f"pool '{pool}': '{key}' must be an object with 'value' and 'magnitude'",
                       f'write "{key}": {{"value": "...", "magnitude": "BYTES"}}')
     magnitude = obj.get("magnitude", "BYTES")
-    if magnitude not in _MAGNITUDE:
-        raise N6Error(path, f"pool '{pool}': unknown magnitude '{magnitude}' in '{key}'",
+    if not isinstance(magnitude, str) or magnitude not in _MAGNITUDE:
+        raise N6Error(path, f"pool '{pool}': unknown magnitude {magnitude!r} in '{key}'",
                       "use BYTES, KBYTES or MBYTES")
     try:
         value = int(str(obj["value"]), 0)
@@ -94,7 +94,7 @@ def _flag(path: StrPath, pool: str, key: str, value: object) -> bool:
     """ST writes these as strings ("true", "CACHEABLE_ON"); anything else is a typo, not "false"."""
     if value == "" or value is None:
         return False
-    flag = _FLAGS.get(value.lower() if isinstance(value, str) else value)
+    flag = _FLAGS.get(value.lower() if isinstance(value, str) else value) if isinstance(value, (str, bool)) else None
     if flag is None:
         raise N6Error(path, f"pool '{pool}': '{key}' is {value!r}",
                       f"write \"{key}\": " + _FLAG_WORDS.get(key, '"true" or "false"'))

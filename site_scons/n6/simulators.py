@@ -11,6 +11,7 @@ import os
 import sys
 from types import ModuleType
 
+from .errors import N6Error
 from .paths import SIM
 
 PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
@@ -24,6 +25,16 @@ def sources(package: str, recursive: bool = False) -> list:
     subpackages' too), sorted: a step whose result it makes reruns when one changes."""
     pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")
     return sorted(f for ext in ("py", "c", "txt") for f in glob.glob(pattern + ext, recursive=recursive))
+
+
+def probe_serial(state: str, k: int = 1) -> str:
+    """The probe serial of the simulated board whose state folder is `state` (board `k` of a
+    bench: the serial it gets when it has none yet); a damaged probe file is one line."""
+    try:
+        return load("programmer_sim.board_state").BoardState(state).probe(k)["serial"]
+    except ValueError as e:
+        raise N6Error(os.path.join(state, "probe.json"), f"the simulated board's probe file is damaged: {e}",
+                      "remove it (the board gets its probe serial again; its flash is kept)") from None
 
 
 def load(module: str) -> ModuleType:

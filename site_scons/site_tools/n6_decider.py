@@ -37,7 +37,11 @@ def check_scons(version, file_class, requirements=REQUIREMENTS):
     """The SCons this build runs is the one the patch was written for (requirements.txt's pin)
     and still has what it replaces and calls: otherwise one line, not a decider that misses a change."""
     with open(requirements, encoding="utf-8") as f:
-        pinned = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)[1]   # type: ignore[index]  # its pin is there
+        pin = re.search(r"^SCons==(\S+)", f.read(), re.M | re.I)
+    if pin is None:
+        raise N6Error(requirements, "no SCons==<version> line: the SCons n6_decider was written for is not said",
+                      "put back the SCons pin (git checkout requirements.txt)")
+    pinned = pin[1]
     missing = [f"File.{m}" for m in PATCHED + USED if not hasattr(file_class, m)] + \
         ["SCons.Util.hash_file_signature"] * (not hasattr(SCons.Util, "hash_file_signature")) + \
         [f"SConsign.Base.{m}" for m in ("store_info", "dirty") if not hasattr(SCons.SConsign.Base(), m)] + \

@@ -16,7 +16,15 @@ import time
 
 SECTOR_SIZE = 0x10000
 ERASED = 0xFF
-DEFAULT_SERIAL = "004200000000000000000001"   # 24 hex digits, like an ST-LINK V3 serial number
+
+
+def probe_serial(k=1):
+    """The probe serial of a bench's simulated board k, unless its probe.json says otherwise (the
+    first: a lone board's): 24 hex digits, like an ST-LINK V3 serial number."""
+    return f"0042{k:020d}"
+
+
+DEFAULT_SERIAL = probe_serial(1)
 BOOT_MODES = ("development", "flash")
 
 
@@ -60,14 +68,17 @@ class BoardState:
         return cls(root) if root else None
 
     # -- probe -----------------------------------------------------------------------------------
-    def probe(self):
-        """{"serial", "boot"}; a board never touched is a fresh DK in development boot."""
+    def probe(self, k=1):
+        """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with the
+        serial of a bench's board `k`. ValueError: a probe file that is not a JSON object."""
         try:
             with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
                 data = json.load(f)
         except (FileNotFoundError, NotADirectoryError):     # no board there (yet)
             data = {}
-        return {"serial": data.get("serial", DEFAULT_SERIAL), "boot": data.get("boot", "development")}
+        if not isinstance(data, dict):
+            raise ValueError(f"{type(data).__name__}, not an object")
+        return {"serial": data.get("serial", probe_serial(k)), "boot": data.get("boot", "development")}
 
     def set_probe(self, serial=None, boot=None):
         data = self.probe()

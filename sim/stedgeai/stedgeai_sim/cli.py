@@ -5,7 +5,7 @@ import os
 import shlex
 import sys
 
-from n6.errors import N6Error
+from n6.errors import N6Error, machine_error
 from n6.neural_art_profile import split_profile_arg
 from n6.releases import DEFAULT_RELEASE, release
 
@@ -87,7 +87,13 @@ def run(argv):
     else:
         args.profile = split_profile_arg(arg)
     from .generate import generate   # heavy imports (onnx) only when generating
-    generate(args, rel, install_dir_for_report(rel), " ".join([PROG] + [shlex.quote(a) for a in argv]))
+    try:
+        generate(args, rel, install_dir_for_report(rel), " ".join([PROG] + [shlex.quote(a) for a in argv]))
+    except OSError as e:              # what the machine refuses (a full disk): one line, its fix
+        refused = machine_error(e, args.output)
+        if refused is None:
+            raise
+        raise refused from None
     return 0
 
 

@@ -91,6 +91,31 @@ def _lifetimes(ctx):
         ctx.last_epoch_of[t.name] = last
 
 
+NAME_MAX = 255 - len(".tmp4194304")   # bytes of a file name, less the temporary's suffix it is written as
+
+
+def _name_problem(fname):
+    """Why the file system would not take `fname` as a file of the output folder, or None."""
+    shown = fname if len(fname) <= 60 else fname[:57] + "..."
+    if "/" in fname:
+        return f"the file name '{shown}' is not one of the output folder"
+    if len(fname.encode()) > NAME_MAX:
+        return f"the file name '{shown}' is {len(fname.encode())} bytes long, more than the {NAME_MAX} one can have"
+    return None
+
+
+def _check_file_names(named, raws, mpool_path):
+    """The files to write (`named` after --name, `raws` after a pool's fname too) are files of
+    the output folder that the file system takes: else one line, before anything is written."""
+    for fname in named:
+        if _name_problem(fname):
+            raise N6Error(None, f"--name: {_name_problem(fname)}", "give a shorter --name, without '/'")
+    for fname in raws:
+        if _name_problem(fname):
+            raise N6Error(mpool_path, _name_problem(fname),
+                          "give each pool a short fname (and the file a mem_file_prefix) without '/'")
+
+
 def generate(args, release, install_dir, command):
     profile_name, profile_path = args.profile
     profile = read_profile(profile_path, profile_name)
@@ -132,6 +157,7 @@ def generate(args, release, install_dir, command):
     files["LICENSE.txt"] = LICENSE
     raws = {f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw": u.image() for u in uses if u.params}
 
+    _check_file_names(files, [f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw" for u in uses], mpool.path)
     expected = generate_outputs(release, name, net.model_name, ctx.epoch_controller,
                                 [u.pool.fname for u in uses if u.params], mpool.mem_file_prefix)
     os.makedirs(args.output, exist_ok=True)

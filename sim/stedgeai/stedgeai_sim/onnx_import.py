@@ -83,7 +83,7 @@ class _Importer:
         if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
             raise N6Error(path, f"IR version {model.ir_version}, opset {opset}: newer than any ONNX release this "
                           f"tool reads (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})",
-                          "export the model with an older opset")
+                          "export the model with an older ONNX (IR version and opset)")
         inits = {i.name for i in model.graph.initializer}
         for vi in model.graph.input:
             if vi.name in inits:

@@ -147,11 +147,8 @@ def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
     folders = [sim_dir] + [f"{sim_dir}-{k}" for k in range(2, count + 1)]
     if count == 1:
         return [(sim_dir, "")]
-    from ..simulators import load
-    board_state = load("programmer_sim.board_state")
-    return [(folder, board_state.BoardState(folder).probe()["serial"]
-             if os.path.exists(os.path.join(folder, "probe.json")) else
-             board_state.DEFAULT_SERIAL[:-4] + f"{k:04d}") for k, folder in enumerate(folders, start=1)]
+    from ..simulators import probe_serial
+    return [(folder, probe_serial(folder, k)) for k, folder in enumerate(folders, start=1)]
 
 
 def flash_fields(unit: Attached | LabPlace, simulated: bool,

@@ -25,6 +25,7 @@ RESET_ARGS = {"none": [], "soft": ["-rst"], "hard": ["-hardRst"]}
 CALL_TIMEOUT = 120          # s for a call, plus the bytes at the slowest plausible rate
 SLOWEST_RATE = 20_000       # bytes/s program + verify (a real board does about 100 KB/s)
 HOLDERS = ("ST-LINK_gdbserver", "STM32_Programmer_CLI", "STM32CubeProgrammer", "stlink-server", "openocd", "pyocd")
+COMM_CHARS = 15           # Linux keeps this much of a process name in /proc/<pid>/comm
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ def classify(output: str, loader_name: str, serial: str | None = None) -> tuple[
 
 
 def holding_processes(proc: str = "/proc") -> list[str]:
-    """Processes that may hold the probe, as 'name (pid N)' (Linux /proc; empty elsewhere)."""
+    """Processes that may hold the probe, as 'name (pid N)' (Linux /proc; empty elsewhere): a
+    holder's name, one extending it ("openocd-0.12"), or a longer one cut to COMM_CHARS."""
     found: list[str] = []
     for comm in glob.glob(os.path.join(proc, "[0-9]*", "comm")):
         try:
@@ -168,7 +170,7 @@ def holding_processes(proc: str = "/proc") -> list[str]:
                 name = f.read().strip()
         except OSError:
             continue
-        if any(h.startswith(name) or name.startswith(h) for h in HOLDERS) and len(name) >= 6:
+        if any(name.startswith(h) or (len(name) == COMM_CHARS and h.startswith(name)) for h in HOLDERS):
             pid = int(os.path.basename(os.path.dirname(comm)))
             if pid != os.getpid():
                 found.append(f"{name} pid {pid}")

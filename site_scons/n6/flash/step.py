@@ -107,8 +107,8 @@ def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bo
 def attached_probes(simulated: bool, sim_dir: str) -> list[str]:
     """Serial numbers of the probes as the host sees them, without calling the programmer."""
     if simulated:
-        from ..simulators import load
-        return [load("programmer_sim.board_state").BoardState(sim_dir).probe()["serial"]]
+        from ..simulators import probe_serial
+        return [probe_serial(sim_dir)]
     try:
         from serial.tools import list_ports
         return sorted(p.serial_number for p in list_ports.comports() if p.vid == ST_USB_VENDOR and p.serial_number)

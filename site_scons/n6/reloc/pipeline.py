@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 
 from ..atomic import write_text
 from ..errors import N6Error
-from ..releases import release_for_atonn
 from . import report
 from .report import Budgets
 from .check import LoaderError, check_file
@@ -33,7 +32,7 @@ def pack_step(code_path: str, params_desc: str, bin_path: str, results_path: str
             raise N6Error(bin_path, f"rejected by the image checker: {e}",
                           "report this as a bug of the packer") from None
         files = [bin_path] + ([packed.params_path] if packed.params_path else [])
-        res = report.results(img, packed, name, release_for_atonn(img.rt_ctx.ll_aton_version), files)  # type: ignore[union-attr, arg-type]  # a packed image: its rt_ctx, of a known release
+        res = report.results(img, packed, name, files)
         res["reloc_binary_image"]["notes"] = list(dict.fromkeys(w for i in installs for w in i.warnings))
         write_text(results_path, json.dumps(res, indent=1) + "\n")
         log(report.text(res, budgets, bin_path))

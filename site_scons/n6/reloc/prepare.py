@@ -83,10 +83,10 @@ def check_io_formats(path: str, info: JsonObject, net: NetworkC) -> None:
     io = {b.name: b.data_type for b in net.buffers if b.table in ("Input", "Output") and not b.is_param}
     buffers = info.get("buffers")
     for b in buffers if isinstance(buffers, list) else ():
-        if not isinstance(b, dict) or b.get("name") not in io or "format" not in b:
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or b["name"] not in io or "format" not in b:
             continue
         fmt, c_type = b["format"], io[b["name"]]
-        if fmt not in STAI_FORMATS:
+        if not isinstance(fmt, str) or fmt not in STAI_FORMATS:
             raise N6Error(path, f"buffer '{b['name']}': format {fmt!r} is not an STAI_FORMAT_ name",
                           "use the c_info.json stedgeai generate wrote with this network.c")
         if FORMAT_TYPES.get(fmt, c_type) != c_type and c_type in FORMAT_TYPES.values():

@@ -10,7 +10,7 @@ from tabulate import tabulate
 from ..errors import N6Error
 from .image import align8, off
 from ..jsonfile import JsonObject
-from ..releases import Release
+from ..releases import release_for_atonn
 from .image import Image
 from .names import params_path
 from .pack import Packed
@@ -28,10 +28,12 @@ class Budgets:
     copy_mode: bool = False        # the firmware installs in COPY mode (needs COPY size of exec RAM)
 
 
-def results(img: Image, packed: Packed, name: str, release: Release, files: Sequence[str]) -> JsonObject:
+def results(img: Image, packed: Packed, name: str, files: Sequence[str]) -> JsonObject:
     h = img.header
     rt = img.rt_ctx
     assert rt is not None   # a packed image: the checker found its rt_ctx
+    release = release_for_atonn(rt.ll_aton_version)
+    assert release is not None   # packed with an install's runtime: a release's LL_ATON
     img_params = os.path.getsize(packed.bin_path) - h.params_offset if h.params_offset else 0
     image = {
         "flags": dict(img.flags.as_dict(), description=f"0x{h.flags:08X}"),

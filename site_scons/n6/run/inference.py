@@ -4,7 +4,6 @@ import hashlib
 import json
 import os
 import shutil
-import zipfile
 from collections.abc import Sequence
 from typing import Self
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from ..aivalidation.messages import (DTYPES, IO_ONLY, PER_LAYER, PER_LAYER_WITH_
 from ..aivalidation.client import Client, Device, RunResult
 from ..build_layout import RUN_REPORT
 from ..errors import N6Error
+from .arrays import read_arrays
 from ..jsonfile import JsonObject, read_json
 
 
@@ -24,33 +24,8 @@ INPUTS_FIX = "give INPUTS= a .npy (or a .npz with one array per input) saved wit
 
 
 def read_inputs(path: str) -> list[tuple[str | None, np.ndarray]]:
-    """(name, array) of each array of an INPUTS= file (name None in a .npy), each with at least one
-    sample of numbers; anything else (an empty or cut-short file, pickled objects, text, a .npz
-    member that is not an array) is a one-line error naming the file, before any board is involved."""
-    try:
-        if os.path.isfile(path) and not os.path.getsize(path):
-            raise N6Error(path, "the inputs file is empty", INPUTS_FIX)
-        loaded = np.load(path)
-        names = loaded.files if hasattr(loaded, "files") else [None]
-        arrays = [loaded[k] for k in names] if hasattr(loaded, "files") else [loaded]
-    except OSError as e:
-        raise N6Error(path, f"cannot read inputs: {e.strerror or e}", INPUTS_FIX) from None
-    except (ValueError, EOFError, zipfile.BadZipFile) as e:
-        why = "numpy finds no array in it" if "pickle" in str(e) else e     # numpy calls any unknown bytes a pickle
-        raise N6Error(path, f"not a numpy inputs file: {why}", INPUTS_FIX) from None
-    if not arrays:
-        raise N6Error(path, "the inputs file holds no array", INPUTS_FIX)
-    for name, a in zip(names, arrays):
-        if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
-            kind = a.dtype if isinstance(a, np.ndarray) else "bytes that are no array"
-            raise N6Error(path, f"the inputs file holds {kind}, not numbers", INPUTS_FIX)
-        if not a.size:
-            raise N6Error(path, f"an input array of shape {list(a.shape)} holds no sample", INPUTS_FIX)
-        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):     # the board would quantise it to any code
-            at = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
-            raise N6Error(path, f"input array {name or ''}{list(at)} is {a[at]}, not a finite number",
-                          "give finite numbers as inputs")
-    return list(zip(names, arrays))
+    """(name, array) of each array of an INPUTS= file (name None in a .npy): n6.run.arrays."""
+    return read_arrays(path, "inputs", INPUTS_FIX)
 
 
 def make_inputs(model: ModelInfo, inputs_path: str | None = None, seed: int = 0,

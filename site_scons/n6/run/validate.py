@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from ..errors import N6Error
+from .arrays import read_arrays
 from ..aivalidation.messages import ModelInfo, TensorDesc
 from ..jsonfile import JsonObject
 from .reference import board_grid, convert
@@ -23,11 +24,11 @@ NPU_MAX_LSB = 48          # no value further from the reference; a top-1 within 
 def test_set(path: str, model: ModelInfo) -> tuple[list[list[bytes]], np.ndarray]:
     """A model folder's `test_data.npz` (`x` float samples as the source model takes them, `y`
     labels): the samples quantised like the board's input, one run each, and the labels."""
-    try:
-        data = np.load(path)
-        x, y = np.asarray(data["x"], np.float32), np.asarray(data["y"]).reshape(-1)
-    except (OSError, ValueError, KeyError) as e:
-        raise N6Error(path, f"cannot read the test set: {e}", "save arrays x (samples) and y (labels)") from None
+    fix = "save arrays x (samples) and y (labels) with numpy.savez"
+    data = {k or "the unnamed array of a .npy": a for k, a in read_arrays(path, "test set", fix)}
+    if "x" not in data or "y" not in data:
+        raise N6Error(path, f"holds {', '.join(str(k) for k in data)}, not arrays x and y", fix)
+    x, y = data["x"].astype(np.float32), data["y"].reshape(-1)
     desc = model.inputs[0]
     if len(model.inputs) != 1 or x.size != len(y) * desc.size:
         raise N6Error(path, f"{x.shape} samples for input '{desc.name}' of {desc.size} values",
