@@ -9,6 +9,7 @@ and the pool's descriptor), the image stays at 0x71000000.
 Needs the test bed named by N6_REAL_STEDGEAI."""
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -65,3 +66,24 @@ def test_a_real_sample_validates_on_st_firmware_on_the_twin_with_its_pool_moved(
     assert report["passed"] and report["rule"] == "simulated NPU" and report["simulated"]
     if sample == "nucleo_mnv1":
         assert [o["st"]["acc"] for o in report["outputs"]] == [1.0]
+
+
+@pytest.mark.skipif(SAMPLES.get("nucleo_mnv1") != "2.2", reason="the test bed has no 2.2 nucleo_mnv1 sample")
+def test_the_simulated_board_time_holds_the_npu_model_s_cycles(sources):
+    """nucleo_mnv1 on the simulated board (seed 0): the IO-only run's cycles, and so its
+    ms / inference, are the per-layer run's CPU cycles plus the NPU model's chains' (1 GHz NPU
+    cycles as 800 MHz MCU cycles), exactly; its split is not claimed (the reply carries the total)."""
+    runs = {}
+    for per_layer in ("no", "yes"):
+        proc = scons(sources, "run-nucleo_mnv1", "RELOC_ABSOLUTE_FLASH_POOLS=1", "BUILD_DIR=build-cycles", "RUNS=1",
+                     f"RUN_PER_LAYER={per_layer}", env={"STEDGEAI_CORE_DIR": _install()}, check=False, timeout=1800)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        with open(os.path.join(sources, "build-cycles", "nucleo_mnv1", "run", "run.json")) as f:
+            runs[per_layer], = json.load(f)["runs"]
+        runs[per_layer]["stdout"] = proc.stdout
+    io, split = runs["no"], runs["yes"]
+    assert (split["cpu_cycles"], split["npu_cycles"]) == (671_778, 366_074)
+    assert io["cycles"] == split["cycles"] == 671_778 + 366_074 and io["ms"] == pytest.approx(1.2973, abs=1e-4)
+    assert (io["cpu_cycles"], io["npu_cycles"]) == (None, None)
+    assert "1,037,852 in all (the split needs RUN_PER_LAYER=1)" in io["stdout"]
+    assert re.search(r"\nCPU / NPU cycles per inference +671,778 / 366,074\n", split["stdout"])
