@@ -44,7 +44,7 @@ class Prepared:
     params_sz: int = 0
     ext_ram_sz: int = 0
     runtime_desc: str = ""
-    moved: list["Moved"] = field(default_factory=list)   # absolute flash pools moved out of the image area
+    moved: list[Moved] = field(default_factory=list)   # absolute flash pools moved out of the image area
 
     @property
     def used_pools(self) -> list[Pool]:
