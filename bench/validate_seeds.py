@@ -5,7 +5,7 @@ published sources. Per seed and output: the largest error in LSB, the strict top
 top-1, the figures the simulated-NPU rule judges (n6.run.options.NPU_MAX_LSB, NPU_TIE_LSB); then
 their distribution over the seeds, the rule's margin: its bound over the largest error seen.
 
-    N6_REAL_STEDGEAI=<test bed> .venv/bin/python bench/validate_seeds.py [--seeds 20] [--sample nucleo_mnv1]
+    N6_REAL_STEDGEAI=<test bed> .venv/bin/python bench/validate_seeds.py [--seeds 20] [--first 0] [--sample nucleo_mnv1]
 
 JSON: build/bench/validate_seeds.json."""
 import argparse
@@ -59,7 +59,8 @@ def main():
     need_test_bed()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", action="append", choices=SAMPLES)
-    parser.add_argument("--seeds", type=int, default=20, help="one run per seed 0..N-1")
+    parser.add_argument("--seeds", type=int, default=20, help="one run per seed FIRST..FIRST+N-1")
+    parser.add_argument("--first", type=int, default=0, help="the first seed (default 0)")
     parser.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "validate_seeds.json"))
     args = parser.parse_args()
     samples = args.sample or list(SAMPLES)
@@ -68,7 +69,7 @@ def main():
         repo = project(tmp, samples)
         for name in samples:
             runs = []
-            for seed in range(args.seeds):
+            for seed in range(args.first, args.first + args.seeds):
                 v = validate(repo, name, seed)
                 runs.append({"seed": seed, "passed": v["passed"],
                              "outputs": [{k: o[k] for k in ("name", "max_abs_lsb", "mean_abs_lsb", "exact", "top1",
