@@ -27,6 +27,7 @@ def test_a_near_tie_counts_as_the_same_top_1_within_the_tie():
     assert metrics(got, want, tie=10)["top1_tie"] == 1.0 and metrics(got, want, tie=9)["top1_tie"] == 0.0
     assert metrics(got, want, 0.5, tie=20)["top1_tie"] == 1.0 and metrics(got, want, 0.5, tie=19)["top1_tie"] == 0.0
     assert metrics(got, want, tie=10)["top1"] == 0.0                 # the strict figure stays apart
+    assert metrics(got, want)["top1_gap_lsb"] == 10.0 and metrics(got, want, 0.5)["top1_gap_lsb"] == 20.0
 
 
 def _validate(got, simulated_npu=True, tolerance=None):
@@ -55,7 +56,7 @@ def test_simulated_npu_outputs_pass_within_the_drift_and_fail_beyond_it():
     assert not _validate(_board(97), simulated_npu=False)[2]            # the exact rule: 2 LSB
     assert _validate(_board(98), simulated_npu=False)[2]
     text, report, passed = _validate(_board(80, c10=81))                # the near tie picked, 20-29 LSB off
-    assert passed and [(o["top1"], o["top1_tie"]) for o in report["outputs"]] == [(0.0, 1.0)]
+    assert passed and [(o["top1"], o["top1_tie"], o["top1_gap_lsb"]) for o in report["outputs"]] == [(0.0, 1.0, 48.0)]
     assert f"top-1 tie {NPU_TIE_LSB} LSB" in text.splitlines()[2]
     assert not _validate(_board(80, c20=81))[2]                         # a class beyond the tie picked
 
