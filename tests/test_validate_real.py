@@ -15,6 +15,7 @@ import shutil
 import pytest
 
 from conftest import scons
+from n6.run.options import NPU_MAX_LSB
 from test_real_install import REAL, SAMPLES, _install, repo  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "sources"))),
@@ -39,7 +40,7 @@ def test_a_real_sample_validates_on_the_simulated_board_by_the_simulated_npu_rul
     proc = scons(sources, f"validate-{sample}", *ARGS, f"RUNS={RUNS[sample]}", env={"STEDGEAI_CORE_DIR": _install()},
                  check=False, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "; simulated NPU: at most 48 LSB" in proc.stdout
+    assert f"; simulated NPU: at most {NPU_MAX_LSB} LSB" in proc.stdout
     with open(os.path.join(sources, "build", sample, "run", "validate.json")) as f:
         report = json.load(f)
     assert report["passed"] and report["rule"] == "simulated NPU" and report["simulated"]

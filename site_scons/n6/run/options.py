@@ -15,11 +15,12 @@ RUN_MODES = ("io", "perf")               # RUN_MODE=: inputs sent and outputs sa
 # validate's bounds (docs/validate.md): VALIDATE_TOLERANCE's default where the arithmetic is exact;
 # for outputs the simulated board's NPU model computes from a real ST Edge AI Core's network.c
 # (ST's fixed-point arithmetic as modelled, against the source framework's), the largest error
-# (1.3 times the largest drift measured: nucleo_mnv1 3-37 LSB, blazeface 7-21 LSB) and, on its
-# own, how close below the reference's best a class the board ranks first may be (a near tie no
-# judge at this precision settles: blazeface's best anchors lie 0-0.18 apart in LiteRT itself).
+# (1.33 times the largest drift of 60 seeds, bench/validate_seeds.py: nucleo_mnv1 2-48 LSB,
+# blazeface 7-27 LSB) and, on its own, how far below the reference's best a class the board ranks
+# first may be (a near tie no judge at this precision settles: blazeface's best anchors lie 0-0.18
+# apart in LiteRT itself; the ties 20 seeds needed: at most 11 LSB).
 TOLERANCE_LSB = 2
-NPU_MAX_LSB = 48
+NPU_MAX_LSB = 64
 NPU_TIE_LSB = 48
 
 
