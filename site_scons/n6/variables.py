@@ -116,7 +116,7 @@ VARIABLES = (
              ignorecase=True),
     Variable("RUN_MODE", "run: io (inputs sent, outputs saved) or perf (timing only: each input filled from one "
              "value, no outputs back, as ST's profiler measures)", "io", CHOICE, choices=RUN_MODES, ignorecase=True),
-    Variable("VALIDATE_TOLERANCE", f"validate: largest allowed output error in LSB (empty: {TOLERANCE_LSB}, and "
+    Variable("VALIDATE_TOLERANCE", f"validate: largest allowed output error in LSB (empty: {TOLERANCE_LSB:g}, and "
              f"{NPU_MAX_LSB} for outputs of the simulated NPU: docs/validate.md)", "", NUMBER, parse=numbers.tolerance),
     Variable("PROFILE_SAMPLES", "profile: runs per counter set", 1, NUMBER, parse=numbers.count),
     Variable("PROFILE_BASELINE", "profile: compare with this profile.json (default: the previous profile)", "",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
+from .area import ImageArea
 
 if TYPE_CHECKING:                 # the pack step's gate reads these; declaring options needs none
     from .report import Budgets
@@ -33,17 +34,6 @@ class ImageOptions:
         if unknown:
             raise N6Error(where, f"unknown reloc option '{sorted(unknown)[0]}'", f"use {', '.join(sorted(known))}")
         return cls(**{**defaults, **overrides})
-
-
-@dataclass(frozen=True)
-class ImageArea:
-    """Where a 2.x firmware reads the image: the board's network region [start, end), one image at
-    `start` (its firmware knows no other address). An absolute flash pool lying there moves to the
-    params region's first sector the params image (`split`) leaves free."""
-    start: int                      # [images] network
-    end: int                        # [images] params
-    sector: int                     # the flash's erase sector
-    split: bool                     # a params image starts at `end`
 
 
 def image_area(board: str, split: bool, core: str) -> ImageArea | None:

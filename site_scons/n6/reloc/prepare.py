@@ -17,7 +17,7 @@ from ..stedgeai_install import by_simulated_tool
 from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align, align8
-from .options import ImageArea
+from .area import ImageArea
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
 
