@@ -48,8 +48,10 @@ def test_accuracy_counts_the_top_1_of_each_run():
 def test_our_metrics_are_in_lsb_of_the_output():
     want = np.array([[[0, 4, 8]], [[8, 0, 0]]], np.int8)
     got = np.array([[[2, 4, 7]], [[0, 6, 0]]], np.int8)
-    assert metrics(got, want) == {"mean_abs_lsb": 17 / 6, "max_abs_lsb": 8.0, "exact": 2 / 6, "top1": 0.5}
-    assert metrics(got, want, 0.5) == {"mean_abs_lsb": 34 / 6, "max_abs_lsb": 16.0, "exact": 2 / 6, "top1": 0.5}
+    assert metrics(got, want) == {"mean_abs_lsb": 17 / 6, "max_abs_lsb": 8.0, "exact": 2 / 6, "top1": 0.5,
+                                  "top1_tie": 0.5, "top1_gap_lsb": 8.0}
+    assert metrics(got, want, 0.5) == {"mean_abs_lsb": 34 / 6, "max_abs_lsb": 16.0, "exact": 2 / 6, "top1": 0.5,
+                                       "top1_tie": 0.5, "top1_gap_lsb": 16.0}
 
 
 def test_real_values_are_dequantised_in_single_precision():

@@ -1,11 +1,13 @@
 """`scons flash` of an image whose params pool is absolute in the flash window (as ST's flow builds
 its public samples, RELOC_ABSOLUTE_FLASH_POOLS=1): the pool's bytes go at the pool's address, the
-image clear of it where the board's firmware reads it (else, as ST's flow, over it with a
-warning), each piece a download of its own in the programmer's call; a params change writes only
-the sectors that changed, and the simulated board runs the model from the flashed pool (validate,
-0 LSB against onnxruntime)."""
+image clear of it where the board's firmware reads it, each piece a download of its own in the
+programmer's call; a params change writes only the sectors that changed, and the simulated board
+runs the model from the flashed pool (validate, 0 LSB against onnxruntime). A pool lying where a
+2.x firmware reads the image moves (prepare: network.c's addresses and the pool's descriptor);
+an image built elsewhere with its pool there goes over it, as ST's flow puts it, with a warning."""
 import json
 import os
+import re
 
 import pytest
 
@@ -43,8 +45,8 @@ def flash(repo, *args, **kw):
     return scons(repo, "flash", "MODEL=big_mlp", ABSOLUTE, "BOARD=pool-dk.toml", *args, **kw)
 
 
-def board(repo):
-    return BoardState(os.path.join(repo, "build", "sim-board"))
+def board(repo, build="build"):
+    return BoardState(os.path.join(repo, build, "sim-board"))
 
 
 def pieces(repo):
@@ -63,18 +65,80 @@ def image(repo):
         return f.read()
 
 
-def test_where_the_firmware_reads_the_image_at_the_pool_the_image_goes_there_as_st_puts_it(repo):
-    """ST's flow (and a 2.x firmware reading the image at 0x71000000) puts the image over the
-    pool: never stricter than ST's tool, the flash does the same and says what follows."""
-    proc = scons(repo, "flash", "MODEL=big_mlp", ABSOLUTE, "BUILD_DIR=build-st")
-    assert "  WARNING  build-st/big_mlp/network_rel.bin: its absolute flash pool at 0x71000000-0x71443E28 lies " \
-        "where the firmware reads the image (0x71000000, [images] network of firmware/boards/stm32n6570-dk.toml): " \
-        "the image goes there, as ST's flow puts it, and the network reads the image's bytes as its weights. For " \
-        "its weights make the pool USEMODE_RELATIVE (ST's 2.x firmware reads the image at 0x71000000 only), or " \
-        "give a firmware that reads the image clear of the pool ([images] network = 0x72000000)  SIMULATED" in \
-        proc.stdout.splitlines()
-    with open(os.path.join(repo, "build-st", "big_mlp", "flash", "flash.json")) as f:
-        assert [(i["role"], i["address"]) for i in json.load(f)["images"]] == [("network", "0x71000000")]
+def test_an_image_built_with_its_pool_where_the_firmware_reads_it_goes_there_as_st_puts_it(repo):
+    """An image built elsewhere (ST's flow; here for a board whose firmware reads it at 0x72000000)
+    with its pool at 0x71000000, flashed on the DK whose 2.x firmware reads the image there: never
+    stricter than ST's tool, the image goes over the pool, and one line says what follows."""
+    from n6.board import load_board
+    from n6.board_files import board_path
+    from n6.flash.deploy import ModelFiles, layout
+    scons(repo, "big_mlp", ABSOLUTE, "BOARD=pool-dk.toml", "BUILD_DIR=build-st")
+    path = os.path.join(repo, "build-st", "big_mlp", "network_rel.bin")
+    warnings: list[str] = []
+    images = layout([ModelFiles("big_mlp", path)], load_board(board_path("stm32n6570-dk")), multi_model=False,
+                    warnings=warnings)
+    assert [(im.role, im.address) for im in images] == [("network", POOL)]
+    assert warnings == [
+        f"{path}: its absolute flash pool at 0x71000000-0x71443E28 lies where the firmware reads the image "
+        "(0x71000000, [images] network of firmware/boards/stm32n6570-dk.toml): the image goes there, as ST's flow "
+        "puts it, and the network reads the image's bytes as its weights. For its weights build it with n6 for this "
+        "board (its prepare step moves the pool clear of the image), make the pool USEMODE_RELATIVE, or give a "
+        "firmware that reads the image clear of the pool ([images] network = 0x72000000)"]
+
+
+def moved_build(repo, build, *args):
+    """Build and flash big_mlp for the DK (its 2.x firmware reads the image at 0x71000000, where
+    the pool lies) into `build`: (stdout, the prepared network.c, the descriptors, the pieces)."""
+    proc = scons(repo, "flash", "MODEL=big_mlp", ABSOLUTE, f"BUILD_DIR={build}", *args)
+    reloc = os.path.join(repo, build, "big_mlp", "reloc")
+    with open(os.path.join(reloc, "network_reloc_mempools.c")) as f:
+        descriptors = re.findall(r'\{\.name = "(\w+)", \.flags = 0x\w+, \.foff = \d+, \.dst = (0x\w+)', f.read())
+    with open(os.path.join(repo, build, "big_mlp", "flash", "flash.json")) as f:
+        pieces = [(i["role"], i["address"]) for i in json.load(f)["images"]]
+    with open(os.path.join(reloc, "network_reloc.c")) as f:
+        return proc.stdout, f.read(), descriptors, pieces
+
+
+def test_a_pool_where_the_firmware_reads_the_image_moves_and_the_network_reads_it_there(repo):
+    """prepare moves the pool to the params region (non-split: its first sector); network.c's
+    addresses, the pool's descriptor and the flashed piece agree; the image stays where the
+    firmware reads it, and the model validates at 0 LSB (the image's bytes read as weights do not)."""
+    out, text, descriptors, pieces = moved_build(repo, "build-moved")
+    new = 0x7180_0000
+    assert f"  MOVE     models/big_mlp/network.c: absolute flash pool 'xSPI2' 0x71000000 → 0x{new:08X}, clear of " \
+        "the image the firmware reads at 0x71000000" in out.splitlines()
+    assert ("xSPI2", f"0x{new:08X}") in descriptors
+    assert pieces == [("pool", f"0x{new:08X}"), ("network", "0x71000000")]
+    with open(os.path.join(repo, "models", "big_mlp", "network.c")) as f:
+        st = f.read()
+    assert "0x71000000UL" in st and "0x71000000UL" not in text
+    assert text.count(f"0x{new:08X}UL") == st.count("0x71000000UL")
+    assert "offset=0x71800000 " in text
+    assert board(repo, "build-moved").read(new, len(raw(repo))) == raw(repo)
+    proc = scons(repo, "validate-big_mlp", ABSOLUTE, "BUILD_DIR=build-moved")
+    with open(os.path.join(repo, "build-moved", "big_mlp", "run", "validate.json")) as f:
+        assert [o["max_abs_lsb"] for o in json.load(f)["outputs"]] == [0], proc.stdout
+
+
+def test_split_the_pool_moves_past_the_params_image(repo):
+    _, _, descriptors, pieces = moved_build(repo, "build-moved-split", "RELOC_SPLIT=1")
+    at = 0x7180_0000 + -(-len(raw(repo)) // S) * S       # the params image holds the pool's bytes once
+    assert ("xSPI2", f"0x{at:08X}") in descriptors
+    assert pieces == [("pool", f"0x{at:08X}"), ("network", "0x71000000"), ("params", "0x71800000")]
+
+
+def test_addresses_inside_a_moved_pool_follow_it_and_no_other():
+    from n6.reloc.prepare import Moved, move_addresses
+    text = ("/* index=2 file postfix=xSPI2 name=octoFlash offset=0x71000000  absolute_mode */\n"
+            "/* index=3 file postfix=xSPI1 name=hyperRAM offset=0x71000000 */\n"
+            "a = (0x71000000UL + 16) /* Equivalent hex address = 0x710000a0UL */, b = 0x71000100UL, "
+            "c = 0x70FFFFFFUL, d = 0x71000101UL, e = 0x71000000, f = 0x34100000UL;")
+    assert move_addresses(text, [Moved("xSPI2", 0x7100_0000, 0x71A0_0000, 0x100)]) == (
+        "/* index=2 file postfix=xSPI2 name=octoFlash offset=0x71a00000  absolute_mode */\n"
+        "/* index=3 file postfix=xSPI1 name=hyperRAM offset=0x71000000 */\n"
+        "a = (0x71A00000UL + 16) /* Equivalent hex address = 0x71a000a0UL */, b = 0x71A00100UL, "
+        "c = 0x70FFFFFFUL, d = 0x71000101UL, e = 0x71000000, f = 0x34100000UL;")
+    assert move_addresses(text, []) == text
 
 
 def test_the_pool_goes_at_its_address_and_the_image_clear_of_it_each_a_download(repo):

@@ -1,6 +1,8 @@
 """Against a real ST Edge AI Core 2.2 install and real `stedgeai generate` outputs: for each sample
 and variant, ST's own relocation flow (npu_driver) and our build on the same install; our prepared
-sources must describe the same pools as ST's intermediates and the images must be identical.
+sources must describe the same pools as ST's intermediates and the images must be identical (for a
+board whose firmware reads the image clear of the samples' flash pool; on the DK, whose 2.2
+firmware reads it where the pool lies, prepare moves the pool and nothing else changes).
 
 Needs a test bed folder given by N6_REAL_STEDGEAI: `2.2/` (the install), `samples/<name>/` (generated
 outputs; every folder there is a sample) and `npu_driver.sh` (ST's flow: -i NETWORK_C -o ABS_OUT
@@ -42,6 +44,7 @@ SAMPLES = _samples()
 VARIANTS = {"secure": ([], []), "nonsecure": (["--no-secure"], ["RELOC_SECURE=0"]),
             "split": (["--no-secure", "--split"], ["RELOC_SECURE=0", "RELOC_SPLIT=1"])}
 OPT_IN = "RELOC_ABSOLUTE_FLASH_POOLS=1"
+CLEAR = "BOARD=pool-dk.toml"     # the DK with a firmware reading the image at 0x72000000, clear of the pools
 
 
 def _install():
@@ -100,6 +103,11 @@ def repo(tmp_path_factory):
         for f in os.listdir(os.path.join(REAL, "samples", sample)):
             if f != "SOURCE.txt":
                 shutil.copy(os.path.join(REAL, "samples", sample, f), dest)
+    with open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")) as f:
+        text = f.read()
+    with open(os.path.join(repo, "pool-dk.toml"), "w") as f:
+        f.write(text.replace("network = 0x71000000", "network = 0x72000000")
+                .replace("params = 0x71800000", "params = 0x72800000"))
     return repo
 
 
@@ -141,7 +149,7 @@ def _footerless(text, marker):
 @pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
 def test_images_and_prepared_sources_equal_st(repo, sample, variant):
     st_dir, _ = st_flow(sample, variant)
-    our_build(repo, sample, variant, OPT_IN)
+    our_build(repo, sample, variant, OPT_IN, CLEAR)
     ours = os.path.join(repo, f"build-{variant}", sample)
     prep = os.path.join(ours, "reloc")
     # (a) prepared sources: same pools, flags, offsets, sizes; same rt_ctx figures; same network code
@@ -179,6 +187,23 @@ def test_images_and_prepared_sources_equal_st(repo, sample, variant):
         assert check_firmware(path, data, fw, 27 << 20, "b") == \
             ([] if variant == "secure" else [f"{path}: non-secure image on a secure firmware "
                                              "(the loader warns, installs)"])
+
+
+@pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])
+def test_on_the_dk_the_pool_moves_out_of_the_image_and_nothing_else_changes(repo, sample):
+    """ST's 2.2 firmware reads the image at 0x71000000, where the sample's pool lies: the pool
+    moves to the params region (0x71800000), network.c's addresses inside it with it (its pool is
+    under 1 MB: ST's `0x710.....` become `0x718.....`); the descriptors are ST's but that one's."""
+    st_dir, _ = st_flow(sample, "secure")
+    proc = our_build(repo, sample, "secure", OPT_IN, "BUILD_DIR=build-moved")
+    assert f"  MOVE     models/{sample}/network.c: absolute flash pool 'xSPI2' 0x71000000 → 0x71800000, clear of the " \
+        "image the firmware reads at 0x71000000" in proc.stdout.splitlines()
+    prep = os.path.join(repo, "build-moved", sample, "reloc")
+    st = descriptors(_read(st_dir, "network_reloc_mempools.c"), _ST_DESC)
+    assert descriptors(_read(prep, "network_reloc_mempools.c"), _OUR_DESC) == \
+        [d[:3] + ((0x71800000,) if d[0] == "xSPI2" else d[3:4]) + d[4:] for d in st]
+    assert _footerless(_read(prep, "network_reloc.c"), "/* Relocatable-image objects") == \
+        _footerless(_read(st_dir, "network_reloc.c"), "#if defined(BUILD_AI_NETWORK_RELOC)").replace("0x710", "0x718")
 
 
 @pytest.mark.parametrize("sample", [s for s, rel in SAMPLES.items() if rel == "2.2"])

@@ -45,8 +45,10 @@ def seed(name: str, value: object) -> int:
     return _whole(name, value, 0)
 
 
-def tolerance(name: str, value: object) -> float:
-    """A finite number ≥ 0."""
+def tolerance(name: str, value: object) -> float | str:
+    """A finite number ≥ 0; empty stays empty (validate's rule then gives the bound)."""
+    if str(value).strip() == "":
+        return ""
     return _finite(name, value, 0, f"give {name} a number 0 or more, e.g. {name}=2")
 
 

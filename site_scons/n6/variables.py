@@ -13,7 +13,7 @@ from .board_files import DEFAULT_BOARD
 from .build_layout import DEFAULT_BUILD_DIR
 from .flash.backend import RESET_MODES
 from .releases import DEFAULT_RELEASE, RELEASES
-from .run.options import PER_LAYER_MODES, RUN_MODES
+from .run.options import NPU_MAX_LSB, PER_LAYER_MODES, RUN_MODES, TOLERANCE_LSB
 
 BOOL, CHOICE, PATH, TEXT, NUMBER = "bool", "choice", "path", "text", "number"
 
@@ -116,8 +116,8 @@ VARIABLES = (
              ignorecase=True),
     Variable("RUN_MODE", "run: io (inputs sent, outputs saved) or perf (timing only: each input filled from one "
              "value, no outputs back, as ST's profiler measures)", "io", CHOICE, choices=RUN_MODES, ignorecase=True),
-    Variable("VALIDATE_TOLERANCE", "validate: largest allowed output error in LSB", 2, NUMBER,
-             parse=numbers.tolerance),
+    Variable("VALIDATE_TOLERANCE", f"validate: largest allowed output error in LSB (empty: {TOLERANCE_LSB:g}, and "
+             f"{NPU_MAX_LSB} for outputs of the simulated NPU: docs/validate.md)", "", NUMBER, parse=numbers.tolerance),
     Variable("PROFILE_SAMPLES", "profile: runs per counter set", 1, NUMBER, parse=numbers.count),
     Variable("PROFILE_BASELINE", "profile: compare with this profile.json (default: the previous profile)", "",
              PATH),

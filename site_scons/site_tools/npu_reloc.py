@@ -20,7 +20,7 @@ from n6 import gcc_flags
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, size_budgets
+from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, image_area, size_budgets
 from n6.variables import VARIABLES, defaults
 from n6_scons import ArgvAction, describe_targets, progress, reports_errors, say, step_code, uses_tool
 
@@ -38,8 +38,11 @@ def _prepare_emitter(target, source, env):
 def _prepare_action(target, source, env):
     from n6.reloc.prepare import prepare
     opts = env["N6_PREPARE_OPTIONS"]
-    prepare(source[0].path, os.path.dirname(target[0].path), opts.name, opts.ecblob_in_params,
-            list(opts.install_version), opts.absolute_flash_pools, opts.simulated_install)
+    prep = prepare(source[0].path, os.path.dirname(target[0].path), opts.name, opts.ecblob_in_params,
+                   list(opts.install_version), opts.absolute_flash_pools, opts.simulated_install, opts.image_area)
+    for m in prep.moved:
+        say(f"  MOVE     {source[0].path}: absolute flash pool '{m.name}' 0x{m.old:08X} → 0x{m.new:08X}, clear of "
+            f"the image the firmware reads at 0x{opts.image_area.start:08X}")
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -76,7 +79,9 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     runtime_lib = env.StedgeaiRuntimeLib()
     build = layout.reloc
     raws = [n for n in inputs if str(n).endswith(".raw")]
-    prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, bool(env["RELOC_ABSOLUTE_FLASH_POOLS"]),
+    absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
+    prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, absolute,
+                               image_area(env["BOARD"], opts.split, install_rel.core) if absolute else None,
                                simulated, tuple(install_rel.atonn), tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
                                 N6_PREPARE_OPTIONS=prep_opts)

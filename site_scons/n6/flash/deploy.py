@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_FLASH
-from ..reloc.image import Image, RtCtx, detect_header_words, off
+from ..reloc.image import Image, RtCtx, align, detect_header_words, off
 from . import mrel
 from ..board import Board
 from .backend import Backend, Download, Progress
@@ -47,10 +47,6 @@ class ModelFiles:
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
-
-
-def _align(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
 
 
 def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags: int = 0,
@@ -92,9 +88,9 @@ def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags:
                 f"{m.network}: its absolute flash pool at 0x{p.address:08X}-0x{p.address + len(p.data):08X} lies "
                 f"where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path}): the "
                 "image goes there, as ST's flow puts it, and the network reads the image's bytes as its weights. "
-                "For its weights make the pool USEMODE_RELATIVE (ST's 2.x firmware reads the image at 0x71000000 "
-                "only), or give a firmware that reads the image clear of the pool "
-                f"([images] network = 0x{_align(p.address + len(p.data), 16 << 20):08X})")
+                "For its weights build it with n6 for this board (its prepare step moves the pool clear of the "
+                "image), make the pool USEMODE_RELATIVE, or give a firmware that reads the image clear of the pool "
+                f"([images] network = 0x{align(p.address + len(p.data), 16 << 20):08X})")
             pools, at = [], net_at
         out += pools
         out.append(FlashImage(m.network, at, data, "network", (m.name,),
@@ -104,12 +100,12 @@ def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags:
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)
             _one_model_per_c_name(named, image, m.network)
         pair = [at, 0]
-        net_at = _align(at + len(data), sector)
+        net_at = align(at + len(data), sector)
         if m.params:
             assert pdata is not None      # read above, as m.params names it
             out.append(FlashImage(m.params, par_at, pdata, "params", (m.name,), par_region))
             pair[1] = par_at
-            par_at = _align(par_at + len(pdata), sector)
+            par_at = align(par_at + len(pdata), sector)
         pairs.append(tuple(pair))
     if multi_model:
         at = img.multi_model_header
@@ -127,7 +123,7 @@ def _clear_of(at: int, size: int, pieces: Sequence[FlashImage], sector: int) -> 
         hit = [p for p in pieces if _share_a_sector(at, size, p, sector)]
         if not hit:
             return at
-        at = _align(max(p.address + len(p.data) for p in hit), sector)
+        at = align(max(p.address + len(p.data) for p in hit), sector)
 
 
 def _share_a_sector(at: int, size: int, piece: FlashImage, sector: int) -> bool:

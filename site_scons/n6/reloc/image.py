@@ -45,6 +45,11 @@ def align8(n: int) -> int:
     return (n + 7) & ~7
 
 
+def align(n: int, a: int) -> int:
+    """`n` rounded up to a multiple of `a` (a flash sector, a region)."""
+    return (n + a - 1) // a * a
+
+
 @dataclass
 class Header:
     words: dict[str, int]   # field name → u32, in layout order

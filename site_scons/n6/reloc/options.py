@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
+from .area import ImageArea
 
 if TYPE_CHECKING:                 # the pack step's gate reads these; declaring options needs none
     from .report import Budgets
@@ -35,12 +36,23 @@ class ImageOptions:
         return cls(**{**defaults, **overrides})
 
 
+def image_area(board: str, split: bool, core: str) -> ImageArea | None:
+    """The image area of the board named `board` for an install of release `core`: None from 3.0,
+    whose multi-model header lets the image move past the pools instead."""
+    if core >= "3":
+        return None
+    from ..board import load_board
+    b = load_board(board_path(board))
+    return ImageArea(b.images.network, b.images.params, b.flash.sector_size, split)
+
+
 @dataclass(frozen=True)
 class PrepareOptions:
     name: str
     ecblob_in_params: bool
     epoch_controller: bool          # the network has an _ecblobs.h
     absolute_flash_pools: bool      # RELOC_ABSOLUTE_FLASH_POOLS
+    image_area: ImageArea | None    # with absolute_flash_pools, 2.x: where the firmware reads the image
     simulated_install: bool
     install_version: tuple[int, ...]   # the install's LL_ATON version
     raws: tuple[str, ...]           # the .raw files the params description names (paths)

@@ -16,9 +16,20 @@ from ..network_c import NetworkC, parse_network_c
 from ..stedgeai_install import by_simulated_tool
 from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
-from .image import FAKE_SIZE, align8
+from .image import FAKE_SIZE, align, align8
+from .area import ImageArea
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
+
+
+@dataclass(frozen=True)
+class Moved:
+    """An absolute flash pool moved from `old` to `new`: its `size` bytes, and every address
+    network.c gives inside them, follow."""
+    name: str
+    old: int
+    new: int
+    size: int
 
 
 @dataclass
@@ -33,6 +44,7 @@ class Prepared:
     params_sz: int = 0
     ext_ram_sz: int = 0
     runtime_desc: str = ""
+    moved: list[Moved] = field(default_factory=list)   # absolute flash pools moved out of the image area
 
     @property
     def used_pools(self) -> list[Pool]:
@@ -155,10 +167,12 @@ def check_absolute_flash(network_c: str, pools: Sequence[Pool]) -> None:
 
 
 def analyse(network_c: str, name: str | None = None, install_version: Sequence[int] | None = None,
-            absolute_flash_pools: bool = False, simulated_install: bool = False) -> Prepared:
+            absolute_flash_pools: bool = False, simulated_install: bool = False,
+            image_area: ImageArea | None = None) -> Prepared:
     """Parse and classify; no file is written. `install_version` is the LL_ATON version of the
     ST Edge AI install the image will be compiled against (`simulated_install`: the simulated one,
-    whose runtime compiles the simulated tool's outputs only)."""
+    whose runtime compiles the simulated tool's outputs only); `image_area`: where the firmware
+    reads the image (absolute flash pools lying there move out of it)."""
     net = parse_network_c(network_c)
     if simulated_install and not by_simulated_tool(net.text):
         raise N6Error(network_c, "written by a real ST Edge AI Core: the simulated install's runtime cannot compile it",
@@ -177,6 +191,8 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
         p.foff = offset
         offset += align8(p.used)
     params_blob(prep).verify()   # every pool's .raw is there, with the pool's size
+    if image_area and not os.path.exists(os.path.join(folder, f"{stem}_ecblobs.h")):
+        move_flash_pools(prep, image_area, offset)
     internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
     external = [p for p in prep.pools if p.offset >= EXTERNAL_BASE]
     prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
@@ -184,6 +200,41 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     prep.ext_ram_sz = next((p.used for p in prep.used_pools if p.type == TYPE_RELOC and p.pool_id == 1), 0)
     prep.runtime_desc = f"{net.git_description} (RELOC.GCC)"
     return prep
+
+
+def move_flash_pools(prep: Prepared, area: ImageArea, blob_size: int) -> None:
+    """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
+    image area would be written over by the image (ST's flow flashes it so, and the network reads
+    the image's bytes as its weights). Each such pool moves to the params region's first free
+    sector, one after the other; its new offset is the one definition network.c's pointers
+    (reloc_c) and its descriptor's destination (where `scons flash` puts its bytes) follow.
+    Epoch-controller blobs hold addresses in their own encoding: such a network is left as
+    ST's flow builds it (the flash step then says what follows)."""
+    at = align(area.end + (blob_size if area.split else 0), area.sector)
+    for p in prep.used_pools:
+        if p.absolute and in_external_flash(p) and p.offset < area.end and p.offset + p.used > area.start:
+            prep.moved.append(Moved(p.name, p.offset, at, p.used))
+            p.offset = at
+            at = align(at + p.used, area.sector)
+
+
+_ADDRESS = re.compile(r"\b0x([0-9a-fA-F]{8})UL\b")
+
+
+def move_addresses(text: str, moved: Sequence[Moved]) -> str:
+    """network.c with every address inside a moved pool (`0x71000000UL`, a base, and the
+    `Equivalent hex address` comments) and each moved pool's `offset=` line following it."""
+    def shift(m: re.Match[str]) -> str:
+        value = int(m.group(1), 16)
+        for mv in moved:
+            if mv.old <= value <= mv.old + mv.size:
+                digits = f"{value - mv.old + mv.new:08X}"
+                return f"0x{digits.lower() if m.group(1).islower() else digits}UL"
+        return m.group(0)
+    for mv in moved:
+        text = re.sub(rf"(file postfix={re.escape(mv.name)}\s.*?offset=)0x{mv.old:08x}\b", rf"\g<1>0x{mv.new:08x}",
+                      text, flags=re.I)
+    return _ADDRESS.sub(shift, text) if moved else text
 
 
 def check_generated(network_c: str) -> None:
@@ -274,16 +325,17 @@ def patch_ecblobs(text: str, release: Release) -> str:
 
 
 def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:
-    text = network_c_text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
+    text = move_addresses(network_c_text, prep.moved)
+    text = text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
     return text.rstrip("\n") + "\n\n/* Relocatable-image objects (rt_ctx, header entries, flags): added by n6. */\n" \
         "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
 
 
 def prepare(network_c: str, outdir: str, name: str | None = None, ecblob_in_params: bool = False,
             install_version: Sequence[int] | None = None, absolute_flash_pools: bool = False,
-            simulated_install: bool = False) -> Prepared:
+            simulated_install: bool = False, image_area: ImageArea | None = None) -> Prepared:
     """Run the prepare step; returns the Prepared description."""
-    prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install)
+    prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install, image_area)
     stem = os.path.splitext(os.path.basename(network_c))[0]
     folder = os.path.dirname(network_c) or "."
     n = prep.name

@@ -98,15 +98,15 @@ def outputs_arrays(model: ModelInfo, results: Sequence[RunResult]) -> list[np.nd
     return out
 
 
-def cycle_split(counters: Sequence[int], simulated: bool) -> tuple[int, int] | tuple[None, None]:
+def cycle_split(counters: Sequence[int]) -> tuple[int, int] | tuple[None, None]:
     """(CPU cycles, NPU cycles) of the run reply's final counters [pre, core, post, total, ...]
     (deploy-protocol.md §4.7-5.1): per-layer runs give the split (core = while the NPU runs); an
-    IO-only run gives only the total: all CPU on the simulated board (it has no NPU), unknown on a
-    real one (None, None)."""
+    IO-only run gives only the total, its split unknown (None, None), on a simulated board too
+    (its total holds the NPU model's chains)."""
     c = list(counters) + [0] * 5
     if c[0] or c[1] or c[2]:
         return c[0] + c[2], c[1]
-    return (c[3], 0) if simulated else (None, None)
+    return None, None
 
 
 def report(model: ModelInfo, device: Device, results: Sequence[RunResult], simulated: bool) -> tuple[str, JsonObject]:
@@ -117,7 +117,7 @@ def report(model: ModelInfo, device: Device, results: Sequence[RunResult], simul
     for i, r in enumerate(results):
         c = r.model_op.counter_values + [0] * 5
         ms = c[3] / mcu * 1000 if c[3] else None
-        cpu, npu = cycle_split(c, simulated)
+        cpu, npu = cycle_split(c)
         per.append({"run": i, "cycles": c[3], "ms": ms, "cpu_cycles": cpu, "npu_cycles": npu,
                     "host_s": r.host_seconds})
     measured = [p for p in per if p["ms"]]
@@ -134,7 +134,8 @@ def report(model: ModelInfo, device: Device, results: Sequence[RunResult], simul
                        cycles_per_inference=sum(p["cycles"] for p in measured) // len(measured),
                        cpu_share=cpu / (cpu + npu) if split and cpu + npu else None)   # type: ignore[operator]  # split: both set
         clock = f"{mcu / 1e6:g} MHz"
-        rows.append([f"ms / inference (simulated: 1 cycle per instruction at {clock})" if simulated else
+        rows.append([f"ms / inference (simulated: the CPU 1 cycle per instruction at {clock}, the NPU model's "
+                     "chains by its estimate)" if simulated else
                      f"ms / inference (MCU cycles at {clock})", f"{mean:.3f}"])
         rows.append(["inferences / s", f"{1000 / mean:.2f}" if mean else "-"])
         rows.append(["CPU / NPU cycles per inference", f"{cpu:,} / {npu:,}" if split else

@@ -1,0 +1,95 @@
+"""How far the simulated NPU's outputs drift from LiteRT, seed by seed: `scons validate` of ST's 2.2
+samples (the test bed's stedgeai outputs, built with its install, flashed for the DK: the params
+pool moved out of the image's area) on the simulated board, one run per seed, against LiteRT on the
+published sources. Per seed and output: the largest error in LSB, the strict top-1, the near-tie
+top-1 and how far below the reference's best its top-1 lay (the tie it needed): the figures the
+simulated-NPU rule judges (n6.run.options.NPU_MAX_LSB, NPU_TIE_LSB); then their distribution over
+the seeds, and the rule's margin: its bound over the largest error seen.
+
+    N6_REAL_STEDGEAI=<test bed> .venv/bin/python bench/validate_seeds.py [--seeds 20] [--first 0] [--sample nucleo_mnv1]
+
+JSON: build/bench/validate_seeds.json."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "site_scons")]
+
+from n6.run.options import NPU_MAX_LSB, NPU_TIE_LSB  # noqa: E402
+from npu_samples import REAL, need_test_bed, write_report  # noqa: E402  (bench/ is the script's folder)
+from tabulate import tabulate  # noqa: E402
+
+SAMPLES = ("nucleo_mnv1", "blazeface")
+
+
+def project(tmp, samples):
+    """A copy of the project's tracked files with the samples as prebuilt models naming their source."""
+    repo = os.path.join(tmp, "repo")
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        if not rel.startswith("models/"):
+            os.makedirs(os.path.join(repo, os.path.dirname(rel)), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, rel), os.path.join(repo, rel))
+    for name in samples:
+        folder = os.path.join(repo, "models", name)
+        shutil.copytree(os.path.join(REAL, "samples", name), folder, ignore=shutil.ignore_patterns("SOURCE.txt"))
+        shutil.copy(os.path.join(REAL, "sources", name, "model.tflite"), folder)
+        with open(os.path.join(folder, "model.json"), "w") as f:
+            json.dump({"source": "model.tflite"}, f)
+    return repo
+
+
+def validate(repo, name, seed):
+    """validate.json of one run of `name` on input seed `seed` (failed or not)."""
+    env = dict(os.environ, STEDGEAI_CORE_DIR=os.path.join(REAL, "2.2"))
+    subprocess.run([sys.executable, "-m", "SCons", "-Q", f"validate-{name}", "RELOC_ABSOLUTE_FLASH_POOLS=1", "RUNS=1",
+                    f"SEED={seed}"], cwd=repo, env=env, capture_output=True, text=True, timeout=3600)
+    run = os.path.join(repo, "build", name, "run")
+    path = next(os.path.join(run, f) for f in ("validate.json", "validate-failed.json")
+                if os.path.exists(os.path.join(run, f)))
+    with open(path) as f:
+        return json.load(f)
+
+
+def main():
+    need_test_bed()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", action="append", choices=SAMPLES)
+    parser.add_argument("--seeds", type=int, default=20, help="one run per seed FIRST..FIRST+N-1")
+    parser.add_argument("--first", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "validate_seeds.json"))
+    args = parser.parse_args()
+    samples = args.sample or list(SAMPLES)
+    report = {"npu_max_lsb": NPU_MAX_LSB, "npu_tie_lsb": NPU_TIE_LSB, "samples": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = project(tmp, samples)
+        for name in samples:
+            runs = []
+            for seed in range(args.first, args.first + args.seeds):
+                v = validate(repo, name, seed)
+                runs.append({"seed": seed, "passed": v["passed"],
+                             "outputs": [{k: o[k] for k in ("name", "max_abs_lsb", "mean_abs_lsb", "exact", "top1",
+                                                            "top1_tie", "top1_gap_lsb")} for o in v["outputs"]]})
+                print(f"  {name} seed {seed}: " + ", ".join(f"{o['max_abs_lsb']:.0f} LSB" for o in runs[-1]["outputs"]),
+                      flush=True)
+            rows = []
+            for k, out in enumerate(runs[0]["outputs"]):
+                worst = sorted(round(r["outputs"][k]["max_abs_lsb"]) for r in runs)
+                rows.append([name, out["name"][:24], len(runs), worst[0], worst[len(worst) // 2], worst[-1],
+                             f"{NPU_MAX_LSB / worst[-1]:.2f}x" if worst[-1] else "-",
+                             sum(r["outputs"][k]["top1"] == 1.0 for r in runs),
+                             sum(r["outputs"][k]["top1_tie"] == 1.0 for r in runs),
+                             max(round(r["outputs"][k]["top1_gap_lsb"]) for r in runs), sum(r["passed"] for r in runs)])
+            print(tabulate(rows, headers=["sample", "output", "seeds", "min max-LSB", "median", "max", "bound / max",
+                                          "top-1 same", "near-tie top-1", "largest tie LSB", "passed"]))
+            report["samples"][name] = {"runs": runs, "table": rows}
+    write_report(report, args.json)
+
+
+if __name__ == "__main__":
+    main()
