@@ -49,6 +49,7 @@ from npu_model.chain import run, wire
 from npu_model.convacc import ConvConfig
 from npu_model.fixedpoint import NotModelled
 from npu_model.poolacc import PoolConfig
+from npu_model.program import Route
 
 SEED = 31
 FLASH = 0x7100_0000
@@ -226,7 +227,7 @@ class Sample:
             vectors, precisions = self.vectors[epoch][i]
             words = npu_samples.coefficient_memory(init["arith"][i], vectors, precisions, self.raw)
             configs[f"ARITH{i}"] = ArithConfig.from_registers(regs, words, f"ARITH{i}")
-        return wire(configs, [(dest, port, context, source, init["switch"][dest, port])
+        return wire(configs, [Route(dest, port, context, source, init["switch"][dest, port])
                               for dest, port, context, source, _ in routes])
 
     def source_ops(self, epoch):

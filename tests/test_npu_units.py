@@ -11,6 +11,7 @@ import pytest
 from npu_model.arithacc import ArithConfig, addresses, compute
 from npu_model.convacc import ConvConfig, convolve, kernel_frames, pack_kernel_frames
 from npu_model.fixedpoint import NotModelled, output_stage
+from npu_model.program import Route
 
 RNG = np.random.default_rng(31)
 
@@ -140,8 +141,9 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     frames = [x[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]
     kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
-                  ("STRENG2", 0, 1, "CONVACC3", (1, 1))])             # ST's form: every second frame, context 1
+                 [Route("CONVACC3", 0, 0, "STRENG0"), Route("CONVACC3", 1, 0, "STRENG1"),
+                  Route("CONVACC3", 2, 0, "CONVACC3"),
+                  Route("STRENG2", 0, 1, "CONVACC3", (1, 1))])             # ST's form: every second frame, context 1
     streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
@@ -319,9 +321,10 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
                "STRENG2": [np.frombuffer(pack_kernel_frames(items, first), np.uint8)], "STRENG3": np.split(y, 2)}
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "STRENG3": None, "STRENG4": None,
                   "CONVACC0": first, "CONVACC1": second, "ARITH0": add},
-                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG2"), ("CONVACC1", 0, 0, "STRENG1"),
-                  ("CONVACC1", 1, 0, "STRENG2"), ("CONVACC1", 2, 0, "CONVACC0"), ("ARITH0", 0, 0, "CONVACC1"),
-                  ("ARITH0", 1, 0, "STRENG3"), ("STRENG4", 0, 0, "ARITH0")])
+                 [Route("CONVACC0", 0, 0, "STRENG0"), Route("CONVACC0", 1, 0, "STRENG2"),
+                  Route("CONVACC1", 0, 0, "STRENG1"), Route("CONVACC1", 1, 0, "STRENG2"),
+                  Route("CONVACC1", 2, 0, "CONVACC0"), Route("ARITH0", 0, 0, "CONVACC1"),
+                  Route("ARITH0", 1, 0, "STRENG3"), Route("STRENG4", 0, 0, "ARITH0")])
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
     sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]
@@ -331,7 +334,7 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
 def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
     from npu_model.chain import run, wire
     units = wire({"STRENG1": None, "ARITH0": ArithConfig.from_registers(arith_registers("scalar"), name="ARITH0")},
-                 [("ARITH0", 0, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+                 [Route("ARITH0", 0, 0, "RECBUF"), Route("STRENG1", 0, 0, "ARITH0")])
     with pytest.raises(NotModelled, match=r"^RECBUF feeds the chain's units but is not one of them"):
         run(units, lambda name: [], lambda name, frames: None)
 
@@ -339,7 +342,7 @@ def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
 def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
     from npu_model.chain import wire
     with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG1 and STRENG2 in the switch's two contexts"):
-        wire({"ARITH0": None}, [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")])
+        wire({"ARITH0": None}, [Route("ARITH0", 0, 0, "STRENG1"), Route("ARITH0", 0, 1, "STRENG2")])
 
 
 @pytest.mark.parametrize("contexts,switch,frames", [((0,), (0, 0), [0, 1, 2, 3, 4, 5, 6]),
@@ -352,7 +355,7 @@ def test_a_port_receives_the_frames_of_the_contexts_it_is_enabled_in(contexts, s
     forms of the references (context 0 alone; FNR0 3 with context 1 off, blazeface; context 1
     alone with FNR 1 and 1, nucleo_mnv1's fully connected layer) and two more."""
     from npu_model.chain import run, wire
-    units = wire({"STRENG0": None, "STRENG1": None}, [("STRENG1", 0, c, "STRENG0", switch) for c in contexts])
+    units = wire({"STRENG0": None, "STRENG1": None}, [Route("STRENG1", 0, c, "STRENG0", switch) for c in contexts])
     written = {}
     run(units, lambda name: [np.array([k]) for k in range(7)], written.__setitem__)
     assert [int(f[0]) for f in written["STRENG1"]] == frames

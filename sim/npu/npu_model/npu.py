@@ -333,14 +333,13 @@ class Npu:
             self.schedule(cycles, done)
 
     def _copies(self, program):
-        """([(reading engine, writing engine, which of its frames pass)], None) of a chain of
+        """([(reading engine, writing engine, the writer's chain.Port)], None) of a chain of
         stream engines whose data movement is modelled (streng.py; the switch's contexts as
         chain.py states them): each writing engine fed by one reading engine that sends at least
         as many items as it writes; else ([], what is not modelled)."""
         engines = {f.engine: f.addressing for f in program.footprints}
         try:
-            units = wire(dict.fromkeys(engines), [(r.dest, r.port, r.context, r.source, r.switch)
-                                                  for r in program.routes])
+            units = wire(dict.fromkeys(engines), program.routes)
         except NotModelled as error:
             return [], str(error)
         copies = []
@@ -355,23 +354,22 @@ class Npu:
                     e.check()
                 except NotModelled as error:
                     return [], str(error)
-            passes = unit.inputs[0].passes(source.frames)
-            if sum(passes) * source.count < dest.frames * dest.count:
-                return [], f"{dest.frames * dest.count} items written, {sum(passes) * source.count} read"
+            passing = sum(unit.inputs[0].passes(source.frames))
+            if passing * source.count < dest.frames * dest.count:
+                return [], f"{dest.frames * dest.count} items written, {passing * source.count} read"
             if self.read_memory is None or self.write_memory is None:
                 return [], "no memory given to the model"
-            copies.append((source, dest, passes))
+            copies.append((source, dest, unit.inputs[0]))
         return copies, None
 
-    def _move(self, source, dest, passes):
-        words = read_items(source, self.read_memory)
-        if not all(passes):
-            words = np.concatenate([f for f, p in zip(np.split(words, source.frames), passes) if p])
-        write_items(dest, words, self.read_memory, self.write_memory)
+    def _move(self, source, dest, port):
+        """Copy the frames of `source` that reach the port of `dest` (chain.Port)."""
+        frames = port.select(np.split(read_items(source, self.read_memory), source.frames))
+        write_items(dest, np.concatenate(frames), self.read_memory, self.write_memory)
 
     def _finish(self, chain, program, unmodelled, copies=(), computed=()):
-        for source, dest, passes in copies:
-            self._move(source, dest, passes)
+        for source, dest, port in copies:
+            self._move(source, dest, port)
         for dest, words in computed:
             write_items(dest, words, self.read_memory, self.write_memory)
         for f in program.footprints:
