@@ -119,6 +119,31 @@ def test_bus_burst_counters_count_the_bursts_a_chain_moves():
     assert 8 * sum(c << k for c, k in zip(counts[:4], (3, 2, 1, 0))) == 104
 
 
+def test_activity_counters_count_each_engines_active_cycles_in_the_time_model():
+    """Trace-unit counters on ll_aton_dbgtrc.h's stream-engine activity signals (simulated): a
+    reading engine's source-link stall counted while low (SWITCH_OSTRX_STALL 2 + link) or its
+    handshake while high (HENV 56 + link), a writing engine's destination-port stall while low
+    (SWITCH_ISTRX_STALL 83 + port). A 100-byte copy STRENG0 → STRENG6 is active 13 cycles each side
+    (the chain's 13 beyond its start), then a 40-byte copy STRENG1 → STRENG2 5; a stall counted
+    while high (idle) keeps its value."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    low, high = 0, 1
+    counters = {0: (2, low), 1: (56, high), 2: (83 + 6, low), 3: (83, low), 4: (2 + 1, low), 5: (83 + 2, low),
+                6: (56 + 1, high), 7: (2, high)}
+    for n, (signal, event_type) in counters.items():
+        npu.write(0x1F040 + 4 * n, 1 | signal << 1 | event_type << 14)
+    npu.write(0x1F084 + 4 * 7, 7)
+    for reader, writer, n in ((0, 6, 100), (1, 2, 40)):
+        raw_engine(npu, reader, 0x3410_0000, n, write=False)
+        raw_engine(npu, writer, 0x3410_0100, n, write=True)
+        npu.write(DSTSTRENG(writer), route(LINK_STRENG(reader)))
+        npu.write(STRENG(writer) + CTRL, npu.read(STRENG(writer) + CTRL) | EN)
+        npu.write(STRENG(reader) + CTRL, npu.read(STRENG(reader) + CTRL) | EN)
+    assert [npu.read(0x1F084 + 4 * n) for n in counters] == [13, 13, 13, 0, 5, 5, 5, 7]
+    assert [p.cycles - START_CYCLES for p in npu.programs] == [13, 5]
+
+
 def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
     """A 4-frame reader into a 2-frame writer through the switch in context 1 alone, FNR0 = FNR1 =
     1: frames 1 and 3 pass; ticking on pixels (TICKTYPE) stops naming the port."""
