@@ -219,21 +219,21 @@ def test_a_convolution_in_a_chain_takes_every_value_of_a_row_of_deep_pixels():
     """Without its own output on port 2 (NOSUM): each frame is a 1x2 row of pixels of depth 2
     (height 1, width 2: 4 values), each kernel frame its 1x1 kernel; the unit sends x @ w per pixel,
     shifted by OUTSHIFT: every value of the frame counts (height * width * depth of them)."""
-    from test_npu_units import RNG, _half_away
+    from test_npu_units import RNG, _half_even
     x, w = RNG.integers(1, 256, (3, 2, 2)), RNG.integers(1, 128, (3, 2))
     assert _convolution_chain(2, False, x, w) == \
-        [[_half_away(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
+        [[_half_even(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
 
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame(width):
     """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on;
     on a row of deep pixels each pixel sums on its own."""
-    from test_npu_units import RNG, _half_away
+    from test_npu_units import RNG, _half_even
     x, w = RNG.integers(0, 256, (3, width, 2)), RNG.integers(-128, 128, (3, 2))
     want, previous = [], [0] * width
     for k in range(3):
-        previous = [_half_away((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(width)]
+        previous = [_half_even((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(width)]
         want.append(previous)
     assert _convolution_chain(width, True, x, w) == want
 

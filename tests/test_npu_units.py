@@ -3,7 +3,7 @@ onnxruntime's ConvInteger (zero point, padding, strides) for the convolution uni
 decimal arithmetic for the output stage's rounding, and byte layouts written out by
 hand for the kernel stream, ll_aton.c's register settings of each broadcast for the arithmetic
 unit's coefficient addressing."""
-from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 import numpy as np
 import pytest
@@ -149,8 +149,8 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     run(units, streams.__getitem__, written.__setitem__)
     want = []
     for o in range(3):
-        first = _half_away(int(x[o, :2] @ w[o, :2]), 3)
-        want.append(_half_away((first << 3) + int(x[o, 2:] @ w[o, 2:]), 3))
+        first = _half_even(int(x[o, :2] @ w[o, :2]), 3)
+        want.append(_half_even((first << 3) + int(x[o, 2:] @ w[o, 2:]), 3))
     assert [int(f[0]) for f in written["STRENG2"]] == want
 
 
@@ -168,22 +168,22 @@ def test_a_chained_unit_adds_the_partial_sums_then_shifts_rounds_and_saturates()
     partial = np.array([[[8, -8], [0, 0], [1000, -1000]]])
     sums = np.einsum("hwc,kc->hwk", x, w[:, 0, 0, :]) + partial
     got = convolve(x, w, cfg, partial=partial)
-    assert got.tolist()[0] == [[max(-128, min(127, _half_away(int(v), 4))) for v in px] for px in sums[0]]
+    assert got.tolist()[0] == [[max(-128, min(127, _half_even(int(v), 4))) for v in px] for px in sums[0]]
     with pytest.raises(NotModelled, match="port 2"):
         convolve(x, w, cfg)
 
 
-def _half_away(value, shift):
-    """value / 2**shift rounded half away from zero, in exact decimal arithmetic."""
+def _half_even(value, shift):
+    """value / 2**shift rounded half to even, in exact decimal arithmetic."""
     q = Decimal(value) / Decimal(2 ** shift)
-    return int(q.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return int(q.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 # -- output stage ----------------------------------------------------------------------------------
-def test_the_output_stage_rounds_half_away_from_zero_truncates_without_round_and_wraps_without_sat():
+def test_the_output_stage_rounds_half_to_even_truncates_without_round_and_wraps_without_sat():
     values = np.array([-48, -40, -24, -8, -1, 0, 7, 8, 24, 40, 300 * 16, -300 * 16])
-    assert output_stage(values, 4, "half_away", False, 1, True).tolist() == \
-        [max(-128, min(127, _half_away(int(v), 4))) for v in values]
+    assert output_stage(values, 4, "half_even", False, 1, True).tolist() == \
+        [max(-128, min(127, _half_even(int(v), 4))) for v in values]
     floor = [int((Decimal(int(v)) / 16).quantize(Decimal(1), rounding=ROUND_FLOOR)) for v in values]
     assert output_stage(values, 4, "floor", False, 2, True).tolist() == floor
     assert output_stage(np.array([200, -200]), 0, "floor", False, 1, False).tolist() == [-56, 56]
@@ -272,22 +272,22 @@ def test_the_requantisation_chain_of_st_is_a_per_channel_affine_with_a_32_bit_bi
     offset = ArithConfig.from_registers(arith_registers("scalar", a=16384, b=32, combinebc=1, res=14, round_=0,
                                                         sat=0, **regs))
     y1, y2, y3 = compute(x, mul), None, None
-    want1 = [max(-32768, min(32767, _half_away(int(v) * scale[i % channels], 10))) for i, v in enumerate(x)]
+    want1 = [max(-32768, min(32767, _half_even(int(v) * scale[i % channels], 10))) for i, v in enumerate(x)]
     assert y1.tolist() == want1
     y2 = compute(y1, add)
-    want2 = [max(-128, min(127, _half_away(21760 * v + bias[i % channels], 20))) for i, v in enumerate(want1)]
+    want2 = [max(-128, min(127, _half_even(21760 * v + bias[i % channels], 20))) for i, v in enumerate(want1)]
     assert y2.tolist() == want2
     y3 = compute(y2, offset)
     assert y3.tolist() == [(v + 128 + 128) % 256 - 128 for v in want2]     # wraps into the byte: u8 = s8 + 128
 
 
 def test_a_dual_input_add_divides_x_and_y_by_their_shifts_scales_c_up_and_rounds_once():
-    """(3x/4 - 5y/2 + 7*16) / 8, rounded half away from zero, in exact decimal arithmetic."""
+    """(3x/4 - 5y/2 + 7*16) / 8, rounded half to even, in exact decimal arithmetic."""
     regs = arith_registers("scalar", a=3, b=-5, c=7, dual=1, shifts=(2, 1, 4), res=3, obytes=2)
     cfg = ArithConfig.from_registers(regs)
     x, y = RNG.integers(-128, 128, 50), RNG.integers(-128, 128, 50)
     exact = [Decimal(3 * int(p)) / 4 + Decimal(-5 * int(q)) / 2 + 7 * 16 for p, q in zip(x, y)]
-    assert compute(x, cfg, y).tolist() == [int((v / 8).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for v in exact]
+    assert compute(x, cfg, y).tolist() == [int((v / 8).quantize(Decimal(1), rounding=ROUND_HALF_EVEN)) for v in exact]
     with pytest.raises(NotModelled, match="port 1"):
         compute(x, cfg)
 
@@ -392,7 +392,7 @@ def test_global_average_is_the_sum_times_mulval_shifted_with_rounding():
     x = RNG.integers(0, 256, (7, 7, 8))
     cfg = PoolConfig.from_registers(pool_registers(GAVG, width=7, height=7, b=8, win=(0, 0), stride=(1, 1),
                                                    mulval=21400, outshift=12, obytes=2))
-    want = [max(-32768, min(32767, _half_away(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
+    want = [max(-32768, min(32767, _half_even(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
     assert pool(x, cfg).tolist() == want
 
 
