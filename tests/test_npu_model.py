@@ -169,6 +169,23 @@ def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
 
 
+def test_a_route_gives_the_frames_of_its_own_context():
+    """One port fed in both contexts, FNR0 3 and FNR1 1: the program's two routes say 3 and 1 frames
+    (each its own context's FNR), in the dump and the JSON with the port's two counts."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    raw_engine(npu, 0, 0x3410_0000, 16, write=False)
+    raw_engine(npu, 1, 0x3410_0100, 16, write=True)
+    npu.write(DSTSTRENG(1), 1 | LINK_STRENG(0) << 1 | 3 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 24)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    program, = npu.programs
+    assert [(r.context, r.frames) for r in program.routes] == [(0, 3), (1, 1)]
+    assert [(r["frames"], r["switch"]) for r in program.as_dict()["routes"]] == [(3, [3, 1]), (1, [3, 1])]
+    assert "STRENG0 -> STRENG1.in0 ctx0 frames=3" in program.text()
+    assert "STRENG0 -> STRENG1.in0 ctx1 frames=1" in program.text()
+
+
 def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():
     npu = Ram().attach(Npu())
     copy_program(npu, read_sizes=SIZE_16)
