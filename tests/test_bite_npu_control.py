@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from npu_model.chain import wire
+from npu_model.program import Route
 from npu_model.fixedpoint import NotModelled
 from npu_model.npu import Npu
 
@@ -43,11 +44,11 @@ def test_a_footprint_in_no_known_pool_has_an_empty_location():
 def test_two_sources_on_one_port_are_named_in_the_order_the_routes_list_them():
     """A port the two contexts feed from different sources stops, naming both; one source per
     port wires each port to its own."""
-    for routes, named in (([("ARITH0", 0, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")], "STRENG2 and STRENG1"),
-                          ([("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")], "STRENG1 and STRENG2")):
+    one, two = Route("ARITH0", 0, 0, "STRENG1"), Route("ARITH0", 0, 1, "STRENG2")
+    for routes, named in (([two, one], "STRENG2 and STRENG1"), ([one, two], "STRENG1 and STRENG2")):
         with pytest.raises(NotModelled, match=rf"^ARITH0 port 0: fed by {named} in the switch's two contexts"):
             wire({"ARITH0": None}, routes)
-    units = wire({"ARITH0": None}, [("ARITH0", 1, 1, "STRENG2"), ("ARITH0", 0, 0, "STRENG1")])
+    units = wire({"ARITH0": None}, [Route("ARITH0", 1, 1, "STRENG2"), Route("ARITH0", 0, 0, "STRENG1")])
     assert {n: (p.source, p.contexts) for n, p in units["ARITH0"].inputs.items()} == \
         {0: ("STRENG1", {0}), 1: ("STRENG2", {1})}
 
@@ -69,7 +70,7 @@ def test_a_pooling_unit_in_a_chain_pools_each_frame():
     cfg = PoolConfig.from_registers(pool_registers(MAX))
     frames = [RNG.integers(-128, 128, 5 * 6 * 3) for _ in range(2)]
     units = wire({"STRENG0": None, "POOL0": cfg, "STRENG1": None},
-                 [("POOL0", 0, 0, "STRENG0"), ("STRENG1", 0, 0, "POOL0")])
+                 [Route("POOL0", 0, 0, "STRENG0"), Route("STRENG1", 0, 0, "POOL0")])
     written = {}
     run(units, {"STRENG0": frames}.__getitem__, written.__setitem__)
     assert [f.tolist() for f in written["STRENG1"]] == [pool(f.reshape(5, 6, 3), cfg).tolist() for f in frames]
@@ -82,7 +83,7 @@ def test_a_single_input_arith_unit_does_not_follow_its_port_1():
     from test_npu_units import arith_registers
     cfg = ArithConfig.from_registers(arith_registers("scalar", a=2, obytes=2), name="ARITH0")
     units = wire({"STRENG0": None, "ARITH0": cfg, "STRENG1": None},
-                 [("ARITH0", 0, 0, "STRENG0"), ("ARITH0", 1, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+                 [Route("ARITH0", 0, 0, "STRENG0"), Route("ARITH0", 1, 0, "RECBUF"), Route("STRENG1", 0, 0, "ARITH0")])
     written = {}
     run(units, {"STRENG0": [[1, 2, 3], [4]]}.__getitem__, written.__setitem__)
     assert [f.tolist() for f in written["STRENG1"]] == [compute([1, 2, 3], cfg).tolist(), compute([4], cfg).tolist()]
@@ -203,9 +204,10 @@ def _convolution_chain(width, sums, x, w):
     regs = conv_registers(kw=1, kh=1, nr=1, depth=2, width=width, height=1, outshift=3, inshift=3 * sums,
                           nosum=int(not sums), obytes=2)
     cfg = ConvConfig.from_registers(regs, "CONVACC3")
-    routes = [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("STRENG2", 0, 0, "CONVACC3")]
+    routes = [Route("CONVACC3", 0, 0, "STRENG0"), Route("CONVACC3", 1, 0, "STRENG1"),
+              Route("STRENG2", 0, 0, "CONVACC3")]
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 routes + [("CONVACC3", 2, 0, "CONVACC3")] * sums)
+                 routes + [Route("CONVACC3", 2, 0, "CONVACC3")] * sums)
     streams = {"STRENG0": [f.ravel() for f in x],
                "STRENG1": [np.frombuffer(pack_kernel_frames(w.reshape(len(w), 1, 1, 1, 2), cfg), np.uint8)]}
     written = {}
@@ -217,21 +219,21 @@ def test_a_convolution_in_a_chain_takes_every_value_of_a_row_of_deep_pixels():
     """Without its own output on port 2 (NOSUM): each frame is a 1x2 row of pixels of depth 2
     (height 1, width 2: 4 values), each kernel frame its 1x1 kernel; the unit sends x @ w per pixel,
     shifted by OUTSHIFT: every value of the frame counts (height * width * depth of them)."""
-    from test_npu_units import RNG, _half_away
+    from test_npu_units import RNG, _half_even
     x, w = RNG.integers(1, 256, (3, 2, 2)), RNG.integers(1, 128, (3, 2))
     assert _convolution_chain(2, False, x, w) == \
-        [[_half_away(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
+        [[_half_even(int(x[k, p] @ w[k]), 3) for p in range(2)] for k in range(3)]
 
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_a_unit_fed_its_own_output_without_afilt_sums_over_every_frame(width):
     """No AFILT: every frame adds the previous frame's output (through INSHIFT) and is sent on;
     on a row of deep pixels each pixel sums on its own."""
-    from test_npu_units import RNG, _half_away
+    from test_npu_units import RNG, _half_even
     x, w = RNG.integers(0, 256, (3, width, 2)), RNG.integers(-128, 128, (3, 2))
     want, previous = [], [0] * width
     for k in range(3):
-        previous = [_half_away((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(width)]
+        previous = [_half_even((previous[p] << 3) + int(x[k, p] @ w[k]), 3) for p in range(width)]
         want.append(previous)
     assert _convolution_chain(width, True, x, w) == want
 

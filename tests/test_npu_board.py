@@ -108,7 +108,7 @@ def encode(unit, i, registers):
 def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(code):
     """STRENG0 features (uint8, zero point 7) and STRENG1 kernels feed CONVACC0 (3x3, padding 1,
     24-bit sums), ARITH0 scales each channel (A) and adds its 32-bit bias (COMBINEBC B:C), shifts
-    by 16 rounding half away from zero and saturates to int8, STRENG2 writes it: the bytes equal a
+    by 16 rounding half to even and saturates to int8, STRENG2 writes it: the bytes equal a
     numpy convolution and Python integer requantisation written here, from the register program
     the emulated code stores."""
     rng = np.random.default_rng(31)
@@ -158,8 +158,9 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
     want = []
     for s, j in zip(sums.ravel().tolist(), [j for _ in range(h * w) for j in range(nr)]):
         v = int(scale[j]) * s + int(bias[j])
-        q = (abs(v) + (1 << 15)) >> 16
-        want.append(max(-128, min(127, q if v >= 0 else -q)))
+        q, rest = divmod(v, 1 << 16)                                      # floor, and what it dropped
+        q += rest > 1 << 15 or rest == 1 << 15 and q % 2                 # half to even
+        want.append(max(-128, min(127, q)))
     assert list(np.frombuffer(cpu.read(out, h * w * nr), dtype=np.int8)) == want
     assert npu.not_computed == []
 

@@ -119,6 +119,31 @@ def test_bus_burst_counters_count_the_bursts_a_chain_moves():
     assert 8 * sum(c << k for c, k in zip(counts[:4], (3, 2, 1, 0))) == 104
 
 
+def test_activity_counters_count_each_engines_active_cycles_in_the_time_model():
+    """Trace-unit counters on ll_aton_dbgtrc.h's stream-engine activity signals (simulated): a
+    reading engine's source-link stall counted while low (SWITCH_OSTRX_STALL 2 + link) or its
+    handshake while high (HENV 56 + link), a writing engine's destination-port stall while low
+    (SWITCH_ISTRX_STALL 83 + port). A 100-byte copy STRENG0 → STRENG6 is active 13 cycles each side
+    (the chain's 13 beyond its start), then a 40-byte copy STRENG1 → STRENG2 5; a stall counted
+    while high (idle) keeps its value."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    low, high = 0, 1
+    counters = {0: (2, low), 1: (56, high), 2: (83 + 6, low), 3: (83, low), 4: (2 + 1, low), 5: (83 + 2, low),
+                6: (56 + 1, high), 7: (2, high)}
+    for n, (signal, event_type) in counters.items():
+        npu.write(0x1F040 + 4 * n, 1 | signal << 1 | event_type << 14)
+    npu.write(0x1F084 + 4 * 7, 7)
+    for reader, writer, n in ((0, 6, 100), (1, 2, 40)):
+        raw_engine(npu, reader, 0x3410_0000, n, write=False)
+        raw_engine(npu, writer, 0x3410_0100, n, write=True)
+        npu.write(DSTSTRENG(writer), route(LINK_STRENG(reader)))
+        npu.write(STRENG(writer) + CTRL, npu.read(STRENG(writer) + CTRL) | EN)
+        npu.write(STRENG(reader) + CTRL, npu.read(STRENG(reader) + CTRL) | EN)
+    assert [npu.read(0x1F084 + 4 * n) for n in counters] == [13, 13, 13, 0, 5, 5, 5, 7]
+    assert [p.cycles - START_CYCLES for p in npu.programs] == [13, 5]
+
+
 def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
     """A 4-frame reader into a 2-frame writer through the switch in context 1 alone, FNR0 = FNR1 =
     1: frames 1 and 3 pass; ticking on pixels (TICKTYPE) stops naming the port."""
@@ -142,6 +167,23 @@ def test_a_copy_takes_the_frames_of_the_contexts_its_port_is_enabled_in():
     npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
     with pytest.raises(NpuStop, match=r"STRENG1 port 0: the switch's contexts ticking on pixels"):
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+
+
+def test_a_route_gives_the_frames_of_its_own_context():
+    """One port fed in both contexts, FNR0 3 and FNR1 1: the program's two routes say 3 and 1 frames
+    (each its own context's FNR), in the dump and the JSON with the port's two counts."""
+    ram = Ram()
+    npu = ram.attach(Npu())
+    raw_engine(npu, 0, 0x3410_0000, 16, write=False)
+    raw_engine(npu, 1, 0x3410_0100, 16, write=True)
+    npu.write(DSTSTRENG(1), 1 | LINK_STRENG(0) << 1 | 3 << 8 | 1 << 16 | LINK_STRENG(0) << 17 | 1 << 24)
+    npu.write(STRENG(1) + CTRL, npu.read(STRENG(1) + CTRL) | EN)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    program, = npu.programs
+    assert [(r.context, r.frames) for r in program.routes] == [(0, 3), (1, 1)]
+    assert [(r["frames"], r["switch"]) for r in program.as_dict()["routes"]] == [(3, [3, 1]), (1, [3, 1])]
+    assert "STRENG0 -> STRENG1.in0 ctx0 frames=3" in program.text()
+    assert "STRENG0 -> STRENG1.in0 ctx1 frames=1" in program.text()
 
 
 def test_a_writer_fed_fewer_items_than_it_writes_stops_in_one_line():

@@ -3,7 +3,7 @@ onnxruntime's ConvInteger (zero point, padding, strides) for the convolution uni
 decimal arithmetic for the output stage's rounding, and byte layouts written out by
 hand for the kernel stream, ll_aton.c's register settings of each broadcast for the arithmetic
 unit's coefficient addressing."""
-from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 import numpy as np
 import pytest
@@ -11,6 +11,7 @@ import pytest
 from npu_model.arithacc import ArithConfig, addresses, compute
 from npu_model.convacc import ConvConfig, convolve, kernel_frames, pack_kernel_frames
 from npu_model.fixedpoint import NotModelled, output_stage
+from npu_model.program import Route
 
 RNG = np.random.default_rng(31)
 
@@ -140,15 +141,16 @@ def test_a_unit_summing_over_frames_feeds_back_its_output_scaled_by_inshift_and_
     frames = [x[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]
     kernels = np.stack([w[o, h * 2:h * 2 + 2] for o in range(3) for h in range(2)]).reshape(6, 1, 1, 1, 2)
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "CONVACC3": cfg},
-                 [("CONVACC3", 0, 0, "STRENG0"), ("CONVACC3", 1, 0, "STRENG1"), ("CONVACC3", 2, 0, "CONVACC3"),
-                  ("STRENG2", 0, 1, "CONVACC3", (1, 1))])             # ST's form: every second frame, context 1
+                 [Route("CONVACC3", 0, 0, "STRENG0"), Route("CONVACC3", 1, 0, "STRENG1"),
+                  Route("CONVACC3", 2, 0, "CONVACC3"),
+                  Route("STRENG2", 0, 1, "CONVACC3", (1, 1))])             # ST's form: every second frame, context 1
     streams = {"STRENG0": frames, "STRENG1": [np.frombuffer(pack_kernel_frames(kernels, cfg), np.uint8)]}
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
     want = []
     for o in range(3):
-        first = _half_away(int(x[o, :2] @ w[o, :2]), 3)
-        want.append(_half_away((first << 3) + int(x[o, 2:] @ w[o, 2:]), 3))
+        first = _half_even(int(x[o, :2] @ w[o, :2]), 3)
+        want.append(_half_even((first << 3) + int(x[o, 2:] @ w[o, 2:]), 3))
     assert [int(f[0]) for f in written["STRENG2"]] == want
 
 
@@ -166,22 +168,22 @@ def test_a_chained_unit_adds_the_partial_sums_then_shifts_rounds_and_saturates()
     partial = np.array([[[8, -8], [0, 0], [1000, -1000]]])
     sums = np.einsum("hwc,kc->hwk", x, w[:, 0, 0, :]) + partial
     got = convolve(x, w, cfg, partial=partial)
-    assert got.tolist()[0] == [[max(-128, min(127, _half_away(int(v), 4))) for v in px] for px in sums[0]]
+    assert got.tolist()[0] == [[max(-128, min(127, _half_even(int(v), 4))) for v in px] for px in sums[0]]
     with pytest.raises(NotModelled, match="port 2"):
         convolve(x, w, cfg)
 
 
-def _half_away(value, shift):
-    """value / 2**shift rounded half away from zero, in exact decimal arithmetic."""
+def _half_even(value, shift):
+    """value / 2**shift rounded half to even, in exact decimal arithmetic."""
     q = Decimal(value) / Decimal(2 ** shift)
-    return int(q.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return int(q.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 # -- output stage ----------------------------------------------------------------------------------
-def test_the_output_stage_rounds_half_away_from_zero_truncates_without_round_and_wraps_without_sat():
+def test_the_output_stage_rounds_half_to_even_truncates_without_round_and_wraps_without_sat():
     values = np.array([-48, -40, -24, -8, -1, 0, 7, 8, 24, 40, 300 * 16, -300 * 16])
-    assert output_stage(values, 4, "half_away", False, 1, True).tolist() == \
-        [max(-128, min(127, _half_away(int(v), 4))) for v in values]
+    assert output_stage(values, 4, "half_even", False, 1, True).tolist() == \
+        [max(-128, min(127, _half_even(int(v), 4))) for v in values]
     floor = [int((Decimal(int(v)) / 16).quantize(Decimal(1), rounding=ROUND_FLOOR)) for v in values]
     assert output_stage(values, 4, "floor", False, 2, True).tolist() == floor
     assert output_stage(np.array([200, -200]), 0, "floor", False, 1, False).tolist() == [-56, 56]
@@ -270,22 +272,22 @@ def test_the_requantisation_chain_of_st_is_a_per_channel_affine_with_a_32_bit_bi
     offset = ArithConfig.from_registers(arith_registers("scalar", a=16384, b=32, combinebc=1, res=14, round_=0,
                                                         sat=0, **regs))
     y1, y2, y3 = compute(x, mul), None, None
-    want1 = [max(-32768, min(32767, _half_away(int(v) * scale[i % channels], 10))) for i, v in enumerate(x)]
+    want1 = [max(-32768, min(32767, _half_even(int(v) * scale[i % channels], 10))) for i, v in enumerate(x)]
     assert y1.tolist() == want1
     y2 = compute(y1, add)
-    want2 = [max(-128, min(127, _half_away(21760 * v + bias[i % channels], 20))) for i, v in enumerate(want1)]
+    want2 = [max(-128, min(127, _half_even(21760 * v + bias[i % channels], 20))) for i, v in enumerate(want1)]
     assert y2.tolist() == want2
     y3 = compute(y2, offset)
     assert y3.tolist() == [(v + 128 + 128) % 256 - 128 for v in want2]     # wraps into the byte: u8 = s8 + 128
 
 
 def test_a_dual_input_add_divides_x_and_y_by_their_shifts_scales_c_up_and_rounds_once():
-    """(3x/4 - 5y/2 + 7*16) / 8, rounded half away from zero, in exact decimal arithmetic."""
+    """(3x/4 - 5y/2 + 7*16) / 8, rounded half to even, in exact decimal arithmetic."""
     regs = arith_registers("scalar", a=3, b=-5, c=7, dual=1, shifts=(2, 1, 4), res=3, obytes=2)
     cfg = ArithConfig.from_registers(regs)
     x, y = RNG.integers(-128, 128, 50), RNG.integers(-128, 128, 50)
     exact = [Decimal(3 * int(p)) / 4 + Decimal(-5 * int(q)) / 2 + 7 * 16 for p, q in zip(x, y)]
-    assert compute(x, cfg, y).tolist() == [int((v / 8).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for v in exact]
+    assert compute(x, cfg, y).tolist() == [int((v / 8).quantize(Decimal(1), rounding=ROUND_HALF_EVEN)) for v in exact]
     with pytest.raises(NotModelled, match="port 1"):
         compute(x, cfg)
 
@@ -319,9 +321,10 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
                "STRENG2": [np.frombuffer(pack_kernel_frames(items, first), np.uint8)], "STRENG3": np.split(y, 2)}
     units = wire({"STRENG0": None, "STRENG1": None, "STRENG2": None, "STRENG3": None, "STRENG4": None,
                   "CONVACC0": first, "CONVACC1": second, "ARITH0": add},
-                 [("CONVACC0", 0, 0, "STRENG0"), ("CONVACC0", 1, 0, "STRENG2"), ("CONVACC1", 0, 0, "STRENG1"),
-                  ("CONVACC1", 1, 0, "STRENG2"), ("CONVACC1", 2, 0, "CONVACC0"), ("ARITH0", 0, 0, "CONVACC1"),
-                  ("ARITH0", 1, 0, "STRENG3"), ("STRENG4", 0, 0, "ARITH0")])
+                 [Route("CONVACC0", 0, 0, "STRENG0"), Route("CONVACC0", 1, 0, "STRENG2"),
+                  Route("CONVACC1", 0, 0, "STRENG1"), Route("CONVACC1", 1, 0, "STRENG2"),
+                  Route("CONVACC1", 2, 0, "CONVACC0"), Route("ARITH0", 0, 0, "CONVACC1"),
+                  Route("ARITH0", 1, 0, "STRENG3"), Route("STRENG4", 0, 0, "ARITH0")])
     written = {}
     run(units, streams.__getitem__, written.__setitem__)
     sums = [ort_conv_integer(x, w[f * nr:(f + 1) * nr], 0, (0, 0, 0, 0), (1, 1)).ravel() for f in range(2)]
@@ -331,7 +334,7 @@ def test_a_chain_runs_two_accumulating_convolutions_and_a_dual_input_add_as_the_
 def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
     from npu_model.chain import run, wire
     units = wire({"STRENG1": None, "ARITH0": ArithConfig.from_registers(arith_registers("scalar"), name="ARITH0")},
-                 [("ARITH0", 0, 0, "RECBUF"), ("STRENG1", 0, 0, "ARITH0")])
+                 [Route("ARITH0", 0, 0, "RECBUF"), Route("STRENG1", 0, 0, "ARITH0")])
     with pytest.raises(NotModelled, match=r"^RECBUF feeds the chain's units but is not one of them"):
         run(units, lambda name: [], lambda name, frames: None)
 
@@ -339,7 +342,7 @@ def test_a_unit_fed_from_outside_the_chain_stops_naming_the_source():
 def test_a_port_fed_by_two_sources_in_the_two_contexts_stops_naming_it():
     from npu_model.chain import wire
     with pytest.raises(NotModelled, match=r"^ARITH0 port 0: fed by STRENG1 and STRENG2 in the switch's two contexts"):
-        wire({"ARITH0": None}, [("ARITH0", 0, 0, "STRENG1"), ("ARITH0", 0, 1, "STRENG2")])
+        wire({"ARITH0": None}, [Route("ARITH0", 0, 0, "STRENG1"), Route("ARITH0", 0, 1, "STRENG2")])
 
 
 @pytest.mark.parametrize("contexts,switch,frames", [((0,), (0, 0), [0, 1, 2, 3, 4, 5, 6]),
@@ -352,7 +355,7 @@ def test_a_port_receives_the_frames_of_the_contexts_it_is_enabled_in(contexts, s
     forms of the references (context 0 alone; FNR0 3 with context 1 off, blazeface; context 1
     alone with FNR 1 and 1, nucleo_mnv1's fully connected layer) and two more."""
     from npu_model.chain import run, wire
-    units = wire({"STRENG0": None, "STRENG1": None}, [("STRENG1", 0, c, "STRENG0", switch) for c in contexts])
+    units = wire({"STRENG0": None, "STRENG1": None}, [Route("STRENG1", 0, c, "STRENG0", switch) for c in contexts])
     written = {}
     run(units, lambda name: [np.array([k]) for k in range(7)], written.__setitem__)
     assert [int(f[0]) for f in written["STRENG1"]] == frames
@@ -389,7 +392,7 @@ def test_global_average_is_the_sum_times_mulval_shifted_with_rounding():
     x = RNG.integers(0, 256, (7, 7, 8))
     cfg = PoolConfig.from_registers(pool_registers(GAVG, width=7, height=7, b=8, win=(0, 0), stride=(1, 1),
                                                    mulval=21400, outshift=12, obytes=2))
-    want = [max(-32768, min(32767, _half_away(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
+    want = [max(-32768, min(32767, _half_even(int(s) * 21400, 12))) for s in x.sum(axis=(0, 1))]
     assert pool(x, cfg).tolist() == want
 
 

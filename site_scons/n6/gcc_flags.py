@@ -33,7 +33,8 @@ def flag_set_name(secure: bool = True, dbg_info: bool = True, ecblob_in_params: 
 # The runtime library is compiled like the model (it is linked into it), and its own memcpy &
 # co. must not be turned back into calls to themselves.
 # IEEE float without fused multiply-add (-fno-fast-math -ffp-contract=off): the Cortex-M kernels round
-# every float step as the host build does, so the simulated board's outputs equal the host's bit for bit
+# every float step as the host build does, so the simulated board's outputs equal the host's bit for bit.
+# nr_kernels.c alone is -O2 by its own pragma, so every build of it (this one, the tests') agrees.
 RUNTIME_LIB = CORE + PIC + OPT + ["-fno-tree-loop-distribute-patterns", "-fno-fast-math", "-ffp-contract=off"]
 
 

@@ -26,6 +26,23 @@ BY=1, C=0/4/4/5) against LiteRT:
 
 No sample sets AX with a dual input, so its direction rests on the symmetry with BY.
 
+Output width: OBYTES as set, saturated when SAT. ST's requantisation chain scales a convolution's
+16-bit output per channel into a 16-bit intermediate (OBYTES 2, SAT 1) before the 32-bit bias; on
+random images that intermediate saturates (nucleo_mnv1, seed 31: 108 elements in epoch 12, 4 in 26)
+and LiteRT, which does not, differs there (bench/npu_layers.py, nucleo_mnv1 epochs 12 and 26, seed 31):
+
+| choice                          | exact match, largest error (12; 26) | alternative and its rates            |
+|---------------------------------|-------------------------------------|--------------------------------------|
+| 16-bit intermediate, saturated  | 99.31%, 98 LSB; 99.38%, 52 LSB      | a 24-bit intermediate (saturated or  |
+| (OBYTES 2 as set)               |                                     | not): 99.52%, 1 LSB; 99.44%, 1 LSB   |
+
+LiteRT prefers the wider value (end to end on the simulated board, nucleo_mnv1 seeds 0-5: logits
+within 1-3 LSB of LiteRT's instead of 3-8), but ATON.h gives the unit's OBYTES as "1 or 2" bytes,
+and ST's compiler sizes its chains for 16 bits: of the 2,821 per-channel bias entries of units fed
+by a 16-bit scale unit in both samples, all but 4 (nucleo_mnv1 epochs 12, 26, 27) reach their whole int8 output
+range with the intermediate inside int16. The model keeps the width ST programs; one board run of
+nucleo_mnv1 epoch 12 on a random image would settle it.
+
 Not modelled yet (a stop naming the field; no public sample uses them): operations other than
 AX_BY_C (ATON.h's ARITHOP: min, max, x*y, logical, comparisons, abs, sign, clip), the input
 shifters (INSHIFTER other than a plain pass), CLIPOUT, coefficient entries past 383."""

@@ -45,6 +45,10 @@ class Port:
             return [0 in self.contexts] * count
         return [(0 if k % (fnr0 + fnr1) < fnr0 else 1) in self.contexts for k in range(count)]
 
+    def select(self, frames):
+        """The frames of those its source sends that reach the port."""
+        return [f for f, passes in zip(frames, self.passes(len(frames))) if passes]
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -54,18 +58,17 @@ class Unit:
 
 
 def wire(configs, routes):
-    """Units from {name: config} and the switch's routes [(dest, port, context, source[, (FNR0,
-    FNR1)])] (no frame counts: context 0 throughout)."""
+    """Units from {name: config} and the switch's routes [program.Route]."""
     ports = {}
-    for dest, port, context, source, *switch in routes:
-        if switch == [None]:
-            raise NotModelled(f"{dest} port {port}: the switch's contexts ticking on pixels (TICKTYPE) "
+    for r in routes:
+        if r.pixel_ticks:
+            raise NotModelled(f"{r.dest} port {r.port}: the switch's contexts ticking on pixels (TICKTYPE) "
                               "are not modelled")
-        p = ports.setdefault((dest, port), Port(source, frozenset(), *switch))
-        if p.source != source:
-            raise NotModelled(f"{dest} port {port}: fed by {p.source} and {source} in the switch's two "
+        p = ports.setdefault((r.dest, r.port), Port(r.source, frozenset(), r.switch))
+        if p.source != r.source:
+            raise NotModelled(f"{r.dest} port {r.port}: fed by {p.source} and {r.source} in the switch's two "
                               "contexts (two sources multiplexed are not modelled)")
-        ports[dest, port] = Port(source, p.contexts | {context}, p.switch)
+        ports[r.dest, r.port] = Port(r.source, p.contexts | {r.context}, p.switch)
     inputs = {}
     for (dest, port), p in ports.items():
         inputs.setdefault(dest, {})[port] = p
@@ -84,8 +87,7 @@ def run(units, read, write):
         return frames[name]
 
     def delivered(port):
-        sent = value(port.source)
-        return [f for f, passes in zip(sent, port.passes(len(sent))) if passes]
+        return port.select(value(port.source))
 
     for unit in units.values():
         if unit.config is None and 0 in unit.inputs:

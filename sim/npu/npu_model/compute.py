@@ -38,7 +38,7 @@ def chain_writes(program, aton, regs, read_memory):
     engines = {f.engine: f.addressing for f in program.footprints}
     for engine in engines.values():
         engine.check()
-    units = wire(configs, [(r.dest, r.port, r.context, r.source, r.switch) for r in program.routes])
+    units = wire(configs, program.routes)
     out = []
 
     def read(name):

@@ -19,14 +19,21 @@ Enabling the epoch controller executes the command blob at its ADDR (ecblob.py) 
 same register model; its irq raises the controller's interrupt.
 
 The debug-and-trace unit's event counters (EVENT_<n>: signal SEL, EVENT_TYPE; ll_aton_dbgtrc.h's
-signal numbers), counting while the signal is high (EVENT_TYPE 1) from the value last written to
-EVENT_<n>_CNT: on the always-high signal (VDD) they count NPU clocks (ST's validation firmware
-times each epoch so, its `npu_cycles`); on a bus interface's burst signal (read or write bursts of
-1, 2, 4 or 8 beats of 8 bytes, on interface 0 or 1) they count the bursts the chains' stream
-engines make, a stated model: engines 0-4 on interface 0, 5-9 on 1 (n6.profiling.counters), each
-contiguous run of an engine's accesses ceil(bytes / 8) beats in bursts of 8 beats, the rest one
-burst each of 4, 2, 1 (so ST's byte total is the bytes moved, rounded up to beats). Every other
-signal (stalls, stream-engine activity, interrupts) is not modelled: its counter keeps its value.
+signal numbers), counting from the value last written to EVENT_<n>_CNT, simulated by stated models:
+- the always-high signal (VDD), counted while high: NPU clocks (ST's validation firmware times each
+  epoch so, its `npu_cycles`);
+- a bus interface's burst signal (read or write bursts of 1, 2, 4 or 8 beats of 8 bytes, on
+  interface 0 or 1), counted while high: the bursts the chains' stream engines make, engines 0-4 on
+  interface 0, 5-9 on 1 (n6.profiling.counters), each contiguous run of an engine's accesses
+  ceil(bytes / 8) beats in bursts of 8 beats, the rest one burst each of 4, 2, 1 (so ST's byte total
+  is the bytes moved, rounded up to beats);
+- a stream engine's activity: the stall signal of its switch link (a reading engine's source link,
+  a writing engine's destination port) counted while low, or its source link's handshake (HENV)
+  counted while high, as ST's profiling counts them: each chain adds, for each of its engines moving
+  data that way, the cycles it is active in the time model below, ceil(its bytes / BUS_BYTES) (the
+  busiest engine is active for the whole chain but its START_CYCLES).
+Every other signal and event type (a stall counted while high, the other units' links, edges,
+interrupts) is not modelled: its counter keeps its value.
 
 Time (simulated, a stated model): a chain takes START_CYCLES plus, for its busiest stream engine,
 one NPU cycle per BUS_BYTES bytes it moves; a blob COMMAND_CYCLES per command besides its chains;
@@ -50,9 +57,44 @@ BUS_BYTES = 8                   # one 64-bit bus beat per NPU cycle per stream e
 START_CYCLES = 64               # configuration latch and pipeline fill of a chain
 MODES = ("stop", "control")
 COMMAND_CYCLES = 1             # an epoch-controller command word, besides the chains it starts
-TRACE_UNIT, EVENT_HIGH = "DEBUG_TRACE", 1       # the trace unit; EVENT_TYPE: count while the signal is high
+TRACE_UNIT, EVENT_LOW, EVENT_HIGH = "DEBUG_TRACE", 0, 1    # the trace unit; EVENT_TYPE: count while low / high
 SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
 BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
+STRENG_LINKS = 10                               # switch source links and destination ports 0-9: the stream engines
+# ll_aton_dbgtrc.h: (first signal, event type counted) → the engines' activity it gives, per direction moved
+ACTIVITY_SIGNALS = {(2, EVENT_LOW): "read",     # SWITCH_OSTRX_STALL + source link
+                    (56, EVENT_HIGH): "read",   # DBGTRC_SWITCH_OSTRX_HENV + source link
+                    (83, EVENT_LOW): "write"}   # SWITCH_ISTRX_STALL + destination port
+
+
+def counted_event(signal, event_type):
+    """What a counter on `signal` counting `event_type` adds up over the chains, a key of
+    chain_events ("bursts", interface, direction, beats) or ("active", engine, direction); None:
+    not modelled."""
+    if event_type == EVENT_HIGH and 0 <= signal - SIGNAL_BURSTS < BURST_SIGNALS:
+        k = signal - SIGNAL_BURSTS
+        return "bursts", k % 2, "write" if k >= 8 else "read", 1 << (k % 8 // 2)
+    for (first, counted), direction in ACTIVITY_SIGNALS.items():
+        if event_type == counted and 0 <= signal - first < STRENG_LINKS:
+            return "active", signal - first, direction
+    return None
+
+
+def chain_events(program):
+    """{counted_event key: count} of one chain: its stream engines' bursts and active cycles."""
+    events = {}
+    add = lambda key, n: events.__setitem__(key, events.get(key, 0) + n)
+    for f in program.footprints:
+        sizes = [n for _, n in f.segments]
+        if not sizes:
+            continue
+        engine = int(f.engine[len("STRENG"):])
+        beats = -(-np.asarray(sizes, dtype=np.int64) // BEAT_BYTES)
+        for size in reversed(BURST_BEATS):          # the longest bursts first
+            add(("bursts", busif_of(engine), f.direction, size), int((beats // size).sum()))
+            beats = beats % size
+        add(("active", engine, f.direction), -(-f.nbytes // BUS_BYTES))
+    return events
 
 
 def write_one_to_clear(unit, register):
@@ -99,7 +141,7 @@ class Npu:
         self.locate = None              # locate(address) → pool/buffer name, for the programs
         self.npu_now = None             # npu_now() → NPU cycles so far on the board; None: counters hold
         self.counting = {}              # EVENT_<n>_CNT offset → npu_now() its stored count refers to
-        self.burst_counters = {}        # EVENT_<n>_CNT offset → (interface, "read"/"write", beats a burst)
+        self.event_counters = {}        # EVENT_<n>_CNT offset → the chain_events key it adds up
         self._chains_started = 0
 
     def begin_inference(self):
@@ -174,8 +216,8 @@ class Npu:
                 self._start_closed_chains()
 
     def _write_trace(self, unit, reg, offset, value):
-        """An event counter's configuration or count: from now on it counts clocks (VDD), bursts
-        (a bus interface's burst signal) or nothing."""
+        """An event counter's configuration or count: from now on it counts clocks (VDD), the
+        chains' events (counted_event) or nothing."""
         if offset in self.counting:                     # EVENT_<n>_CNT written while counting
             self.counting[offset] = self.npu_now()
             return
@@ -186,31 +228,20 @@ class Npu:
         if cnt_offset in self.counting:                 # reconfigured: the count so far is kept
             self.regs[cnt_offset] = self._count(cnt_offset)
             del self.counting[cnt_offset]
-        self.burst_counters.pop(cnt_offset, None)
-        if not reg.field("EN").get(value) or reg.field("EVENT_TYPE").get(value) != EVENT_HIGH:
+        self.event_counters.pop(cnt_offset, None)
+        if not reg.field("EN").get(value):
             return
-        signal = reg.field("SEL").get(value)
-        if signal == SIGNAL_VDD and self.npu_now:
+        signal, event_type = reg.field("SEL").get(value), reg.field("EVENT_TYPE").get(value)
+        if (signal, event_type) == (SIGNAL_VDD, EVENT_HIGH) and self.npu_now:
             self.counting[cnt_offset] = self.npu_now()
-        elif 0 <= signal - SIGNAL_BURSTS < BURST_SIGNALS:
-            k = signal - SIGNAL_BURSTS
-            self.burst_counters[cnt_offset] = (k % 2, "write" if k >= 8 else "read", 1 << (k % 8 // 2))
+        elif (event := counted_event(signal, event_type)) is not None:
+            self.event_counters[cnt_offset] = event
 
-    def _count_bursts(self, program):
-        """Add the bursts of a chain's stream engines to the counters counting them."""
-        bursts = {}
-        for f in program.footprints:
-            sizes = [n for _, n in f.segments]
-            if not sizes:
-                continue
-            beats = -(-np.asarray(sizes, dtype=np.int64) // BEAT_BYTES)
-            interface = busif_of(int(f.engine[len("STRENG"):]))
-            for size in reversed(BURST_BEATS):          # the longest bursts first
-                key = (interface, f.direction, size)
-                bursts[key] = bursts.get(key, 0) + int((beats // size).sum())
-                beats = beats % size
-        for cnt_offset, key in self.burst_counters.items():
-            self.regs[cnt_offset] = (self.regs.get(cnt_offset, 0) + bursts.get(key, 0)) & 0xFFFF_FFFF
+    def _count_events(self, program):
+        """Add a chain's events to the counters counting them."""
+        events = chain_events(program)
+        for cnt_offset, key in self.event_counters.items():
+            self.regs[cnt_offset] = (self.regs.get(cnt_offset, 0) + events.get(key, 0)) & 0xFFFF_FFFF
 
     def _count(self, cnt_offset):
         return (self.regs.get(cnt_offset, 0) + self.npu_now() - self.counting[cnt_offset]) & 0xFFFF_FFFF
@@ -324,8 +355,8 @@ class Npu:
         cycles = program.cycles = START_CYCLES + -(-busiest // BUS_BYTES)
         self.cycles += cycles
         self.bytes_moved += moved
-        if self.burst_counters:
-            self._count_bursts(program)
+        if self.event_counters:
+            self._count_events(program)
         done = lambda: self._finish(chain, program, unmodelled, copies, computed)
         if self.schedule is None:
             done()
@@ -333,14 +364,13 @@ class Npu:
             self.schedule(cycles, done)
 
     def _copies(self, program):
-        """([(reading engine, writing engine, which of its frames pass)], None) of a chain of
+        """([(reading engine, writing engine, the writer's chain.Port)], None) of a chain of
         stream engines whose data movement is modelled (streng.py; the switch's contexts as
         chain.py states them): each writing engine fed by one reading engine that sends at least
         as many items as it writes; else ([], what is not modelled)."""
         engines = {f.engine: f.addressing for f in program.footprints}
         try:
-            units = wire(dict.fromkeys(engines), [(r.dest, r.port, r.context, r.source, r.switch)
-                                                  for r in program.routes])
+            units = wire(dict.fromkeys(engines), program.routes)
         except NotModelled as error:
             return [], str(error)
         copies = []
@@ -355,23 +385,22 @@ class Npu:
                     e.check()
                 except NotModelled as error:
                     return [], str(error)
-            passes = unit.inputs[0].passes(source.frames)
-            if sum(passes) * source.count < dest.frames * dest.count:
-                return [], f"{dest.frames * dest.count} items written, {sum(passes) * source.count} read"
+            passing = sum(unit.inputs[0].passes(source.frames))
+            if passing * source.count < dest.frames * dest.count:
+                return [], f"{dest.frames * dest.count} items written, {passing * source.count} read"
             if self.read_memory is None or self.write_memory is None:
                 return [], "no memory given to the model"
-            copies.append((source, dest, passes))
+            copies.append((source, dest, unit.inputs[0]))
         return copies, None
 
-    def _move(self, source, dest, passes):
-        words = read_items(source, self.read_memory)
-        if not all(passes):
-            words = np.concatenate([f for f, p in zip(np.split(words, source.frames), passes) if p])
-        write_items(dest, words, self.read_memory, self.write_memory)
+    def _move(self, source, dest, port):
+        """Copy the frames of `source` that reach the port of `dest` (chain.Port)."""
+        frames = port.select(np.split(read_items(source, self.read_memory), source.frames))
+        write_items(dest, np.concatenate(frames), self.read_memory, self.write_memory)
 
     def _finish(self, chain, program, unmodelled, copies=(), computed=()):
-        for source, dest, passes in copies:
-            self._move(source, dest, passes)
+        for source, dest, port in copies:
+            self._move(source, dest, port)
         for dest, words in computed:
             write_items(dest, words, self.read_memory, self.write_memory)
         for f in program.footprints:

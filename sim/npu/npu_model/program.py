@@ -32,9 +32,16 @@ class Route:
     port: int
     context: int
     source: str
-    frames: int                     # the FNR field: frames before the context switch (0: no switch)
-    switch: tuple = (0, 0)          # the port's FNR0, FNR1 (both contexts, enabled or not); None: the
-                                    # contexts tick on pixels (TICKTYPE 1), not frames
+    switch: tuple = (0, 0)          # the port's FNR0, FNR1 (both contexts, enabled or not)
+    pixel_ticks: bool = False       # TICKTYPE 1: the contexts tick on pixels, not frames
+
+    @property
+    def frames(self):
+        """This context's FNR: its frames before the switch to the other context (0: no switch)."""
+        return self.switch[self.context]
+
+    def as_dict(self):
+        return {**self.__dict__, "switch": list(self.switch), "frames": self.frames}
 
 
 @dataclass
@@ -84,7 +91,7 @@ class EpochProgram:
     def as_dict(self):
         return {"epoch": self.label, "writes": self.writes, "simulated_npu_cycles": self.cycles,
                 "units": [u.as_dict() for u in self.units],
-                "routes": [r.__dict__ for r in self.routes], "streams": [f.as_dict() for f in self.footprints]}
+                "routes": [r.as_dict() for r in self.routes], "streams": [f.as_dict() for f in self.footprints]}
 
     def text(self):
         """A readable dump: one line per unit (non-reset fields), route and stream."""
@@ -141,8 +148,8 @@ def switch_routes(aton, regs):
         f = register.split(value)
         for ctx in (0, 1):
             if f[f"EN{ctx}"]:
-                routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), f[f"FNR{ctx}"],
-                                    None if f["TICKTYPE"] else (f["FNR0"], f["FNR1"])))
+                routes.append(Route(dest, port, ctx, aton.source_name(f[f"LINK{ctx}"]), (f["FNR0"], f["FNR1"]),
+                                    bool(f["TICKTYPE"])))
     return routes
 
 
