@@ -230,8 +230,21 @@ def module_closure(modules, imports=None):
 
 @functools.cache
 def _module_file(name):
-    base = os.path.join(SITE_SCONS, *name.split("."))
-    return next((p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p)), None)
+    *package, last = name.split(".")
+    folder = os.path.join(SITE_SCONS, *package)
+    if last + ".py" in _listing(folder):
+        return os.path.join(folder, last + ".py")
+    return os.path.join(folder, last, "__init__.py") if "__init__.py" in _listing(os.path.join(folder, last)) else None
+
+
+@functools.cache
+def _listing(folder):
+    """The names in `folder` (none if it is not one): a module is looked up in its package's
+    listing, one read per folder, not two stats per name an import line gives."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 @functools.cache
