@@ -361,13 +361,13 @@ def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Call
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
             try:
-                check_installs(im.path, im.data, params)
+                check_installs(im.path, im.data, params, im.image)
             except N6Error:
                 os.unlink(im.path)      # changed outside the build: the next build makes it again
                 raise
-            img = parse_image(im.path, im.data)
+            img = im.image or parse_image(im.path, im.data)   # parsed once, by the layout
             firmware, ext_exec_ram = firmware_for(opts, board, img, im.path)
-            for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path):
+            for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path, img):
                 say(f"  WARNING  {w}{tag}")
             check_external_pools(im.path, img, board, ext_exec_ram)
     log_path = os.path.join(os.path.relpath(os.path.dirname(reports[0][0])), "programmer.log")
