@@ -204,9 +204,11 @@ def step_code(env, step, modules, tool=None):
     """The code a step runs, as one node (code_version): the n6 modules its action imports
     (`modules`), every n6 module they import in turn, this module and the step's tool file. A
     step reruns when that code changes, not when any library module does. Each file's import
-    lines are read once per content (the stat cache keeps them): a no-op reads no module."""
+    lines are read once per content of it and of this file (the stat cache keeps them): a no-op
+    reads no module."""
+    reader = f"n6_imports {env.N6ContentSignature(__file__)}"   # this file reads the import lines
     return code_version(env, f"step-{step}", lambda: sorted(module_closure(
-        modules, lambda path: env.N6FromContent(path, n6_imports) or [])) + [os.path.abspath(__file__)] +
+        modules, lambda path: env.N6FromContent(path, n6_imports, reader) or [])) + [os.path.abspath(__file__)] +
         ([tool] if tool else []))
 
 

@@ -110,8 +110,9 @@ def test_a_cache_file_of_format_1_is_read(f, tmp_path):
 
 
 def test_a_fact_read_from_a_file_is_kept_while_its_content_is(f, tmp_path):
-    """from_content: read once per content, also by the next run; read again after a change, not
-    kept when the file changes while it is read; None for a missing file."""
+    """from_content: read once per content and reader, also by the next run; read again after a
+    change or by another reader's version, not kept when the file changes while it is read; None
+    for a missing file."""
     reads = []
 
     def first_byte(path):
@@ -120,24 +121,30 @@ def test_a_fact_read_from_a_file_is_kept_while_its_content_is(f, tmp_path):
     cache = StatCache(str(tmp_path / "cache"), "sha256")
     cache.moment = _later(f)
     h = Hasher()
-    assert cache.from_content(f, first_byte, h) == b"x" and cache.from_content(f, first_byte, h) == b"x"
+    for _ in range(2):
+        assert cache.from_content(f, first_byte, "first byte v1", h) == b"x"
     assert len(reads) == 1
+    cache.from_content(f, first_byte, "first byte v0", h)    # a reader the next run does not ask
+    del reads[1:]
     cache.save()
     again = StatCache(str(tmp_path / "cache"), "sha256")
     again.moment = _later(f)
-    assert again.from_content(f, first_byte, h) == b"x" and len(reads) == 1
+    assert again.from_content(f, first_byte, "first byte v1", h) == b"x" and len(reads) == 1
     with open(f, "r+b") as out:
         out.write(b"z")                                 # same size, new content
     again.moment = _later(f)
-    assert again.from_content(f, first_byte, h) == b"z" and len(reads) == 2
-    assert again.from_content(str(tmp_path / "none"), first_byte, h) is None and len(reads) == 2
+    assert again.from_content(f, first_byte, "first byte v1", h) == b"z" and len(reads) == 2
+    assert again.from_content(str(tmp_path / "none"), first_byte, "first byte v1", h) is None and len(reads) == 2
 
     def rewrites(path):
         with open(path, "r+b") as out:
             out.write(b"w")
         return b"z"
-    assert again.from_content(f, rewrites, h) == b"z" and (f, "test_a_fact_read_from_a_file_is_kept_while_its_"
-                                                               "content_is.<locals>.rewrites") not in again.facts
+    assert again.from_content(f, first_byte, "first byte v2", h) == b"z" and len(reads) == 3   # other code
+    assert again.from_content(f, rewrites, "rewrites", h) == b"z" and (f, "rewrites") not in again.facts
+    again.save()      # what this run did not ask for is not kept (an older reader's facts)
+    assert set(StatCache(str(tmp_path / "cache"), "sha256").facts) == {(f, "first byte v1"), (f, "first byte v2")}
+    assert again.asked == {(f, "first byte v1"), (f, "first byte v2"), (f, "rewrites")}
 
 
 def test_a_racy_or_changed_entry_is_hashed_again(f, tmp_path):

@@ -49,8 +49,9 @@ class StatCache:
         self.entries: dict[str, tuple[StatKey, str, int]] = {}
         # path → (stat key, signature) of files this run wrote and hashed
         self.written: dict[str, tuple[StatKey, str]] = {}
-        # (path, what) → (signature, what(path)): a fact read from a file, kept while its content is
+        # (path, reader) → (signature, the fact): a fact read from a file, kept while its content is
         self.facts: dict[tuple[str, str], tuple[str, Any]] = {}
+        self.asked: set[tuple[str, str]] = set()   # the facts this run asked for: the ones saved
         self.dirty = False
         try:
             with open(path, "rb") as f:
@@ -86,14 +87,18 @@ class StatCache:
         self.dirty = True
         return sig
 
-    def from_content(self, path: str, read: Callable[[str], Any], hash_file: Callable[[str], str]) -> Any:
-        """read(path), a fact that depends on the file's path and content only: remembered with
-        the content signature it was read at, so a run where the file's signature is unchanged
-        reads no file (the signature itself costs one stat). None if the file does not exist."""
+    def from_content(self, path: str, read: Callable[[str], Any], reader: str,
+                     hash_file: Callable[[str], str]) -> Any:
+        """read(path), a fact that depends on the file's path and content and on the code of
+        `read` only (`reader` names both, e.g. the function and its module's signature):
+        remembered with the content signature it was read at, so a run where the file's
+        signature is unchanged reads no file (the signature costs one stat). None if the file
+        does not exist."""
         sig = self.signature(path, hash_file)
         if sig is None:
             return None
-        key = (path, read.__qualname__)
+        key = (path, reader)
+        self.asked.add(key)
         known = self.facts.get(key)
         if known is not None and known[0] == sig:
             return known[1]
@@ -122,6 +127,6 @@ class StatCache:
     def save(self) -> None:
         if self.dirty and os.path.isdir(os.path.dirname(self.path) or "."):
             entries = {p: e for p, e in self.entries.items() if os.path.lexists(p)}
-            facts = {k: f for k, f in self.facts.items() if k[0] in entries}
+            facts = {k: f for k, f in self.facts.items() if k in self.asked and k[0] in entries}
             write_bytes(self.path, pickle.dumps((FORMAT, self.hash_name, entries, facts), pickle.HIGHEST_PROTOCOL))
             self.dirty = False

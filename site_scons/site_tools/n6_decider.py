@@ -162,11 +162,12 @@ def _content_signature(env, path):
     return (cache.signature(os.path.abspath(path), _hash_file) if cache else None) or ""
 
 
-def _from_content(env, path, read):
+def _from_content(env, path, read, reader):
     """read(path), remembered while the file's content signature is unchanged
-    (StatCache.from_content): `read` depends on the file's path and content only."""
+    (StatCache.from_content): `read` depends on the file's path and content and on its own code,
+    which `reader` names."""
     cache = _CACHE[0]
-    return cache.from_content(os.path.abspath(path), read, _hash_file) if cache else read(path)
+    return cache.from_content(os.path.abspath(path), read, reader, _hash_file) if cache else read(path)
 
 
 def generate(env):
