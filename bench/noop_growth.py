@@ -5,7 +5,9 @@
 Projects of 1, 10 and 40 copies of the prebuilt `tiny_prebuilt` (each built once, outside the
 timings). Reported: each no-op's time against an empty SConstruct's no-op (median of interleaved
 pairs: both see the same machine load), the growth per model from 1 to 40 models (goal <= 3 ms),
-and the peak RSS of the 40-model no-op. `--clean`: also a 40-model clean build's compiles and
+and the peak RSS of the 40-model no-op. The floor: SCons alone on the same graph (FLOOR: per
+model the same files, steps and targets as a prebuilt model's image, each step a Python action
+writing its targets, no tool loaded), measured the same way. `--clean`: also a 40-model clean build's compiles and
 time against 40 times one model's. `--profile`: write a cProfile of each no-op next to the
 report (noop-<N>.prof; `python -m pstats` reads them)."""
 import os
@@ -62,6 +64,50 @@ def project(tmp, n):
     return repo
 
 
+# SCons alone on a prebuilt model's graph: 3 source files; prepare (4 targets), 2 objects (each
+# depending on 12 install headers), the link (elf + map, with 7 objects shared by every model and
+# the linker script), the code image (2), pack (2, and the board file); a code node per step kind;
+# one alias each.
+FLOOR = """
+import os
+def write(target, source, env):
+    for t in target:
+        with open(str(t), "w") as f:
+            f.write(" ".join(s.name for s in source))
+env = Environment(tools=[])
+env.Decider("content")
+shared = [env.Command(f"shared/o{k}.o", f"shared/s{k}.c", write) for k in range(7)]
+headers = [f"shared/h{k}.h" for k in range(12)]
+code_of = {step: env.Value(step + " code") for step in ("prepare", "compile", "image", "pack")}
+for m in sorted(os.listdir("models")):
+    b, src = f"build/{m}/", f"models/{m}/"
+    prep = env.Command([b + "reloc.c", b + "mempools.c", b + "conf.h", b + "params.json"],
+                       [src + "network.c", src + "c_info.json", code_of["prepare"]], write)
+    objs = [env.Command(b + "reloc.o", prep[0:3:2] + headers, write),
+            env.Command(b + "mempools.o", prep[1:3] + headers, write)]
+    elf = env.Command([b + "network.elf", b + "network.map"], objs + shared + ["shared/script.ld"], write)
+    code = env.Command([b + "code.bin", b + "code.json"], [elf[0], code_of["image"]], write)
+    image = env.Command([b + "rel.bin", b + "results.json"],
+                        code + [prep[3], src + "w.raw", code_of["pack"], "shared/board.toml"], write)
+    env.Alias("build", env.Alias(m, image))
+Default("build")
+"""
+
+
+def floor(tmp, n):
+    """FLOOR's project of `n` models."""
+    top = os.path.join(tmp, f"floor{n}")
+    os.makedirs(os.path.join(top, "shared"))
+    for name in [f"s{k}.c" for k in range(7)] + [f"h{k}.h" for k in range(12)] + ["script.ld", "board.toml"]:
+        open(os.path.join(top, "shared", name), "w").write(name)
+    for i in range(n):
+        os.makedirs(os.path.join(top, "models", f"m{i:02d}"))
+        for f in ("network.c", "c_info.json", "w.raw"):
+            open(os.path.join(top, "models", f"m{i:02d}", f), "w").write(f"{i} {f}")
+    open(os.path.join(top, "SConstruct"), "w").write(FLOOR)
+    return top
+
+
 def main():
     clean, profile = "--clean" in sys.argv, "--profile" in sys.argv
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,15 +115,18 @@ def main():
         os.makedirs(empty)
         open(os.path.join(empty, "SConstruct"), "w").close()
         repos = {n: project(tmp, n) for n in SIZES}
+        floors = {n: floor(tmp, n) for n in SIZES}
         builds = {n: scons(repo) for n, repo in repos.items()}
+        for top in floors.values():
+            scons(top)
         noop, ratio, cpu, cpu_ratio = {}, {}, {}, {}
-        for n, repo in repos.items():
+        for n, repo in [(n, r) for n, r in repos.items()] + [(("floor", n), top) for n, top in floors.items()]:
             pairs = [(scons(repo), scons(empty)) for _ in range(PAIRS)]
             noop[n] = statistics.median(a[0] for a, _ in pairs)
             ratio[n] = statistics.median(a[0] / b[0] for a, b in pairs)
             cpu[n] = statistics.median(a[2] for a, _ in pairs)
             cpu_ratio[n] = statistics.median(a[2] / b[2] for a, b in pairs)
-            if profile:
+            if profile and n in repos:
                 scons(repo, profile=os.path.abspath(f"noop-{n}.prof"))
         empty_runs = [scons(empty) for _ in range(PAIRS)]
         empty_t, empty_cpu = (statistics.median(r[i] for r in empty_runs) for i in (0, 2))
@@ -93,8 +142,14 @@ def main():
     for n in SIZES:
         print(f"no-op, {n:2d} model(s)     {noop[n] * 1000:7.0f} ms  = {ratio[n]:.2f}x an empty SConstruct's; CPU "
               f"{cpu[n] * 1000:6.0f} ms = {cpu_ratio[n]:.2f}x (medians of {PAIRS} interleaved pairs)")
+    for n in SIZES:
+        f = ("floor", n)
+        print(f"floor,  {n:2d} model(s)     {noop[f] * 1000:7.0f} ms  = {ratio[f]:.2f}x an empty SConstruct's; CPU "
+              f"{cpu[f] * 1000:6.0f} ms = {cpu_ratio[f]:.2f}x (SCons alone on the same graph)")
     print(f"growth per model (1 → 40): {(noop[40] - noop[1]) / 39 * 1000:.1f} ms, CPU "
-          f"{(cpu[40] - cpu[1]) / 39 * 1000:.1f} ms (goal <= 3 ms)")
+          f"{(cpu[40] - cpu[1]) / 39 * 1000:.1f} ms (goal <= 3 ms); the floor's: "
+          f"{(noop['floor', 40] - noop['floor', 1]) / 39 * 1000:.1f} ms, CPU "
+          f"{(cpu['floor', 40] - cpu['floor', 1]) / 39 * 1000:.1f} ms")
     print(f"peak RSS of the 40-model no-op: {int(rss) / 1024:.0f} MB")
     print("first builds: " + ", ".join(f"{n} model(s) {t:.1f} s, {cc} compiles" for n, (t, cc, _) in builds.items()))
     if clean:

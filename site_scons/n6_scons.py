@@ -206,31 +206,50 @@ def sim_board_dir(env):
 def step_code(env, step, modules, tool=None):
     """The code a step runs, as one node (code_version): the n6 modules its action imports
     (`modules`), every n6 module they import in turn, this module and the step's tool file. A
-    step reruns when that code changes, not when any library module does."""
-    return code_version(env, f"step-{step}", lambda: sorted(module_closure(modules)) + [os.path.abspath(__file__)] +
-                        ([tool] if tool else []))
+    step reruns when that code changes, not when any library module does. Each file's import
+    lines are read once per content of it and of this file (the stat cache keeps them): a no-op
+    reads no module."""
+    reader = f"n6_imports {env.N6ContentSignature(__file__)}"   # this file reads the import lines
+    return code_version(env, f"step-{step}", lambda: sorted(module_closure(
+        modules, lambda path: env.N6FromContent(path, n6_imports, reader) or [])) + [os.path.abspath(__file__)] +
+        ([tool] if tool else []))
 
 
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)|import[ \t]+(n6[\w.]*))",
                      re.M)
 
 
-def module_closure(modules):
+def module_closure(modules, imports=None):
     """Files of the n6 modules `modules` ("n6.reloc.prepare", ...) and of every n6 module they
-    import, at any depth and from any function (read from their import lines, not imported)."""
+    import, at any depth and from any function (read from their import lines by `imports`, by
+    default n6_imports, not imported)."""
     todo, files = list(modules), set()
     while todo:
         name = todo.pop()
         path = _module_file(name)
         if path and path not in files:
             files.add(path)
-            todo += n6_imports(path) + [name.rpartition(".")[0]] * ("." in name)   # and its package
+            todo += (imports or n6_imports)(path) + [name.rpartition(".")[0]] * ("." in name)   # and its package
     return files
 
 
+@functools.cache
 def _module_file(name):
-    base = os.path.join(SITE_SCONS, *name.split("."))
-    return next((p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p)), None)
+    *package, last = name.split(".")
+    folder = os.path.join(SITE_SCONS, *package)
+    if last + ".py" in _listing(folder):
+        return os.path.join(folder, last + ".py")
+    return os.path.join(folder, last, "__init__.py") if "__init__.py" in _listing(os.path.join(folder, last)) else None
+
+
+@functools.cache
+def _listing(folder):
+    """The names in `folder` (none if it is not one): a module is looked up in its package's
+    listing, one read per folder, not two stats per name an import line gives."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 @functools.cache

@@ -75,8 +75,8 @@ def test_a_settled_entry_of_the_same_stat_is_reused_and_its_file_not_read(f, tmp
     assert cache.entries[f][1:] == ("x" * 10, cache.moment)
     cache.save()
     assert not cache.dirty
-    fmt, name, entries = pickle.load(open(tmp_path / "cache", "rb"))
-    assert (fmt, name, list(entries)) == (1, "sha256", [f]) and FORMAT == 1
+    fmt, name, entries, facts = pickle.load(open(tmp_path / "cache", "rb"))
+    assert (fmt, name, list(entries), facts) == (1, "sha256", [f], {}) and FORMAT == 1
     again = StatCache(str(tmp_path / "cache"), "sha256")
     assert again.signature(f, h) == "x" * 10 and h.calls == 1 and not again.dirty
     assert StatCache(str(tmp_path / "cache"), "md5").signature(f, h) == "x" * 10 and h.calls == 2
@@ -107,6 +107,44 @@ def test_a_cache_file_of_format_1_is_read(f, tmp_path):
     assert StatCache(str(tmp_path / "cache"), "sha256").signature(f, Hasher()) == "remembered"
     (tmp_path / "cache").write_bytes(b"not a pickle")
     assert StatCache(str(tmp_path / "cache"), "sha256").entries == {}
+
+
+def test_a_fact_read_from_a_file_is_kept_while_its_content_is(f, tmp_path):
+    """from_content: read once per content and reader, also by the next run; read again after a
+    change or by another reader's version, not kept when the file changes while it is read; None
+    for a missing file."""
+    reads = []
+
+    def first_byte(path):
+        reads.append(path)
+        return open(path, "rb").read()[:1]
+    cache = StatCache(str(tmp_path / "cache"), "sha256")
+    cache.moment = _later(f)
+    h = Hasher()
+    for _ in range(2):
+        assert cache.from_content(f, first_byte, "first byte v1", h) == b"x"
+    assert len(reads) == 1
+    cache.from_content(f, first_byte, "first byte v0", h)    # a reader the next run does not ask
+    del reads[1:]
+    cache.save()
+    again = StatCache(str(tmp_path / "cache"), "sha256")
+    again.moment = _later(f)
+    assert again.from_content(f, first_byte, "first byte v1", h) == b"x" and len(reads) == 1
+    with open(f, "r+b") as out:
+        out.write(b"z")                                 # same size, new content
+    again.moment = _later(f)
+    assert again.from_content(f, first_byte, "first byte v1", h) == b"z" and len(reads) == 2
+    assert again.from_content(str(tmp_path / "none"), first_byte, "first byte v1", h) is None and len(reads) == 2
+
+    def rewrites(path):
+        with open(path, "r+b") as out:
+            out.write(b"w")
+        return b"z"
+    assert again.from_content(f, first_byte, "first byte v2", h) == b"z" and len(reads) == 3   # other code
+    assert again.from_content(f, rewrites, "rewrites", h) == b"z" and (f, "rewrites") not in again.facts
+    again.save()      # what this run did not ask for is not kept (an older reader's facts)
+    assert set(StatCache(str(tmp_path / "cache"), "sha256").facts) == {(f, "first byte v1"), (f, "first byte v2")}
+    assert again.asked == {(f, "first byte v1"), (f, "first byte v2"), (f, "rewrites")}
 
 
 def test_a_racy_or_changed_entry_is_hashed_again(f, tmp_path):

@@ -3,6 +3,7 @@ word, the flags word bit by bit, the pack step's params offset, size and CRC-32 
 without params and split, the params blob's padding and checks, and the pool rules at the bytes
 where a buffer starts or stops touching a pool. The slow builds (test_reloc_image.py) judge the
 same format against binutils; these fail at once when one rule breaks."""
+import hashlib
 import json
 import os
 import struct
@@ -229,6 +230,27 @@ def test_a_split_pack_writes_the_params_file_and_no_offset(tmp_path):
     assert _words(data) == (0, 16, zlib.crc32(blob)) and len(data) == len(code) == r.size
     assert (tmp_path / "rel_params.bin").read_bytes() == b"EC" + blob
     assert r.params_path == str(tmp_path / "rel_params.bin") and r.params_size == 18
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_pack_gives_the_digest_of_every_file_it_wrote(tmp_path, split):
+    """The build takes these as the outputs' signatures instead of reading them back."""
+    CodeImage(_image_bytes(), b"EC").save(str(tmp_path / "code.bin"))
+    _blob(tmp_path, (5, 8)).save(str(tmp_path / "params.json"))
+    r = pack(str(tmp_path / "code.bin"), str(tmp_path / "params.json"), str(tmp_path / "rel.bin"), split=split,
+             hash_name="sha256")
+    written = ["rel.bin"] + ["rel_params.bin"] * split
+    assert r.digests == {str(tmp_path / f): hashlib.sha256((tmp_path / f).read_bytes()).hexdigest() for f in written}
+
+
+def test_params_changed_between_the_crc_and_the_copy_leave_no_image(tmp_path, monkeypatch):
+    """An image holding its params takes their CRC-32 in a first pass: params that changed
+    before the second one would be an image whose CRC does not match them."""
+    crcs = iter([1, 2])
+    monkeypatch.setattr(ParamsBlob, "stream", lambda self, out, crc=0: next(crcs))
+    with pytest.raises(N6Error, match="rel.bin: the params changed while they were being packed"):
+        _pack(tmp_path)
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("rel")]   # nor a temporary
 
 
 # -- pools.py -------------------------------------------------------------------------------------

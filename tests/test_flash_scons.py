@@ -5,6 +5,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -167,6 +168,18 @@ def test_code_only_change_writes_network_sectors_only(repo):
     before = calls(repo)
     flash(repo, "RELOC_SPLIT=1")                                # back: the flash step runs again
     assert calls(repo) > before and written(repo)["network_rel_params.bin"][0] == 0
+
+
+def test_the_flash_step_parses_each_image_once(repo):
+    """The layout parses the image; the gate (installs, firmware, external pools) takes that one."""
+    flash(repo, "RELOC_SPLIT=1")
+    change_raw(repo, [5])
+    scons(repo, "RELOC_SPLIT=1")                          # packed (pack parses what it wrote: its check)
+    proc = flash(repo, "RELOC_SPLIT=1", env={"PYTHONPATH": os.path.join(ROOT, "tests", "fixtures", "count_parses")})
+    parsed = re.findall(r"^PARSED (\S+)$", proc.stderr, re.M)
+    # then the checker reads the layout its own way, as the loader would in XIP and in COPY mode
+    assert parsed == [os.path.join("build", "big_mlp", "network_rel.bin")] + ["network_rel.bin"] * 2, proc.stderr
+    assert written(repo)["network_rel_params.bin"][0] == 1
 
 
 def test_flash_code_change_reruns_the_flash_step(repo):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar, overload
 
 from .board_files import available_boards
+from .flash.backend import BACKENDS
 from .flash.boards import BoardList
 from .errors import N6Error
 from .jsonfile import read_text
@@ -15,7 +16,6 @@ from .reloc.firmware import Firmware
 from .paths import StrPath
 from .tomlfile import parse_toml
 
-BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")
 # [validation] firmware: ST's validation firmware of the install (built for the STM32N6570-DK), none
 # this board can run, or else the path of the board's own firmware ELF
 ST_FIRMWARE, NO_FIRMWARE = "st", "none"

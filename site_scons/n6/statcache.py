@@ -16,6 +16,7 @@ import os
 import pickle
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .atomic import write_bytes
 
@@ -48,12 +49,15 @@ class StatCache:
         self.entries: dict[str, tuple[StatKey, str, int]] = {}
         # path → (stat key, signature) of files this run wrote and hashed
         self.written: dict[str, tuple[StatKey, str]] = {}
+        # (path, reader) → (signature, the fact): a fact read from a file, kept while its content is
+        self.facts: dict[tuple[str, str], tuple[str, Any]] = {}
+        self.asked: set[tuple[str, str]] = set()   # the facts this run asked for: the ones saved
         self.dirty = False
         try:
             with open(path, "rb") as f:
-                fmt, name, entries = pickle.load(f)
+                fmt, name, entries, *facts = pickle.load(f)   # facts: since from_content
             if (fmt, name) == (FORMAT, hash_name):
-                self.entries = entries
+                self.entries, self.facts = entries, (facts[0] if facts else {})
         except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError):
             pass   # no or unreadable cache: every file is hashed once
 
@@ -83,6 +87,27 @@ class StatCache:
         self.dirty = True
         return sig
 
+    def from_content(self, path: str, read: Callable[[str], Any], reader: str,
+                     hash_file: Callable[[str], str]) -> Any:
+        """read(path), a fact that depends on the file's path and content and on the code of
+        `read` only (`reader` names both, e.g. the function and its module's signature):
+        remembered with the content signature it was read at, so a run where the file's
+        signature is unchanged reads no file (the signature costs one stat). None if the file
+        does not exist."""
+        sig = self.signature(path, hash_file)
+        if sig is None:
+            return None
+        key = (path, reader)
+        self.asked.add(key)
+        known = self.facts.get(key)
+        if known is not None and known[0] == sig:
+            return known[1]
+        value = read(path)
+        if self.signature(path, hash_file) == sig:   # not changed while it was read
+            self.facts[key] = (sig, value)
+            self.dirty = True
+        return value
+
     def wrote(self, path: str, sig: str) -> None:
         """This run wrote `path` and hashed the bytes it wrote: `sig` is its signature for the rest
         of the run, while its stat stays. Recorded as taken at the run's start: racy, so the next
@@ -102,5 +127,6 @@ class StatCache:
     def save(self) -> None:
         if self.dirty and os.path.isdir(os.path.dirname(self.path) or "."):
             entries = {p: e for p, e in self.entries.items() if os.path.lexists(p)}
-            write_bytes(self.path, pickle.dumps((FORMAT, self.hash_name, entries), pickle.HIGHEST_PROTOCOL))
+            facts = {k: f for k, f in self.facts.items() if k in self.asked and k[0] in entries}
+            write_bytes(self.path, pickle.dumps((FORMAT, self.hash_name, entries, facts), pickle.HIGHEST_PROTOCOL))
             self.dirty = False

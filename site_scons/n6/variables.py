@@ -8,10 +8,9 @@ from typing import Callable, Mapping, Optional
 
 from . import numbers
 from .errors import N6Error
-from .board import BACKENDS
 from .board_files import DEFAULT_BOARD
 from .build_layout import DEFAULT_BUILD_DIR
-from .flash.backend import RESET_MODES
+from .flash.backend import BACKENDS, RESET_MODES
 from .releases import DEFAULT_RELEASE, RELEASES
 from .run.options import NPU_MAX_LSB, PER_LAYER_MODES, RUN_MODES, TOLERANCE_LSB
 

@@ -166,6 +166,14 @@ def _content_signature(env, path):
     return (cache.signature(os.path.abspath(path), _hash_file) if cache else None) or ""
 
 
+def _from_content(env, path, read, reader):
+    """read(path), remembered while the file's content signature is unchanged
+    (StatCache.from_content): `read` depends on the file's path and content and on its own code,
+    which `reader` names."""
+    cache = _CACHE[0]
+    return cache.from_content(os.path.abspath(path), read, reader, _hash_file) if cache else read(path)
+
+
 def generate(env):
     build_dir = env.Dir("$BUILD_DIR").abspath
     if _CACHE[0] is None:
@@ -180,6 +188,7 @@ def generate(env):
         atexit.register(_save)
     env.Decider("content")
     env.AddMethod(_content_signature, "N6ContentSignature")
+    env.AddMethod(_from_content, "N6FromContent")
     env.AddMethod(_written, "N6Written")
     env.AddMethod(_hash_name, "N6HashName")
 

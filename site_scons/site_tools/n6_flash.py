@@ -16,7 +16,7 @@ import SCons.Node.FS
 import SCons.Script
 
 from n6.board_files import board_path
-from n6.flash.project import Deployment
+from n6.flash.project import Deployment, deploy_targets
 from n6.variables import defaults
 from n6_scons import board_action, describe_targets, reports_errors, say, sim_board_dir, step_code
 
@@ -27,13 +27,13 @@ def flash_targets(env, model_images, install_release, broken=None):
     (Deployment.sets_to_plan), so that env.OnBoard / env.BoardSet can give those steps their
     model's set (planning reads the board file and lists the attached probes). `broken`: model
     folders that cannot be read (name → error)."""
-    from n6.board import load_board
-    from n6.flash.step import chosen_models, deploy_targets, models_to_flash
     state = env["N6_FLASHING"] = Deployment(model_images, install_release, broken=broken or {})
     targets = SCons.Script.COMMAND_LINE_TARGETS
     requested, deploys = deploy_targets(targets, model_images, state.broken)
-    if not deploys:
+    if not deploys:   # a build that deploys nothing imports no deploy code
         return []
+    from n6.board import load_board
+    from n6.flash.step import chosen_models, models_to_flash
     board = load_board(_template(env).board)
     chosen = chosen_models(env.get("MODEL", ""), board, model_images, state.broken)
     nodes = []

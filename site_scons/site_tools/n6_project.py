@@ -83,10 +83,10 @@ def model(env, spec):
         else:
             network_c, inputs = env.File(spec.network_c), [env.File(f) for f in spec.inputs]
         epoch_controller = any(n.name.endswith("_ecblobs.h") for n in inputs)
-        image = env.RelocImage(project.arm, spec, network_c, inputs, epoch_controller, layout)
+        image, image_name = env.RelocImage(project.arm, spec, network_c, inputs, epoch_controller, layout)
         c_info = next((n for n in inputs if n.name.endswith("c_info.json")),
                       os.path.splitext(str(network_c))[0] + "_c_info.json")
-        project.models[spec.name] = _Model(spec, image, env.Alias(spec.name, image), env.RelocName(spec, network_c),
+        project.models[spec.name] = _Model(spec, image, env.Alias(spec.name, image), image_name,
                                            c_info)
     except N6Error as e:
         project.broken[spec.name] = e

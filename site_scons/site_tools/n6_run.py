@@ -15,7 +15,6 @@ import SCons.Script
 
 from n6.build_layout import ModelLayout
 from n6.errors import N6Error
-from n6.flash.step import on_board_path
 from n6.run.options import RunOptions, ValidateOptions
 from n6.variables import defaults
 from n6_scons import board_action, describe_targets, progress, reports_errors, say, session_options, \
@@ -27,6 +26,7 @@ RUN_MODULES = ["n6.flash.step", "n6.run.steps"]      # what the run and validate
 @reports_errors
 @board_action(lambda env: env["N6_RUN_OPTIONS"], progress("RUN", lambda t, e: os.path.dirname(t[0].path)))
 def _run_action(target, source, env, opts):
+    from n6.flash.step import on_board_path
     from n6.run.steps import run_step
     run_step(opts, on_board_path(opts.flash, target[0].dir.dir.name), os.path.dirname(target[0].path), say)
 
@@ -35,6 +35,7 @@ def _run_action(target, source, env, opts):
 @board_action(lambda env: env["N6_VALIDATE_OPTIONS"], progress("VALIDATE", lambda t, e: t[0].path),
               lambda env: bool(env["N6_VALIDATE_OPTIONS"].test_data or env["N6_VALIDATE_OPTIONS"].reference_data))
 def _validate_action(target, source, env, opts):
+    from n6.flash.step import on_board_path
     from n6.run.steps import validate_step
     validate_step(opts, source[0].path, on_board_path(opts.flash, target[0].dir.dir.name), target[0].path, say)
 

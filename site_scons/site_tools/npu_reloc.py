@@ -12,6 +12,7 @@ A weight change reaches pack only: the compiled sources never contain the weight
 or their CRC (pack writes those into rt_ctx), and prepare reads the .raw names, not the bytes."""
 import os
 import sys
+from dataclasses import dataclass
 
 import SCons.Action
 import SCons.Builder
@@ -55,12 +56,6 @@ def reloc_options(env, spec):
                            spec.reloc, os.path.join(spec.path, "model.json"))
 
 
-def reloc_name(env, spec, network_c):
-    """The image's name (RELOC_NAME / model.json "reloc" "name", else the network file's stem): its
-    files are <name>_rel.bin, and the board knows the model by it."""
-    return reloc_options(env, spec).name or os.path.splitext(os.path.basename(str(network_c)))[0]
-
-
 def check_variables(env):
     """The variables every model shares: a bad one fails at once, not once per model."""
     if env.get("RELOC_NAME"):
@@ -70,39 +65,71 @@ def check_variables(env):
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     """Nodes of the relocatable image of one model, in its build folder `layout`
-    (n6.build_layout.ModelLayout). `inputs`: the files next to `network_c` that the steps read:
-    c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees only their names, so
-    new weights never rerun it)."""
+    (n6.build_layout.ModelLayout), and the image's name. `inputs`: the files next to `network_c`
+    that the steps read: c_info.json and _ecblobs.h (prepare), the .raw files (pack; prepare sees
+    only their names, so new weights never rerun it)."""
     opts = reloc_options(env, spec)
-    name = reloc_name(env, spec, network_c)
-    install_rel, simulated = env.StedgeaiInstall()[1:]
-    runtime_lib = env.StedgeaiRuntimeLib()
+    name = opts.name or os.path.splitext(os.path.basename(str(network_c)))[0]
+    shared = _shared(env)
     build = layout.reloc
     raws = [n for n in inputs if str(n).endswith(".raw")]
     absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
     prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, absolute,
-                               image_area(env["BOARD"], opts.split, install_rel.core) if absolute else None,
-                               simulated, tuple(install_rel.atonn), tuple(sorted(str(r) for r in raws)))
+                               image_area(env["BOARD"], opts.split, shared.core) if absolute else None,
+                               shared.simulated, shared.atonn, tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
                                 N6_PREPARE_OPTIONS=prep_opts)
     params_desc = prepared[3]
 
     first, late = env.RelocObjects(arm, opts, name, layout, prepared)
     elf = arm.RelocLink(layout.elf(name), _longest_first([first[0], late[0]], first[1:] + late[1:]),
-                        N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, runtime_lib,
-                                           env.File(LINKER_SCRIPT)))
-    env.Depends(elf, [LINKER_SCRIPT, runtime_lib])
+                        N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, shared.runtime_lib,
+                                           shared.linker_script))
+    env.Depends(elf, [shared.linker_script, shared.runtime_lib])
     code = env.RelocCode(layout.code(name), elf[0])
-    board = gate_board(budgets(env), env["BOARD"])
-    pack_opts = PackOptions(name, opts.split, tuple(budgets(env).items()), board, bool(env["RELOC_COPY_MODE"]))
+    pack_opts = PackOptions(name, opts.split, shared.budgets, shared.board, bool(env["RELOC_COPY_MODE"]))
     image = env.RelocPack(layout.image(name), code + [params_desc] + raws,
                           N6_PACK_OPTIONS=pack_opts)
-    env.Depends(prepared, step_code(env, "prepare", ["n6.reloc.prepare"], __file__))
-    env.Depends(code, step_code(env, "image", ["n6.reloc.pipeline"], __file__))
-    env.Depends(image, step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"],
-                                        __file__))
-    env.Depends(image, [board] if board else [])
-    return image
+    env.Depends(prepared, shared.prepare_code)
+    env.Depends(code, shared.image_code)
+    env.Depends(image, shared.pack_inputs)
+    return image, name
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every model's image steps share, found once per build."""
+    simulated: bool
+    core: str                # the install's release (n6.stedgeai_install.Release.core)
+    atonn: tuple             # the install's ATONN version
+    runtime_lib: object      # the runtime archive node
+    linker_script: object
+    budgets: tuple           # the size gate's (budget, value) pairs
+    board: str | None        # the board file the gate reads, if any
+    prepare_code: object     # the steps' code (step_code)
+    image_code: object
+    pack_inputs: list        # pack's code and the gate's board file
+
+
+_SHARED: dict[str, _Shared] = {}   # build folder → its _Shared
+
+
+def _shared(env):
+    key = env.subst("$BUILD_DIR")
+    if key not in _SHARED:
+        install_rel, simulated = env.StedgeaiInstall()[1:]
+        gate = budgets(env)
+        board = gate_board(gate, env["BOARD"])
+        _SHARED[key] = _Shared(
+            simulated, install_rel.core, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
+            tuple(gate.items()), board, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
+            step_code(env, "image", ["n6.reloc.pipeline"], __file__),
+            [step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"], __file__)] +
+            ([env.File(board)] if board else []))
+    return _SHARED[key]
+
+
+_SOURCE_SIZES: dict[str, int] = {}   # a runtime source → its size: the same sources for every model
 
 
 def _longest_first(prepared, runtime):
@@ -114,7 +141,9 @@ def _longest_first(prepared, runtime):
     $RELOC_LATE)."""
     def size(obj):
         source = obj[0].sources[0].abspath
-        return os.path.getsize(source) if os.path.isfile(source) else 0
+        if source not in _SOURCE_SIZES:
+            _SOURCE_SIZES[source] = os.path.getsize(source) if os.path.isfile(source) else 0
+        return _SOURCE_SIZES[source]
     runtime = sorted(runtime, key=size, reverse=True)
     return runtime[:1] + prepared + runtime[1:]
 
@@ -194,7 +223,6 @@ def generate(env):
         action=SCons.Action.Action(_pack_action, progress("PACK"), varlist=["N6_PACK_OPTIONS"]),
         emitter=_pack_emitter)
     env.AddMethod(build_reloc, "RelocImage")
-    env.AddMethod(reloc_name, "RelocName")
     env.AddMethod(check_alias, "RelocCheckAlias")
     env.AddMethod(check_variables, "RelocCheckVariables")
 

@@ -7,7 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..board import BACKENDS, load_board
+from ..board import load_board
+from .backend import BACKENDS
 from ..board_files import DEFAULT_BOARD, board_path
 from ..build_layout import DEFAULT_BUILD_DIR, FLASH_REPORT, ON_BOARD, sim_board
 from ..errors import N6Error

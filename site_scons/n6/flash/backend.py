@@ -7,6 +7,7 @@ from ..errors import N6Error
 
 Progress = Callable[[int, int], object]   # on_progress(done bytes, total bytes)
 
+BACKENDS = ("auto", "stm32cubeprogrammer", "pyocd", "simulated")   # a board file's, FLASH_BACKEND=
 RESET_MODES = ("none", "soft", "hard")
 
 

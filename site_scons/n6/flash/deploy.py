@@ -27,6 +27,7 @@ class FlashImage:
     role: str                # "network" | "params" | "pool" (an absolute flash pool's bytes) | "header"
     models: tuple[str, ...]   # the models this image belongs to
     region: tuple[str, int, int]   # (name, start, end)
+    image: Image | None = None     # a network image as parsed by the layout (None: it does not parse)
 
     @property
     def placed(self) -> Placed:
@@ -94,7 +95,7 @@ def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags:
             pools, at = [], net_at
         out += pools
         out.append(FlashImage(m.network, at, data, "network", (m.name,),
-                              net_region if at == net_at else ("network", at, board.flash.end)))
+                              net_region if at == net_at else ("network", at, board.flash.end), image))
         if multi_model:
             assert image is not None      # a 3.x image that does not parse stopped the layout above
             exec_sizes.append(image.xip_size if flags & mrel.FLAG_XIP else image.copy_size)

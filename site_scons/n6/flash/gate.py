@@ -92,14 +92,15 @@ def parse_image(path: str, data: Data, params: Data | None = None) -> Image:
     return Image.parse(data, path, params=params)
 
 
-def check_firmware(path: str, data: Data, firmware: Firmware, ext_ram_budget: int | None, where: str) -> list[str]:
+def check_firmware(path: str, data: Data, firmware: Firmware, ext_ram_budget: int | None, where: str,
+                   img: Image | None = None) -> list[str]:
     """Refuse an image the firmware's loader would refuse, or crash on. Returns warnings. A fact
-    of `firmware` that is None is not known and not checked."""
+    of `firmware` that is None is not known and not checked. `img`: `data` parsed already."""
     fw_rel = release(firmware.release)   # type: ignore[arg-type]  # a gate's firmware names its release
     named = f" ({firmware.source})" if firmware.source else ""
     fix = (f"rebuild the image for the firmware, or describe the firmware in [firmware] of {where}" +
            (" (it is read from the install's validation firmware now)" if firmware.source else ""))
-    img = parse_image(path, data)
+    img = img or parse_image(path, data)
     words = img.header.n_words
     if words != fw_rel.header_words:
         img_rel = "2.x" if words == 24 else "3.x"
@@ -125,13 +126,13 @@ def check_firmware(path: str, data: Data, firmware: Firmware, ext_ram_budget: in
     return warnings
 
 
-def check_installs(path: str, data: Data, params: Data | None = None) -> None:
+def check_installs(path: str, data: Data, params: Data | None = None, img: Image | None = None) -> None:
     """The bytes about to be written, as the loader checks and installs them (n6.reloc.check, XIP
     and COPY): an image changed after the build checked it (a flipped byte, a file cut short) is
-    refused here, not found by the board."""
+    refused here, not found by the board. `img`: `data` (with `params`) parsed already."""
     try:
         try:
-            img = Image.parse(data, path, params=params)
+            img = img or Image.parse(data, path, params=params)
         except N6Error as e:       # shorter than its header says: the loader's INVALID_BIN
             raise LoaderError("INVALID_BIN", e.problem) from None
         check_image(data, params, Firmware.matching(img))

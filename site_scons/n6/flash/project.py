@@ -13,6 +13,19 @@ if TYPE_CHECKING:                 # the flash step is imported when a set is pla
     from .step import FlashOptions
 
 T = TypeVar("T")
+DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
+
+
+def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list, bool]:
+    """(the flash targets of `targets`, whether they ask for any deploy step). `validate-kws_mpl`:
+    one line naming the models (or the folder's own error), not SCons's "Do not know how to make"."""
+    for t in targets:
+        verb, dash, name = t.partition("-")
+        if dash and verb in DEPLOY_VERBS + ("flash",) and name not in all_models:
+            raise broken.get(name) or N6Error(None, f"{t}: no model {name}",
+                                              f"choose from {', '.join(sorted(all_models))}")
+    flash = [t for t in targets if t == "flash" or t.startswith("flash-")]
+    return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
 @dataclass
@@ -93,7 +106,6 @@ class Deployment:
     def report_broken(self, targets: list, model_var: str) -> list:
         """The bare deploy verbs of `targets` (a whole project: no MODEL=) that report the model
         folders that cannot be read, each given a row per such folder."""
-        from .step import DEPLOY_VERBS
         verbs = [v for v in DEPLOY_VERBS if v in targets] if self.broken and not model_var else []
         for verb in verbs:
             self.results.setdefault(verb, {}).update({name: [] for name in self.broken})

@@ -19,6 +19,7 @@ from ..build_layout import ModelLayout, deploy_records
 from ..errors import N6Error
 from . import mrel
 from .deploy import ModelFiles, deploy, layout
+from .project import DEPLOY_VERBS
 from .gate import check_external_pools, check_firmware, check_installs, check_layout, default_firmware, parse_image
 from .shared_board import board_holds, forget_held, record_held
 from .records import RecordStore
@@ -153,21 +154,6 @@ def models_to_flash(chosen: Sequence[str], requested: Iterable[str], all_models:
         raise N6Error(None, f"{', '.join(models)}: a 2.x install holds one model on the board at a time",
                       "choose one with MODEL=")
     return models
-
-
-DEPLOY_VERBS = ("run", "validate", "profile")     # the steps that run a flashed model on the board
-
-
-def deploy_targets(targets: list, all_models: dict, broken: dict) -> tuple[list, bool]:
-    """(the flash targets of `targets`, whether they ask for any deploy step). `validate-kws_mpl`:
-    one line naming the models (or the folder's own error), not SCons's "Do not know how to make"."""
-    for t in targets:
-        verb, dash, name = t.partition("-")
-        if dash and verb in DEPLOY_VERBS + ("flash",) and name not in all_models:
-            raise broken.get(name) or N6Error(None, f"{t}: no model {name}",
-                                              f"choose from {', '.join(sorted(all_models))}")
-    flash = [t for t in targets if t == "flash" or t.startswith("flash-")]
-    return flash, bool(flash) or any(t.partition("-")[0] in DEPLOY_VERBS for t in targets)
 
 
 def run_options(board_file: str, release: Release, backend: str, force: bool, reset: str, dry_run: bool,
@@ -375,13 +361,13 @@ def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Call
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
             try:
-                check_installs(im.path, im.data, params)
+                check_installs(im.path, im.data, params, im.image)
             except N6Error:
                 os.unlink(im.path)      # changed outside the build: the next build makes it again
                 raise
-            img = parse_image(im.path, im.data)
+            img = im.image or parse_image(im.path, im.data)   # parsed once, by the layout
             firmware, ext_exec_ram = firmware_for(opts, board, img, im.path)
-            for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path):
+            for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path, img):
                 say(f"  WARNING  {w}{tag}")
             check_external_pools(im.path, img, board, ext_exec_ram)
     log_path = os.path.join(os.path.relpath(os.path.dirname(reports[0][0])), "programmer.log")

@@ -1,11 +1,16 @@
 """Memory pools of a generated network as the relocatable image describes them: per-pool figures
 from the buffer tables, classification into descriptors (RELOC/COPY/RESET, PARAM/ACTIV/MIXED)."""
+from __future__ import annotations
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import N6Error
 from ..mpool import EXTERNAL_BASE
-from ..network_c import Buffer, NetworkC
+
+if TYPE_CHECKING:   # the image checker and pack read flags words only: they need no network.c parser
+    from ..network_c import Buffer, NetworkC
 
 TYPE_UNUSED, TYPE_RELOC, TYPE_COPY, TYPE_RESET = 0, 1, 2, 3
 DATA_PARAM, DATA_ACTIV, DATA_MIXED = 1, 2, 3
