@@ -313,13 +313,14 @@ def test_soak_hundreds_of_mixed_invokes_no_fault_same_outputs_and_cycles(repo, t
     batch 2), each session twice on a fresh board, on the simulated board and on the twin, with
     our client and ST's: no fault, the same outputs and the same cycles every time."""
     report = tmp_path / "soak.json"
-    argv = [sys.executable, os.path.join(repo, "bench", "soak.py"), "--models", "kws_mlp,digits_mlp",
+    argv = [sys.executable, os.path.join(repo, "bench", "soak.py"),
+            "--models", "kws_mlp,digits_mlp,fusion_mlp",       # fusion_mlp: 2 inputs, sent unasked by ST's client
             "--invokes", "300", "--firmware", firmware("copy"), "--json", str(report)]
     if os.path.isfile(ST_CLIENT):
         argv += ["--st-client", ST_CLIENT]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=3000, cwd=repo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads(report.read_text())["rows"]
-    assert len(rows) == 2 * (3 if os.path.isfile(ST_CLIENT) else 2)
+    assert len(rows) == 3 * (3 if os.path.isfile(ST_CLIENT) else 2)
     for row in rows:
         assert row["invokes"] == 600 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]
