@@ -73,6 +73,18 @@ def test_usart_flags_data_interrupt_and_waiting_for_the_host(bus):
     assert link.from_board == b"X" and stops and usart.waiting_for_host
 
 
+def test_usart_read_in_the_firmwares_receive_routine_waits_for_the_host_right_there(bus):
+    """No IDLE_POLLS polls first: the read costs the firmware the same whether the byte was there."""
+    link, stops = BufferLink(), []
+    usart = bus.attach(Usart(link, lambda asserted: None, lambda: stops.append(1), receiving=lambda: True))
+    bus.write(0x5200_1000, 1 | 1 << 2 | 1 << 3)                # UE, RE, TE
+    bus.write(0x4200_1028, 0xAA)
+    usart.block_for_host = True
+    link.on_wait = lambda link: link.to_board.extend(b"c")     # the host answers what the board sent
+    assert bus.read(0x4200_101C) & 1 << 5 and bus.read(0x4200_1024) == ord("c")   # RXNE at the first read
+    assert link.from_board == b"\xaa" and not stops and not usart.empty_polls
+
+
 def test_the_npu_model_answers_at_both_aliases_with_atonh_reset_values_and_self_clearing_bits(bus):
     bus.attach(Npu())
     assert bus.read(0x580E_5004) == 0x003E5001 and bus.read(0x480E_6004) == 0x003E5001   # STRENG0/1 VERSION

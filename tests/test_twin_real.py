@@ -254,6 +254,37 @@ def test_twin_sessions_give_the_same_cycles_every_time_even_under_host_load(repo
     assert len(set(durations)) <= 1
 
 
+def test_a_request_sent_early_or_only_once_the_board_waits_costs_the_same_cycles(repo):
+    """Host timing must not reach emulated time: ST's firmware answers SYNC then SYS_INFO with the
+    same cycles and bytes whether the second request came with the first (as ST's client sends a
+    second input tensor before the board asks for it) or only once the board waits for it (the
+    board then waits inside HAL_UART_Receive, not IDLE_POLLS polls later)."""
+    from n6.aivalidation import n6_aivalidation_pb2 as pb
+    from n6.aivalidation.framing import Framing
+    from n6board.dk.host_link import BufferLink
+    from n6board.dk.twin import DkTwin
+    sync, sys_info = (b"".join(Framing().host_packets(
+        pb.reqMsg(reqid=n, cmd=cmd, param=0, name="", opt=0).SerializeToString()))
+        for n, cmd in ((1, pb.EnumCmd.CMD_SYNC), (2, pb.EnumCmd.CMD_SYS_INFO)))
+
+    def session(first, *later):
+        link, later, end = BufferLink(first), list(later), []
+        twin = DkTwin(firmware("copy"), link, os.path.join(repo, "build", "sim-board"))
+        twin.boot()
+
+        def host(link):                                   # the board waits for the host's next bytes
+            if later:
+                link.to_board += later.pop(0)
+            elif not end:
+                end.append(twin.core.clock.now())
+        link.on_wait = host
+        twin.serve(until=lambda: end)
+        return end[0], bytes(link.from_board)
+
+    early, late = session(sync + sys_info), session(sync, sys_info)
+    assert early == late
+
+
 @pytest.mark.parametrize("model", EVERY_MODEL)
 def test_st_npu_profiler_with_our_network_c_runs_to_its_end_with_compiler_columns(repo, tmp_path, model):
     """ST's npu_profiler.py -c <our network.c> on ST's firmware on the twin, every model folder
@@ -282,13 +313,14 @@ def test_soak_hundreds_of_mixed_invokes_no_fault_same_outputs_and_cycles(repo, t
     batch 2), each session twice on a fresh board, on the simulated board and on the twin, with
     our client and ST's: no fault, the same outputs and the same cycles every time."""
     report = tmp_path / "soak.json"
-    argv = [sys.executable, os.path.join(repo, "bench", "soak.py"), "--models", "kws_mlp,digits_mlp",
+    argv = [sys.executable, os.path.join(repo, "bench", "soak.py"),
+            "--models", "kws_mlp,digits_mlp,fusion_mlp",       # fusion_mlp: 2 inputs, sent unasked by ST's client
             "--invokes", "300", "--firmware", firmware("copy"), "--json", str(report)]
     if os.path.isfile(ST_CLIENT):
         argv += ["--st-client", ST_CLIENT]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=3000, cwd=repo)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads(report.read_text())["rows"]
-    assert len(rows) == 2 * (3 if os.path.isfile(ST_CLIENT) else 2)
+    assert len(rows) == 3 * (3 if os.path.isfile(ST_CLIENT) else 2)
     for row in rows:
         assert row["invokes"] == 600 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]

@@ -26,6 +26,7 @@ from .peripherals.xspi import dk_xspi_controllers
 
 NPU_IRQS = range(53, 57)          # NPU0..3 (the NPU's end-of-epoch and error interrupts)
 READY = b"Protocol version"       # the last line of the firmware's banner, before its protocol loop
+RECEIVE = "HAL_UART_Receive"       # ST's HAL: polls USART1's ISR until each byte it asks for arrives
 CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does not say (SystemCoreClock)
 BOOT_CYCLES = 10 * CPU_HZ
 
@@ -46,7 +47,8 @@ class DkTwin:
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())
         self.bus.attach(Bsec())
-        self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop))
+        self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop,
+                                           lambda: self.firmware.function_at(core.pc & ~1) == RECEIVE))
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
         core.wait_outside = self.usart.wait_for_host

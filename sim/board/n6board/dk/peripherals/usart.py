@@ -7,14 +7,19 @@ the host link (the simulated board's pty). Register facts (STM32 USART with FIFO
 The interrupt (IRQ 159) is asserted while an enabled source holds.
 
 Deterministic time: host bytes become visible only where the firmware waits for them, never at a
-moment the host's timing picks. A firmware that reads ISR IDLE_POLLS times with no byte sent or
-received is waiting for the host (a point its own code decides): the USART ends the slice of
-emulation, and between slices (`poll_host`) the board takes what the host has sent, blocking
-until it sends something. Emulated time stands still meanwhile, so the cycles of a session depend
-only on the firmware and the bytes (the aiValidation host sends whole packets and waits for the
-board's flow-control byte). The firmware's own timeouts do not run while the host is silent.
-While booting (`block_for_host` False) nothing blocks: no host is connected yet. A firmware
-driven by the RX interrupt instead takes bytes at slice boundaries (there host timing shows)."""
+moment the host's timing picks. Inside the firmware's receive routine (`receiving()`: ST's
+firmware polls ISR in HAL_UART_Receive) an ISR read with nothing received is a wait for the
+host's next byte: the board takes what the host has sent right there, blocking until it sends
+something, so the read costs the same emulated cycles whether the byte was already there or
+came later (a host that sends its next message before the board asks for it, as ST's client
+does between two input tensors, no longer shifts the inference by the polls it would wait).
+Elsewhere a firmware that reads ISR IDLE_POLLS times with no byte sent or received is waiting
+for the host (a point its own code decides): the USART ends the slice of emulation, and between
+slices (`poll_host`) the board takes what the host has sent, blocking the same way. Emulated time
+stands still meanwhile, so the cycles of a session depend only on the firmware and the bytes.
+The firmware's own timeouts do not run while the host is silent. While booting (`block_for_host`
+False) nothing blocks: no host is connected yet. A firmware driven by the RX interrupt instead
+takes bytes at slice boundaries (there host timing shows)."""
 from .device import Device
 
 CR1, RQR, ISR, ICR, RDR, TDR = 0x00, 0x18, 0x1C, 0x20, 0x24, 0x28
@@ -31,11 +36,12 @@ class Usart(Device):
     name = "USART1"
     size = 0x400
 
-    def __init__(self, link, irq, end_slice, base=0x4200_1000):
+    def __init__(self, link, irq, end_slice, receiving=lambda: False, base=0x4200_1000):
         super().__init__(base)
         self.link = link
         self.irq = irq                      # irq(asserted): the interrupt line
         self.end_slice = end_slice          # ask the core to return to its loop soon
+        self.receiving = receiving          # the access comes from the firmware's receive routine
         self.rx = bytearray()
         self.tx = bytearray()
         self.sent = bytearray()             # everything the firmware sent (boot banner checks)
@@ -57,7 +63,8 @@ class Usart(Device):
             self._take(self.link.receive())
 
     def wait_for_host(self):
-        """The core sleeps with nothing timed ahead: only host bytes can wake it."""
+        """The firmware waits for the host (in its receive routine, or asleep with nothing timed
+        ahead): only host bytes can go on."""
         self.flush()
         self._take(self.link.wait_for_bytes() if self.block_for_host else self.link.receive())
 
@@ -75,6 +82,8 @@ class Usart(Device):
     # -- registers -------------------------------------------------------------------------------
     def read(self, offset):
         if offset == ISR:
+            if not self.rx and self.block_for_host and self.receiving():
+                self.wait_for_host()
             if not self.rx:
                 self._idle()
             return self._isr()
