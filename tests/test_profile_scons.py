@@ -51,8 +51,10 @@ def test_profile_of_every_bundled_model(repo, model, tmp_path):
         profile = json.load(f)
     nodes = [n["name"] for n in c_info(repo, model)["graphs"][0]["nodes"]]
     assert [n for e in profile["epochs"] for n in e["epochs"]] == nodes        # every epoch, c_info names
-    # the simulated NPU stays idle: its clock counts the epoch's time (NPU cycles = MCU cycles x 1000/800)
-    assert profile["simulated"] and all(e["npu_cycles"]["core"] == 0 and not e["absent"] and
+    # the simulated NPU does next to nothing (an epoch-controller blob: its label and end interrupt,
+    # one cycle); its clock counts the epoch's time (NPU cycles = MCU cycles x 1000/800)
+    assert profile["simulated"] and all(not e["absent"] and
+                                        e["npu_cycles"]["core"] == round(e["mcu_cycles"]["core"] * 1.25) <= 1 and
                                         e["npu_cycles"]["pre"] == round(e["mcu_cycles"]["pre"] * 1.25)
                                         for e in profile["epochs"])
     assert all(e["measured_memory"] for e in profile["epochs"])               # from the memory hooks
