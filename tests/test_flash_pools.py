@@ -139,6 +139,33 @@ def test_addresses_inside_a_moved_pool_follow_it_and_no_other():
         "a = (0x71A00000UL + 16) /* Equivalent hex address = 0x71a000a0UL */, b = 0x71A00100UL, "
         "c = 0x70FFFFFFUL, d = 0x71000101UL, e = 0x71000000, f = 0x34100000UL;")
     assert move_addresses(text, []) == text
+    # a pool starting where a moved one ends keeps its own address, or follows its own move
+    two = [Moved("A", 0x7100_0000, 0x7180_0000, 0x100), Moved("B", 0x7100_0100, 0x7181_0000, 0x40)]
+    assert move_addresses("p = 0x71000100UL, q = 0x71000140UL;", two, [0x7100_0000, 0x7100_0100]) == \
+        "p = 0x71810000UL, q = 0x71810040UL;"
+    assert move_addresses("p = 0x71000100UL;", two[:1], [0x7100_0000, 0x7100_0100]) == "p = 0x71000100UL;"
+
+
+def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
+    """A moved pool landing on another absolute pool, or past the flash, stops the prepare step
+    naming network.c, not later at the flash gate with a fix that does not apply."""
+    from n6.errors import N6Error
+    from n6.reloc.area import ImageArea
+    from n6.releases import RELEASES
+    from n6.reloc.pools import TYPE_RELOC, Pool
+    from n6.reloc.prepare import Prepared, move_flash_pools
+    area = ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False)
+
+    def pools(*spans):
+        return Prepared("network", None, RELEASES["2.2"], [Pool(i, f"P{i}", at, True, False, False, None, used=size,
+                                                                type=TYPE_RELOC) for i, (at, size) in enumerate(spans)])
+    prep = pools((0x7100_0000, 0x2_0000), (0x7181_0000, 0x100))
+    with pytest.raises(N6Error, match=r"^n.c: absolute flash pool 'P0' lies where the firmware reads the image "
+                                      r"\(0x71000000\); moved to 0x71800000 it would land onto pool 'P1'"):
+        move_flash_pools("n.c", prep, area, 0)
+    prep = pools((0x7100_0000, 0x90_0000))
+    with pytest.raises(N6Error, match="moved to 0x7F800000 it would land past the external flash"):
+        move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
 
 
 def test_the_pool_goes_at_its_address_and_the_image_clear_of_it_each_a_download(repo):

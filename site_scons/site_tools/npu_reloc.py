@@ -12,7 +12,7 @@ A weight change reaches pack only: the compiled sources never contain the weight
 or their CRC (pack writes those into rt_ctx), and prepare reads the .raw names, not the bytes."""
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import SCons.Action
 import SCons.Builder
@@ -20,6 +20,7 @@ import SCons.Builder
 from n6 import gcc_flags
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
+from n6.reloc.area import ImageArea
 from n6.reloc.names import code_facts_path, params_path, prepare_outputs
 from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, image_area, size_budgets
 from n6.variables import VARIABLES, defaults
@@ -75,7 +76,8 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     raws = [n for n in inputs if str(n).endswith(".raw")]
     absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
     prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, absolute,
-                               image_area(env["BOARD"], opts.split, shared.core) if absolute else None,
+                               replace(shared.image_area, split=opts.split)
+                               if shared.image_area and not epoch_controller else None,
                                shared.simulated, shared.atonn, tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
                                 N6_PREPARE_OPTIONS=prep_opts)
@@ -100,7 +102,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
 class _Shared:
     """What every model's image steps share, found once per build."""
     simulated: bool
-    core: str                # the install's release (n6.stedgeai_install.Release.core)
+    image_area: ImageArea | None   # where a 2.x firmware reads the image (3.x: the header places it)
     atonn: tuple             # the install's ATONN version
     runtime_lib: object      # the runtime archive node
     linker_script: object
@@ -121,7 +123,8 @@ def _shared(env):
         gate = budgets(env)
         board = gate_board(gate, env["BOARD"])
         _SHARED[key] = _Shared(
-            simulated, install_rel.core, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
+            simulated, image_area(env["BOARD"]) if env["RELOC_ABSOLUTE_FLASH_POOLS"] and not install_rel.multi_model
+            else None, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
             tuple(gate.items()), board, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
             [step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"], __file__)] +

@@ -36,14 +36,12 @@ class ImageOptions:
         return cls(**{**defaults, **overrides})
 
 
-def image_area(board: str, split: bool, core: str) -> ImageArea | None:
-    """The image area of the board named `board` for an install of release `core`: None from 3.0,
-    whose multi-model header lets the image move past the pools instead."""
-    if core >= "3":
-        return None
+def image_area(board: str) -> ImageArea:
+    """Where a 2.x firmware reads the image on the board named `board` (an unsplit image; a split
+    build's ImageArea says so with `split`)."""
     from ..board import load_board
     b = load_board(board_path(board))
-    return ImageArea(b.images.network, b.images.params, b.flash.sector_size, split)
+    return ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)
 
 
 @dataclass(frozen=True)

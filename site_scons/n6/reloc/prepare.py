@@ -191,8 +191,8 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
         p.foff = offset
         offset += align8(p.used)
     params_blob(prep).verify()   # every pool's .raw is there, with the pool's size
-    if image_area and not os.path.exists(os.path.join(folder, f"{stem}_ecblobs.h")):
-        move_flash_pools(prep, image_area, offset)
+    if image_area:
+        move_flash_pools(network_c, prep, image_area, offset)
     internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
     external = [p for p in prep.pools if p.offset >= EXTERNAL_BASE]
     prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
@@ -202,35 +202,46 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     return prep
 
 
-def move_flash_pools(prep: Prepared, area: ImageArea, blob_size: int) -> None:
+def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size: int) -> None:
     """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
     image area would be written over by the image (ST's flow flashes it so, and the network reads
     the image's bytes as its weights). Each such pool moves to the params region's first free
     sector, one after the other; its new offset is the one definition network.c's pointers
     (reloc_c) and its descriptor's destination (where `scons flash` puts its bytes) follow.
-    Epoch-controller blobs hold addresses in their own encoding: such a network is left as
-    ST's flow builds it (the flash step then says what follows)."""
+    Networks with epoch-controller blobs (their addresses in the blobs' encoding) get no area."""
     at = align(area.end + (blob_size if area.split else 0), area.sector)
     for p in prep.used_pools:
         if p.absolute and in_external_flash(p) and p.offset < area.end and p.offset + p.used > area.start:
             prep.moved.append(Moved(p.name, p.offset, at, p.used))
             p.offset = at
             at = align(at + p.used, area.sector)
+    for mv in prep.moved:
+        clash = next((p for p in prep.used_pools if p.name != mv.name and p.absolute and
+                      p.offset < mv.new + mv.size and mv.new < p.offset + p.used), None)
+        if clash or mv.new + mv.size > EXTERNAL_FLASH[1]:
+            where = f"onto pool '{clash.name}'" if clash else "past the external flash"
+            raise N6Error(network_c, f"absolute flash pool '{mv.name}' lies where the firmware reads the image "
+                          f"(0x{area.start:08X}); moved to 0x{mv.new:08X} it would land {where}",
+                          "set the board file's [images] network clear of the pool, or build without "
+                          "RELOC_ABSOLUTE_FLASH_POOLS")
 
 
 _ADDRESS = re.compile(r"\b0x([0-9a-fA-F]{8})UL\b")
 
 
-def move_addresses(text: str, moved: Sequence[Moved]) -> str:
+def move_addresses(text: str, moved: Sequence[Moved], starts: Sequence[int] = ()) -> str:
     """network.c with every address inside a moved pool (`0x71000000UL`, a base, and the
-    `Equivalent hex address` comments) and each moved pool's `offset=` line following it."""
+    `Equivalent hex address` comments) and each moved pool's `offset=` line following it. An
+    address at a moved pool's end follows it too, unless a pool starts there (`starts`: every
+    pool's address before the move)."""
     def shift(m: re.Match[str]) -> str:
         value = int(m.group(1), 16)
-        for mv in moved:
-            if mv.old <= value <= mv.old + mv.size:
-                digits = f"{value - mv.old + mv.new:08X}"
-                return f"0x{digits.lower() if m.group(1).islower() else digits}UL"
-        return m.group(0)
+        mv = next((mv for mv in moved if mv.old <= value < mv.old + mv.size), None) or \
+            next((mv for mv in moved if value == mv.old + mv.size and value not in starts), None)
+        if mv is None:
+            return m.group(0)
+        digits = f"{value - mv.old + mv.new:08X}"
+        return f"0x{digits.lower() if m.group(1).islower() else digits}UL"
     for mv in moved:
         text = re.sub(rf"(file postfix={re.escape(mv.name)}\s.*?offset=)0x{mv.old:08x}\b", rf"\g<1>0x{mv.new:08x}",
                       text, flags=re.I)
@@ -325,7 +336,8 @@ def patch_ecblobs(text: str, release: Release) -> str:
 
 
 def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:
-    text = move_addresses(network_c_text, prep.moved)
+    old = {mv.name: mv.old for mv in prep.moved}
+    text = move_addresses(network_c_text, prep.moved, [old.get(p.name, p.offset) for p in prep.pools])
     text = text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
     return text.rstrip("\n") + "\n\n/* Relocatable-image objects (rt_ctx, header entries, flags): added by n6. */\n" \
         "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
