@@ -103,8 +103,8 @@ def soak(model, board, session, repeats):
     return {"model": model, "board": board, "invokes": sum(len(r) for r in runs), "repeats": len(runs),
             "fault": fault,
             "outputs_identical": done and all([a[0] for a in r] == [a[0] for a in runs[0]] for r in runs),
-            "cycles_identical": done and all(r == runs[0] for r in runs),
-            "cycles_differing": sum(a != b for r in runs[1:] for a, b in zip(r, runs[0])),
+            "cycles_identical": done and all([a[1] for a in r] == [a[1] for a in runs[0]] for r in runs),
+            "cycles_differing": sum(a[1] != b[1] for r in runs[1:] for a, b in zip(r, runs[0])),
             "seconds": round(time.perf_counter() - started, 1)}
 
 
