@@ -50,7 +50,7 @@ def test_round_without_orndmode_bit_0_stops_even_with_relu():
     with pytest.raises(NotModelled, match=r"^ARITH2: CTRL.ORNDMODE bit 0 = 0 with ROUND=1 is not modelled"):
         ArithConfig.from_registers(arith_registers("scalar", ornd=2), name="ARITH2")
     cfg = ArithConfig.from_registers(arith_registers("scalar", ornd=3, a=1, res=1))
-    assert compute([-3, 3], cfg).tolist() == [0, 2]                   # ReLU and rounding half to even
+    assert compute([-3, 3, 5], cfg).tolist() == [0, 2, 2]          # ReLU and rounding half to even (2.5 -> 2)
 
 
 def test_coefficient_entries_past_383_stop_naming_the_limit():
