@@ -21,12 +21,15 @@ def read_arrays(path: str, what: str, fix: str) -> list[tuple[str | None, np.nda
         if os.path.isfile(path) and not os.path.getsize(path):
             raise N6Error(path, f"the {what} file is empty", fix)
         loaded = np.load(path)
-        named: list[tuple[str | None, np.ndarray]] = \
-            [(k, loaded[k]) for k in loaded.files] if hasattr(loaded, "files") else [(None, loaded)]
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                named: list[tuple[str | None, np.ndarray]] = [(k, loaded[k]) for k in loaded.files]
+        else:
+            named = [(None, loaded)]
     except OSError as e:
         raise N6Error(path, f"cannot read the {what} file: {e.strerror or e}", fix) from None
     except _DAMAGED as e:
-        why = "numpy finds no array in it" if "pickle" in str(e) else e or type(e).__name__
+        why = "numpy finds no array in it" if "pickle" in str(e) else str(e) or type(e).__name__
         raise N6Error(path, f"not a numpy {what} file: {why}", fix) from None
     if not named:
         raise N6Error(path, f"the {what} file holds no array", fix)
@@ -41,3 +44,8 @@ def read_arrays(path: str, what: str, fix: str) -> list[tuple[str | None, np.nda
             at = [int(i) for i in np.argwhere(~np.isfinite(a))[0]]
             raise N6Error(path, f"{shown}{at} is {a[tuple(at)]}, not a finite number", "give finite numbers")
     return named
+
+
+def named_arrays(path: str, what: str, fix: str) -> dict[str, np.ndarray]:
+    """read_arrays as a dict by name, a .npy's one array named for the errors that list them."""
+    return {k or "the unnamed array of a .npy": a for k, a in read_arrays(path, what, fix)}

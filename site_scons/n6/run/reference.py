@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from ..aivalidation.messages import ModelInfo, TensorDesc
 from ..errors import N6Error
-from .arrays import read_arrays
+from .arrays import named_arrays
 from ..models import ModelSpec
 
 Grid = tuple[float, int]           # (scale, zero point) of a quantised tensor
@@ -84,7 +84,7 @@ def read_data(path: str, model: ModelInfo) -> tuple[Inputs, list[np.ndarray] | N
     validation inputs and outputs): `m_inputs_<k>` per board input, samples first, in its type;
     `m_outputs_<k>` per output, in its type or as float values put on its grid; `expected` None
     when the file gives no outputs (the source model then computes them)."""
-    arrays = {k or "the unnamed array of a .npy": a for k, a in read_arrays(path, "reference data", DATA_FIX)}
+    arrays = named_arrays(path, "reference data", DATA_FIX)
     ins = [arrays.get(f"m_inputs_{k}") for k in range(1, len(model.inputs) + 1)]
     outs = [arrays.get(f"m_outputs_{k}") for k in range(1, len(model.outputs) + 1)]
     if any(a is None for a in ins) or (any(a is None for a in outs) and any(a is not None for a in outs)):

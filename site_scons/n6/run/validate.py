@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from ..errors import N6Error
-from .arrays import read_arrays
+from .arrays import named_arrays
 from ..aivalidation.messages import ModelInfo, TensorDesc
 from ..jsonfile import JsonObject
 from .options import NPU_MAX_LSB, NPU_TIE_LSB, TOLERANCE_LSB
@@ -19,7 +19,7 @@ def test_set(path: str, model: ModelInfo) -> tuple[list[list[bytes]], np.ndarray
     """A model folder's `test_data.npz` (`x` float samples as the source model takes them, `y`
     labels): the samples quantised like the board's input, one run each, and the labels."""
     fix = "save arrays x (samples) and y (labels) with numpy.savez"
-    data = {k or "the unnamed array of a .npy": a for k, a in read_arrays(path, "test set", fix)}
+    data = named_arrays(path, "test set", fix)
     if "x" not in data or "y" not in data:
         raise N6Error(path, f"holds {', '.join(str(k) for k in data)}, not arrays x and y", fix)
     x, y = data["x"].astype(np.float32), data["y"].reshape(-1)
