@@ -13,13 +13,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "site_scons")]
+sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "tests")]
 
+from conftest import copy_repo, scons  # noqa: E402
 from n6.run.options import NPU_MAX_LSB, NPU_TIE_LSB  # noqa: E402
 from npu_samples import REAL, need_test_bed, write_report  # noqa: E402  (bench/ is the script's folder)
 from tabulate import tabulate  # noqa: E402
@@ -28,13 +28,10 @@ SAMPLES = ("nucleo_mnv1", "blazeface")
 
 
 def project(tmp, samples):
-    """A copy of the project's tracked files with the samples as prebuilt models naming their source."""
-    repo = os.path.join(tmp, "repo")
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    for rel in files:
-        if not rel.startswith("models/"):
-            os.makedirs(os.path.join(repo, os.path.dirname(rel)), exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, rel), os.path.join(repo, rel))
+    """A copy of the project (its bundled models left out) with the samples as prebuilt models
+    naming their source."""
+    repo = copy_repo(os.path.join(tmp, "repo"))
+    shutil.rmtree(os.path.join(repo, "models"))
     for name in samples:
         folder = os.path.join(repo, "models", name)
         shutil.copytree(os.path.join(REAL, "samples", name), folder, ignore=shutil.ignore_patterns("SOURCE.txt"))
@@ -45,14 +42,20 @@ def project(tmp, samples):
 
 
 def validate(repo, name, seed):
-    """validate.json of one run of `name` on input seed `seed` (failed or not)."""
-    env = dict(os.environ, STEDGEAI_CORE_DIR=os.path.join(REAL, "2.2"))
-    subprocess.run([sys.executable, "-m", "SCons", "-Q", f"validate-{name}", "RELOC_ABSOLUTE_FLASH_POOLS=1", "RUNS=1",
-                    f"SEED={seed}"], cwd=repo, env=env, capture_output=True, text=True, timeout=3600)
+    """validate.json of one run of `name` on input seed `seed` (failed or not); a run that stops
+    before comparing stops the bench with its last line."""
     run = os.path.join(repo, "build", name, "run")
-    path = next(os.path.join(run, f) for f in ("validate.json", "validate-failed.json")
-                if os.path.exists(os.path.join(run, f)))
-    with open(path) as f:
+    reports = [os.path.join(run, f) for f in ("validate.json", "validate-failed.json")]
+    for path in reports:
+        if os.path.exists(path):
+            os.remove(path)
+    proc = scons(repo, f"validate-{name}", "RELOC_ABSOLUTE_FLASH_POOLS=1", "RUNS=1", f"SEED={seed}", check=False,
+                 env={"STEDGEAI_CORE_DIR": os.path.join(REAL, "2.2")}, timeout=3600)
+    found = [p for p in reports if os.path.exists(p)]
+    if not found:
+        last = (proc.stdout + proc.stderr).strip().splitlines() or ["no output"]
+        raise SystemExit(f"{name} seed {seed}: {last[-1]}")
+    with open(found[0]) as f:
         return json.load(f)
 
 
