@@ -45,10 +45,10 @@ def seed(name: str, value: object) -> int:
     return _whole(name, value, 0)
 
 
-def tolerance(name: str, value: object) -> float | str:
-    """A finite number ≥ 0; empty stays empty (validate's rule then gives the bound)."""
-    if str(value).strip() == "":
-        return ""
+def tolerance(name: str, value: object) -> float | None:
+    """A finite number ≥ 0; empty: None (validate's rule then gives the bound)."""
+    if value is None or str(value).strip() == "":
+        return None
     return _finite(name, value, 0, f"give {name} a number 0 or more, e.g. {name}=2")
 
 

@@ -86,8 +86,7 @@ def run_model(env, spec, board_name, in_project, validated):
     test_data = os.path.join(spec.path, "test_data.npz")
     test_data = os.path.abspath(test_data) if os.path.isfile(test_data) else ""
     data = os.path.abspath(spec.reference_data) if spec.reference_data else ""
-    tolerance = env["VALIDATE_TOLERANCE"]
-    vopts = ValidateOptions(session, flash, None if tolerance == "" else float(tolerance),
+    vopts = ValidateOptions(session, flash, env["VALIDATE_TOLERANCE"],
                             os.path.abspath(source) if source else "",
                             os.path.abspath(c_dir), test_data, data)
     val = env.Command(layout.validate_report,
