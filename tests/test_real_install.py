@@ -105,6 +105,7 @@ def repo(tmp_path_factory):
                 shutil.copy(os.path.join(REAL, "samples", sample, f), dest)
     with open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")) as f:
         text = f.read()
+    assert text.count("network = 0x71000000") == 1 and text.count("params = 0x71800000") == 1   # rewritten below
     with open(os.path.join(repo, "pool-dk.toml"), "w") as f:
         f.write(text.replace("network = 0x71000000", "network = 0x72000000")
                 .replace("params = 0x71800000", "params = 0x72800000"))
