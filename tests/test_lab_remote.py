@@ -85,3 +85,16 @@ def test_a_real_boards_firmware_is_started_by_the_gdbserver_of_the_lab_machine(t
     assert runner.argvs == [[str(gdb), "-ex", f"target remote :{here}", "-ex", "monitor reset", "-ex", "load", "-ex",
                              "set $pc = Reset_Handler", "-ex", "detach", "-ex", "quit", "fw.elf"]]
     assert cancel == f"-O cancel -L{here}:localhost:36789"
+
+
+def test_an_exported_probe_without_a_gdbserver_tag_is_one_line_before_anything_runs(tmp_path):
+    from n6.errors import N6Error
+    from n6.flash.boards import ExporterProbe
+    from n6.run import firmware_start
+    from test_firmware_start import FakeRunner, _output
+    runner = FakeRunner(str(tmp_path / "firmware_start.log"), _output("gdb_started"))
+    exporter = ExporterProbe("n6-lab-3", "lab-machine-3", "/opt/st/bin/STM32_Programmer_CLI", "")
+    with pytest.raises(N6Error, match=r"^labgrid place n6-lab-3 exports its probe but has no tag n6-gdbserver .*"
+                                      r"\(fix: labgrid-client -p n6-lab-3 set-tags n6-gdbserver=\.\.\.\)$"):
+        firmware_start.start("fw.elf", "/opt/st/bin", 2000, 1, "0042000A0013", runner=runner, exporter=exporter)
+    assert runner.argvs == []

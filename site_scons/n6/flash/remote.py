@@ -105,7 +105,7 @@ def on_exporter(host: str, argv: Sequence[str], port: int) -> Iterator[tuple[lis
     try:
         yield NetworkResource(target=None, name=None, host=host).wrap_command(list(argv)), local
     finally:
-        conn.remove_port_forward("localhost", port)
+        over_ssh(host, conn.remove_port_forward, "localhost", port)
 
 
 def over_ssh(host: str, call: Callable[..., T], *args: object) -> T:

@@ -132,6 +132,11 @@ def start(elf: str, cube_bin_dir: str, frequency: int = 2000, access_port: int =
     gdbserver stops. Both tools' output goes to `log_path`; a failure is one N6Error naming it.
     `exporter`: the probe is on a labgrid exporter's host, where gdbserver runs (its path there,
     `cube_bin_dir` the programmer's there), gdb here through a forwarded port."""
+    if exporter and not exporter.gdbserver:
+        from ..flash.lab import GDBSERVER_TAG
+        raise N6Error(None, f"labgrid place {exporter.place} exports its probe but has no tag {GDBSERVER_TAG} "
+                      "(ST-LINK_gdbserver's path on the exporter's host), which starts ST's validation firmware",
+                      f"labgrid-client -p {exporter.place} set-tags {GDBSERVER_TAG}=...")
     with ExitStack() as stack:
         argv = gdbserver_argv(exporter.gdbserver if exporter else find_tool("ST-LINK_gdbserver", environ),
                               cube_bin_dir, frequency, access_port, serial)

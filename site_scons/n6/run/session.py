@@ -201,11 +201,6 @@ def start_validation_firmware(opts: SessionOptions, on_board: JsonObject, board:
         if log_path and os.path.exists(log_path):
             os.unlink(log_path)
         exporter = opts.exporter
-        if exporter and not exporter.gdbserver:
-            from ..flash.lab import GDBSERVER_TAG
-            raise N6Error(None, f"labgrid place {exporter.place} exports its probe but has no tag {GDBSERVER_TAG} "
-                          "(ST-LINK_gdbserver's path on the exporter's host), which starts ST's validation firmware",
-                          f"labgrid-client -p {exporter.place} set-tags {GDBSERVER_TAG}=...")
         firmware_start.start(elf, os.path.dirname(exporter.programmer) if exporter else find_cli().bin_dir,
                              board.programmer.frequency, board.programmer.access_port, on_board.get("probe"),
                              log_path=log_path, exporter=exporter)
