@@ -50,5 +50,12 @@ class FirmwareElf:
         i = bisect.bisect_right(self.functions, (pc & ~1, "\uffff")) - 1
         return self.functions[i][1] if i >= 0 else None
 
+    def span_of(self, name):
+        """[start, end) of the function `name` (to the next function's start), or None."""
+        start = self.address_of(name)
+        if start is None:
+            return None
+        return start, next((a for a, _ in self.functions if a > start), max(a + len(d) for a, d in self.segments))
+
     def address_of(self, name):
         return next((a for a, n in self.functions if n == name), None)

@@ -47,8 +47,9 @@ class DkTwin:
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())
         self.bus.attach(Bsec())
+        receive_lo, receive_hi = self.firmware.span_of(RECEIVE) or (0, 0)
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop,
-                                           lambda: self.firmware.function_at(core.pc & ~1) == RECEIVE))
+                                           lambda: receive_lo <= core.pc < receive_hi))
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
         core.wait_outside = self.usart.wait_for_host
