@@ -7,6 +7,10 @@ from typing import IO
 
 from .paths import StrPath
 
+# A file is written as <path>.tmp<pid> first; Linux's pids reach 4194304 (pid_max 2^22).
+TEMPORARY_SUFFIX = ".tmp"
+LONGEST_SUFFIX = len(f"{TEMPORARY_SUFFIX}4194304")
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -20,13 +24,13 @@ def _alive(pid: int) -> bool:
 
 def _writer_pid(name: StrPath) -> int | None:
     """The pid of the process writing the temporary `name`, else None (not a temporary)."""
-    _, sep, pid = str(name).rpartition(".tmp")
+    _, sep, pid = str(name).rpartition(TEMPORARY_SUFFIX)
     return int(pid) if sep and pid.isdigit() else None
 
 
 def intended_path(name: StrPath) -> str:
     """The file a write-then-rename temporary is for; any other name as it is."""
-    return str(name).rpartition(".tmp")[0] if _writer_pid(name) is not None else str(name)
+    return str(name).rpartition(TEMPORARY_SUFFIX)[0] if _writer_pid(name) is not None else str(name)
 
 
 @contextlib.contextmanager
@@ -35,14 +39,14 @@ def atomic_open(path: StrPath, mode: str = "wb", unlink_first: bool = False) -> 
     removed before the rename, for large outputs that no other process reads during the build:
     ext4 writes a file's data to disk when a rename replaces another (auto_da_alloc), ~40 ms for
     20 MB, a rename into a free name costs nothing. A reader may then find no file for a moment."""
-    for stale in glob.glob(glob.escape(str(path)) + ".tmp*"):   # left by a killed run, not a running one
+    for stale in glob.glob(glob.escape(str(path)) + TEMPORARY_SUFFIX + "*"):   # left by a killed run, not a running one
         pid = _writer_pid(stale)
         if not (pid is not None and _alive(pid)):
             try:
                 os.unlink(stale)
             except FileNotFoundError:
                 pass
-    tmp = f"{path}.tmp{os.getpid()}"
+    tmp = f"{path}{TEMPORARY_SUFFIX}{os.getpid()}"
     try:
         with open(tmp, mode) as f:
             yield f

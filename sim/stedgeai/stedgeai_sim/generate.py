@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from n6.atomic import write_bytes, write_text
+from n6.atomic import LONGEST_SUFFIX, write_bytes, write_text
 from n6.errors import N6Error
 from n6.mpool import read_mpool
 from n6.neural_art_profile import read_profile
@@ -91,7 +91,7 @@ def _lifetimes(ctx):
         ctx.last_epoch_of[t.name] = last
 
 
-NAME_MAX = 255 - len(".tmp4194304")   # bytes of a file name, less the temporary's suffix it is written as
+NAME_MAX = 255 - LONGEST_SUFFIX   # bytes of a file name, less the temporary's suffix it is written as
 
 
 def _name_problem(fname):
@@ -108,11 +108,11 @@ def _check_file_names(named, raws, mpool_path):
     """The files to write (`named` after --name, `raws` after a pool's fname too) are files of
     the output folder that the file system takes: else one line, before anything is written."""
     for fname in named:
-        if _name_problem(fname):
-            raise N6Error(None, f"--name: {_name_problem(fname)}", "give a shorter --name, without '/'")
+        if problem := _name_problem(fname):
+            raise N6Error(None, f"--name: {problem}", "give a shorter --name, without '/'")
     for fname in raws:
-        if _name_problem(fname):
-            raise N6Error(mpool_path, _name_problem(fname),
+        if problem := _name_problem(fname):
+            raise N6Error(mpool_path, problem,
                           "give each pool a short fname (and the file a mem_file_prefix) without '/'")
 
 
@@ -155,9 +155,9 @@ def generate(args, release, install_dir, command):
     files[f"{name}_generate_report.txt"] = emit_info.report(ctx)
     files[f"{net.model_name}{release.oe_suffix}_Q.json"] = emit_info.quant_json(net)
     files["LICENSE.txt"] = LICENSE
-    raws = {f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw": u.image() for u in uses if u.params}
-
-    _check_file_names(files, [f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw" for u in uses], mpool.path)
+    raw_names = [f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw" for u in uses]
+    _check_file_names(files, raw_names, mpool.path)
+    raws = {raw: u.image() for raw, u in zip(raw_names, uses) if u.params}
     expected = generate_outputs(release, name, net.model_name, ctx.epoch_controller,
                                 [u.pool.fname for u in uses if u.params], mpool.mem_file_prefix)
     os.makedirs(args.output, exist_ok=True)
