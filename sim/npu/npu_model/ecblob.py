@@ -134,6 +134,13 @@ def blob_bytes(commands):
     return struct.pack(f"<II{len(words)}I", BLOB_MAGIC, len(words), *words)
 
 
+def blob_u64(commands):
+    """A blob as the 64-bit words of an `_ecblobs.h` array (its bytes padded with zeros)."""
+    data = blob_bytes(commands)
+    data += bytes(-len(data) % 8)
+    return struct.unpack(f"<{len(data) // 8}Q", data)
+
+
 def optimise(program):
     """A register program (write, writefield, poll, label and irq commands in program order, as
     ST's tracer records them before optimising: its `_initial.s`) with its writes merged into

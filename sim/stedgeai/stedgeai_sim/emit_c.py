@@ -437,15 +437,6 @@ class CWriter:
         words[0] = EC_OPS_MAGIC | len(layers) << 32
         return words
 
-    @staticmethod
-    def blob_words(epoch):
-        """The 64-bit words of an epoch's blob in ST's format (npu_model.ecblob): the epoch's label
-        and the end interrupt; the operators are run by its start function."""
-        data = ecblob.blob_bytes(ecblob.optimise([ecblob.Command(ecblob.LABEL, number=epoch),
-                                                  ecblob.Command(ecblob.IRQ)]))
-        data += bytes(-len(data) % 8)
-        return struct.unpack(f"<{len(data) // 8}Q", data)
-
     def ecblobs_h(self):
         c = self.ctx
         guard = f"__{c.name.upper()}_ECBLOBS_H"
@@ -459,7 +450,8 @@ class CWriter:
         for epoch, layers in c.epochs():
             if not layers[0].attrs.get("ec"):
                 continue
-            name, words = self.blob_name(epoch), self.blob_words(epoch)
+            name = self.blob_name(epoch)       # the blob: the epoch's label and end interrupt (ops in software)
+            words = ecblob.blob_u64([ecblob.Command(ecblob.LABEL, number=epoch), ecblob.Command(ecblob.IRQ)])
             L.append("ECBLOB_CONST_SECTION")
             if v3:
                 L += ["__attribute__((aligned(64)))", f"/* epoch {epoch}: its label and end interrupt */"]
