@@ -66,9 +66,8 @@ def board_action(step_options, progress_line=None, puts_set=lambda env: True):
         def action(target, source, env):
             from n6.flash.boards import on_place_board
             from n6.flash.shared_board import board_key, board_lock
-            from n6.flash.step import FlashOptions, ensure_on_board
-            opts = on_place_board(step_options(env))
-            flash = opts if isinstance(opts, FlashOptions) else opts.flash
+            from n6.flash.step import ensure_on_board
+            opts, flash = on_place_board(step_options(env))
             with _board_thread_lock(board_key(flash)), board_lock(flash, say):
                 if puts_set(env):
                     ensure_on_board(flash, say, verbose=bool(env.get("VERBOSE")))

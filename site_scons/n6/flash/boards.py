@@ -167,15 +167,16 @@ def flash_fields(unit: Attached | LabPlace, simulated: bool,
 StepOptions = TypeVar("StepOptions", "FlashOptions", "RunOptions", "ValidateOptions", "ProfileOptions")
 
 
-def on_place_board(opts: "StepOptions") -> "StepOptions":
-    """A step's options `opts` (FlashOptions, or options with `flash` and `session`) at run time:
-    when they name a labgrid place, with its board's probe, serial port, simulated board and, a
-    probe on the exporter's host, ST's tools there. The one place where a place becomes its
-    board (n6.flash.lab acquires every place of the build when the first step needs one)."""
+def on_place_board(opts: "StepOptions") -> "tuple[StepOptions, FlashOptions]":
+    """A step's options `opts` (FlashOptions, or options with `flash` and `session`) at run time,
+    and their FlashOptions: when they name a labgrid place, with its board's probe, serial port,
+    simulated board and, a probe on the exporter's host, ST's tools there. The one place where a
+    place becomes its board (n6.flash.lab acquires every place of the build when the first step
+    needs one)."""
     from .step import FlashOptions, attached_probes
     flash = opts if isinstance(opts, FlashOptions) else opts.flash
     if flash.place is None:
-        return opts
+        return opts, flash
     from .lab import place_board
     board = place_board(flash.place)
     fields = flash_fields(board, flash.simulated, attached_probes)
@@ -183,10 +184,11 @@ def on_place_board(opts: "StepOptions") -> "StepOptions":
     if exporter:
         fields.update(backend="stm32cubeprogrammer", cli=exporter.programmer, simulated=False,
                       remote_host=exporter.host, found_by=f"labgrid place {exporter.place}, on {exporter.host}")
+    flash = replace(flash, **fields)
     if isinstance(opts, FlashOptions):
-        return replace(opts, **fields)
-    return replace(opts, flash=replace(flash, **fields),
-                   session=replace(opts.session, port=board.port, state=board.sim_board, exporter=exporter))
+        return replace(opts, **fields), flash
+    return replace(opts, flash=flash, session=replace(opts.session, port=board.port, state=board.sim_board,
+                                                      exporter=exporter)), flash
 
 
 def make_simulated_board(folder: str, serial: str) -> None:
