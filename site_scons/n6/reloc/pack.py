@@ -47,9 +47,6 @@ class _Hashing:
             self._pending = threading.Thread(target=self.hash.update, args=(bytes(data),))
             self._pending.start()
 
-    def flush(self) -> None:
-        self.f.flush()
-
     def hexdigest(self) -> str | None:
         """The digest of everything written (None without a hash)."""
         self._wait()
