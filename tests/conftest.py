@@ -14,6 +14,14 @@ SITE = os.path.join(ROOT, "site_scons")
 SIM = os.path.join(ROOT, "sim", "stedgeai")
 MODELS = os.path.join(ROOT, "models")
 BUNDLED = ("kws_mlp", "cifar_cnn", "big_mlp")
+
+
+def every_model():
+    """The names of the bundled model folders, as the build finds them (n6.models.discover)."""
+    from n6.models import discover
+    return [spec.name for spec in discover(MODELS)[0]]
+
+
 SIM_PROGRAMMER = os.path.join(ROOT, "sim", "programmer")
 SIM_BOARD = os.path.join(ROOT, "sim", "board")
 SIM_NPU = os.path.join(ROOT, "sim", "npu")

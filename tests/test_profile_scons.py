@@ -9,14 +9,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUNDLED, MODELS as MODELS_DIR, bump, copy_repo, scons
+from conftest import BUNDLED, bump, copy_repo, every_model, scons
 from test_profiling import _check_nesting, render_in_chromium
 
 pytestmark = pytest.mark.slow
 
 MODELS = (*BUNDLED, "tiny_prebuilt")
-EVERY_MODEL = sorted(n for n in os.listdir(MODELS_DIR) if os.path.isdir(os.path.join(MODELS_DIR, n)) and
-                     not n.startswith(("_", ".")))
+EVERY_MODEL = every_model()
 REAL = os.environ.get("N6_REAL_STEDGEAI")
 
 

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, copy_repo, scons
+from conftest import ROOT, copy_repo, every_model, scons
 from n6.aivalidation import Client
 from n6.run.inference import output_path
 from n6.run.session import simulated_board
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.skipif(not (REAL and os.path.exists(RUNNER)),
                                  reason="no ST client in the test bed (set N6_REAL_STEDGEAI to its folder)"),
               pytest.mark.slow]
 BOARD_FILE = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
-MODELS = sorted(d for d in os.listdir(os.path.join(ROOT, "models")) if os.path.isdir(os.path.join(ROOT, "models", d)))
+MODELS = every_model()
 
 # Run in ST's client's Python: every mode ST's AiRunner offers, outputs and per-node facts saved.
 SCRIPT = r"""

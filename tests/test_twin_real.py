@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, SIM_BOARD, copy_repo, scons
+from conftest import ROOT, SIM_BOARD, copy_repo, every_model, scons
 from n6.stedgeai_install import VALIDATION_FIRMWARE_DIR
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
@@ -25,8 +25,7 @@ pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(FIRMWARES)),
 
 SOFTWARE_EPOCH_MODELS = {"kws_mlp": "q_18", "big_mlp": "q_22", "tiny_prebuilt": "q_12",
                          "digits_mlp": "output_float_q", "ds_cnn": "output_float_q"}   # model → output tensor
-EVERY_MODEL = sorted(n for n in os.listdir(os.path.join(ROOT, "models"))
-                     if os.path.isdir(os.path.join(ROOT, "models", n)) and not n.startswith(("_", ".")))
+EVERY_MODEL = every_model()
 UART_VARIANTS = ("copy", "xip", "copy-ext", "xip-ext", "copy-5529600", "xip-5529600")
 USB_VARIANTS = ("copy-usbc", "xip-usbc", "copy-ext-usbc", "xip-ext-usbc")
 
