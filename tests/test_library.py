@@ -332,6 +332,20 @@ def test_pruning_keeps_the_folders_the_build_writes_into(tmp_path):
     assert (tmp_path / "m" / "reloc" / "obj").is_dir() and not (tmp_path / "gone").exists()
 
 
+def test_lock_file_names_its_holder_over_a_longer_one(tmp_path):
+    """The lock file is written over in place, never truncated (a truncate costs every build a
+    journal commit): the pid is padded so that what a waiting build shows is the holder's alone."""
+    from n6.outputs import FileLock
+    path = tmp_path / ".lock"
+    path.write_text("99999999999999\n")
+    lock = FileLock(str(path), "")
+    lock.acquire()
+    try:
+        assert path.read_text().strip() == str(os.getpid())
+    finally:
+        lock.release()
+
+
 @pytest.mark.parametrize("data,problem", [
     (b"\xef\xbb\xbf[flash]\nbase = 1\n", "starts with a byte-order mark"),
     (b"[flash]\nname = \"\xe9\"\n", "is not UTF-8 .byte 0xE9"),
