@@ -21,7 +21,7 @@ from n6 import gcc_flags
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.area import ImageArea
-from n6.reloc.names import code_facts_path, params_path, prepare_outputs
+from n6.reloc.names import params_path, prepare_outputs
 from n6.reloc.options import (BUDGETS, ImageOptions, PackOptions, PrepareOptions, board_budgets, gate_board,
                               gate_budgets, image_area, size_budgets)
 from n6.variables import VARIABLES, defaults
@@ -89,9 +89,9 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
                         N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, shared.runtime_lib,
                                            shared.linker_script))
     env.Depends(elf, [shared.linker_script, shared.runtime_lib])
-    code = env.RelocCode(layout.code(name), elf[0])
+    code = env.RelocCode(layout.code(name), elf[0])[0]
     pack_opts = PackOptions(name, opts.split, shared.budgets, bool(env["RELOC_COPY_MODE"]))
-    image = env.RelocPack(layout.image(name), code + [params_desc] + raws,
+    image = env.RelocPack(layout.image(name), [code, params_desc] + raws,
                           N6_PACK_OPTIONS=pack_opts)
     env.Depends(prepared, shared.prepare_code)
     env.Depends(code, shared.image_code)
@@ -177,10 +177,6 @@ def _pack_emitter(target, source, env):
     return target + extra + [os.path.join(target[0].dir.path, f"{opts.name}_reloc_results.json")], source
 
 
-def _code_emitter(target, source, env):
-    return target + [code_facts_path(target[0].path)], source
-
-
 @reports_errors
 def _code_action(target, source, env):
     from n6.reloc.pipeline import code_step
@@ -192,7 +188,7 @@ def _pack_action(target, source, env):
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
     from n6.reloc.report import Budgets
     opts = env["N6_PACK_OPTIONS"]
-    written = pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
+    written = pack_step(source[0].path, source[1].path, target[0].path, target[-1].path, opts.name,
                         Budgets(**dict(opts.budgets), copy_mode=opts.copy_mode), split=opts.split, log=say,
                         hash_name=env.N6HashName())
     for path, sig in written.items():
@@ -224,7 +220,7 @@ def generate(env):
         target_factory=env.Dir)
     env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(action=ArgvAction("$LINKCOMSTR"), emitter=_link_emitter)
     env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
+        action=SCons.Action.Action(_code_action, progress("IMAGE")))
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_pack_action, progress("PACK"), varlist=["N6_PACK_OPTIONS"]),
         emitter=_pack_emitter)
