@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import SCons.Action
 import SCons.Builder
+import SCons.Script
 
 from n6 import gcc_flags
 from n6.models import c_identifier
@@ -151,11 +152,14 @@ def _longest_first(prepared, runtime):
 def pack_gate(env):
     """The size gate's budgets: the RELOC_*_SIZE variables, the board file's where one is empty
     (n6.reloc.options.gate_budgets), read once per content of the board file and of the code
-    that reads it (the stat cache keeps them: a no-op reads no board file, loads no board code)."""
+    that reads it (the stat cache keeps them: a no-op reads no board file, loads no board code).
+    `scons -h` and `-c` pack nothing: they do not read it (a damaged one stops neither)."""
     gate = size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
     board = gate_board(gate, env["BOARD"])
+    if board is None or SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
+        return gate_budgets(gate, dict.fromkeys(BUDGETS))
     reader = step_code(env, "board-budgets", ["n6.reloc.options"]).value   # board_budgets and the code it runs
-    return gate_budgets(gate, env.N6FromContent(board, board_budgets, f"board_budgets {reader}") if board else {})
+    return gate_budgets(gate, env.N6FromContent(board, board_budgets, f"board_budgets {reader}"))
 
 
 def _link_argv(arm, ccflags, first, late, runtime_lib, script):
