@@ -7,8 +7,10 @@ once by the simulated tool, outside the timings, so the numbers are about the bu
 Reported: no-op vs an empty SConstruct's no-op; weight-only change vs copy + CRC-32 of that
 model's params and vs a clean build, and the time its pack step took (SCons's own figure for the
 time spent in build actions); code-only change vs a clean build; compiles/links each."""
+import hashlib
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,39 +30,45 @@ STEP = re.compile(r"^  (GEN|PREPARE|CC|LINK|IMAGE|PACK)\s", re.M)
 ACTIONS = re.compile(r"^Total command execution time: ([0-9.]+) seconds", re.M)
 # Measure what a user's shell does: Python caches the build's own modules as bytecode.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-# Pack's fixed cost: a fresh interpreter imports what the pack action imports, reads the board file and
-# packs model wide0 (checker, report, results JSON); the time spent streaming the params is left out.
+# Pack's fixed cost: a fresh interpreter imports what the pack action imports and packs model wide0 (checker,
+# report, results JSON) with the DK's budgets, as the step's options hold them (the build reads the board file);
+# the time spent streaming the params is left out.
 PACK_FIXED = """
 import sys, time
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 sys.path.insert(0, "site_scons")
-from n6.reloc.options import PackOptions, pack_budgets
 from n6.reloc.params import ParamsBlob
 from n6.reloc.pipeline import pack_step
+from n6.reloc.report import Budgets
 streaming, stream = [], ParamsBlob.stream
 def timed(self, out, crc=0):
-    s = time.perf_counter()
+    s = time.perf_counter(), time.process_time()
     crc = stream(self, out, crc)
-    streaming.append(time.perf_counter() - s)
+    streaming.append((time.perf_counter() - s[0], time.process_time() - s[1]))
     return crc
 ParamsBlob.stream = timed
 r = "build/wide0/reloc/"
-opts = PackOptions("network", True, (("flash", "board"),), "firmware/boards/stm32n6570-dk.toml", False)
+budgets = Budgets(flash=8 << 20, params_flash=104 << 20, exec_ram=640 << 10, ext_ram=27 << 20, copy_mode=False)
 pack_step(r + "network_rel_code.bin", r + "network_reloc_params.json", sys.argv[1] + "/network_rel.bin",
-          sys.argv[1] + "/r.json", "network", pack_budgets(opts), split=True, log=lambda line: None, hash_name="sha256")
-print(time.perf_counter() - t - sum(streaming))
+          sys.argv[1] + "/r.json", "network", budgets, split=True, log=lambda line: None, hash_name="sha256")
+print(time.perf_counter() - t - sum(s[0] for s in streaming), time.process_time() - cpu - sum(s[1] for s in streaming))
 """
 
 
 def scons(cwd, *args):
+    """(seconds, compiles, links, SCons's time in actions, CPU seconds) of one build. CPU time (user +
+    system) is the steadier figure on a shared machine: waiting for a core is not counted."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "--debug=time", "RELOC_SPLIT=1", *args], cwd=cwd,
                           capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         sys.exit(proc.stdout + proc.stderr)
     steps = STEP.findall(proc.stdout)
-    return elapsed, steps.count("CC"), steps.count("LINK"), float(ACTIONS.search(proc.stdout).group(1))
+    return elapsed, steps.count("CC"), steps.count("LINK"), float(ACTIONS.search(proc.stdout).group(1)), \
+        after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 
@@ -104,6 +112,7 @@ def main():
         pairs = [(scons(repo), scons(empty)) for _ in range(15)]   # interleaved: both see the same machine load
         noop, empty_noop = (sorted(p[i] for p in pairs)[7] for i in (0, 1))   # medians: short and noisy runs
         noop_ratio = sorted(a[0] / b[0] for a, b in pairs)[7]
+        noop_cpu, noop_cpu_ratio = sorted(a[4] for a, _ in pairs)[7], sorted(a[4] / b[4] for a, b in pairs)[7]
 
         weights = []
         for k in range(3):   # weight-only: new bytes in one model's params, same size
@@ -112,7 +121,7 @@ def main():
                 f.write(os.urandom(64))
             bump(raws[0])
             weights.append(scons(repo))
-        weight = min(weights)
+        weight, weight_cpu = min(weights), min(w[4] for w in weights)
 
         def copy_crc():
             dst = os.path.join(tmp, "copy.raw")
@@ -121,12 +130,19 @@ def main():
             with open(dst, "rb") as f:
                 while chunk := f.read(1 << 20):
                     crc = zlib.crc32(chunk, crc)
-        times = []
-        for _ in range(3):
-            t = time.perf_counter()
-            copy_crc()
-            times.append(time.perf_counter() - t)
-        copy_t = min(times)
+        def signature():   # what the decider does with the new .raw: SCons's sha256 of the whole file
+            with open(raws[0], "rb") as f:
+                hashlib.file_digest(f, "sha256")
+
+        def timed(fn):
+            """(seconds, CPU seconds) of fn(), the least of 3 runs."""
+            times = []
+            for _ in range(3):
+                t = time.perf_counter(), time.process_time()
+                fn()
+                times.append((time.perf_counter() - t[0], time.process_time() - t[1]))
+            return tuple(min(t[i] for t in times) for i in (0, 1))
+        (copy_t, copy_cpu), (sig_t, sig_cpu) = timed(copy_crc), timed(signature)
 
         code = []
         for k in range(3):   # code-only: one model's network.c changes
@@ -136,8 +152,9 @@ def main():
             bump(c)
             code.append(scons(repo))
         code_t = min(code)
-        fixed = min(float(subprocess.run([sys.executable, "-c", PACK_FIXED, tmp], cwd=repo, env=ENV, check=True,
-                                         capture_output=True, text=True).stdout) for _ in range(5))
+        fixed, fixed_cpu = (min(col) for col in zip(*(
+            map(float, subprocess.run([sys.executable, "-c", PACK_FIXED, tmp], cwd=repo, env=ENV, check=True,
+                                      capture_output=True, text=True).stdout.split()) for _ in range(5))))
 
     print(f"models: 3, params {params / (1 << 20):.1f} MB in total, {changed / (1 << 20):.1f} MB "
           "in the changed model")
@@ -150,12 +167,21 @@ def main():
                                            f"its pack step: {weight[3] * 1000:.0f} ms = "
                                            f"{weight[3] / copy_t:.2f}x copy+crc32"),
             ("code-only change", code_t, f"{100 * code_t[0] / clean[0]:.1f}% of a clean build")]
-    for label, (t, cc, link, _), note in rows:
+    for label, (t, cc, link, *_), note in rows:
         print(f"{label:<20} {t * 1000:8.0f} ms  compiles {cc:3d}  links {link}" + (f"   {note}" if note else ""))
     print(f"{'empty SConstruct':<20} {empty_noop[0] * 1000:8.0f} ms")
     print(f"{'copy + crc32':<20} {copy_t * 1000:8.0f} ms")
-    print(f"{'pack, fixed cost':<20} {fixed * 1000:8.0f} ms  (a fresh interpreter: imports, board file, checker, "
+    print(f"{'pack, fixed cost':<20} {fixed * 1000:8.0f} ms  (a fresh interpreter: imports, checker, "
           f"report; all of pack but streaming the params; = {fixed / copy_t:.2f}x copy+crc32)")
+    beyond = weight_cpu - noop_cpu
+    print(f"CPU time (user + system; waiting for a core is not counted): no-op {noop_cpu * 1000:.0f} ms = "
+          f"{noop_cpu_ratio:.2f}x an empty SConstruct's (goal <= 1.3); weight-only beyond the no-op "
+          f"{beyond * 1000:.0f} ms = {beyond / copy_cpu:.2f}x copy+crc32 (goal <= 3; copy+crc32 {copy_cpu * 1000:.0f} "
+          f"ms); pack's fixed cost {fixed_cpu * 1000:.0f} ms = {fixed_cpu / copy_cpu:.2f}x")
+    print(f"floor of a weight-only change beyond the no-op, with content signatures: the decider's sha256 of the new "
+          f".raw ({sig_t * 1000:.0f} ms, CPU {sig_cpu * 1000:.0f} ms) + copy+crc32 = {(sig_t + copy_t) / copy_t:.2f}x "
+          f"copy+crc32; CPU, with pack's sha256 of what it writes (a second thread): "
+          f"{(2 * sig_cpu + copy_cpu) / copy_cpu:.2f}x")
     if "PYTHONDONTWRITEBYTECODE" in os.environ:
         print("(PYTHONDONTWRITEBYTECODE was dropped for the measured runs, as in a usual shell)")
 

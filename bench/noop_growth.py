@@ -66,8 +66,7 @@ def project(tmp, n):
 
 # SCons alone on a prebuilt model's graph: 3 source files; prepare (4 targets), 2 objects (each
 # depending on 12 install headers), the link (elf + map, with 7 objects shared by every model and
-# the linker script), the code image (2), pack (2, and the board file); a code node per step kind;
-# one alias each.
+# the linker script), the code image, pack (2); a code node per step kind; one alias each.
 FLOOR = """
 import os
 def write(target, source, env):
@@ -86,9 +85,8 @@ for m in sorted(os.listdir("models")):
     objs = [env.Command(b + "reloc.o", prep[0:3:2] + headers, write),
             env.Command(b + "mempools.o", prep[1:3] + headers, write)]
     elf = env.Command([b + "network.elf", b + "network.map"], objs + shared + ["shared/script.ld"], write)
-    code = env.Command([b + "code.bin", b + "code.json"], [elf[0], code_of["image"]], write)
-    image = env.Command([b + "rel.bin", b + "results.json"],
-                        code + [prep[3], src + "w.raw", code_of["pack"], "shared/board.toml"], write)
+    code = env.Command(b + "code.bin", [elf[0], code_of["image"]], write)
+    image = env.Command([b + "rel.bin", b + "results.json"], code + [prep[3], src + "w.raw", code_of["pack"]], write)
     env.Alias("build", env.Alias(m, image))
 Default("build")
 """
@@ -98,7 +96,7 @@ def floor(tmp, n):
     """FLOOR's project of `n` models."""
     top = os.path.join(tmp, f"floor{n}")
     os.makedirs(os.path.join(top, "shared"))
-    for name in [f"s{k}.c" for k in range(7)] + [f"h{k}.h" for k in range(12)] + ["script.ld", "board.toml"]:
+    for name in [f"s{k}.c" for k in range(7)] + [f"h{k}.h" for k in range(12)] + ["script.ld"]:
         open(os.path.join(top, "shared", name), "w").write(name)
     for i in range(n):
         os.makedirs(os.path.join(top, "models", f"m{i:02d}"))

@@ -119,10 +119,14 @@ def test_a_code_image_counts_its_tables(tmp_path):
     c = CodeImage(_image_bytes(), b"EC")
     assert (c.rel_entries, c.got_entries, c.params_words_at) == (2, 2, RO + 48)
     c.save(str(tmp_path / "code.bin"))
-    assert json.loads((tmp_path / "code.json").read_text()) == {"code_size": len(c.code), "ec_blob_size": 2}
+    assert (tmp_path / "code.bin").read_bytes() == b"N6CODE1\0" + struct.pack("<I", len(c.code)) + c.code + b"EC"
     assert CodeImage.load(str(tmp_path / "code.bin")) == c
+    (tmp_path / "code.bin").write_bytes(b"N6CODE1\0" + struct.pack("<I", len(c.code)) + c.code[:-1])
+    with pytest.raises(N6Error, match=f"code.bin: is {len(c.code) + 11} bytes, its code alone should end at "
+                                      f"{len(c.code) + 12}"):
+        CodeImage.load(str(tmp_path / "code.bin"))
     (tmp_path / "code.bin").write_bytes(c.code)
-    with pytest.raises(N6Error, match=f"code.bin: is {len(c.code)} bytes, its description says {len(c.code) + 2}"):
+    with pytest.raises(N6Error, match="code.bin: is not a code image"):
         CodeImage.load(str(tmp_path / "code.bin"))
 
 

@@ -558,11 +558,55 @@ def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
     assert "LINK" not in {v for v, _ in got}   # a comment: the same objects, nothing relinks
 
 
-def test_board_parser_change_reruns_only_the_steps_that_read_board_files(tmp_path):
+def test_board_parser_change_reruns_only_the_steps_whose_board_facts_change(tmp_path):
     """Each step depends on the modules its action imports (at any depth), not on the whole
-    library: of the build, only pack reads the board file (its size gate)."""
-    got = _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n")
-    assert {v for v, _ in got} == {"PACK"} and len(got) == len(ALL_MODELS)
+    library. The build's steps read no board file: the size gate's budgets, read from it once per
+    content of the file and of the parser, are in pack's options. A parser change that leaves them
+    as they are reruns nothing; one that changes them repacks every model."""
+    assert _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n") == []
+    repo = str(tmp_path / "appended")
+    with open(os.path.join(repo, "site_scons", "n6", "board.py"), "a") as f:
+        f.write("\n_budgets = Board.budgets.fget\n"
+                "Board.budgets = property(lambda b: dict(_budgets(b), exec_ram=1 << 20))\n")
+    proc = scons(repo)
+    assert sorted(steps(proc)) == [("PACK", m) for m in ALL_MODELS] and f"of {1 << 20} bytes)" in proc.stdout
+
+
+def test_board_budgets_are_read_once_per_board_file_content(repo):
+    """A no-op and a weight change load no board code (the budgets are remembered with the board
+    file's signature); a board edit is read again, and repacks every model only where a budget
+    changed."""
+    board = os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")
+    original = open(board).read()
+
+    def build():
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "SCons", "-Q"], cwd=repo,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return sorted(steps(proc)), re.search(r"\| +n6\.board$", proc.stderr, re.M) is not None, proc.stdout
+
+    def edit(old, new):
+        assert old in original
+        open(board, "w").write(original.replace(old, new))
+        bump(board)
+    try:
+        scons(repo)
+        assert build()[:2] == ([], False)
+        raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
+        with open(raw, "r+b") as f:
+            f.seek(40)
+            f.write(os.urandom(8))
+        bump(raw)
+        assert build()[:2] == ([("PACK", "tiny_prebuilt")], False)
+        edit("frequency = 2000", "frequency = 4000")
+        assert build()[:2] == ([], True)
+        edit("exec_ram = { base = 0x34060000, size = 0xA0000 }", "exec_ram = { base = 0x34060000, size = 0x90000 }")
+        got, loaded, out = build()
+        assert got == [("PACK", m) for m in ALL_MODELS] and loaded and f"of {0x90000} bytes)" in out
+    finally:
+        open(board, "w").write(original)
+        bump(board)
+        scons(repo)
 
 
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):

@@ -262,7 +262,7 @@ def test_params_blob_streams_raws_padded_to_8_with_their_crc(tmp_path):
         blob.verify()
 
 
-def test_code_image_round_trip_and_a_mismatched_pair(tmp_path):
+def test_code_image_round_trip_and_one_cut_short(tmp_path):
     import struct
     from n6.reloc.image import CodeImage
     code = bytearray(104)
@@ -271,8 +271,8 @@ def test_code_image_round_trip_and_a_mismatched_pair(tmp_path):
     path = tmp_path / "network_rel_code.bin"
     img.save(str(path))
     assert CodeImage.load(str(path)) == img
-    path.write_bytes(bytes(code))   # the EC blobs are gone, the description still counts them
-    with pytest.raises(N6Error, match=r"network_rel_code\.bin: is 104 bytes, its description says 120"):
+    path.write_bytes(path.read_bytes()[:60])   # cut inside the code: no EC blobs made of its end
+    with pytest.raises(N6Error, match=r"network_rel_code\.bin: is 60 bytes, its code alone should end at 116"):
         CodeImage.load(str(path))
 
 
@@ -330,6 +330,20 @@ def test_pruning_keeps_the_folders_the_build_writes_into(tmp_path):
     removed = prune(str(tmp_path), ["m/reloc/obj/tiny_reloc.o", "m/tiny_rel.bin"])
     assert sorted(removed) == ["gone/", "m/network_rel.bin", "m/reloc/obj/network_reloc.o"]
     assert (tmp_path / "m" / "reloc" / "obj").is_dir() and not (tmp_path / "gone").exists()
+
+
+def test_lock_file_names_its_holder_over_a_longer_one(tmp_path):
+    """The lock file is written over in place, never truncated (a truncate costs every build a
+    journal commit): the pid is padded so that what a waiting build shows is the holder's alone."""
+    from n6.outputs import FileLock
+    path = tmp_path / ".lock"
+    path.write_text("99999999999999\n")
+    lock = FileLock(str(path), "")
+    lock.acquire()
+    try:
+        assert path.read_text().strip() == str(os.getpid())
+    finally:
+        lock.release()
 
 
 @pytest.mark.parametrize("data,problem", [

@@ -20,6 +20,7 @@ from .paths import MODELS, ROOT, SOURCE_FOLDERS
 
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
+PID_WIDTH = 20   # a lock file holds its holder's pid padded to this width: every pid covers the last one's
 BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
 
 
@@ -81,9 +82,8 @@ class FileLock:
             say("  WAIT     " + self.waiting.format(pid=holder))
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             waited = True
-        with contextlib.suppress(OSError):
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):   # written over in place: a truncate costs a journal commit
+            os.pwrite(self.fd, f"{os.getpid():<{PID_WIDTH}}\n".encode(), 0)
         return waited
 
     def release(self) -> None:

@@ -16,13 +16,15 @@ from dataclasses import dataclass, replace
 
 import SCons.Action
 import SCons.Builder
+import SCons.Script
 
 from n6 import gcc_flags
 from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.area import ImageArea
-from n6.reloc.names import code_facts_path, params_path, prepare_outputs
-from n6.reloc.options import BUDGETS, ImageOptions, PackOptions, PrepareOptions, gate_board, image_area, size_budgets
+from n6.reloc.names import params_path, prepare_outputs
+from n6.reloc.options import (BUDGETS, ImageOptions, PackOptions, PrepareOptions, board_budgets, gate_board,
+                              gate_budgets, image_area, size_budgets)
 from n6.variables import VARIABLES, defaults
 from n6_scons import ArgvAction, describe_targets, progress, reports_errors, say, step_code, uses_tool
 
@@ -61,7 +63,7 @@ def check_variables(env):
     """The variables every model shares: a bad one fails at once, not once per model."""
     if env.get("RELOC_NAME"):
         c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
-    gate_board(budgets(env), env["BOARD"])
+    pack_gate(env)
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
@@ -88,13 +90,13 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
                         N6_ARGV=_link_argv(arm, gcc_flags.compile_flags(opts.secure), first, late, shared.runtime_lib,
                                            shared.linker_script))
     env.Depends(elf, [shared.linker_script, shared.runtime_lib])
-    code = env.RelocCode(layout.code(name), elf[0])
-    pack_opts = PackOptions(name, opts.split, shared.budgets, shared.board, bool(env["RELOC_COPY_MODE"]))
-    image = env.RelocPack(layout.image(name), code + [params_desc] + raws,
+    code = env.RelocCode(layout.code(name), elf[0])[0]
+    pack_opts = PackOptions(name, opts.split, shared.budgets, bool(env["RELOC_COPY_MODE"]))
+    image = env.RelocPack(layout.image(name), [code, params_desc] + raws,
                           N6_PACK_OPTIONS=pack_opts)
     env.Depends(prepared, shared.prepare_code)
     env.Depends(code, shared.image_code)
-    env.Depends(image, shared.pack_inputs)
+    env.Depends(image, shared.pack_code)
     return image, name
 
 
@@ -106,11 +108,10 @@ class _Shared:
     atonn: tuple             # the install's ATONN version
     runtime_lib: object      # the runtime archive node
     linker_script: object
-    budgets: tuple           # the size gate's (budget, value) pairs
-    board: str | None        # the board file the gate reads, if any
+    budgets: tuple           # the size gate's (budget, bytes or None) pairs, the board file's resolved
     prepare_code: object     # the steps' code (step_code)
     image_code: object
-    pack_inputs: list        # pack's code and the gate's board file
+    pack_code: object
 
 
 _SHARED: dict[str, _Shared] = {}   # build folder → its _Shared
@@ -120,15 +121,12 @@ def _shared(env):
     key = env.subst("$BUILD_DIR")
     if key not in _SHARED:
         install_rel, simulated = env.StedgeaiInstall()[1:]
-        gate = budgets(env)
-        board = gate_board(gate, env["BOARD"])
         _SHARED[key] = _Shared(
             simulated, image_area(env["BOARD"]) if env["RELOC_ABSOLUTE_FLASH_POOLS"] and not install_rel.multi_model
             else None, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
-            tuple(gate.items()), board, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
+            pack_gate(env), step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
-            [step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"], __file__)] +
-            ([env.File(board)] if board else []))
+            step_code(env, "pack", ["n6.reloc.pipeline"], __file__))
     return _SHARED[key]
 
 
@@ -151,9 +149,17 @@ def _longest_first(prepared, runtime):
     return runtime[:1] + prepared + runtime[1:]
 
 
-def budgets(env):
-    """The size gate's budgets as the RELOC_*_SIZE variables give them (n6.reloc.options)."""
-    return size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
+def pack_gate(env):
+    """The size gate's budgets: the RELOC_*_SIZE variables, the board file's where one is empty
+    (n6.reloc.options.gate_budgets), read once per content of the board file and of the code
+    that reads it (the stat cache keeps them: a no-op reads no board file, loads no board code).
+    `scons -h` and `-c` pack nothing: they do not read it (a damaged one stops neither)."""
+    gate = size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
+    board = gate_board(gate, env["BOARD"])
+    if board is None or SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
+        return gate_budgets(gate, dict.fromkeys(BUDGETS))
+    reader = step_code(env, "board-budgets", ["n6.reloc.options"]).value   # board_budgets and the code it runs
+    return gate_budgets(gate, env.N6FromContent(board, board_budgets, f"board_budgets {reader}"))
 
 
 def _link_argv(arm, ccflags, first, late, runtime_lib, script):
@@ -175,10 +181,6 @@ def _pack_emitter(target, source, env):
     return target + extra + [os.path.join(target[0].dir.path, f"{opts.name}_reloc_results.json")], source
 
 
-def _code_emitter(target, source, env):
-    return target + [code_facts_path(target[0].path)], source
-
-
 @reports_errors
 def _code_action(target, source, env):
     from n6.reloc.pipeline import code_step
@@ -187,11 +189,12 @@ def _code_action(target, source, env):
 
 @reports_errors
 def _pack_action(target, source, env):
-    from n6.reloc.options import pack_budgets
     from n6.reloc.pipeline import pack_step   # tabulate and the checker: only when packing
+    from n6.reloc.report import Budgets
     opts = env["N6_PACK_OPTIONS"]
-    written = pack_step(source[0].path, source[2].path, target[0].path, target[-1].path, opts.name,
-                        pack_budgets(opts), split=opts.split, log=say, hash_name=env.N6HashName())
+    written = pack_step(source[0].path, source[1].path, target[0].path, target[-1].path, opts.name,
+                        Budgets(**dict(opts.budgets), copy_mode=opts.copy_mode), split=opts.split, log=say,
+                        hash_name=env.N6HashName())
     for path, sig in written.items():
         env.N6Written(path, sig)
 
@@ -221,7 +224,7 @@ def generate(env):
         target_factory=env.Dir)
     env["BUILDERS"]["RelocLink"] = SCons.Builder.Builder(action=ArgvAction("$LINKCOMSTR"), emitter=_link_emitter)
     env["BUILDERS"]["RelocCode"] = SCons.Builder.Builder(
-        action=SCons.Action.Action(_code_action, progress("IMAGE")), emitter=_code_emitter)
+        action=SCons.Action.Action(_code_action, progress("IMAGE")))
     env["BUILDERS"]["RelocPack"] = SCons.Builder.Builder(
         action=SCons.Action.Action(_pack_action, progress("PACK"), varlist=["N6_PACK_OPTIONS"]),
         emitter=_pack_emitter)

@@ -2,22 +2,21 @@
 file-level view (RO part, data image, REL table, params). Parsing and writing live together."""
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import struct
 from dataclasses import dataclass, field, fields
 from typing import Self
 
-from ..atomic import write_bytes, write_text
+from ..atomic import write_bytes
 from ..errors import N6Error
-from ..jsonfile import read_json
-from .names import code_facts_path
 from .pools import describe_flags
 
 Data = bytes | bytearray | mmap.mmap   # an image's bytes: read, built, or mapped from its file
 
 MAGIC = 0x4E49424E
+CODE_MAGIC = b"N6CODE1\0"   # a code image file (CodeImage): this, then the code's size, code and EC blobs
+CODE_START = len(CODE_MAGIC) + 4
 FAKE_SIZE = 32            # each relocatable pool's placeholder array at the end of .params_<id>
 MAX_DESCRIPTORS = 10      # the loader gives up on a table not terminated within 10 entries
 SEG_NULL, SEG_FLASH, SEG_RAM, SEG_PARAM0, SEG_PARAM1 = 0x0, 0x2, 0x4, 0x8, 0x9
@@ -210,7 +209,8 @@ def read_descriptors(buf: Data, at: int) -> tuple[list[tuple[int, PoolDescriptor
 class CodeImage:
     """What of `network_rel.bin` the linked ELF decides: RO part, data image and REL table
     (`code`; params offset, size and CRC-32 still 0) and the EC blobs that lead the params
-    area. Pack adds the params. Stored as `<stem>.bin` (code + EC blobs) and `<stem>.json` (sizes)."""
+    area. Pack adds the params. Stored in one file: CODE_MAGIC, the code's size (u32), the code,
+    the EC blobs (one output of the image step, one input of pack: no description beside it)."""
     code: bytes
     ec_blobs: bytes = b""
 
@@ -236,20 +236,19 @@ class CodeImage:
         return off(h.data_data) + off(h.rt_ctx) + RtCtx.PARAMS_BIN_SZ_OFFSET
 
     def save(self, path: str) -> None:
-        write_bytes(path, self.code + self.ec_blobs)
-        facts = {"code_size": len(self.code), "ec_blob_size": len(self.ec_blobs)}
-        write_text(code_facts_path(path), json.dumps(facts, indent=1) + "\n")
+        write_bytes(path, CODE_MAGIC + struct.pack("<I", len(self.code)) + self.code + self.ec_blobs)
 
     @classmethod
     def load(cls, path: str) -> Self:
-        facts = read_json(code_facts_path(path), "code image description", lenient=False)
         with open(path, "rb") as f:
             data = f.read()
-        size = facts["code_size"]
-        if len(data) != size + facts["ec_blob_size"]:
-            raise N6Error(path, f"is {len(data)} bytes, its description says {size + facts['ec_blob_size']}",
-                          "rebuild: the image step writes both")
-        return cls(data[:size], data[size:])
+        if data[:len(CODE_MAGIC)] != CODE_MAGIC or len(data) < CODE_START:
+            raise N6Error(path, "is not a code image", "rebuild: the image step writes it")
+        end = CODE_START + struct.unpack_from("<I", data, len(CODE_MAGIC))[0]
+        if len(data) < end:
+            raise N6Error(path, f"is {len(data)} bytes, its code alone should end at {end}",
+                          "rebuild: the image step writes it")
+        return cls(data[CODE_START:end], data[end:])
 
 
 

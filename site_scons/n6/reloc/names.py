@@ -17,8 +17,3 @@ def params_path(bin_path: str) -> str:
     """`network_rel.bin` → `network_rel_params.bin`: where a split image's params go."""
     stem, ext = os.path.splitext(bin_path)
     return f"{stem}_params{ext}"
-
-
-def code_facts_path(path: str) -> str:
-    """`<stem>.bin` → `<stem>.json`: where a code image keeps its sizes."""
-    return os.path.splitext(path)[0] + ".json"

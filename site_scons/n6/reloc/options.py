@@ -4,15 +4,12 @@ steps receive them as they are."""
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
 from .area import ImageArea
-
-if TYPE_CHECKING:                 # the pack step's gate reads these; declaring options needs none
-    from .report import Budgets
 
 BUDGETS = ("flash", "params_flash", "exec_ram", "ext_ram")
 
@@ -60,15 +57,13 @@ class PrepareOptions:
 class PackOptions:
     name: str
     split: bool
-    # ((budget, bytes, None: no check, or "board": the board file's), ...)
-    budgets: tuple[tuple[str, int | str | None], ...]
-    board: str | None               # the board file a "board" budget reads, or None
+    budgets: tuple[tuple[str, int | None], ...]   # ((budget, bytes or None: no check), ...), the board's resolved
     copy_mode: bool
 
 
 def size_budgets(values: Mapping[str, object]) -> dict[str, int | str | None]:
     """The size gate's budgets from the RELOC_<BUDGET>_SIZE values (bytes; None: gate off; "board"
-    where the value is empty: the board file's applies, which the pack step reads, an input of it)."""
+    where the value is empty: the board file's applies, see gate_budgets)."""
     return {k: "board" if values.get(k) in ("", None) else
             parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}
 
@@ -85,14 +80,16 @@ def gate_board(budgets: Mapping[str, int | str | None], board: str) -> str | Non
     return path
 
 
-def pack_budgets(opts: PackOptions) -> "Budgets":
-    """The size gate of a pack step (PackOptions → report.Budgets): the board file's budget
-    wherever the options say "board". Kept out of n6.reloc.pipeline, which the image step runs:
-    only pack reads board files."""
-    from .report import Budgets
-    limits = dict(opts.budgets)
-    if opts.board:
-        from ..board import load_board
-        board = load_board(opts.board).budgets
-        limits = {k: board[k] if v == "board" else v for k, v in limits.items()}
-    return Budgets(**limits, copy_mode=opts.copy_mode)   # type: ignore[arg-type]  # "board" replaced above
+def board_budgets(path: str) -> dict[str, int | None]:
+    """The size gate's budgets a board file gives (n6.board.Board.budgets)."""
+    from ..board import load_board
+    return load_board(path).budgets
+
+
+def gate_budgets(budgets: Mapping[str, int | str | None],
+                 from_board: Mapping[str, int | None]) -> tuple[tuple[str, int | None], ...]:
+    """The size gate's budgets with the board file's (`from_board`, board_budgets) wherever
+    `budgets` says "board": resolved once per build, so the pack step reads no board file and
+    its signature holds the very figures it gates by."""
+    return tuple((k, from_board[k] if isinstance(v, str) else v) for k, v in budgets.items())
+
