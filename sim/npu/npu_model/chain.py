@@ -30,6 +30,12 @@ from .fixedpoint import NotModelled
 from .poolacc import PoolConfig, pool
 
 MODELLED = frozenset({"CONVACC", "ARITH", "POOL"})
+# What is missing for the other processing units, the stop line's reason (no public sample uses them)
+NOT_MODELLED = {
+    "DECUN": "decompression, its codebook and index formats (BFORMAT, DFORMAT, FFORMAT) are not public",
+    "ACTIV": "the activation unit's arithmetic (ReLU forms, the function evaluator's ROM tables) is not public",
+    "RECBUF": "the reconfigurable buffer's behaviour is not public",
+}
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from n6.profiling.counters import busif_of
 from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 
 from . import ecblob
-from .chain import MODELLED, wire
+from .chain import MODELLED, NOT_MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -330,8 +330,9 @@ class Npu:
         self.writes_since = 0
         self.programs.append(program)
         self.in_chain |= set(chain)
-        unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        why = f"{unmodelled[0]} is not modelled" if unmodelled else None
+        unmodelled = [u for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
+        why = f"{unmodelled[0].name} is not modelled: {NOT_MODELLED[unmodelled[0].kind]}" if unmodelled else None
+        unmodelled = [u.name for u in unmodelled]
         copies, computed = [], []
         if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
             copies, reason = self._copies(program)
