@@ -61,10 +61,12 @@ TRACE_UNIT, EVENT_LOW, EVENT_HIGH = "DEBUG_TRACE", 0, 1    # the trace unit; EVE
 SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
 BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
 STRENG_LINKS = 10                               # switch source links and destination ports 0-9: the stream engines
-# ll_aton_dbgtrc.h: (first signal, event type counted) → the engines' activity it gives, per direction moved
-ACTIVITY_SIGNALS = {(2, EVENT_LOW): "read",     # SWITCH_OSTRX_STALL + source link
-                    (56, EVENT_HIGH): "read",   # DBGTRC_SWITCH_OSTRX_HENV + source link
-                    (83, EVENT_LOW): "write"}   # SWITCH_ISTRX_STALL + destination port
+# ll_aton_dbgtrc.h's first signals: SWITCH_OSTRX_STALL, DBGTRC_SWITCH_OSTRX_HENV (+ source link),
+# SWITCH_ISTRX_STALL (+ destination port)
+SIGNAL_STALL_READ, SIGNAL_HENV_READ, SIGNAL_STALL_WRITE = 2, 56, 83
+# (first signal, event type counted) → the engines' activity it gives, per direction moved
+ACTIVITY_SIGNALS = {(SIGNAL_STALL_READ, EVENT_LOW): "read", (SIGNAL_HENV_READ, EVENT_HIGH): "read",
+                    (SIGNAL_STALL_WRITE, EVENT_LOW): "write"}
 
 
 def counted_event(signal, event_type):
