@@ -210,9 +210,8 @@ def test_an_unmodelled_unit_is_named_in_the_stop_line():
         npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
     with pytest.raises(NpuStop) as e:
         npu.write(ACTIV(0) + CTRL, EN)
-    assert str(e.value) == ("epoch 3: ACTIV0 is not modelled: the activation unit's arithmetic (ReLU forms, the "
-                            "function evaluator's ROM tables) is not public (NPU_MODEL=control runs on with its "
-                            "outputs zeroed)")
+    assert str(e.value) == "epoch 3: ACTIV0: CTRL.TYPE=RELU is not modelled (NPU_MODEL=control runs on with its " \
+                           "outputs zeroed)"
 
 
 def decompression_epoch(npu):

@@ -8,10 +8,10 @@ A chain starts when it is closed: every enabled unit that the stream switch conn
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
 then (program.py). A chain of stream engines alone moves its items: the words a reading engine
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
-the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic and pooling units
-computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
-ends, both through streng.py. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
-buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
+the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic, pooling and
+activation units computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored
+when it ends, both through streng.py. A chain with a unit or setting not modelled (decompression, the
+reconfigurable buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
 is not modelled, unless the mode is "control": then the chain runs to its end with the bytes its
 output engines write set to zero, and `not_computed` lists them.
 
