@@ -15,7 +15,7 @@ from npu_model.npu import NPU_HZ, Npu
 
 from . import library_ops
 from .emulator import Counters, Cpu, Fault, NpuStopped, Region
-from .npu_counters import EngineCounters
+from .npu_counters import EpochCounters
 
 FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
 MCU_HZ, NOC_HZ, NIC_HZ = 800_000_000, 400_000_000, 900_000_000
@@ -88,8 +88,8 @@ class EpochRun:
     start: Counters
     end: Counters
     npu_cycles: int = 0     # the NPU model's, simulated
-    engines: EngineCounters = EngineCounters(0, (), 0)     # the stream-engine counters read around it
-    engine_counts: tuple = ()                             # what they counted (simulated)
+    trace: EpochCounters = EpochCounters()      # the NPU's trace counters read around it
+    trace_counts: tuple = ()                     # what they counted (simulated)
 
     @property
     def wait_cycles(self):
@@ -258,7 +258,7 @@ class InstalledModel:
     def infer(self, inputs, counter_option=0):
         """One inference: write the inputs, inference init, every epoch's start and end function
         (r9 = RAM base), the NPU model's chains between them, read the outputs; around each epoch
-        the stream-engine counters of `counter_option` (npu_counters.py). Fault/NpuStopped
+        the NPU trace counters of `counter_option` (npu_counters.py). Fault/NpuStopped
         propagate."""
         self.npu.begin_inference()
         for buf, data in zip(self.inputs, inputs):
@@ -269,16 +269,16 @@ class InstalledModel:
             self.current_epoch = ep
             counters = []
             npu_cycles = self.npu.cycles
-            engines = EngineCounters.for_epoch(counter_option, ep.in_streng_mask, ep.out_streng_mask)
-            engines.start(self.npu)
+            trace = EpochCounters.for_epoch(counter_option, ep.in_streng_mask, ep.out_streng_mask)
+            trace.start(self.npu)
             for fn, then in ((ep.start, self._wait_for_npu), (ep.end, lambda ep: None)):
                 self.cpu.counters = Counters()
                 if fn:
                     self.cpu.call(fn, ep.addr, r9=self.r9)
                 counters.append(self.cpu.counters)
                 then(ep)
-            result.epochs.append(EpochRun(ep, *counters, self.npu.cycles - npu_cycles, engines,
-                                          tuple(engines.stop_and_read(self.npu))))
+            result.epochs.append(EpochRun(ep, *counters, self.npu.cycles - npu_cycles, trace,
+                                          tuple(trace.stop_and_read(self.npu))))
         self.current_epoch = None
         result.outputs = [self.cpu.read(b.addr, b.nbytes) for b in self.outputs]
         return result
