@@ -236,7 +236,7 @@ def test_an_epoch_enabling_the_decompression_unit_stops_in_one_line_naming_it_an
     decompression_epoch(npu)
     with pytest.raises(NpuStop) as e:
         npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
-    assert str(e.value) == ("epoch 5: DECUN1 is not modelled: decompression, its codebook and index formats "
+    assert str(e.value) == ("epoch 5: DECUN1 is not modelled: decompression, its codebook and codeword formats "
                             "(BFORMAT, DFORMAT, FFORMAT) are not public (NPU_MODEL=control runs on with its outputs "
                             "zeroed)")
     assert ram.data[0x100:0x140] == b"\x5a" * 64        # no byte written

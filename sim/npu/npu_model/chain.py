@@ -33,7 +33,7 @@ from .poolacc import PoolConfig, pool
 MODELLED = frozenset({"CONVACC", "ARITH", "POOL", "ACTIV"})
 # What is missing for the other processing units, the stop line's reason (no public sample uses them)
 NOT_MODELLED = {
-    "DECUN": "decompression, its codebook and index formats (BFORMAT, DFORMAT, FFORMAT) are not public",
+    "DECUN": "decompression, its codebook and codeword formats (BFORMAT, DFORMAT, FFORMAT) are not public",
     "RECBUF": "the reconfigurable buffer's behaviour is not public",
 }
 
