@@ -12,14 +12,17 @@ from npu_model.registers import AtonMap, aton_map, TABLE
 # ATON.h facts: offsets from ATON_BASE, field positions
 STRENG = lambda i: 0x5000 + 0x1000 * i
 ACTIV = lambda i: 0x15000 + 0x1000 * i
+DECUN = lambda i: 0x13000 + 0x1000 * i
 CTRL, VERSION, ADDR, FSIZE, DEPTH, STRD, LIMIT = 0x0, 0x4, 0x8, 0xC, 0x10, 0x14, 0x34
 EN, CLR, SINGLE, DIR, RAW, CONFCLR, RUNNING = 1, 1 << 1, 1 << 2, 1 << 3, 1 << 8, 1 << 30, 1 << 31
 SIZE0_8 = 8 << 16
 INTCTRL, INTREG, INTSET, INTCLR, INTORMSK0, INTANDMSK0 = 0x1000, 0x1008, 0x100C, 0x1010, 0x1014, 0x1024
 DSTSTRENG = lambda i: 0x4008 + 4 * i               # STRSWITCH DSTSTRENGi: EN0 bit 0, LINK0 bits 5:1
 DSTACTIV = lambda i: 0x4070 + 4 * i
+DSTDECUN = lambda i, port: 0x4060 + 8 * i + 4 * port
 LINK_STRENG = lambda i: i
 LINK_ACTIV = lambda i: 16 + i
+LINK_DECUN = lambda i: 14 + i
 route = lambda link: 1 | link << 1
 
 
@@ -205,8 +208,49 @@ def test_an_unmodelled_unit_is_named_in_the_stop_line():
     npu.write(DSTSTRENG(2), route(LINK_ACTIV(0)))
     for unit in (STRENG(0), STRENG(2)):
         npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
-    with pytest.raises(NpuStop, match=r"^epoch 3: ACTIV0 is not modelled \(NPU_MODEL=control runs on"):
+    with pytest.raises(NpuStop) as e:
         npu.write(ACTIV(0) + CTRL, EN)
+    assert str(e.value) == "epoch 3: ACTIV0: CTRL.TYPE=RELU is not modelled (NPU_MODEL=control runs on with its " \
+                           "outputs zeroed)"
+
+
+def decompression_epoch(npu):
+    """STRENG0 feeds DECUN1's data port, STRENG1 its second port, DECUN1 feeds STRENG2, which
+    writes 64 bytes at 0x3410_0100 (ll_aton.h's DECUN_DST/DECUN_SRC ports)."""
+    npu.epoch_label = lambda: "epoch 5"
+    raw_engine(npu, 0, 0x3410_0000, 64, write=False)
+    raw_engine(npu, 1, 0x3410_0040, 16, write=False)
+    raw_engine(npu, 2, 0x3410_0100, 64, write=True)
+    npu.write(DSTDECUN(1, 0), route(LINK_STRENG(0)))
+    npu.write(DSTDECUN(1, 1), route(LINK_STRENG(1)))
+    npu.write(DSTSTRENG(2), route(LINK_DECUN(1)))
+    npu.write(DECUN(1) + CTRL, EN | 1 << 2)              # EN, DUALIN
+    for unit in (STRENG(2), STRENG(1)):
+        npu.write(unit + CTRL, npu.read(unit + CTRL) | EN)
+
+
+def test_an_epoch_enabling_the_decompression_unit_stops_in_one_line_naming_it_and_what_is_missing():
+    ram = Ram()
+    ram.data[0x100:0x140] = b"\x5a" * 64
+    npu = ram.attach(Npu())
+    decompression_epoch(npu)
+    with pytest.raises(NpuStop) as e:
+        npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert str(e.value) == ("epoch 5: DECUN1 is not modelled: decompression, its codebook and codeword formats "
+                            "(BFORMAT, DFORMAT, FFORMAT) are not public (NPU_MODEL=control runs on with its outputs "
+                            "zeroed)")
+    assert ram.data[0x100:0x140] == b"\x5a" * 64        # no byte written
+
+
+def test_a_decompression_epoch_in_control_mode_zeroes_its_output_and_lists_it_not_computed():
+    ram = Ram()
+    ram.data[0x100:0x140] = b"\x5a" * 64
+    npu = ram.attach(Npu(mode="control"))
+    decompression_epoch(npu)
+    npu.write(STRENG(0) + CTRL, npu.read(STRENG(0) + CTRL) | EN)
+    assert ram.data[0x100:0x140] == bytes(64)
+    assert npu.not_computed == [{"epoch": "epoch 5", "units": ["DECUN1"], "engine": "STRENG2", "first": 0x3410_0100,
+                                 "end": 0x3410_0140, "bytes": 64, "location": ""}]
 
 
 def test_control_mode_runs_to_the_end_with_the_outputs_zeroed_and_says_so():

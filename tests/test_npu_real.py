@@ -103,11 +103,15 @@ def test_scons_profile_of_a_real_image_in_control_mode_reports_every_epoch(repo,
                 for kind in (True, False)}
         assert min(core[False]) > 10 * max(core[True] or [0])
         assert {e["name"] for e in profile["epochs"] if e["kind"] == "HW"} == hardware
-        if sample == "nucleo_mnv1":     # ST's firmware reads each engine's stall counter (simulated: active cycles)
-            first = next(e for e in profile["epochs"] if e["name"] == "epoch_3")
-            # network.c's epoch 3: STRENG0 reads 2 frames of 150,528 bytes, STRENG7 216, STRENG9 writes 2 x 112x112x4
-            assert [(s["id"], s["role"], s["cycles"]) for s in first["stream_engines"]] == \
-                [(0, "input", 301_056 // 8), (7, "input", 216 // 8), (9, "output", 100_352 // 8)]
+    if sample == "nucleo_mnv1":     # both firmwares read the engines' stall and the interfaces' burst counters
+        first = next(e for e in profile["epochs"] if e["name"] == "epoch_3")
+        # network.c's epoch 3: STRENG0 reads 2 frames of 150,528 bytes, STRENG7 216, STRENG9 writes 2 x 112x112x4
+        assert [(s["id"], s["role"], s["cycles"]) for s in first["stream_engines"]] == \
+            [(0, "input", 301_056 // 8), (7, "input", 216 // 8), (9, "output", 100_352 // 8)]
+        # simulated bursts: 4-byte runs written as one 8-byte beat each
+        bus = first["bus"]
+        assert [(bus[i]["read_bytes"], bus[i]["write_bytes"]) for i in ("busif0", "busif1")] == \
+            [(301_056, 0), (216, 200_704)]
 
 
 @pytest.mark.parametrize("sample", [s for s in MUST_RUN if SAMPLES.get(s) == "2.2"])

@@ -15,6 +15,7 @@ from npu_model.npu import NPU_HZ, Npu
 
 from . import library_ops
 from .emulator import Counters, Cpu, Fault, NpuStopped, Region
+from .npu_counters import EpochCounters
 
 FIRMWARE_BASE = 0x34000000          # the validation firmware's SRAM (callback table, stubs, stack)
 MCU_HZ, NOC_HZ, NIC_HZ = 800_000_000, 400_000_000, 900_000_000
@@ -67,6 +68,8 @@ class Epoch:
     last: int
     wait_mask: int = 0      # the stream engines whose end the runtime waits for (a blob's: its controller)
     blob_address: int = 0   # a blob epoch's command blob
+    in_streng_mask: int = 0     # the stream engines it reads and writes through (debug info; else 0)
+    out_streng_mask: int = 0
 
     @property
     def kind(self):
@@ -85,6 +88,8 @@ class EpochRun:
     start: Counters
     end: Counters
     npu_cycles: int = 0     # the NPU model's, simulated
+    trace: EpochCounters = EpochCounters()      # the NPU's trace counters read around it
+    trace_counts: tuple = ()                     # what they counted (simulated)
 
     @property
     def wait_cycles(self):
@@ -205,7 +210,8 @@ class InstalledModel:
                                    self.img.flags.dbg_info)
         return [Epoch(eb.address, eb.start_epoch_block, eb.end_epoch_block, eb.flags,
                       i + 1 if eb.epoch_num is None else eb.epoch_num,
-                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num, eb.wait_mask, eb.blob_address)
+                      i + 1 if eb.last_epoch_num is None else eb.last_epoch_num, eb.wait_mask, eb.blob_address,
+                      eb.in_streng_mask or 0, eb.out_streng_mask or 0)
                 for i, eb in enumerate(blocks)]
 
     def buffer_at(self, address):
@@ -249,9 +255,10 @@ class InstalledModel:
         for name in ("CLR", "CONFCLR"):
             self.npu.write(base + ctrl.offset, ctrl.field(name).put(ctrl.reset, 1))
 
-    def infer(self, inputs):
+    def infer(self, inputs, counter_option=0):
         """One inference: write the inputs, inference init, every epoch's start and end function
-        (r9 = RAM base), the NPU model's chains between them, read the outputs. Fault/NpuStopped
+        (r9 = RAM base), the NPU model's chains between them, read the outputs; around each epoch
+        the NPU trace counters of `counter_option` (npu_counters.py). Fault/NpuStopped
         propagate."""
         self.npu.begin_inference()
         for buf, data in zip(self.inputs, inputs):
@@ -262,13 +269,16 @@ class InstalledModel:
             self.current_epoch = ep
             counters = []
             npu_cycles = self.npu.cycles
+            trace = EpochCounters.for_epoch(counter_option, ep.in_streng_mask, ep.out_streng_mask)
+            trace.start(self.npu)
             for fn, then in ((ep.start, self._wait_for_npu), (ep.end, lambda ep: None)):
                 self.cpu.counters = Counters()
                 if fn:
                     self.cpu.call(fn, ep.addr, r9=self.r9)
                 counters.append(self.cpu.counters)
                 then(ep)
-            result.epochs.append(EpochRun(ep, *counters, self.npu.cycles - npu_cycles))
+            result.epochs.append(EpochRun(ep, *counters, self.npu.cycles - npu_cycles, trace,
+                                          tuple(trace.stop_and_read(self.npu))))
         self.current_epoch = None
         result.outputs = [self.cpu.read(b.addr, b.nbytes) for b in self.outputs]
         return result

@@ -21,14 +21,14 @@ from n6.aivalidation.messages import (API_RELOC, CAP_OBSERVER, CONF_CONST_VALUE,
                                       EPOCH_KINDS, OP_INTERNAL, OP_WITHOUT_TENSOR, PER_LAYER, PER_LAYER_WITH_DATA,
                                       PERF, RT_ATONN, TENSOR_IN_MEMPOOL, TENSOR_INPUT, TENSOR_INTERNAL, TENSOR_LAST,
                                       TENSOR_MEMPOOL, TENSOR_NO_DATA, TENSOR_OUTPUT, TOOLS_GCC, TensorDesc)
-from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE,
-                                   STRG_O_ACTIVE)
+from n6.profiling.messages import BUSIF_RW_DATA
 from google.protobuf.message import DecodeError
 
 from .emulator import Fault, NotEmulated, NpuAccess, NpuStopped
 from npu_model.npu import NPU_HZ, not_computed_line
 
 from .firmware import MCU_HZ, NIC_HZ, NOC_HZ
+from .npu_counters import log_lines
 
 CACHE_WORD = 5 << 24 | 1 << 16 | 1 << 11 | 1 << 10        # N6, FPU, D$, I$
 
@@ -221,7 +221,7 @@ class Board:
         with_data = bool(req.param & PER_LAYER_WITH_DATA) and not req.param & PERF
         model.cpu.set_counting(observed, observed and bool(req.opt >> 8 & BUSIF_RW_DATA))
         try:
-            result = model.infer(data)
+            result = model.infer(data, req.opt >> 8 if observed else 0)
         except NpuStopped as e:
             return self.error(pb.E_GENERIC, 0, str(e))
         except NpuAccess as e:
@@ -267,7 +267,8 @@ class Board:
         self.log_and_wait(f"s:node:evt_post_end:0:{ep.first}:{ep.first}:{ep.last}:{len(buffers)}")
         counts = [run.start.cycles, run.wait_cycles, run.end.cycles]
         self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
-        for text in npu_counter_logs(option, counts):
+        npu = [round(c * NPU_HZ / MCU_HZ) for c in counts]
+        for text in log_lines(option, npu, run.trace, run.trace_counts, ep.in_streng_mask, ep.out_streng_mask):
             self.log_and_wait(text)
         self.log_and_wait(f"s:sim:instructions:{run.start.instructions}:{run.end.instructions}")
         for region, (reads, rbytes, writes, wbytes) in sorted(_memory(run).items()):
@@ -290,29 +291,6 @@ class Board:
         data = b"" if flags & TENSOR_NO_DATA else data
         t.data.CopyFrom(pb.aiDataMsg(type=0, size=len(data), addr=buf.addr, datas=data))
         self.send(state, tensor=t)
-
-
-def npu_counter_logs(option, mcu_counts):
-    """The NPU counter logs ST's firmware sends for an epoch with counter option `option`: the
-    NPU's free-running clock counts the epoch's time in NPU cycles (its chains' simulated time
-    included); stream engines, bus interfaces and the NPU cache count nothing (not modelled).
-    The firmware's rules: EPOCH_LEN with any stream-engine option, or alone unless BUSIF_RW_DATA
-    is asked; the bus-interface counters only without a stream-engine option."""
-    strg = option & (STRG_I_ACTIVE | STRG_O_ACTIVE | STRG_ACTIVE | STRG_HENV)
-    out = []
-    if strg or option & EPOCH_LEN and not option & BUSIF_RW_DATA:
-        npu = [round(c * NPU_HZ / MCU_HZ) for c in mcu_counts]
-        out.append("s:node:npu_cycles:{}:{}:{}".format(*npu))
-    if strg & (STRG_I_ACTIVE | STRG_O_ACTIVE):
-        out.append(f"s:node:streng_active:max:{'i' if strg & STRG_I_ACTIVE else 'o'}:-1:0")
-    elif strg & STRG_ACTIVE:
-        out.append("s:node:streng_active:max:i:-1:0")
-    elif not strg and option & BUSIF_RW_DATA:
-        out += [f"s:node:{port}:burst:{rw}:0:0:0:0" for port in ("port0", "port1") for rw in "wr"]
-        out.append("s:node:portx:burst:rw:0:0:0:0")
-    if option & NPU_CACHE:
-        out += ["s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]
-    return out
 
 
 def _memory(run):

@@ -50,12 +50,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of, signed, to_width
+from .fixedpoint import PLAIN_SHIFTER, NotModelled, output_stage, rounding_of, signed, to_width
 from .units import unit_fields
 
 MEM_OFFSET = 0x400
 MEM_ENTRIES = 3 * 128                   # entries addressed without TRANSLATEADDR's second window
-PLAIN_SHIFTER = 16                      # INSHIFTER.FSHIFTx of a shift by 0 (ll_aton.c stores shift + 16)
 OP_AX_BY_C = 0x0
 
 

@@ -24,12 +24,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .activacc import ActivConfig, evaluate
 from .arithacc import compute
 from .convacc import ConvConfig, convolve, kernel_frames
 from .fixedpoint import NotModelled
 from .poolacc import PoolConfig, pool
 
-MODELLED = frozenset({"CONVACC", "ARITH", "POOL"})
+MODELLED = frozenset({"CONVACC", "ARITH", "POOL", "ACTIV"})
+# What is missing for the other processing units, the stop line's reason (no public sample uses them)
+NOT_MODELLED = {
+    "DECUN": "decompression, its codebook and codeword formats (BFORMAT, DFORMAT, FFORMAT) are not public",
+    "RECBUF": "the reconfigurable buffer's behaviour is not public",
+}
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,9 @@ def _compute(unit, value, read):
     if isinstance(cfg, PoolConfig):
         return [pool(f, cfg) for f in _frames(unit, value(unit.inputs[0]), cfg.height * cfg.width * cfg.channels)]
     x = value(unit.inputs[0])
-    y = np.concatenate(value(unit.inputs[1])) if cfg.dual and 1 in unit.inputs else None
-    out = compute(np.concatenate(x), cfg, y)
+    if isinstance(cfg, ActivConfig):
+        out = evaluate(np.concatenate(x), cfg)
+    else:
+        y = np.concatenate(value(unit.inputs[1])) if cfg.dual and 1 in unit.inputs else None
+        out = compute(np.concatenate(x), cfg, y)
     return np.split(out, np.cumsum([len(f) for f in x])[:-1])

@@ -3,14 +3,15 @@ epoch program, the words its reading stream engines send (streng.read_items) whe
 chain.run, and the words its writing stream engines store (streng.write_items) when it ends.
 
 What a unit takes from a stream word (the engines' side is streng.py's): its value at the unit's
-own width, from the word's low end (the arithmetic unit's FBYTESX/Y, the pooling unit's FBYTES,
-the convolution unit's FBYTES and FUNSIGNED: fixedpoint.to_width, convacc.accumulate), except
+own width, from the word's low end (the arithmetic unit's FBYTESX/Y, the pooling and activation
+units' FBYTES, the convolution unit's FBYTES and FUNSIGNED: fixedpoint.to_width, convacc.accumulate), except
 that an engine's 24-bit data goes on as three 8-bit values, channel 0 first (the kernel streams
 and DEEPMODE features: no sample sends a 24-bit value). A unit's value goes back into a word as
 its low 24 bits (three 8-bit values into one word for a 24-bit writer). Which frames reach a
 port in which of the switch's two contexts: chain.py."""
 import numpy as np
 
+from .activacc import ActivConfig, rom_tables
 from .arithacc import ArithConfig, coefficient_memory
 from .chain import run, wire
 from .convacc import ConvConfig
@@ -31,6 +32,9 @@ def chain_writes(program, aton, regs, read_memory):
         elif u.kind == "ARITH":
             memory = coefficient_memory(regs, aton.units["ARITH"].instance_base(u.index))
             configs[u.name] = ArithConfig.from_registers(u.registers, memory, u.name)
+        elif u.kind == "ACTIV":
+            tables = rom_tables(regs, aton.units["ACTIV"].instance_base(u.index))
+            configs[u.name] = ActivConfig.from_registers(u.registers, tables, u.name)
         elif u.kind in CONFIGS:
             configs[u.name] = CONFIGS[u.kind](u.registers, u.name)
         else:

@@ -29,6 +29,8 @@ every remaining difference is 1 LSB and spread evenly over the tensor (ST's two-
 scale against TFLite's single multiplier), so no rounding choice reaches 100%."""
 import numpy as np
 
+PLAIN_SHIFTER = 16      # a unit's input shift field (FSHIFT) of a shift by 0: ll_aton stores shift + 16 (ATON_SHIFT)
+
 
 class NotModelled(Exception):
     """A configuration no public sample exercises: the run stops naming the unit's field."""

@@ -8,10 +8,10 @@ A chain starts when it is closed: every enabled unit that the stream switch conn
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
 then (program.py). A chain of stream engines alone moves its items: the words a reading engine
 sends land where the writing engine it feeds puts them (streng.py: addressing, packing, gaps;
-the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic and pooling units
-computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored when it
-ends, both through streng.py. A chain with a unit or setting not modelled (activation, decompression, the reconfigurable
-buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
+the frames the switch's contexts let through, chain.py). A chain of convolution, arithmetic, pooling and
+activation units computes (compute.py, chain.py): its inputs are read when it starts, its outputs stored
+when it ends, both through streng.py. A chain with a unit or setting not modelled (decompression, the
+reconfigurable buffer, the settings the units' modules list) stops the run in one line naming the epoch and what
 is not modelled, unless the mode is "control": then the chain runs to its end with the bytes its
 output engines write set to zero, and `not_computed` lists them.
 
@@ -45,7 +45,7 @@ from n6.profiling.counters import busif_of
 from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 
 from . import ecblob
-from .chain import MODELLED, wire
+from .chain import MODELLED, NOT_MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -61,10 +61,12 @@ TRACE_UNIT, EVENT_LOW, EVENT_HIGH = "DEBUG_TRACE", 0, 1    # the trace unit; EVE
 SIGNAL_VDD, SIGNAL_BURSTS = 1, 276              # ll_aton_dbgtrc.h: always high; BUS_INTERFACE_READ1X8B
 BURST_SIGNALS = 16                              # reads then writes, 1/2/4/8 beats, each for interfaces 0 and 1
 STRENG_LINKS = 10                               # switch source links and destination ports 0-9: the stream engines
-# ll_aton_dbgtrc.h: (first signal, event type counted) → the engines' activity it gives, per direction moved
-ACTIVITY_SIGNALS = {(2, EVENT_LOW): "read",     # SWITCH_OSTRX_STALL + source link
-                    (56, EVENT_HIGH): "read",   # DBGTRC_SWITCH_OSTRX_HENV + source link
-                    (83, EVENT_LOW): "write"}   # SWITCH_ISTRX_STALL + destination port
+# ll_aton_dbgtrc.h's first signals: SWITCH_OSTRX_STALL, DBGTRC_SWITCH_OSTRX_HENV (+ source link),
+# SWITCH_ISTRX_STALL (+ destination port)
+SIGNAL_STALL_READ, SIGNAL_HENV_READ, SIGNAL_STALL_WRITE = 2, 56, 83
+# (first signal, event type counted) → the engines' activity it gives, per direction moved
+ACTIVITY_SIGNALS = {(SIGNAL_STALL_READ, EVENT_LOW): "read", (SIGNAL_HENV_READ, EVENT_HIGH): "read",
+                    (SIGNAL_STALL_WRITE, EVENT_LOW): "write"}
 
 
 def counted_event(signal, event_type):
@@ -330,8 +332,9 @@ class Npu:
         self.writes_since = 0
         self.programs.append(program)
         self.in_chain |= set(chain)
-        unmodelled = [u.name for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        why = f"{unmodelled[0]} is not modelled" if unmodelled else None
+        unmodelled = [u for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
+        why = f"{unmodelled[0].name} is not modelled: {NOT_MODELLED[unmodelled[0].kind]}" if unmodelled else None
+        unmodelled = [u.name for u in unmodelled]
         copies, computed = [], []
         if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
             copies, reason = self._copies(program)

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import NotModelled, output_stage, rounding_of, to_width
+from .fixedpoint import PLAIN_SHIFTER, NotModelled, output_stage, rounding_of, to_width
 from .units import unit_fields
 
 MAX, MIN, AVG, GMAX, GMIN, GAVG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA     # ATON.h's POOLTYPE values
-PLAIN_SHIFTER = 16
 
 
 @dataclass(frozen=True)
