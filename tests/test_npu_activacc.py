@@ -67,7 +67,8 @@ def test_the_forms_it_does_not_model_stop_in_one_line_naming_the_field(ctrl, wha
     npu = Ram().attach(Npu())
     with pytest.raises(NpuStop) as e:
         activation_epoch(npu, ctrl, INPUTS)
-    assert str(e.value) == f"epoch 4: ACTIV0: {what} is not modelled (NPU_MODEL=control runs on with its outputs zeroed)"
+    assert str(e.value) == (f"epoch 4: ACTIV0: {what} is not modelled "
+                            "(NPU_MODEL=control runs on with its outputs zeroed)")
 
 
 # -- opt-in judges ----------------------------------------------------------------------------
@@ -133,7 +134,8 @@ class HapticReference:
             r'\.name = "(\w+)",\s*\.addr_base = \{\(unsigned char \*\)\((0x[0-9a-fA-F]+)UL\).*?\.offset_start = (\d+)',
             network, re.S)}
         self.layers = [(arrays[f"HAZ_W{k}"], arrays[f"HAZ_B{k}"], defines[f"HAZ_FM{k}"]) for k in (1, 2, 3)]
-        self.zeros = [int(zero["Input_0_out_0"]), defines["HAZ_ACT1_ZP"], defines["HAZ_ACT2_ZP"], defines["HAZ_LOGIT_ZP"]]
+        self.zeros = [int(zero["Input_0_out_0"]), defines["HAZ_ACT1_ZP"], defines["HAZ_ACT2_ZP"],
+                      defines["HAZ_LOGIT_ZP"]]
         weights = [float(scale[f"Gemm_{n}_weights_transposed_{t}"]) for n, t in ((2, 3), (6, 9), (10, 15))]
         multipliers = np.prod([fm / 2.0 ** defines["HAZ_SHIFT_BITS"] for _, _, fm in self.layers])
         self.logit_scale = float(scale["Input_0_out_0"]) * np.prod(weights) / multipliers
@@ -251,5 +253,6 @@ def test_the_whole_blob_of_a_public_image_gives_its_reference_answers_but_where_
     mid = (expected > -120) & (expected < 120)
     print(f"Haptic-Sense blob against its reference: {int((error == 0).sum())}/200 exact, max {int(error.max())} "
           f"LSB; {int(mid.sum())} outputs inside (-120, 120), {int((error[mid] == 0).sum())} exact")
-    assert [int((error == 0).sum()), int(error.max()), int(mid.sum()), int((error[mid] == 0).sum())] == [185, 23, 54, 45]
+    figures = [int((error == 0).sum()), int(error.max()), int(mid.sum()), int((error[mid] == 0).sum())]
+    assert figures == [185, 23, 54, 45]
     assert np.array_equal(through_blob_activ0(blob, logits), expected)
