@@ -77,8 +77,9 @@ def test_an_image_built_with_its_pool_where_the_firmware_reads_it_goes_there_as_
         f"{path}: its absolute flash pool at 0x71000000-0x71443E28 lies where the firmware reads the image "
         "(0x71000000, [images] network of firmware/boards/stm32n6570-dk.toml): the image goes there, as ST's flow "
         "puts it, and the network reads the image's bytes as its weights. For its weights build it with n6 for this "
-        "board (its prepare step moves the pool clear of the image), make the pool USEMODE_RELATIVE, or give a "
-        "firmware that reads the image clear of the pool ([images] network = 0x72000000)"]
+        "board (its prepare step moves the pool clear of the image, unless epoch-controller blobs hold addresses in "
+        "it), make the pool USEMODE_RELATIVE, or give a firmware that reads the image clear of the pool ([images] "
+        "network = 0x72000000)"]
 
 
 def moved_build(repo, build, *args):
