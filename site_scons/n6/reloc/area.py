@@ -1,10 +1,6 @@
 """Where a 2.x firmware reads the image, as the prepare step takes it: a module of its own, so that
 the prepare step's code is this and not the other steps' options or the board file parser."""
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:                 # a board as parsed; this module reads none
-    from ..board import Board
 
 
 @dataclass(frozen=True)
@@ -16,9 +12,3 @@ class ImageArea:
     end: int                        # [images] params
     sector: int                     # the flash's erase sector
     split: bool                     # a params image starts at `end`
-
-
-def board_area(board: "Board", split: bool = False) -> ImageArea:
-    """Where a 2.x firmware reads the image on `board` (its [images] network up to [images]
-    params); `split`: a params image starts at the end."""
-    return ImageArea(board.images.network, board.images.params, board.flash.sector_size, split)

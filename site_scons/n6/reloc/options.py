@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
-from .area import ImageArea, board_area
+from .area import ImageArea
 
 if TYPE_CHECKING:                 # the pack step's gate reads these; declaring options needs none
     from ..releases import Release
@@ -46,7 +46,8 @@ def image_area(board: str, release: "Release") -> ImageArea | None:
     if release.multi_model:
         return None
     from ..board import load_board
-    return board_area(load_board(board_path(board)))
+    b = load_board(board_path(board))
+    return ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)
 
 
 @dataclass(frozen=True)
