@@ -18,9 +18,6 @@ from ..mpool import EXTERNAL_FLASH
 from .area import ImageArea
 from .image import align
 
-BLOB_MAGIC = 0xCA05_7A7A            # an epoch-controller blob's first word (ST's ec.h)
-
-
 @dataclass(frozen=True)
 class Span:
     """An absolute pool: `name`, its address and its size in bytes; `flash`: read-only, in the
