@@ -1,5 +1,6 @@
 """Shared fixtures: the simulated ST Edge AI Core installed per release, a runner for its CLI,
 and copies of the repository for end-to-end SCons runs."""
+import json
 import os
 import shutil
 import subprocess
@@ -184,6 +185,19 @@ def stedgeai_output_folder(dest, network="network"):
     for side in ("model_OE_3_3_0.onnx", "model_OE_3_3_0_Q.json", "LICENSE.txt", f"{network}_data.hex"):
         (dest / side).write_bytes(b"side file")
     return dest
+
+
+def absolute_flash_pool(repo, model):
+    """Leave `model`'s xSPI2 weights pool in its .mpool at its absolute address (the .mpool's
+    default mode: 0x71000000), as ST's samples have it."""
+    mpool = os.path.join(repo, "models", model, f"{model}.mpool")
+    with open(mpool) as f:
+        spec = json.load(f)
+    for pool in spec["memory"]["mempools"]:
+        if pool["fname"] == "xSPI2":
+            del pool["mode"]
+    with open(mpool, "w") as f:
+        json.dump(spec, f)
 
 
 def make_prebuilt(repo, model):

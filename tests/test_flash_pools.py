@@ -13,7 +13,7 @@ import pytest
 
 from programmer_sim.board_state import BoardState
 
-from conftest import copy_repo, flip_bytes, make_prebuilt, scons
+from conftest import absolute_flash_pool, copy_repo, flip_bytes, make_prebuilt, scons
 
 S = 0x10000
 POOL, IMAGE = 0x7100_0000, 0x7200_0000
@@ -26,12 +26,7 @@ def repo(tmp_path_factory):
     turned into a prebuilt folder; `pool-dk.toml`: the DK with a firmware reading the image at
     0x72000000."""
     repo = copy_repo(tmp_path_factory.mktemp("pools"))
-    mpool = os.path.join(repo, "models", "big_mlp", "big_mlp.mpool")
-    spec = json.load(open(mpool))
-    for pool in spec["memory"]["mempools"]:
-        if pool["fname"] == "xSPI2":
-            del pool["mode"]
-    json.dump(spec, open(mpool, "w"))
+    absolute_flash_pool(repo, "big_mlp")
     scons(repo, "big_mlp", ABSOLUTE)
     make_prebuilt(repo, "big_mlp")
     text = open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).read()
@@ -82,8 +77,9 @@ def test_an_image_built_with_its_pool_where_the_firmware_reads_it_goes_there_as_
         f"{path}: its absolute flash pool at 0x71000000-0x71443E28 lies where the firmware reads the image "
         "(0x71000000, [images] network of firmware/boards/stm32n6570-dk.toml): the image goes there, as ST's flow "
         "puts it, and the network reads the image's bytes as its weights. For its weights build it with n6 for this "
-        "board (its prepare step moves the pool clear of the image), make the pool USEMODE_RELATIVE, or give a "
-        "firmware that reads the image clear of the pool ([images] network = 0x72000000)"]
+        "board (its prepare step moves the pool clear of the image, unless epoch-controller blobs hold addresses in "
+        "it), make the pool USEMODE_RELATIVE, or give a firmware that reads the image clear of the pool ([images] "
+        "network = 0x72000000)"]
 
 
 def moved_build(repo, build, *args):
@@ -120,6 +116,40 @@ def test_a_pool_where_the_firmware_reads_the_image_moves_and_the_network_reads_i
         assert [o["max_abs_lsb"] for o in json.load(f)["outputs"]] == [0], proc.stdout
 
 
+def test_outside_scons_prepare_and_the_flash_cli_move_the_pool_as_the_build_does(repo, tmp_path):
+    """The one decision (n6.reloc.options.image_area: the board's, for a 2.x release) and the one
+    move (n6.reloc.move) outside SCons: prepare called with the DK's area writes the sources the
+    build's PREPARE wrote, byte for byte, and `python -m n6.flash` of the build's image leaves the
+    board holding what `scons flash` left: the image at 0x71000000, the pool at 0x71800000."""
+    import subprocess
+    import sys
+    from n6.releases import RELEASES
+    from n6.reloc.options import image_area
+    from n6.reloc.prepare import prepare
+    _, _, _, pieces = moved_build(repo, "build-moved")
+    built = os.path.join(repo, "build-moved", "big_mlp")
+    area = image_area("stm32n6570-dk", RELEASES["2.2"])
+    assert image_area("stm32n6570-dk", RELEASES["3.0"]) is None      # 3.x: the header places the image
+    prep = prepare(os.path.join(repo, "models", "big_mlp", "network.c"), str(tmp_path / "reloc"),
+                   absolute_flash_pools=True, image_area=area)
+    assert [(m.name, m.old, m.new) for m in prep.moved] == [("xSPI2", POOL, 0x7180_0000)]
+    for name in ("network_reloc.c", "network_reloc_mempools.c", "network_reloc_conf.h"):
+        with open(tmp_path / "reloc" / name) as ours, open(os.path.join(built, "reloc", name)) as build:
+            assert ours.read() == build.read(), name
+    image_path = os.path.join(built, "network_rel.bin")
+    sim = tmp_path / "board"
+    cli = subprocess.run([sys.executable, "-m", "n6.flash", image_path, "--sim-board", str(sim), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, cwd=repo,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(repo, "site_scons")))
+    assert cli.returncode == 0 and "WARNING" not in cli.stdout, cli.stdout + cli.stderr
+    with open(tmp_path / "out" / "flash.json") as f:
+        assert [(i["role"], i["address"]) for i in json.load(f)["images"]] == pieces
+    by_scons, by_cli = board(repo, "build-moved"), BoardState(str(sim))
+    assert by_cli.sectors() == by_scons.sectors()
+    assert all(by_cli.read(at, S) == by_scons.read(at, S) for at in by_scons.sectors())
+    assert by_cli.read(0x7180_0000, len(raw(repo))) == raw(repo)
+
+
 def test_split_the_pool_moves_past_the_params_image(repo):
     _, _, descriptors, pieces = moved_build(repo, "build-moved-split", "RELOC_SPLIT=1")
     at = 0x7180_0000 + -(-len(raw(repo)) // S) * S       # the params image holds the pool's bytes once
@@ -128,7 +158,7 @@ def test_split_the_pool_moves_past_the_params_image(repo):
 
 
 def test_addresses_inside_a_moved_pool_follow_it_and_no_other():
-    from n6.reloc.prepare import Moved, move_addresses
+    from n6.reloc.move import Moved, move_addresses
     text = ("/* index=2 file postfix=xSPI2 name=octoFlash offset=0x71000000  absolute_mode */\n"
             "/* index=3 file postfix=xSPI1 name=hyperRAM offset=0x71000000 */\n"
             "a = (0x71000000UL + 16) /* Equivalent hex address = 0x710000a0UL */, b = 0x71000100UL, "

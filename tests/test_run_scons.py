@@ -255,10 +255,11 @@ def test_whole_project_validate_one_model_at_a_time(repo):
         assert all(r["result"] == "passed" and r["max_lsb"] <= 2 and r["inf_per_s"] > 0 for r in summary["models"])
         assert f"validate summary: {len(models)} of {len(models)} models passed" in proc.stdout
         table = proc.stdout[proc.stdout.index("validate summary"):].splitlines()
-        assert table[1].split() == ["model", "result", "max", "err", "LSB", "top-1", "agree", "%", "test-set", "top-1",
-                                    "%", "inf/s", "ms", "(simulated)"]
+        assert table[1].split() == ["model", "result", "rule", "max", "err", "LSB", "top-1", "agree", "%", "test-set",
+                                    "top-1", "%", "inf/s", "ms", "(simulated)"]
         digits = next(line for line in table if line.startswith("digits_mlp"))
-        assert digits.split()[1:5] == ["passed", "1", "100.0", "97.0"]       # 291 of 300 on the board
+        assert digits.split()[1:9] == ["passed", "<=", "2", "LSB,", "same", "top-1", "1", "100.0"]
+        assert digits.split()[9] == "97.0"       # 291 of 300 on the board
         again = scons(repo, "validate", "SEED=11")
         assert not _deploy_lines(again.stdout) and "is up to date" in again.stdout
         assert f"{len(models)} of {len(models)} models passed" in again.stdout

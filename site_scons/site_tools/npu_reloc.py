@@ -47,6 +47,8 @@ def _prepare_action(target, source, env):
     for m in prep.moved:
         say(f"  MOVE     {source[0].path}: absolute flash pool '{m.name}' 0x{m.old:08X} → 0x{m.new:08X}, clear of "
             f"the image the firmware reads at 0x{opts.image_area.start:08X}")
+    if prep.kept:
+        say(f"  WARNING  {prep.kept}")
 
 
 # -- model ------------------------------------------------------------------------------------------
@@ -78,8 +80,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     raws = [n for n in inputs if str(n).endswith(".raw")]
     absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
     prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, absolute,
-                               replace(shared.image_area, split=opts.split)
-                               if shared.image_area and not epoch_controller else None,
+                               replace(shared.image_area, split=opts.split) if shared.image_area else None,
                                shared.simulated, shared.atonn, tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
                                 N6_PREPARE_OPTIONS=prep_opts)
@@ -122,8 +123,8 @@ def _shared(env):
     if key not in _SHARED:
         install_rel, simulated = env.StedgeaiInstall()[1:]
         _SHARED[key] = _Shared(
-            simulated, image_area(env["BOARD"]) if env["RELOC_ABSOLUTE_FLASH_POOLS"] and not install_rel.multi_model
-            else None, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
+            simulated, image_area(env["BOARD"], install_rel) if env["RELOC_ABSOLUTE_FLASH_POOLS"] else None,
+            tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
             pack_gate(env), step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
             step_code(env, "pack", ["n6.reloc.pipeline"], __file__))

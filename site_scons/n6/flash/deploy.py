@@ -90,7 +90,8 @@ def layout(models: Sequence[ModelFiles], board: Board, multi_model: bool, flags:
                 f"where the firmware reads the image (0x{net_at:08X}, [images] network of {board.path}): the "
                 "image goes there, as ST's flow puts it, and the network reads the image's bytes as its weights. "
                 "For its weights build it with n6 for this board (its prepare step moves the pool clear of the "
-                "image), make the pool USEMODE_RELATIVE, or give a firmware that reads the image clear of the pool "
+                "image, unless epoch-controller blobs hold addresses in it), make the pool USEMODE_RELATIVE, or "
+                "give a firmware that reads the image clear of the pool "
                 f"([images] network = 0x{align(p.address + len(p.data), 16 << 20):08X})")
             pools, at = [], net_at
         out += pools

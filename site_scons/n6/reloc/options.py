@@ -4,12 +4,15 @@ steps receive them as they are."""
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..board_files import board_path
 from ..errors import N6Error
 from ..sizes import parse_size
 from .area import ImageArea
+
+if TYPE_CHECKING:
+    from ..releases import Release
 
 BUDGETS = ("flash", "params_flash", "exec_ram", "ext_ram")
 
@@ -33,9 +36,14 @@ class ImageOptions:
         return cls(**{**defaults, **overrides})
 
 
-def image_area(board: str) -> ImageArea:
-    """Where a 2.x firmware reads the image on the board named `board` (an unsplit image; a split
-    build's ImageArea says so with `split`)."""
+def image_area(board: str, release: "Release") -> ImageArea | None:
+    """Where absolute flash pools must move out of for the board named `board`: where its 2.x
+    firmware reads the image (an unsplit one; a split build's ImageArea says so with `split`).
+    None for a 3.x release: the multi-model header tells the firmware where the image is, and the
+    image moves past the pools. What the SCons step gives prepare, and what a caller of
+    n6.reloc.prepare.prepare outside SCons gives it to move pools as the build does."""
+    if release.multi_model:
+        return None
     from ..board import load_board
     b = load_board(board_path(board))
     return ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)

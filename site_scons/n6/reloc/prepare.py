@@ -16,20 +16,11 @@ from ..network_c import NetworkC, parse_network_c
 from ..stedgeai_install import by_simulated_tool
 from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
-from .image import FAKE_SIZE, align, align8
+from .image import FAKE_SIZE, align8
 from .area import ImageArea
+from .move import Moved, Span, blob_refusal, c_blob_words, move_addresses, plan
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
-
-
-@dataclass(frozen=True)
-class Moved:
-    """An absolute flash pool moved from `old` to `new`: its `size` bytes, and every address
-    network.c gives inside them, follow."""
-    name: str
-    old: int
-    new: int
-    size: int
 
 
 @dataclass
@@ -45,6 +36,7 @@ class Prepared:
     ext_ram_sz: int = 0
     runtime_desc: str = ""
     moved: list[Moved] = field(default_factory=list)   # absolute flash pools moved out of the image area
+    kept: str | None = None       # why pools lying in the image area were not moved (their blobs' addresses)
 
     @property
     def used_pools(self) -> list[Pool]:
@@ -205,47 +197,27 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
 def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size: int) -> None:
     """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
     image area would be written over by the image (ST's flow flashes it so, and the network reads
-    the image's bytes as its weights). Each such pool moves to the params region's first free
-    sector, one after the other; its new offset is the one definition network.c's pointers
-    (reloc_c) and its descriptor's destination (where `scons flash` puts its bytes) follow.
-    Networks with epoch-controller blobs (their addresses in the blobs' encoding) get no area."""
-    at = align(area.end + (blob_size if area.split else 0), area.sector)
+    the image's bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
+    one definition network.c's and _ecblobs.h's addresses (reloc_c) and the pool's descriptor
+    (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a moving pool
+    keep the pools where they are, `kept` saying why."""
+    moved = plan(network_c, [Span(p.name, p.offset, p.used, in_external_flash(p))
+                             for p in prep.used_pools if p.absolute], area, blob_size)
+    ecblobs = ecblobs_path(network_c)
+    if moved and os.path.exists(ecblobs):
+        with open(ecblobs) as f:
+            prep.kept = blob_refusal(c_blob_words(f.read()), moved, network_c)
+    if prep.kept:
+        return
+    new = {mv.name: mv.new for mv in moved}
     for p in prep.used_pools:
-        if p.absolute and in_external_flash(p) and p.offset < area.end and p.offset + p.used > area.start:
-            prep.moved.append(Moved(p.name, p.offset, at, p.used))
-            p.offset = at
-            at = align(at + p.used, area.sector)
-    for mv in prep.moved:
-        clash = next((p for p in prep.used_pools if p.name != mv.name and p.absolute and
-                      p.offset < mv.new + mv.size and mv.new < p.offset + p.used), None)
-        if clash or mv.new + mv.size > EXTERNAL_FLASH[1]:
-            where = f"onto pool '{clash.name}'" if clash else "past the external flash"
-            raise N6Error(network_c, f"absolute flash pool '{mv.name}' lies where the firmware reads the image "
-                          f"(0x{area.start:08X}); moved to 0x{mv.new:08X} it would land {where}",
-                          "set the board file's [images] network clear of the pool, or build without "
-                          "RELOC_ABSOLUTE_FLASH_POOLS")
+        p.offset = new.get(p.name, p.offset)
+    prep.moved = moved
 
 
-_ADDRESS = re.compile(r"\b0x([0-9a-fA-F]{8})UL\b")
-
-
-def move_addresses(text: str, moved: Sequence[Moved], starts: Sequence[int] = ()) -> str:
-    """network.c with every address inside a moved pool (`0x71000000UL`, a base, and the
-    `Equivalent hex address` comments) and each moved pool's `offset=` line following it. An
-    address at a moved pool's end follows it too, unless a pool starts there (`starts`: every
-    pool's address before the move)."""
-    def shift(m: re.Match[str]) -> str:
-        value = int(m.group(1), 16)
-        mv = next((mv for mv in moved if mv.old <= value < mv.old + mv.size), None) or \
-            next((mv for mv in moved if value == mv.old + mv.size and value not in starts), None)
-        if mv is None:
-            return m.group(0)
-        digits = f"{value - mv.old + mv.new:08X}"
-        return f"0x{digits.lower() if m.group(1).islower() else digits}UL"
-    for mv in moved:
-        text = re.sub(rf"(file postfix={re.escape(mv.name)}\s.*?offset=)0x{mv.old:08x}\b", rf"\g<1>0x{mv.new:08x}",
-                      text, flags=re.I)
-    return _ADDRESS.sub(shift, text) if moved else text
+def ecblobs_path(network_c: str) -> str:
+    """The `<stem>_ecblobs.h` beside a network C file (an epoch-controller network's blobs)."""
+    return os.path.splitext(network_c)[0] + "_ecblobs.h"
 
 
 def check_generated(network_c: str) -> None:
@@ -335,9 +307,14 @@ def patch_ecblobs(text: str, release: Release) -> str:
     return text[:anchor + 3] + "\n".join(extra) + text[anchor + 3:]
 
 
-def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:
+def moved_text(prep: Prepared, text: str) -> str:
+    """Generated C (network.c, _ecblobs.h) with the addresses inside the moved pools following them."""
     old = {mv.name: mv.old for mv in prep.moved}
-    text = move_addresses(network_c_text, prep.moved, [old.get(p.name, p.offset) for p in prep.pools])
+    return move_addresses(text, prep.moved, [old.get(p.name, p.offset) for p in prep.pools])
+
+
+def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:
+    text = moved_text(prep, network_c_text)
     text = text.replace(f'#include "{stem}_ecblobs.h"', f'#include "{prep.name}_reloc_ecblobs.h"')
     return text.rstrip("\n") + "\n\n/* Relocatable-image objects (rt_ctx, header entries, flags): added by n6. */\n" \
         "#if defined(BUILD_AI_NETWORK_RELOC)\n#include \"ll_aton_reloc_network.h\"\nAI_RELOC_NETWORK();\n#endif\n"
@@ -349,14 +326,13 @@ def prepare(network_c: str, outdir: str, name: str | None = None, ecblob_in_para
     """Run the prepare step; returns the Prepared description."""
     prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install, image_area)
     stem = os.path.splitext(os.path.basename(network_c))[0]
-    folder = os.path.dirname(network_c) or "."
     n = prep.name
     os.makedirs(outdir, exist_ok=True)
     write_text(os.path.join(outdir, f"{n}_reloc.c"), reloc_c(prep, prep.net.text, stem))   # type: ignore[union-attr]  # analyse sets net
-    ecblobs = os.path.join(folder, f"{stem}_ecblobs.h")
+    ecblobs = ecblobs_path(network_c)
     if os.path.exists(ecblobs):
         with open(ecblobs) as f:
-            text = f.read()
+            text = moved_text(prep, f.read())
         write_text(os.path.join(outdir, f"{n}_reloc_ecblobs.h"),
                    patch_ecblobs(text, prep.release) if ecblob_in_params else text)
     write_text(os.path.join(outdir, f"{n}_reloc_mempools.c"), mempools_c(prep))

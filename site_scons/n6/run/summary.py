@@ -23,6 +23,10 @@ class ModelResult:
     result: str                  # ok | passed | failed | error | not run
     max_lsb: float | None = None   # validate: largest output error in LSB
     top1: float | None = None   # validate: share of runs whose top-1 equals the reference's (every output)
+    top1_tie: float | None = None   # validate: the same, a top-1 within the rule's near tie of the best counting
+    rule: str | None = None      # validate: the rule judged by (VALIDATE_TOLERANCE or its default, the near tie)
+    tie_lsb: float | None = None   # validate: the rule's near tie (simulated NPU), 0: none
+    passed_by: str | None = None   # validate, passed: "same top-1", or "near tie" where a strict top-1 differed
     accuracy: float | None = None   # validate: top-1 accuracy on the board over the model's test set, if it has one
     inf_per_s: float | None = None
     ms: float | None = None
@@ -61,12 +65,24 @@ def model_result(verb: str, model_dir: str, model: str, failures: Mapping[str, s
         outputs = verdict.get("outputs") or []
         row.max_lsb = max((o["max_abs_lsb"] for o in outputs), default=None)
         row.top1 = min((o["top1"] for o in outputs), default=None)
+        row.top1_tie = min((o.get("top1_tie", o["top1"]) for o in outputs), default=None)
+        row.rule, row.tie_lsb = rule_label(verdict), verdict.get("tie_lsb") or 0
+        if not step:
+            row.passed_by = "near tie" if row.top1 is not None and row.top1 < 1 else "same top-1"
         row.accuracy = (verdict.get("accuracy") or {}).get("board", {}).get("accuracy")
     elif verb == "profile":
         profile = _read(os.path.join(layout.profile, "profile.json")) or {}
         totals = profile.get("totals", {})
         row.inf_per_s, row.ms, row.simulated = totals.get("inf_per_s"), totals.get("time_ms"), profile.get("simulated")
     return row
+
+
+def rule_label(verdict: Mapping[str, Any]) -> str:
+    """validate.json's rule in a few words: its bound in LSB (VALIDATE_TOLERANCE's, or the rule's
+    own), and the top-1 it asks for: the same, or (simulated NPU) one within the near tie."""
+    given = " (VALIDATE_TOLERANCE)" if verdict.get("tolerance_given") else ""
+    top1 = f"top-1 within {verdict['tie_lsb']:g} LSB" if verdict.get("tie_lsb") else "same top-1"
+    return f"<= {verdict.get('tolerance_lsb', 0):g} LSB{given}, {top1}"
 
 
 def not_run(model: str) -> ModelResult:
@@ -111,10 +127,13 @@ def summary(verb: str, rows: Sequence[ModelResult], path: str, kept_going: bool 
     simulated = any(r.simulated for r in rows)
     write_text(path, json.dumps({"verb": verb, "simulated": simulated, "models": [asdict(r) for r in rows],
                                  "passed": len(rows) - len(failed), "failed": len(failed)}, indent=1) + "\n")
-    columns = [("model", "s", lambda r: r.model), ("result", "s", lambda r: r.result)]
+    columns = [("model", "s", lambda r: r.model),
+               ("result", "s", lambda r: f"{r.result} ({r.passed_by})" if r.passed_by == "near tie" else r.result)]
     if verb == "validate":
-        columns += [("max err LSB", "g", lambda r: r.max_lsb),
+        columns += [("rule", "s", lambda r: r.rule), ("max err LSB", "g", lambda r: r.max_lsb),
                     ("top-1 agree %", ".1f", lambda r: None if r.top1 is None else 100 * r.top1)]
+        if any(r.tie_lsb for r in rows):
+            columns.append(("near-tie top-1 %", ".1f", lambda r: None if r.top1_tie is None else 100 * r.top1_tie))
         if any(r.accuracy is not None for r in rows):
             columns.append(("test-set top-1 %", ".1f", lambda r: None if r.accuracy is None else 100 * r.accuracy))
     columns += [("inf/s", ".1f", lambda r: r.inf_per_s),

@@ -1,0 +1,95 @@
+"""Absolute flash pools of networks with epoch-controller blobs, built for a 2.x firmware reading
+the image where the pool lies (the DK, RELOC_ABSOLUTE_FLASH_POOLS=1). The simulated tool's blobs
+hold no address (each epoch's label and end interrupt; its operators' pool bases are C in
+_ecblobs.h): the pool moves as network.c's does. ST's generated blobs write the pools' addresses
+into the units' registers and carry no relocation table: their pools stay, with one line saying why."""
+import json
+import os
+import re
+
+import pytest
+
+from conftest import absolute_flash_pool, copy_repo, scons
+
+ABSOLUTE = "RELOC_ABSOLUTE_FLASH_POOLS=1"
+REAL = os.environ.get("N6_REAL_STEDGEAI")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """cifar_cnn (epoch controller) with its xSPI2 weights pool absolute at 0x71000000."""
+    repo = copy_repo(tmp_path_factory.mktemp("ecpools"))
+    absolute_flash_pool(repo, "cifar_cnn")
+    return repo
+
+
+def _validate(repo, build, *args):
+    proc = scons(repo, "validate-cifar_cnn", ABSOLUTE, f"BUILD_DIR={build}", *args)
+    with open(os.path.join(repo, build, "cifar_cnn", "run", "validate.json")) as f:
+        return proc.stdout, [o["max_abs_lsb"] for o in json.load(f)["outputs"]]
+
+
+def test_a_blob_networks_pool_moves_and_it_validates_at_0_lsb(repo):
+    out, lsb = _validate(repo, "build")
+    assert "  MOVE     build/cifar_cnn/st_ai_output/network.c: absolute flash pool 'xSPI2' 0x71000000 → 0x71800000, " \
+        "clear of the image the firmware reads at 0x71000000" in out.splitlines()
+    reloc = os.path.join(repo, "build", "cifar_cnn", "reloc")
+    with open(os.path.join(reloc, "network_reloc_ecblobs.h")) as f:
+        blobs = f.read()
+    assert "ec_set_pool_base(2, (uintptr_t)(0x71800000UL));" in blobs and "0x71000000" not in blobs
+    with open(os.path.join(repo, "build", "cifar_cnn", "flash", "flash.json")) as f:
+        assert [(i["role"], i["address"]) for i in json.load(f)["images"]] == \
+            [("pool", "0x71800000"), ("network", "0x71000000")]
+    assert lsb == [0]
+
+
+@pytest.mark.skipif(not REAL, reason="needs N6_REAL_STEDGEAI (ST's 2.2 validation firmware for the DK twin)")
+def test_on_sts_firmware_on_the_twin_the_moved_pool_validates_at_0_lsb(repo):
+    out, lsb = _validate(repo, "build-twin", f"SIM_FIRMWARE={os.path.join(REAL, '2.2')}")
+    assert "  MOVE     build-twin/cifar_cnn/st_ai_output/network.c: absolute flash pool 'xSPI2' 0x71000000 → " \
+        "0x71800000, clear of the image the firmware reads at 0x71000000" in out.splitlines()
+    assert lsb == [0]
+
+
+def test_a_blob_word_inside_the_pool_keeps_it_with_one_line(repo):
+    """A blob writing a word inside the pool (as ST's compiler's blobs write the stream engines'
+    addresses; here cifar_cnn's outputs as a prebuilt folder, one blob given such a write):
+    PREPARE moves nothing and says why in one line; network.c and _ecblobs.h stay ST's."""
+    import shutil
+    scons(repo, "cifar_cnn", ABSOLUTE, "BUILD_DIR=build-kept")
+    folder = os.path.join(repo, "models", "cifar_kept")
+    shutil.copytree(os.path.join(repo, "build-kept", "cifar_cnn", "st_ai_output"), folder)
+    with open(os.path.join(folder, "network_ecblobs.h")) as f:
+        text = f.read()
+    blob = re.search(r"static const uint64_t _ec_blob_1\[2\] = \{\n  0x00000002ca057a7aULL, 0x(\w{16})ULL,", text)
+    assert blob, text
+    label, irq = int(blob.group(1), 16) & 0xFFFF_FFFF, int(blob.group(1), 16) >> 32
+    write = 5 << 26 | 3 << 16 | 31 << 10       # a write to register 3 of unit 5, [31:0]: 0x71000200 follows
+    with open(os.path.join(folder, "network_ecblobs.h"), "w") as f:
+        f.write(text.replace(blob.group(0), "static const uint64_t _ec_blob_1[3] = {\n  0x00000004ca057a7aULL, "
+                             f"0x{write << 32 | label:016x}ULL, 0x{irq << 32 | 0x7100_0200:016x}ULL,"))
+    try:
+        out = scons(repo, "cifar_kept", ABSOLUTE, "BUILD_DIR=build-kept").stdout.splitlines()
+    finally:
+        shutil.rmtree(folder)
+    assert "  WARNING  models/cifar_kept/network.c: absolute flash pool 'xSPI2' not moved: its epoch-controller " \
+        "blobs hold 1 word inside it (first 0x71000200), and ST's generated blobs carry no relocation table that " \
+        "would say which are addresses; the image overwrites the pool where the firmware reads it (make the pool " \
+        "USEMODE_RELATIVE, or give a firmware that reads the image elsewhere)" in out
+    assert not any(line.startswith("  MOVE") for line in out)
+    reloc = os.path.join(repo, "build-kept", "cifar_kept", "reloc")
+    with open(os.path.join(reloc, "network_reloc.c")) as f, open(os.path.join(reloc, "network_reloc_ecblobs.h")) as h:
+        assert "0x71800000" not in f.read() + h.read()
+
+
+@pytest.mark.skipif(not REAL, reason="needs N6_REAL_STEDGEAI (ST's epoch-controller blobs in ec-workspace)")
+def test_sts_blobs_write_their_pools_addresses():
+    """ST's compiler's blobs (ec-workspace, its xSPI2 pool absolute at 0x70380000) write addresses
+    inside the pool as register values: moving that pool would need their relocation table."""
+    from n6.reloc.move import Moved, blob_refusal, c_blob_words
+    with open(os.path.join(REAL, "ec-workspace", "default_ecblobs.h")) as f:
+        words = c_blob_words(f.read())
+    size = os.path.getsize(os.path.join(REAL, "ec-workspace", "atonbuf.xSPI2.raw"))
+    why = blob_refusal(words, [Moved("xSPI2", 0x7038_0000, 0x7180_0000, size)], "default.c")
+    assert why and why.startswith("default.c: absolute flash pool 'xSPI2' not moved: its epoch-controller blobs "
+                                  "hold 377 words inside it (first 0x704A4680)")
