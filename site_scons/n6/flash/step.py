@@ -3,6 +3,7 @@ gate (layout, the image checker, the firmware that will load each image), the de
 changed sectors, and the reports. `scons flash` declares it; `FlashOptions` is its signature."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -295,7 +296,8 @@ class ProgressBar:
 
 def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashResult) -> None:
     """Another model's on_board.json on the same board (probe) whose bytes this flash overwrote no
-    longer holds: remove it, so its next flash runs (and finds, by the records, what to write back)."""
+    longer holds: remove it, so its next flash runs (and finds, by the records, what to write back).
+    The steps of other boards remove stamps too, side by side: one gone meanwhile is left alone."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
     for stamp in glob.glob(ModelLayout(build_dir, "*").on_board):
         if os.path.abspath(stamp) in own:
@@ -306,10 +308,13 @@ def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashR
             if info.get("probe") != result.serial:      # on another board
                 continue
             spans = [(int(i["address"], 16), int(i["address"], 16) + i["size"]) for i in info["images"]]
+        except FileNotFoundError:
+            continue
         except (OSError, ValueError, KeyError, TypeError):
             spans = [(0, 1 << 32)]
         if any(a < d and c < b for a, b in written for c, d in spans):
-            os.unlink(stamp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stamp)
 
 
 def on_board_path(opts: FlashOptions, model: str) -> str:
