@@ -27,12 +27,13 @@ from timed import scons  # noqa: E402
 
 
 def validate(repo, *args):
-    """(seconds, summary) of a whole-project validate from clean boards."""
+    """(seconds, summary, the 1-minute load average at its end) of a whole-project validate from
+    clean boards."""
     build = os.path.join(repo, "build")
     forget_boards(build)
     seconds, _ = scons(repo, "validate", "SEED=3", *args)
     with open(os.path.join(build, "validate-summary.json"), encoding="utf-8") as f:
-        return seconds, json.load(f)
+        return seconds, json.load(f), os.getloadavg()[0]
 
 
 def main():
@@ -48,26 +49,27 @@ def main():
         copy_repo(repo)
         scons(repo)
         for n in counts:
-            seconds, summary = validate(repo, f"SIM_BOARDS={n}")
-            rows.append({"boards": n, "reached": "SIM_BOARDS", "seconds": seconds, "summary": summary})
+            seconds, summary, load = validate(repo, f"SIM_BOARDS={n}")
+            rows.append({"boards": n, "reached": "SIM_BOARDS", "seconds": seconds, "summary": summary, "load": load})
         for n in [] if args.no_lab else counts:
             places = [f"n6-bench-{k}" for k in range(1, n + 1)]
             folder = os.path.join(tmp, f"lab-{n}")
             os.makedirs(folder)
             with simulated_lab(folder, places) as lab:   # fresh boards, a fresh coordinator
-                seconds, summary = validate(repo, f"LAB_PLACES={','.join(places)}",
-                                            f"LAB_COORDINATOR={lab.coordinator}", "FLASH_RESET=hard")
-            rows.append({"boards": n, "reached": "LAB_PLACES", "seconds": seconds, "summary": summary})
+                seconds, summary, load = validate(repo, f"LAB_PLACES={','.join(places)}",
+                                                  f"LAB_COORDINATOR={lab.coordinator}", "FLASH_RESET=hard")
+            rows.append({"boards": n, "reached": "LAB_PLACES", "seconds": seconds, "summary": summary, "load": load})
     local = rows[0]["summary"]
     for r in rows:
         first = next(f for f in rows if f["reached"] == r["reached"])
-        r.update(seconds=round(r["seconds"], 2), models=len(r["summary"]["models"]), passed=r["summary"]["passed"],
-                 ratio_to_first=round(first["seconds"] / r["seconds"], 2), same_summary=r["summary"] == local)
+        r.update(seconds=round(r["seconds"], 2), load=round(r["load"], 2), models=len(r["summary"]["models"]),
+                 passed=r["summary"]["passed"], ratio_to_first=round(first["seconds"] / r["seconds"], 2),
+                 same_summary=r["summary"] == local)
     print(f"whole-project validate (simulated boards; {os.cpu_count()} cores on this host)")
     print(tabulate([[r["reached"], r["boards"], r["models"], r["passed"], r["seconds"], r["ratio_to_first"],
-                     r["same_summary"]] for r in rows],
+                     r["same_summary"], f"{r['load']:.1f}"] for r in rows],
                    ["boards reached by", "boards", "models", "passed", "wall s", f"speed-up vs {counts[0]}",
-                    f"summary = SIM_BOARDS={counts[0]}'s"]))
+                    f"summary = SIM_BOARDS={counts[0]}'s", "load (1 min)"]))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump([{k: v for k, v in r.items() if k != "summary"} for r in rows], f, indent=1)

@@ -64,11 +64,12 @@ def simulated_lab(folder, places, probe_host=""):
     the board to the simulated programmer there), tagged n6-probe and n6-programmer."""
     from programmer_sim.board_state import BoardState
     folder = str(folder)
-    coordinator = f"127.0.0.1:{free_port()}"
+    coordinator_port = free_port()
+    coordinator = f"127.0.0.1:{coordinator_port}"
     procs = [subprocess.Popen([os.path.join(LABGRID, "labgrid-coordinator"), "-l", coordinator], cwd=folder,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
-        _wait("the coordinator", lambda: socket.socket().connect_ex(("127.0.0.1", int(coordinator[10:]))) == 0,
+        _wait("the coordinator", lambda: socket.socket().connect_ex(("127.0.0.1", coordinator_port)) == 0,
               procs[0])
         boards, ports = {}, {}
         for k, place in enumerate(places, start=1):

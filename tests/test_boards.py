@@ -113,6 +113,36 @@ def repo(tmp_path_factory):
 
 
 @pytest.mark.slow
+def test_a_flash_leaves_alone_a_stamp_another_boards_step_removed_meanwhile(tmp_path, monkeypatch):
+    """A flash removes the stamps of the models whose bytes it overwrote on its board; the steps of
+    other boards, side by side, remove theirs too: one gone between the listing and the read is
+    not this flash's business (it was removed again, and the step failed on the missing file)."""
+    import glob
+    import types
+    from n6.build_layout import ModelLayout
+    from n6.flash import step
+    build = str(tmp_path)
+    stamps = {}
+    for model, probe in (("a", "P1"), ("b", "P2"), ("gone", "P2")):
+        stamps[model] = ModelLayout(build, model).on_board
+        os.makedirs(os.path.dirname(stamps[model]))
+        with open(stamps[model], "w") as f:
+            json.dump({"probe": probe, "images": [{"address": "0x71000000", "size": 4096}]}, f)
+
+    real_glob = glob.glob
+
+    def listed_then_removed(pattern):          # board P2's flash removes its stamp meanwhile
+        found = real_glob(pattern)
+        os.unlink(stamps["gone"])
+        return found
+
+    monkeypatch.setattr(step.glob, "glob", listed_then_removed)
+    image = types.SimpleNamespace(address=0x71000000, data=bytes(100))
+    step.invalidate_other_stamps(build, set(), types.SimpleNamespace(serial="P1", images=[types.SimpleNamespace(
+        image=image)]))
+    assert [m for m, path in stamps.items() if os.path.exists(path)] == ["b"]   # P1's overwritten one went
+
+
 def test_whole_project_validate_on_1_2_and_4_simulated_boards_gives_one_summary(repo):
     """Every bundled model validated on one board, then spread over 2 and 4: the summary (JSON
     and table) is the same; each board holds its own models (its probe in their stamps, its

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError, Message
 from ..errors import N6Error
 from ..serial_link import BAUDRATE, DEFAULT_HEADER
 from . import n6_aivalidation_pb2 as pb
-from .framing import Framing, Link, LinkError, LinkTimeout, Port
+from .framing import READ_SLICE, Framing, Link, LinkError, LinkTimeout, Port, set_timeout
 from .messages import (CONF_CONST_VALUE, ERROR_NAMES, IO_ONLY, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES,
                        TENSOR_LAST, TENSOR_NO_DATA, ModelInfo, Operator, TensorDesc)
 
@@ -87,7 +87,7 @@ class Client:
              timeouts: Timeouts | None = None) -> Self:
         import serial
         try:
-            port = serial.serial_for_url(url, baudrate=baudrate, timeout=0.1, exclusive=True)
+            port = serial.serial_for_url(url, baudrate=baudrate, timeout=READ_SLICE, exclusive=True)
         except (serial.SerialException, OSError, ValueError) as e:
             raise BoardError(url, f"cannot open the serial port: {getattr(e, 'strerror', None) or e}",
                              "connect the board, or give its port (PORT= or the board file's [validation] port)") \
@@ -109,10 +109,10 @@ class Client:
         self.close()
 
     def _drain(self) -> None:
-        """Drop a boot banner or stale bytes."""
+        """Drop a boot banner or stale bytes: read until READ_SLICE passes without any."""
         port = self.link.port
+        set_timeout(port, READ_SLICE)
         for _ in range(1000):
-            port.timeout = 0.05
             if not self._io(port.read, 4096):
                 break
 

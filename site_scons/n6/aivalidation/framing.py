@@ -109,6 +109,17 @@ class Port(Protocol):
     def close(self) -> None: ...
 
 
+READ_SLICE = 0.1           # s: a port's read timeout; a link looks at its own deadlines this often
+
+
+def set_timeout(port: Port, seconds: float) -> None:
+    """Give `port` this read timeout unless it has it already: pyserial 3.5's own RFC 2217 client
+    renegotiates the remote port's settings on every assignment (at least 0.1 s, waited for;
+    labgrid's fork of it, pyserial-labgrid, does not)."""
+    if port.timeout != seconds:
+        port.timeout = seconds
+
+
 class Link:
     """A port plus a framing; every read has a deadline."""
 
@@ -117,13 +128,13 @@ class Link:
         self.framing = framing or Framing()
 
     def read_exact(self, n: int, timeout: float) -> bytes:
+        """`n` bytes within `timeout` s, the deadline looked at after every READ_SLICE."""
         deadline = time.monotonic() + timeout
-        buf = bytearray()
+        set_timeout(self.port, READ_SLICE)
+        buf = bytearray(self.port.read(n))
         while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if time.monotonic() >= deadline:
                 raise LinkTimeout(f"{len(buf)} of {n} bytes within {timeout:g} s")
-            self.port.timeout = min(left, 0.1)
             buf += self.port.read(n - len(buf))
         return bytes(buf)
 
@@ -169,8 +180,8 @@ class Link:
         h = self.framing.header_size
         if timeout is None:
             first = b""
+            set_timeout(self.port, READ_SLICE)
             while not first:
-                self.port.timeout = 0.2
                 first = self.port.read(1)
             rest = self.read_exact(self.framing.packet_size - 1, 5.0)
             packet = first + rest

@@ -37,6 +37,11 @@ class ExporterProbe:
     programmer: str     # STM32_Programmer_CLI's path there (the place's tag n6-programmer)
     gdbserver: str      # ST-LINK_gdbserver's path there (tag n6-gdbserver; "": not named)
 
+    @property
+    def found_by(self) -> str:
+        """How the programmer there was found, as flash reports say it."""
+        return f"labgrid place {self.place}, on {self.host}"
+
 
 @dataclass(frozen=True)
 class LabPlace:
@@ -182,8 +187,7 @@ def on_place_board(opts: "StepOptions") -> "tuple[StepOptions, FlashOptions]":
     fields = flash_fields(board, flash.simulated, attached_probes)
     exporter = board.exporter
     if exporter:
-        fields.update(backend="stm32cubeprogrammer", cli=exporter.programmer, simulated=False,
-                      remote_host=exporter.host, found_by=f"labgrid place {exporter.place}, on {exporter.host}")
+        fields.update(backend="stm32cubeprogrammer", simulated=False, exporter=exporter)
     flash = replace(flash, **fields)
     if isinstance(opts, FlashOptions):
         return replace(opts, **fields), flash

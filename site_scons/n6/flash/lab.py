@@ -72,7 +72,19 @@ def place_boards(places: list[str], coordinator: str, simulated: bool) -> tuple[
             _ask(session, "AcquirePlace", place)
             acquired.append(place)
         session.loop.run_until_complete(session.sync_with_coordinator())
-        return tuple(_board(session, place, simulated) for place in places)
+        return tuple(_acquired_board(session, place, simulated) for place in places)
+
+
+def _acquired_board(session: "ClientSession", name: str, simulated: bool) -> Attached:
+    """The board of the acquired place `name`; what labgrid raises then (the place not acquired by
+    this host and user, an orphaned resource of an exporter gone) is one line naming the place."""
+    from labgrid.remote.client import Error
+    try:
+        return _board(session, name, simulated)
+    except Error as e:
+        raise N6Error(None, f"labgrid place {name}: {str(e).removeprefix('Error: ')}",
+                      f"check the place with labgrid-client -p {name} show: its exporter running, its "
+                      "resources matched (docs/lab.md)") from None
 
 
 def _board(session: "ClientSession", name: str, simulated: bool) -> Attached:

@@ -20,7 +20,6 @@ from .cubeprogrammer import CliInstall, CubeProgrammer
 if TYPE_CHECKING:                 # labgrid is imported when a step flashes on an exporter's host
     from labgrid.util.ssh import SSHConnection
     from ..board import Board
-    from .step import FlashOptions
 
 T = TypeVar("T")
 
@@ -28,14 +27,11 @@ SIMULATED_BANNER = "(SIMULATED)"      # the simulated programmer says so in its 
 SSH_FIX = "set up key-based SSH from this machine to {host} (labgrid runs the exporter's tools over SSH)"
 
 
-def exporter_programmer(opts: "FlashOptions", board: "Board", log_path: str,
+def exporter_programmer(host: str, install: CliInstall, probe: str | None, board: "Board", log_path: str,
                         local_runner: ToolRunner) -> "ExporterProgrammer":
-    """The CubeProgrammer backend of a board whose probe is on `opts.remote_host`, its programmer
-    at `opts.cli` there."""
-    assert opts.cli is not None                   # a place's programmer: its tag n6-programmer
-    install = CliInstall(opts.cli, False, opts.found_by)
-    return ExporterProgrammer(install, RemoteRunner(opts.remote_host, local_runner), board.flash.external_loader,  # type: ignore[arg-type]  # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
-                              board.programmer.frequency, board.programmer.access_port, opts.probe, log_path)
+    """The CubeProgrammer backend of a board whose probe is on `host`, `install` its programmer there."""
+    return ExporterProgrammer(install, RemoteRunner(host, local_runner), board.flash.external_loader,  # type: ignore[arg-type]  # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
+                              board.programmer.frequency, board.programmer.access_port, probe, log_path)
 
 
 class ExporterProgrammer(CubeProgrammer):

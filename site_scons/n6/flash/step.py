@@ -3,6 +3,7 @@ gate (layout, the image checker, the firmware that will load each image), the de
 changed sectors, and the reports. `scons flash` declares it; `FlashOptions` is its signature."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -29,7 +30,7 @@ if TYPE_CHECKING:                 # the programmers and firmwares are imported w
     from ..reloc.firmware import Firmware
     from ..reloc.image import Image
     from .backend import Backend
-    from .boards import LabPlace
+    from .boards import ExporterProbe, LabPlace
     from .cubeprogrammer import CliInstall
     from .deploy import FlashResult
 
@@ -57,13 +58,23 @@ class FlashOptions:
     build_dir: str
     sim_board: str            # the simulated board's state folder
     install_root: str
-    remote_host: str = ""     # the host the probe is plugged into, when not this one (a labgrid exporter's)
+    exporter: ExporterProbe | None = None    # the probe is on a labgrid exporter's host: its programmer flashes
     sim_probe: str = ""       # a simulated board of several: the probe serial its folder is made with
     place: LabPlace | None = None    # the labgrid place of the board (n6.flash.boards.on_place_board)
 
     @property
     def models(self) -> list[str]:
         return [m for m, _, _ in self.files]
+
+    def programmer_install(self) -> CliInstall | None:
+        """The STM32_Programmer_CLI that flashes (None: pyOCD): the one on the labgrid exporter's
+        host the probe is plugged into, else this machine's."""
+        from .cubeprogrammer import CliInstall
+        if self.backend == "pyocd":
+            return None
+        if self.exporter:
+            return CliInstall(self.exporter.programmer, False, self.exporter.found_by)
+        return CliInstall(self.cli, self.simulated, self.found_by)   # type: ignore[arg-type]  # not pyOCD: a CLI
 
     def for_steps(self) -> FlashOptions:
         """These options as the steps that put the set on the board themselves sign them: FORCE=
@@ -88,19 +99,19 @@ def find_programmer(choice: str, board: Board,
 
 def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bool = False) -> Backend:
     """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
-    from .cubeprogrammer import CliInstall, CubeProgrammer
+    from .cubeprogrammer import CubeProgrammer
     from .pyocd_backend import PyOCD
     from ..tool_runner import ToolRunner
-    if opts.backend == "pyocd":
+    install = opts.programmer_install()
+    if install is None:
         return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
-    install = CliInstall(opts.cli, opts.simulated, opts.found_by)   # type: ignore[arg-type]  # not pyOCD: a CLI
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
     runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
-    if opts.remote_host:
+    if opts.exporter:
         from .remote import exporter_programmer
-        return exporter_programmer(opts, board, log_path, runner)
+        return exporter_programmer(opts.exporter.host, install, opts.probe, board, log_path, runner)
     return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
                           board.programmer.access_port, opts.probe, log_path)
 
@@ -285,7 +296,8 @@ class ProgressBar:
 
 def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashResult) -> None:
     """Another model's on_board.json on the same board (probe) whose bytes this flash overwrote no
-    longer holds: remove it, so its next flash runs (and finds, by the records, what to write back)."""
+    longer holds: remove it, so its next flash runs (and finds, by the records, what to write back).
+    The steps of other boards remove stamps too, side by side: one gone meanwhile is left alone."""
     written = [(r.image.address, r.image.address + len(r.image.data)) for r in result.images]
     for stamp in glob.glob(ModelLayout(build_dir, "*").on_board):
         if os.path.abspath(stamp) in own:
@@ -296,10 +308,13 @@ def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashR
             if info.get("probe") != result.serial:      # on another board
                 continue
             spans = [(int(i["address"], 16), int(i["address"], 16) + i["size"]) for i in info["images"]]
+        except FileNotFoundError:
+            continue
         except (OSError, ValueError, KeyError, TypeError):
             spans = [(0, 1 << 32)]
         if any(a < d and c < b for a, b in written for c, d in spans):
-            os.unlink(stamp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stamp)
 
 
 def on_board_path(opts: FlashOptions, model: str) -> str:
@@ -402,8 +417,10 @@ def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Call
     if opts.dry_run:
         return
     record_held(opts, [(im.address, im.sha256) for im in images])
+    install = opts.programmer_install()
     report = {"board": board.key, "board_name": board.name, "probe": result.serial, "simulated": backend.simulated,
-              "backend": opts.backend, "programmer": opts.cli, "found_by": opts.found_by,
+              "backend": opts.backend, "programmer": install.cli if install else None,
+              "found_by": install.found_by if install else opts.found_by,
               "models": opts.models, "force": opts.force, "programmer_calls": result.programmer_calls,
               "seconds": round(result.seconds, 3), "bytes_written": sum(r.bytes_written for r in result.images),
               "notes": result.notes, "images": [r.as_dict() for r in result.images]}
