@@ -112,7 +112,6 @@ def repo(tmp_path_factory):
     return repo
 
 
-@pytest.mark.slow
 def test_a_flash_leaves_alone_a_stamp_another_boards_step_removed_meanwhile(tmp_path, monkeypatch):
     """A flash removes the stamps of the models whose bytes it overwrote on its board; the steps of
     other boards, side by side, remove theirs too: one gone between the listing and the read is
@@ -143,6 +142,7 @@ def test_a_flash_leaves_alone_a_stamp_another_boards_step_removed_meanwhile(tmp_
     assert [m for m, path in stamps.items() if os.path.exists(path)] == ["b"]   # P1's overwritten one went
 
 
+@pytest.mark.slow
 def test_whole_project_validate_on_1_2_and_4_simulated_boards_gives_one_summary(repo):
     """Every bundled model validated on one board, then spread over 2 and 4: the summary (JSON
     and table) is the same; each board holds its own models (its probe in their stamps, its
