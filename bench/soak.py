@@ -5,6 +5,7 @@ on the firmware and the bytes received).
 
     .venv/bin/python bench/soak.py [--models kws_mlp,big_mlp] [--invokes 300] [--repeats 2]
                                    [--firmware <ST's validation firmware ELF or install>] [--json F]
+                                   [--rows simulated,twin,st-client]   (N6_SIM_BOARD: another board state)
 
 Our client cycles through IO, per-layer and per-layer-with-data runs with seeded random inputs;
 with --st-client (ST's st_ai_runner.sh) and ST's firmware, ST's client also runs its mixed
@@ -39,7 +40,8 @@ from n6.run import host_reference  # noqa: E402
 from n6.run.session import connect, reset_simulated_board, simulated_board  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
-STATE = os.path.join(ROOT, "build", "sim-board")
+STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")   # scons flash's too
+ROWS = ("simulated", "twin", "st-client")     # per model: the simulated board, the twin with ours, with ST's
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
 HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
 #                                      loaded host can take longer (a host wait, not the board's cycles)
@@ -164,11 +166,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--firmware", default="", help="ST's validation firmware ELF (or install) for the twin rows")
     ap.add_argument("--st-client", default="", help="ST's st_ai_runner.sh: also soak ST's client on the twin")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows per model (of {', '.join(ROWS)})")
     ap.add_argument("--change", type=int, default=0, metavar="ROUNDS",
                     help="one session changing the model ROUNDS x (per model: flash, reset, run)")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "soak.json"))
     args = ap.parse_args(argv)
-    rows = []
+    rows, wanted = [], args.rows.split(",")
     os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
     if args.change:
         for firmware in [""] + ([args.firmware] if args.firmware else []):
@@ -176,12 +179,14 @@ def main(argv=None):
     for model in args.models.split(",") if not args.change else ():
         subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={model}"], cwd=ROOT, check=True,
                        capture_output=True)
-        boards = [("simulated board", "")] + ([("twin", args.firmware)] if args.firmware else [])
-        for board, firmware in boards:
+        boards = [("simulated", "simulated board", "")] + ([("twin", "twin", args.firmware)] if args.firmware else [])
+        for row, board, firmware in boards:
+            if row not in wanted:
+                continue
             rows.append(soak(model, f"{board}, our client",
                              lambda firmware=firmware: our_session(firmware, "COPY", args.invokes, args.seed),
                              args.repeats))
-        if args.firmware and args.st_client:
+        if args.firmware and args.st_client and "st-client" in wanted:
             workdir = os.path.join(ROOT, "build", "bench")
             os.makedirs(workdir, exist_ok=True)
             rows.append(soak(model, "twin, ST's client", lambda workdir=workdir: st_session(
