@@ -51,7 +51,7 @@ def test_simulated_npu_outputs_pass_within_the_drift_and_fail_beyond_it():
     text, report, passed = _validate(_board(100 - NPU_MAX_LSB))
     assert passed and report["rule"] == "simulated NPU" and report["tolerance_lsb"] == NPU_MAX_LSB
     assert (report["tie_lsb"], report["tolerance_given"]) == (NPU_TIE_LSB, False)
-    assert f"simulated NPU: at most {NPU_MAX_LSB} LSB and the same top-1 or one within {NPU_TIE_LSB} LSB" in text
+    assert f"simulated NPU: <= {NPU_MAX_LSB} LSB, top-1 within {NPU_TIE_LSB} LSB (docs/validate.md)" in text
     assert not _validate(_board(100 - NPU_MAX_LSB - 1))[2]              # one value too far
     assert not _validate(_board(97), simulated_npu=False)[2]            # the exact rule: 2 LSB
     assert _validate(_board(98), simulated_npu=False)[2]
@@ -66,8 +66,7 @@ def test_an_explicit_tolerance_wins_over_the_simulated_npu_bound_but_not_the_tie
     drift, or loosening it, asked for that figure); the near tie is a figure of its own."""
     text, report, passed = _validate(_board(97), tolerance=2.0)         # 3 LSB off
     assert not passed and report["tolerance_lsb"] == 2.0 and report["tolerance_given"] is True
-    assert "simulated NPU: tolerance 2.0 LSB (VALIDATE_TOLERANCE) and the same top-1 or one within " \
-        f"{NPU_TIE_LSB} LSB of it" in text
+    assert f"simulated NPU: <= 2 LSB (VALIDATE_TOLERANCE), top-1 within {NPU_TIE_LSB} LSB" in text
     assert _validate(_board(97), tolerance=3.0)[2]
     assert _validate(_board(100 - NPU_MAX_LSB - 1), tolerance=NPU_MAX_LSB + 1)[2]   # loosened
     assert _validate(_board(80, c10=81), tolerance=29)[2]               # the tie of 48 LSB, the bound 29

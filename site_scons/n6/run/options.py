@@ -25,6 +25,13 @@ NPU_MAX_LSB = 64
 NPU_TIE_LSB = 48
 
 
+def rule_words(tolerance: float, given: bool, tie: float) -> str:
+    """A validate rule in a few words, as the report and the whole-project summary print it: its
+    bound (VALIDATE_TOLERANCE's when given) and the top-1 it asks for."""
+    top1 = f"top-1 within {tie:g} LSB" if tie else "same top-1"
+    return f"<= {tolerance:g} LSB{' (VALIDATE_TOLERANCE)' if given else ''}, {top1}"
+
+
 @dataclass(frozen=True)
 class SessionOptions:
     """How a step reaches the board: its port, or the simulated board booting from `state`."""

@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from ..atomic import write_text
 from ..build_layout import VALIDATE_FAILED, VALIDATE_REPORT, ModelLayout, model_step
+from .options import rule_words
 
 # The steps whose failure a verb's row shows, in the order they run ("build": making the model's images)
 STEPS = {"run": ("build", "flash", "run"), "validate": ("build", "flash", "run", "validate"),
@@ -26,12 +27,16 @@ class ModelResult:
     top1_tie: float | None = None   # validate: the same, a top-1 within the rule's near tie of the best counting
     rule: str | None = None      # validate: the rule judged by (VALIDATE_TOLERANCE or its default, the near tie)
     tie_lsb: float | None = None   # validate: the rule's near tie (simulated NPU), 0: none
-    passed_by: str | None = None   # validate, passed: "same top-1", or "near tie" where a strict top-1 differed
     accuracy: float | None = None   # validate: top-1 accuracy on the board over the model's test set, if it has one
     inf_per_s: float | None = None
     ms: float | None = None
     simulated: bool | None = None
     error: str = ""              # why the model failed: the one-line error of its failing step
+
+    @property
+    def passed_on_tie(self) -> bool:
+        """Validate passed on the near tie alone: a run's strict top-1 differed from the reference's."""
+        return self.result == "passed" and self.top1 is not None and self.top1 < 1
 
     @property
     def failed(self) -> bool:
@@ -66,23 +71,14 @@ def model_result(verb: str, model_dir: str, model: str, failures: Mapping[str, s
         row.max_lsb = max((o["max_abs_lsb"] for o in outputs), default=None)
         row.top1 = min((o["top1"] for o in outputs), default=None)
         row.top1_tie = min((o.get("top1_tie", o["top1"]) for o in outputs), default=None)
-        row.rule, row.tie_lsb = rule_label(verdict), verdict.get("tie_lsb") or 0
-        if not step:
-            row.passed_by = "near tie" if row.top1 is not None and row.top1 < 1 else "same top-1"
+        row.tie_lsb = verdict.get("tie_lsb") or 0
+        row.rule = rule_words(verdict["tolerance_lsb"], verdict.get("tolerance_given", False), row.tie_lsb)
         row.accuracy = (verdict.get("accuracy") or {}).get("board", {}).get("accuracy")
     elif verb == "profile":
         profile = _read(os.path.join(layout.profile, "profile.json")) or {}
         totals = profile.get("totals", {})
         row.inf_per_s, row.ms, row.simulated = totals.get("inf_per_s"), totals.get("time_ms"), profile.get("simulated")
     return row
-
-
-def rule_label(verdict: Mapping[str, Any]) -> str:
-    """validate.json's rule in a few words: its bound in LSB (VALIDATE_TOLERANCE's, or the rule's
-    own), and the top-1 it asks for: the same, or (simulated NPU) one within the near tie."""
-    given = " (VALIDATE_TOLERANCE)" if verdict.get("tolerance_given") else ""
-    top1 = f"top-1 within {verdict['tie_lsb']:g} LSB" if verdict.get("tie_lsb") else "same top-1"
-    return f"<= {verdict.get('tolerance_lsb', 0):g} LSB{given}, {top1}"
 
 
 def not_run(model: str) -> ModelResult:
@@ -128,7 +124,7 @@ def summary(verb: str, rows: Sequence[ModelResult], path: str, kept_going: bool 
     write_text(path, json.dumps({"verb": verb, "simulated": simulated, "models": [asdict(r) for r in rows],
                                  "passed": len(rows) - len(failed), "failed": len(failed)}, indent=1) + "\n")
     columns = [("model", "s", lambda r: r.model),
-               ("result", "s", lambda r: f"{r.result} ({r.passed_by})" if r.passed_by == "near tie" else r.result)]
+               ("result", "s", lambda r: r.result + (" (near tie)" if r.passed_on_tie else ""))]
     if verb == "validate":
         columns += [("rule", "s", lambda r: r.rule), ("max err LSB", "g", lambda r: r.max_lsb),
                     ("top-1 agree %", ".1f", lambda r: None if r.top1 is None else 100 * r.top1)]

@@ -11,7 +11,7 @@ from ..errors import N6Error
 from .arrays import named_arrays
 from ..aivalidation.messages import ModelInfo, TensorDesc
 from ..jsonfile import JsonObject
-from .options import NPU_MAX_LSB, NPU_TIE_LSB, TOLERANCE_LSB
+from .options import NPU_MAX_LSB, NPU_TIE_LSB, TOLERANCE_LSB, rule_words
 from .reference import board_grid, convert
 
 
@@ -113,9 +113,8 @@ def validate(model: ModelInfo, got_outputs: Sequence[np.ndarray], ref_outputs: S
     table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
                                     "exact", "top-1"] + ([f"top-1 tie {tie} LSB"] if tie else []) + [""],
                      tablefmt="simple", disable_numparse=True)
-    bound = f"tolerance {tol} LSB (VALIDATE_TOLERANCE)" if given else f"at most {tol} LSB"
-    rule = (f"simulated NPU: {bound} and the same top-1 or one within {tie} LSB of it (docs/validate.md)"
-            if simulated_npu else f"tolerance {tol} LSB and the same top-1")
+    rule = f"simulated NPU: {rule_words(tol, given, tie)} (docs/validate.md)" if simulated_npu else \
+        f"tolerance: {rule_words(tol, given, tie)}"
     text = (f"  reference: {reference}; {rule}\n"
             f"  acc rmse mae l2r cos: ST's metrics on the dequantised values; LSB and top-1: ours\n{table}")
     return text, {"reference": reference, "rule": "simulated NPU" if simulated_npu else "tolerance",
