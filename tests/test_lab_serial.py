@@ -41,7 +41,7 @@ def board_url():
     master, slave = os.openpty()
     tty.setraw(slave)
     tty.setraw(master)
-    url = network_port.serve(os.ttyname(slave))
+    url, close = network_port.serve(os.ttyname(slave))
     board, stop = Link(FdPort(master), Framing()), threading.Event()
 
     def echo():
@@ -56,6 +56,8 @@ def board_url():
     yield url
     stop.set()
     thread.join()
+    close()
+    os.close(slave)
     os.close(master)
 
 

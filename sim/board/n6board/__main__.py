@@ -188,7 +188,7 @@ def _publish(args, path):
     if args.rfc2217:
         from . import network_port
         host, _, port = args.rfc2217.rpartition(":")
-        path = network_port.serve(path, host or "127.0.0.1", int(port or 0))
+        path, _ = network_port.serve(path, host or "127.0.0.1", int(port or 0))   # served until the board exits
     if args.port_file:
         write_text(args.port_file, path + "\n")
     else:

@@ -2,8 +2,10 @@
 (ser2net): RFC 2217 (Telnet with the COM-PORT option), which pyserial opens as
 `rfc2217://host:port`. One client at a time; the board's pty stays open between clients and
 across the board's resets, as a real UART does."""
+import contextlib
 import socket
 import threading
+from collections.abc import Callable
 
 import serial
 import serial.rfc2217
@@ -39,19 +41,34 @@ class _Uart:
             setattr(self.link, name, value)
 
 
-def serve(device: str, host: str = "127.0.0.1", port: int = 0) -> str:
+def serve(device: str, host: str = "127.0.0.1", port: int = 0) -> tuple[str, Callable[[], None]]:
     """Serve the pty `device` on host:port (0: a free port) from a daemon thread; returns the
-    URL a client opens."""
+    URL a client opens and the call that stops serving (the listener, a client's connection and
+    the pty closed, the thread ended)."""
     listener = socket.create_server((host, port))
     link = serial.serial_for_url(device, baudrate=921600, timeout=0.05)
-    threading.Thread(target=_accept, args=(listener, link), daemon=True).start()
-    return f"rfc2217://{host}:{listener.getsockname()[1]}"
+    clients: list[socket.socket] = []       # the connected client's socket, while it is connected
+    thread = threading.Thread(target=_accept, args=(listener, link, clients), daemon=True)
+    thread.start()
+
+    def close():
+        for sock in [listener] + clients:   # wakes accept() and recv() in the thread
+            with contextlib.suppress(OSError):  # a client gone meanwhile
+                sock.shutdown(socket.SHUT_RDWR)
+        thread.join()
+        listener.close()
+        link.close()
+    return f"rfc2217://{host}:{listener.getsockname()[1]}", close
 
 
-def _accept(listener, link):
+def _accept(listener, link, clients):
     while True:
-        sock, _ = listener.accept()
+        try:
+            sock, _ = listener.accept()
+        except OSError:                     # the listener shut: serving stops
+            return
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        clients.append(sock)
         connection = _Connection(sock)
         manager = serial.rfc2217.PortManager(_Uart(link), connection)
         done = threading.Event()
@@ -67,6 +84,7 @@ def _accept(listener, link):
             pass
         done.set()
         to_client.join()
+        clients.remove(sock)
         sock.close()
 
 

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError, Message
 from ..errors import N6Error
 from ..serial_link import BAUDRATE, DEFAULT_HEADER
 from . import n6_aivalidation_pb2 as pb
-from .framing import READ_SLICE, Framing, Link, LinkError, LinkTimeout, Port, set_timeout
+from .framing import READ_SLICE, Framing, Link, LinkError, LinkTimeout, Port
 from .messages import (CONF_CONST_VALUE, ERROR_NAMES, IO_ONLY, OP_WITHOUT_TENSOR, PROTOCOL_VERSION, STATE_NAMES,
                        TENSOR_LAST, TENSOR_NO_DATA, ModelInfo, Operator, TensorDesc)
 
@@ -109,9 +109,9 @@ class Client:
         self.close()
 
     def _drain(self) -> None:
-        """Drop a boot banner or stale bytes: read until READ_SLICE passes without any."""
+        """Drop a boot banner or stale bytes: read until READ_SLICE (the port's timeout since open)
+        passes without any."""
         port = self.link.port
-        set_timeout(port, READ_SLICE)
         for _ in range(1000):
             if not self._io(port.read, 4096):
                 break

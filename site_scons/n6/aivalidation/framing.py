@@ -112,12 +112,12 @@ class Port(Protocol):
 READ_SLICE = 0.1           # s: a port's read timeout; a link looks at its own deadlines this often
 
 
-def set_timeout(port: Port, seconds: float) -> None:
-    """Give `port` this read timeout unless it has it already: pyserial 3.5's own RFC 2217 client
-    renegotiates the remote port's settings on every assignment (at least 0.1 s, waited for;
+def set_read_slice(port: Port) -> None:
+    """Give `port` the read timeout READ_SLICE unless it has it already: pyserial 3.5's own RFC 2217
+    client renegotiates the remote port's settings on every assignment (at least 0.1 s, waited for;
     labgrid's fork of it, pyserial-labgrid, does not)."""
-    if port.timeout != seconds:
-        port.timeout = seconds
+    if port.timeout != READ_SLICE:
+        port.timeout = READ_SLICE
 
 
 class Link:
@@ -130,7 +130,7 @@ class Link:
     def read_exact(self, n: int, timeout: float) -> bytes:
         """`n` bytes within `timeout` s, the deadline looked at after every READ_SLICE."""
         deadline = time.monotonic() + timeout
-        set_timeout(self.port, READ_SLICE)
+        set_read_slice(self.port)
         buf = bytearray(self.port.read(n))
         while len(buf) < n:
             if time.monotonic() >= deadline:
@@ -180,7 +180,7 @@ class Link:
         h = self.framing.header_size
         if timeout is None:
             first = b""
-            set_timeout(self.port, READ_SLICE)
+            set_read_slice(self.port)
             while not first:
                 first = self.port.read(1)
             rest = self.read_exact(self.framing.packet_size - 1, 5.0)

@@ -15,23 +15,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import N6Error
 from ..tool_runner import ToolResult, ToolRunner
-from .cubeprogrammer import CliInstall, CubeProgrammer
+from .cubeprogrammer import CubeProgrammer
 
 if TYPE_CHECKING:                 # labgrid is imported when a step flashes on an exporter's host
     from labgrid.util.ssh import SSHConnection
-    from ..board import Board
 
 T = TypeVar("T")
 
 SIMULATED_BANNER = "(SIMULATED)"      # the simulated programmer says so in its banner, as on this machine
 SSH_FIX = "set up key-based SSH from this machine to {host} (labgrid runs the exporter's tools over SSH)"
-
-
-def exporter_programmer(host: str, install: CliInstall, probe: str | None, board: "Board", log_path: str,
-                        local_runner: ToolRunner) -> "ExporterProgrammer":
-    """The CubeProgrammer backend of a board whose probe is on `host`, `install` its programmer there."""
-    return ExporterProgrammer(install, RemoteRunner(host, local_runner), board.flash.external_loader,  # type: ignore[arg-type]  # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
-                              board.programmer.frequency, board.programmer.access_port, probe, log_path)
 
 
 class ExporterProgrammer(CubeProgrammer):

@@ -109,11 +109,13 @@ def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bo
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
     runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
-    if opts.exporter:
-        from .remote import exporter_programmer
-        return exporter_programmer(opts.exporter.host, install, opts.probe, board, log_path, runner)
-    return CubeProgrammer(install, runner, board.flash.external_loader, board.programmer.frequency,
-                          board.programmer.access_port, opts.probe, log_path)
+    cls: type[CubeProgrammer] = CubeProgrammer
+    if opts.exporter:             # the probe is on the exporter's host: the programmer runs there
+        from .remote import ExporterProgrammer, RemoteRunner
+        # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
+        cls, runner = ExporterProgrammer, RemoteRunner(opts.exporter.host, runner)  # type: ignore[assignment]
+    return cls(install, runner, board.flash.external_loader, board.programmer.frequency,
+               board.programmer.access_port, opts.probe, log_path)
 
 
 def attached_probes(simulated: bool, sim_dir: str) -> list[str]:
