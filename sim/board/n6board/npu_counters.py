@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE,
                                    STRG_O_ACTIVE)
-from npu_model.npu import (BURST_SIGNALS, EVENT_HIGH, EVENT_LOW, SIGNAL_BURSTS, SIGNAL_HENV_READ, SIGNAL_STALL_READ,
-                           SIGNAL_STALL_WRITE, STRENG_LINKS as STRENG_NUM, TRACE_UNIT)
+from npu_model.npu import (EVENT_HIGH, EVENT_LOW, SIGNAL_HENV_READ, SIGNAL_STALL_READ, SIGNAL_STALL_WRITE,
+                           STRENG_LINKS as STRENG_NUM, TRACE_UNIT, burst_signal)
 
 ALL_ENGINES = (1 << STRENG_NUM) - 1
 ACTIVE_MIN = 20             # STRG_I_ACTIVE / STRG_O_ACTIVE list the engines counting more cycles
@@ -48,9 +48,8 @@ class EpochCounters:
         if not strg:
             if not option & BUSIF_RW_DATA:
                 return cls()
-            writes = SIGNAL_BURSTS + BURST_SIGNALS // 2             # ll_aton_dbgtrc.h: reads, then writes
-            counters = [((writes if write else SIGNAL_BURSTS) + busif + 2 * k, EVENT_HIGH)
-                        for _, _, busif, write in BUS_ROWS for k in range(len(BURST_BEATS))]
+            counters = [(burst_signal(busif, write, beats), EVENT_HIGH)
+                        for _, _, busif, write in BUS_ROWS for beats in BURST_BEATS]
             return cls(BUSIF_RW_DATA, tuple(counters), 0, False, len(counters))
         reading, writing = {STRG_I_ACTIVE: (ALL_ENGINES, 0), STRG_O_ACTIVE: (0, ALL_ENGINES),
                             STRG_ACTIVE: (in_mask, out_mask), STRG_HENV: (in_mask, 0)}[strg]

@@ -69,6 +69,12 @@ ACTIVITY_SIGNALS = {(SIGNAL_STALL_READ, EVENT_LOW): "read", (SIGNAL_HENV_READ, E
                     (SIGNAL_STALL_WRITE, EVENT_LOW): "write"}
 
 
+def burst_signal(busif, write, beats):
+    """The burst signal of bus interface `busif`'s reads or writes of `beats` beats (counted_event's
+    "bursts" key back to its signal: reads then writes, 1/2/4/8 beats, interfaces 0 and 1 alternating)."""
+    return SIGNAL_BURSTS + 8 * write + 2 * (beats.bit_length() - 1) + busif
+
+
 def counted_event(signal, event_type):
     """What a counter on `signal` counting `event_type` adds up over the chains, a key of
     chain_events ("bursts", interface, direction, beats) or ("active", engine, direction); None:
