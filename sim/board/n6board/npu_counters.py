@@ -19,7 +19,7 @@ clock counter and the NPU cache are not read: the NPU cycles are the time model'
 counts nothing (ST's lines with zeros)."""
 from dataclasses import dataclass
 
-from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
+from n6.profiling.measurement import BURST_BEATS, Bursts
 from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE,
                                    STRG_O_ACTIVE)
 from npu_model.npu import (EVENT_HIGH, EVENT_LOW, SIGNAL_HENV_READ, SIGNAL_STALL_READ, SIGNAL_STALL_WRITE,
@@ -112,8 +112,8 @@ def log_lines(option, npu_counts, trace, counts, in_mask, out_mask):
         rows = [counts[k:k + len(BURST_BEATS)] for k in range(0, len(counts), len(BURST_BEATS))]
         out += ["s:node:{}:burst:{}:{}:{}:{}:{}".format(port, rw, *row)
                 for (port, rw, _, _), row in zip(BUS_ROWS, rows)]
-        moved = {write: BEAT_BYTES * sum(c * beats for (_, _, _, w), row in zip(BUS_ROWS, rows) if w == write
-                                         for beats, c in zip(BURST_BEATS, row)) for write in (False, True)}
+        moved = {write: sum(Bursts.nbytes(row) for (_, _, _, w), row in zip(BUS_ROWS, rows) if w == write)
+                 for write in (False, True)}
         out.append(f"s:node:portx:burst:rw:{moved[False]}:{moved[True]}:{moved[False] + moved[True]}:0")
     if option & NPU_CACHE:
         out += ["s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]
