@@ -75,7 +75,7 @@ def test_the_report_gives_each_engines_active_cycles_as_st_firmware_logs_them(op
     the count; the input/output reports list the engines over 20 cycles and the busiest."""
     engines, read, _ = run_epoch(option | EPOCH_LEN | NPU_CACHE)
     assert read == counts
-    assert log_lines(option | EPOCH_LEN | NPU_CACHE, NPU_COUNTS, engines, read, IN_MASK, OUT_MASK) == \
+    assert log_lines(option | EPOCH_LEN | NPU_CACHE, NPU_COUNTS, engines, read) == \
         ["s:node:npu_cycles:300:200:100", *lines, "s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]
 
 
@@ -85,7 +85,7 @@ def test_the_bus_report_gives_each_interfaces_bursts_and_the_bytes_moved():
     100 and STRENG8's 15; 1,320 bytes each way. No NPU cycles line with BUSIF_RW_DATA (ST's rule)."""
     trace, read, _ = run_epoch(BUSIF_RW_DATA | EPOCH_LEN)
     assert read == [0, 1, 0, 6, 1, 2, 2, 19, 1, 1, 2, 13, 0, 0, 0, 0]
-    assert log_lines(BUSIF_RW_DATA | EPOCH_LEN, NPU_COUNTS, trace, read, IN_MASK, OUT_MASK) == \
+    assert log_lines(BUSIF_RW_DATA | EPOCH_LEN, NPU_COUNTS, trace, read) == \
         ["s:node:port0:burst:w:0:1:0:6", "s:node:port0:burst:r:1:2:2:19", "s:node:port1:burst:w:1:1:2:13",
          "s:node:port1:burst:r:0:0:0:0", "s:node:portx:burst:rw:1320:1320:2640:0"]
 
@@ -95,7 +95,7 @@ def test_without_a_counter_option_nothing_is_programmed_and_the_lines_stay_st_fi
     closing line alone."""
     trace, read, npu = run_epoch(EPOCH_LEN)
     assert trace.counters == () and read == [] and npu.read(EVENT(0)) == 0 and npu.read(EVENT(1)) == 0
-    assert log_lines(EPOCH_LEN, NPU_COUNTS, trace, read, IN_MASK, OUT_MASK) == ["s:node:npu_cycles:300:200:100"]
+    assert log_lines(EPOCH_LEN, NPU_COUNTS, trace, read) == ["s:node:npu_cycles:300:200:100"]
     trace = EpochCounters.for_epoch(STRG_I_ACTIVE, 0, 0)
-    assert log_lines(STRG_I_ACTIVE, NPU_COUNTS, trace, [20] + [0] * 9, 0, 0) == \
+    assert log_lines(STRG_I_ACTIVE, NPU_COUNTS, trace, [20] + [0] * 9) == \
         ["s:node:npu_cycles:300:200:100", "s:node:streng_active:max:i:-1:0"]
