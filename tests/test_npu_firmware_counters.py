@@ -21,11 +21,11 @@ EVENT = lambda n: 0x1F040 + 4 * n                   # DEBUG_TRACE EVENT_<n>, EVE
 NPU_COUNTS = (300, 200, 100)                        # the epoch's NPU cycles: start, core, end
 
 
-def run_epoch(option):
+def run_epoch(option, in_mask=IN_MASK, out_mask=OUT_MASK):
     """The counters of `option` started, the three copies run, the counters stopped and read:
     (EpochCounters, counts, the NPU)."""
     npu = Ram().attach(Npu())
-    trace = EpochCounters.for_epoch(option, IN_MASK, OUT_MASK)
+    trace = EpochCounters.for_epoch(option, in_mask, out_mask)
     trace.start(npu)
     for k, (reader, writer, n) in enumerate(COPIES):
         raw_engine(npu, reader, 0x3410_0000 + 0x1000 * k, n, write=False)
@@ -99,3 +99,13 @@ def test_without_a_counter_option_nothing_is_programmed_and_the_lines_stay_st_fi
     trace = EpochCounters.for_epoch(STRG_I_ACTIVE, 0, 0)
     assert log_lines(STRG_I_ACTIVE, NPU_COUNTS, trace, [20] + [0] * 9) == \
         ["s:node:npu_cycles:300:200:100", "s:node:streng_active:max:i:-1:0"]
+
+
+def test_an_engine_in_both_masks_is_read_back_once_as_st_firmware_reads_it():
+    """ai_wrapper_ATON's _dump_streng_counters(in | out, ...): STRG_ACTIVE programs STRENG0's
+    reading and writing counters but reads back one count an engine of in | out, the first."""
+    trace, read, npu = run_epoch(STRG_ACTIVE, in_mask=0b1, out_mask=0b1)
+    assert [npu.read(EVENT(n)) for n in (1, 2, 3)] == [2 << 1 | 1 << 18, 83 << 1 | 1 << 18, 0]
+    assert read == [100]
+    assert log_lines(STRG_ACTIVE, NPU_COUNTS, trace, read) == \
+        ["s:node:npu_cycles:300:200:100", "s:node:streng_active:i:0:100:100", "s:node:streng_active:max:i:0:100"]
