@@ -45,7 +45,7 @@ from n6.profiling.counters import busif_of
 from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 
 from . import ecblob
-from .chain import MODELLED, NOT_MODELLED, wire
+from .chain import NOT_MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -338,9 +338,9 @@ class Npu:
         self.writes_since = 0
         self.programs.append(program)
         self.in_chain |= set(chain)
-        unmodelled = [u for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        why = f"{unmodelled[0].name} is not modelled: {NOT_MODELLED[unmodelled[0].kind]}" if unmodelled else None
-        unmodelled = [u.name for u in unmodelled]
+        stop = next((u for u in program.units if u.kind in NOT_MODELLED), None)
+        why = f"{stop.name} is not modelled: {NOT_MODELLED[stop.kind]}" if stop else None
+        unmodelled = [u.name for u in program.units if u.kind in NOT_MODELLED]
         copies, computed = [], []
         if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
             copies, reason = self._copies(program)
