@@ -19,21 +19,27 @@ from test_npu_model import (ACTIV, CTRL, DSTACTIV, DSTSTRENG, EN, LINK_ACTIV, LI
 # ACTIV registers (ATON.h): ACTIVPARAM 0x08 (FUNC 19:16), FUNC 0x0C (OUTSHIFT 5:0, CSHIFT 11:6, BSHIFT
 # 16:12, SIGNEDOP 20, BWIDTH 25:23), ROM0 entries from 0x400 (4 bytes apart), ROM1 rows from 0x800
 # (A 15:0 and B 31:16, then C 15:0)
-ACTIVPARAM, FUNC, ROM0, ROM1 = 0x08, 0x0C, 0x400, 0x800
+ACTIVPARAM, FUNC, FSUB, ROM0, ROM1 = 0x08, 0x0C, 0x14, 0x400, 0x800
 EPOCHCTRL_CTRL, EPOCHCTRL_ADDR = 0x1E000, 0x1E008
-TYPE_FUNCTION, FBYTES_1, NO_SHIFT, SAT, OBYTES_1 = 3 << 2, 1 << 6, 16 << 8, 1 << 21, 1 << 22
+TYPE_PRELU, TYPE_FUNCTION, FBYTES_1, NO_SHIFT, SAT, OBYTES_1 = 1 << 2, 3 << 2, 1 << 6, 16 << 8, 1 << 21, 1 << 22
 INPUTS = [-128, -1, 0, 1, 7, 22, 63, 64, 100, 127]
+SIGNEDOP = 1 << 20
+TABLE_FUNC = 2 | 1 << 12 | SIGNEDOP | 1 << 23          # OUTSHIFT 2, BSHIFT 1, SIGNEDOP, BWIDTH 1
+TABLE_ROM0 = (0x00, 1 << 6 | 1)                         # row 0 alone; 1 inner bit from row 1
+FUNCTION_CTRL = EN | TYPE_FUNCTION | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1
 
 
-def activation_epoch(npu, ctrl, values):
+def activation_epoch(npu, ctrl, values, func=TABLE_FUNC, rom0=TABLE_ROM0, fsub=0):
     """ACTIV0 with a two-segment table: x < 0 → row 0, C = -100 (through the shift too); 0 <= x < 64 → row 1, A = 1
     (x*x); x >= 64 → row 2, B = -1 shifted left 1 (-2x); OUTSHIFT 2, no rounding, saturated to
-    one byte. STRENG0 sends `values` (8-bit) from 0x3410_0000, STRENG2 writes at 0x3410_0100."""
+    one byte (`func`, `rom0`, `fsub`: other FUNC, ROM0 entries, FSUB). STRENG0 sends `values`
+    (8-bit) from 0x3410_0000, STRENG2 writes at 0x3410_0100."""
     npu.epoch_label = lambda: "epoch 4"
     npu.write_memory(0x3410_0000, bytes(v & 0xFF for v in values))
     npu.write(ACTIV(0) + ACTIVPARAM, 8 << 16)                           # FUNC (normalisation) 8
-    npu.write(ACTIV(0) + FUNC, 2 | 1 << 12 | 1 << 20 | 1 << 23)         # OUTSHIFT 2, BSHIFT 1, SIGNEDOP, BWIDTH 1
-    for i, entry in enumerate((0x00, 1 << 6 | 1)):                      # ROM0: row 0 alone; 1 inner bit from row 1
+    npu.write(ACTIV(0) + FUNC, func)
+    npu.write(ACTIV(0) + FSUB, fsub)
+    for i, entry in enumerate(rom0):
         npu.write(ACTIV(0) + ROM0 + 4 * i, entry)
     for i, (ab, c) in enumerate(((0, -100 & 0xFFFF), (1, 0), (0xFFFF << 16, 0))):
         npu.write(ACTIV(0) + ROM1 + 8 * i, ab)
@@ -52,23 +58,30 @@ def test_the_function_evaluator_picks_each_values_row_and_computes_its_polynomia
     127); 64, 100, 127 → -2x >> 2, rounded down (-32, -50, -64)."""
     ram = Ram()
     npu = ram.attach(Npu())
-    activation_epoch(npu, EN | TYPE_FUNCTION | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, INPUTS)
+    activation_epoch(npu, FUNCTION_CTRL, INPUTS)
     out = np.frombuffer(ram.read(0x3410_0100, len(INPUTS)), dtype=np.int8).tolist()
     assert out == [-25, -25, 0, 0, 12, 121, 127, -32, -50, -64]
 
 
-@pytest.mark.parametrize("ctrl, what", [
-    (EN | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, "CTRL.TYPE=RELU"),
-    (EN | 2 << 2 | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, "CTRL.TYPE=TRELU"),
-    (EN | TYPE_FUNCTION | FBYTES_1 | 17 << 8 | SAT | OBYTES_1, "an input shift or subtraction (CTRL.FSHIFT, FSUB)"),
-    (EN | TYPE_FUNCTION | 2 << 6 | NO_SHIFT | SAT | OBYTES_1, "CTRL.FBYTES=2 with ACTIVPARAM.FUNC=8"),
+@pytest.mark.parametrize("ctrl, setting, why", [
+    (EN | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, {}, "CTRL.TYPE=RELU is not modelled"),
+    (EN | TYPE_PRELU | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, {}, "CTRL.TYPE=PRELU is not modelled"),
+    (EN | 2 << 2 | FBYTES_1 | NO_SHIFT | SAT | OBYTES_1, {}, "CTRL.TYPE=TRELU is not modelled"),
+    (EN | TYPE_FUNCTION | FBYTES_1 | 17 << 8 | SAT | OBYTES_1, {},
+     "an input shift or subtraction (CTRL.FSHIFT, FSUB) is not modelled"),
+    (FUNCTION_CTRL, {"fsub": 3}, "an input shift or subtraction (CTRL.FSHIFT, FSUB) is not modelled"),
+    (FUNCTION_CTRL, {"func": TABLE_FUNC & ~SIGNEDOP}, "FUNC.SIGNEDOP=0 is not modelled"),
+    (EN | TYPE_FUNCTION | 2 << 6 | NO_SHIFT | SAT | OBYTES_1, {},
+     "CTRL.FBYTES=2 with ACTIVPARAM.FUNC=8 is not modelled"),
+    (FUNCTION_CTRL, {"rom0": (0x00, 1 << 6 | 63)}, "a ROM0 entry pointing past ROM1's 64 rows"),
 ])
-def test_the_forms_it_does_not_model_stop_in_one_line_naming_the_field(ctrl, what):
+def test_the_forms_it_does_not_model_stop_in_one_line_naming_the_field(ctrl, setting, why):
+    """One line naming what is not modelled; the last ROM0 entry, row 63 with 1 inner bit, sends the
+    values from 64 to row 64, past ROM1's rows."""
     npu = Ram().attach(Npu())
     with pytest.raises(NpuStop) as e:
-        activation_epoch(npu, ctrl, INPUTS)
-    assert str(e.value) == (f"epoch 4: ACTIV0: {what} is not modelled "
-                            "(NPU_MODEL=control runs on with its outputs zeroed)")
+        activation_epoch(npu, ctrl, INPUTS, **setting)
+    assert str(e.value) == f"epoch 4: ACTIV0: {why} (NPU_MODEL=control runs on with its outputs zeroed)"
 
 
 # -- opt-in judges ----------------------------------------------------------------------------

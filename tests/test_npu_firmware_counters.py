@@ -21,11 +21,11 @@ EVENT = lambda n: 0x1F040 + 4 * n                   # DEBUG_TRACE EVENT_<n>, EVE
 NPU_COUNTS = (300, 200, 100)                        # the epoch's NPU cycles: start, core, end
 
 
-def run_epoch(option):
+def run_epoch(option, in_mask=IN_MASK, out_mask=OUT_MASK):
     """The counters of `option` started, the three copies run, the counters stopped and read:
     (EpochCounters, counts, the NPU)."""
     npu = Ram().attach(Npu())
-    trace = EpochCounters.for_epoch(option, IN_MASK, OUT_MASK)
+    trace = EpochCounters.for_epoch(option, in_mask, out_mask)
     trace.start(npu)
     for k, (reader, writer, n) in enumerate(COPIES):
         raw_engine(npu, reader, 0x3410_0000 + 0x1000 * k, n, write=False)
@@ -75,7 +75,7 @@ def test_the_report_gives_each_engines_active_cycles_as_st_firmware_logs_them(op
     the count; the input/output reports list the engines over 20 cycles and the busiest."""
     engines, read, _ = run_epoch(option | EPOCH_LEN | NPU_CACHE)
     assert read == counts
-    assert log_lines(option | EPOCH_LEN | NPU_CACHE, NPU_COUNTS, engines, read, IN_MASK, OUT_MASK) == \
+    assert log_lines(option | EPOCH_LEN | NPU_CACHE, NPU_COUNTS, engines, read) == \
         ["s:node:npu_cycles:300:200:100", *lines, "s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]
 
 
@@ -85,7 +85,7 @@ def test_the_bus_report_gives_each_interfaces_bursts_and_the_bytes_moved():
     100 and STRENG8's 15; 1,320 bytes each way. No NPU cycles line with BUSIF_RW_DATA (ST's rule)."""
     trace, read, _ = run_epoch(BUSIF_RW_DATA | EPOCH_LEN)
     assert read == [0, 1, 0, 6, 1, 2, 2, 19, 1, 1, 2, 13, 0, 0, 0, 0]
-    assert log_lines(BUSIF_RW_DATA | EPOCH_LEN, NPU_COUNTS, trace, read, IN_MASK, OUT_MASK) == \
+    assert log_lines(BUSIF_RW_DATA | EPOCH_LEN, NPU_COUNTS, trace, read) == \
         ["s:node:port0:burst:w:0:1:0:6", "s:node:port0:burst:r:1:2:2:19", "s:node:port1:burst:w:1:1:2:13",
          "s:node:port1:burst:r:0:0:0:0", "s:node:portx:burst:rw:1320:1320:2640:0"]
 
@@ -95,7 +95,17 @@ def test_without_a_counter_option_nothing_is_programmed_and_the_lines_stay_st_fi
     closing line alone."""
     trace, read, npu = run_epoch(EPOCH_LEN)
     assert trace.counters == () and read == [] and npu.read(EVENT(0)) == 0 and npu.read(EVENT(1)) == 0
-    assert log_lines(EPOCH_LEN, NPU_COUNTS, trace, read, IN_MASK, OUT_MASK) == ["s:node:npu_cycles:300:200:100"]
+    assert log_lines(EPOCH_LEN, NPU_COUNTS, trace, read) == ["s:node:npu_cycles:300:200:100"]
     trace = EpochCounters.for_epoch(STRG_I_ACTIVE, 0, 0)
-    assert log_lines(STRG_I_ACTIVE, NPU_COUNTS, trace, [20] + [0] * 9, 0, 0) == \
+    assert log_lines(STRG_I_ACTIVE, NPU_COUNTS, trace, [20] + [0] * 9) == \
         ["s:node:npu_cycles:300:200:100", "s:node:streng_active:max:i:-1:0"]
+
+
+def test_an_engine_in_both_masks_is_read_back_once_as_st_firmware_reads_it():
+    """ai_wrapper_ATON's _dump_streng_counters(in | out, ...): STRG_ACTIVE programs STRENG0's
+    reading and writing counters but reads back one count an engine of in | out, the first."""
+    trace, read, npu = run_epoch(STRG_ACTIVE, in_mask=0b1, out_mask=0b1)
+    assert [npu.read(EVENT(n)) for n in (1, 2, 3)] == [2 << 1 | 1 << 18, 83 << 1 | 1 << 18, 0]
+    assert read == [100]
+    assert log_lines(STRG_ACTIVE, NPU_COUNTS, trace, read) == \
+        ["s:node:npu_cycles:300:200:100", "s:node:streng_active:i:0:100:100", "s:node:streng_active:max:i:0:100"]

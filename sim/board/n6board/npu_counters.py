@@ -19,11 +19,11 @@ clock counter and the NPU cache are not read: the NPU cycles are the time model'
 counts nothing (ST's lines with zeros)."""
 from dataclasses import dataclass
 
-from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
+from n6.profiling.measurement import BURST_BEATS, Bursts
 from n6.profiling.messages import (BUSIF_RW_DATA, EPOCH_LEN, NPU_CACHE, STRG_ACTIVE, STRG_HENV, STRG_I_ACTIVE,
                                    STRG_O_ACTIVE)
-from npu_model.npu import (BURST_SIGNALS, EVENT_HIGH, EVENT_LOW, SIGNAL_BURSTS, SIGNAL_HENV_READ, SIGNAL_STALL_READ,
-                           SIGNAL_STALL_WRITE, STRENG_LINKS as STRENG_NUM, TRACE_UNIT)
+from npu_model.npu import (EVENT_HIGH, EVENT_LOW, SIGNAL_HENV_READ, SIGNAL_STALL_READ, SIGNAL_STALL_WRITE,
+                           STRENG_LINKS as STRENG_NUM, TRACE_UNIT, burst_signal)
 
 ALL_ENGINES = (1 << STRENG_NUM) - 1
 ACTIVE_MIN = 20             # STRG_I_ACTIVE / STRG_O_ACTIVE list the engines counting more cycles
@@ -35,12 +35,22 @@ BUS_ROWS = (("port0", "w", 0, True), ("port0", "r", 0, False), ("port1", "w", 1,
 class EpochCounters:
     """The counters one epoch uses: the option in force (the first of I_ACTIVE, O_ACTIVE, ACTIVE,
     HENV the run asks for, else BUSIF_RW_DATA; 0: none), each counter's (signal, event type) from
-    counter `first`, whether ST disables their interrupt, and how many the firmware reads back."""
+    counter `first`, how many the firmware reads back and, for the stream-engine options, what
+    each count read back is: ("i" reading or "o" writing, engine)."""
     option: int = 0
     counters: tuple = ()
-    first: int = 0
-    int_disable: bool = False
     read: int = 0
+    labels: tuple = ()
+
+    @property
+    def first(self):
+        """The first counter: 0 for the bus interfaces, else 1 (counter 0 is the NPU clock's)."""
+        return 0 if self.option == BUSIF_RW_DATA else 1
+
+    @property
+    def int_disable(self):
+        """ST disables the stream-engine counters' interrupt, not the bus interfaces'."""
+        return self.option != BUSIF_RW_DATA
 
     @classmethod
     def for_epoch(cls, option, in_mask, out_mask):
@@ -48,20 +58,22 @@ class EpochCounters:
         if not strg:
             if not option & BUSIF_RW_DATA:
                 return cls()
-            writes = SIGNAL_BURSTS + BURST_SIGNALS // 2             # ll_aton_dbgtrc.h: reads, then writes
-            counters = [((writes if write else SIGNAL_BURSTS) + busif + 2 * k, EVENT_HIGH)
-                        for _, _, busif, write in BUS_ROWS for k in range(len(BURST_BEATS))]
-            return cls(BUSIF_RW_DATA, tuple(counters), 0, False, len(counters))
+            counters = [(burst_signal(busif, write, beats), EVENT_HIGH)
+                        for _, _, busif, write in BUS_ROWS for beats in BURST_BEATS]
+            return cls(BUSIF_RW_DATA, tuple(counters), len(counters))
         reading, writing = {STRG_I_ACTIVE: (ALL_ENGINES, 0), STRG_O_ACTIVE: (0, ALL_ENGINES),
                             STRG_ACTIVE: (in_mask, out_mask), STRG_HENV: (in_mask, 0)}[strg]
-        counters = []
+        counters, labels = [], []
         for i in range(STRENG_NUM):
             if reading >> i & 1:
                 counters.append((SIGNAL_HENV_READ + i, EVENT_HIGH) if strg == STRG_HENV else
                                 (SIGNAL_STALL_READ + i, EVENT_LOW))
+                labels.append(("i", i))
             if writing >> i & 1:
                 counters.append((SIGNAL_STALL_WRITE + i, EVENT_LOW))
-        return cls(strg, tuple(counters), 1, True, bin(reading | writing).count("1"))
+                labels.append(("o", i))
+        read = bin(reading | writing).count("1")        # ST reads one count an engine from counter 1
+        return cls(strg, tuple(counters), read, tuple(labels[:read]))
 
     def start(self, npu):
         """Program and start the counters (ST's PRE_START): signal, event type, count 0, then enabled."""
@@ -85,7 +97,7 @@ class EpochCounters:
                 for n in range(self.first, self.first + self.read)]
 
 
-def log_lines(option, npu_counts, trace, counts, in_mask, out_mask):
+def log_lines(option, npu_counts, trace, counts):
     """The NPU counter logs of one epoch (ST's `_log_counters` after the MCU cycles): `npu_counts`
     the NPU cycles of its start, core and end, `trace` its EpochCounters, `counts` what they
     read. EPOCH_LEN with any stream-engine option, or alone unless BUSIF_RW_DATA is asked; the
@@ -95,26 +107,19 @@ def log_lines(option, npu_counts, trace, counts, in_mask, out_mask):
     if strg or option & EPOCH_LEN and not option & BUSIF_RW_DATA:
         out.append("s:node:npu_cycles:{}:{}:{}".format(*npu_counts))
     core = npu_counts[1]
-    if trace.option in (STRG_I_ACTIVE, STRG_O_ACTIVE):
-        kind = "i" if trace.option == STRG_I_ACTIVE else "o"
-        listed = [(i, c) for i, c in zip(range(STRENG_NUM), counts) if c > ACTIVE_MIN]
-        out += [f"s:node:streng_active:{kind}:{i}:{c}:{core - c}" for i, c in listed]
-        out.append(_busiest(kind, [(kind, i, c) for i, c in listed]))
-    elif trace.option == STRG_ACTIVE:
-        sides = [(kind, i) for i in range(STRENG_NUM) for kind, mask in (("i", in_mask), ("o", out_mask))
-                 if mask >> i & 1]
-        listed = [(kind, i, c) for (kind, i), c in zip(sides, counts)]
+    counted = [(kind, i, c) for (kind, i), c in zip(trace.labels, counts)]
+    if trace.option in (STRG_I_ACTIVE, STRG_O_ACTIVE, STRG_ACTIVE):
+        listed = [e for e in counted if trace.option == STRG_ACTIVE or e[2] > ACTIVE_MIN]
         out += [f"s:node:streng_active:{kind}:{i}:{c}:{core - c}" for kind, i, c in listed]
-        out.append(_busiest("i", listed))
+        out.append(_busiest("o" if trace.option == STRG_O_ACTIVE else "i", listed))
     elif trace.option == STRG_HENV:
-        inputs = [i for i in range(STRENG_NUM) if in_mask >> i & 1]
-        out += [f"s:node:streng_henv:i:{i}:{c}:{core - c}" for i, c in zip(inputs, counts)]
+        out += [f"s:node:streng_henv:{kind}:{i}:{c}:{core - c}" for kind, i, c in counted]
     elif trace.option == BUSIF_RW_DATA:
         rows = [counts[k:k + len(BURST_BEATS)] for k in range(0, len(counts), len(BURST_BEATS))]
         out += ["s:node:{}:burst:{}:{}:{}:{}:{}".format(port, rw, *row)
                 for (port, rw, _, _), row in zip(BUS_ROWS, rows)]
-        moved = {write: BEAT_BYTES * sum(c * beats for (_, _, _, w), row in zip(BUS_ROWS, rows) if w == write
-                                         for beats, c in zip(BURST_BEATS, row)) for write in (False, True)}
+        moved = {write: sum(Bursts.nbytes(row) for (_, _, _, w), row in zip(BUS_ROWS, rows) if w == write)
+                 for write in (False, True)}
         out.append(f"s:node:portx:burst:rw:{moved[False]}:{moved[True]}:{moved[False] + moved[True]}:0")
     if option & NPU_CACHE:
         out += ["s:node:npu_cache:r:0:0:0:0", "s:node:npu_cache:w:0:0:0:0"]

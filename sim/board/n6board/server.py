@@ -268,7 +268,7 @@ class Board:
         counts = [run.start.cycles, run.wait_cycles, run.end.cycles]
         self.log_and_wait("s:node:mcu_cycles:{}:{}:{}".format(*counts))
         npu = [round(c * NPU_HZ / MCU_HZ) for c in counts]
-        for text in log_lines(option, npu, run.trace, run.trace_counts, ep.in_streng_mask, ep.out_streng_mask):
+        for text in log_lines(option, npu, run.trace, run.trace_counts):
             self.log_and_wait(text)
         self.log_and_wait(f"s:sim:instructions:{run.start.instructions}:{run.end.instructions}")
         for region, (reads, rbytes, writes, wbytes) in sorted(_memory(run).items()):

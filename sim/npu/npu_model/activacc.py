@@ -78,7 +78,7 @@ class ActivConfig:
     name: str = "ACTIV"
 
     @classmethod
-    def from_registers(cls, registers, tables=((), ()), name="ACTIV"):
+    def from_registers(cls, registers, tables, name="ACTIV"):
         """From a decoded unit's registers and its tables (rom_tables)."""
         f = unit_fields("ACTIV", registers)
         ctrl, func, param = f["CTRL"], f["FUNC"], f["ACTIVPARAM"]
@@ -92,7 +92,7 @@ class ActivConfig:
         if 8 * ctrl["FBYTES"] + param["FUNC"] > POSITION_BITS:
             unmodelled.append(f"CTRL.FBYTES={ctrl['FBYTES']} with ACTIVPARAM.FUNC={param['FUNC']}")
         rom0, rom1 = tables
-        words = np.array(list(rom1) or [(0, 0)], dtype=np.int64).reshape(-1, 2)
+        words = np.array(rom1, dtype=np.int64)
         rows = np.stack([signed(words[:, 0] & 0xFFFF, 16), signed(words[:, 0] >> 16 & 0xFFFF, 16),
                          signed(words[:, 1] & 0xFFFF, 16)], axis=1)
         return cls(ctrl["FBYTES"], param["FUNC"], func["BWIDTH"], tuple(rom0), rows,

@@ -30,8 +30,8 @@ from .convacc import ConvConfig, convolve, kernel_frames
 from .fixedpoint import NotModelled
 from .poolacc import PoolConfig, pool
 
-MODELLED = frozenset({"CONVACC", "ARITH", "POOL", "ACTIV"})
-# What is missing for the other processing units, the stop line's reason (no public sample uses them)
+# The processing units not modelled (the others compute: compute.py) and what is missing, the stop
+# line's reason (no public sample uses them)
 NOT_MODELLED = {
     "DECUN": "decompression, its codebook and codeword formats (BFORMAT, DFORMAT, FFORMAT) are not public",
     "RECBUF": "the reconfigurable buffer's behaviour is not public",

@@ -19,7 +19,9 @@ from .fixedpoint import NotModelled
 from .poolacc import PoolConfig
 from .streng import STREAM_BITS, read_items
 
-CONFIGS = {"CONVACC": ConvConfig.from_registers, "POOL": PoolConfig.from_registers}
+CONFIGS = {"CONVACC": ConvConfig.from_registers, "POOL": PoolConfig.from_registers,
+           "ARITH": ArithConfig.from_registers, "ACTIV": ActivConfig.from_registers}
+MEMORIES = {"ARITH": coefficient_memory, "ACTIV": rom_tables}     # the units whose memory configures them too
 
 
 def chain_writes(program, aton, regs, read_memory):
@@ -29,16 +31,9 @@ def chain_writes(program, aton, regs, read_memory):
     for u in program.units:
         if u.kind == "STRENG":
             configs[u.name] = None
-        elif u.kind == "ARITH":
-            memory = coefficient_memory(regs, aton.units["ARITH"].instance_base(u.index))
-            configs[u.name] = ArithConfig.from_registers(u.registers, memory, u.name)
-        elif u.kind == "ACTIV":
-            tables = rom_tables(regs, aton.units["ACTIV"].instance_base(u.index))
-            configs[u.name] = ActivConfig.from_registers(u.registers, tables, u.name)
-        elif u.kind in CONFIGS:
-            configs[u.name] = CONFIGS[u.kind](u.registers, u.name)
-        else:
-            raise NotModelled(f"{u.name} is not modelled")
+            continue
+        memory = [MEMORIES[u.kind](regs, aton.units[u.kind].instance_base(u.index))] if u.kind in MEMORIES else []
+        configs[u.name] = CONFIGS[u.kind](u.registers, *memory, name=u.name)
     engines = {f.engine: f.addressing for f in program.footprints}
     for engine in engines.values():
         engine.check()

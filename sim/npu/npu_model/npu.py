@@ -45,7 +45,7 @@ from n6.profiling.counters import busif_of
 from n6.profiling.measurement import BEAT_BYTES, BURST_BEATS
 
 from . import ecblob
-from .chain import MODELLED, NOT_MODELLED, wire
+from .chain import NOT_MODELLED, wire
 from .compute import chain_writes
 from .fixedpoint import NotModelled
 from .program import STREAMING_UNITS, decode, register_name, switch_routes
@@ -67,6 +67,12 @@ SIGNAL_STALL_READ, SIGNAL_HENV_READ, SIGNAL_STALL_WRITE = 2, 56, 83
 # (first signal, event type counted) → the engines' activity it gives, per direction moved
 ACTIVITY_SIGNALS = {(SIGNAL_STALL_READ, EVENT_LOW): "read", (SIGNAL_HENV_READ, EVENT_HIGH): "read",
                     (SIGNAL_STALL_WRITE, EVENT_LOW): "write"}
+
+
+def burst_signal(busif, write, beats):
+    """The burst signal of bus interface `busif`'s reads or writes of `beats` beats (counted_event's
+    "bursts" key back to its signal: reads then writes, 1/2/4/8 beats, interfaces 0 and 1 alternating)."""
+    return SIGNAL_BURSTS + 8 * write + 2 * (beats.bit_length() - 1) + busif
 
 
 def counted_event(signal, event_type):
@@ -332,9 +338,9 @@ class Npu:
         self.writes_since = 0
         self.programs.append(program)
         self.in_chain |= set(chain)
-        unmodelled = [u for u in program.units if u.kind != "STRENG" and u.kind not in MODELLED]
-        why = f"{unmodelled[0].name} is not modelled: {NOT_MODELLED[unmodelled[0].kind]}" if unmodelled else None
-        unmodelled = [u.name for u in unmodelled]
+        stop = next((u for u in program.units if u.kind in NOT_MODELLED), None)
+        why = f"{stop.name} is not modelled: {NOT_MODELLED[stop.kind]}" if stop else None
+        unmodelled = [u.name for u in program.units if u.kind in NOT_MODELLED]
         copies, computed = [], []
         if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
             copies, reason = self._copies(program)
