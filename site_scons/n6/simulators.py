@@ -4,11 +4,15 @@ touching sys.path. The product otherwise finds a simulated tool exactly as it fi
 the simulated install by its folder, the simulated programmer by its executable, the simulated
 board by its port. What it takes from here is what a real tool has no counterpart for: laying out
 the simulated install, the simulated probe's serial number."""
+import ast
+import functools
 import glob
 import importlib
 import importlib.util
 import os
+import re
 import sys
+from collections.abc import Iterable
 from types import ModuleType
 
 from .errors import N6Error
@@ -25,6 +29,45 @@ def sources(package: str, recursive: bool = False) -> list:
     subpackages' too), sorted: a step whose result it makes reruns when one changes."""
     pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")
     return sorted(f for ext in ("py", "c", "txt") for f in glob.glob(pattern + ext, recursive=recursive))
+
+
+def loaded_files(paths: Iterable[str]) -> list:
+    """The files of the simulator modules the Python files `paths` load by name (load("npu_model.ecblob")),
+    sorted: each module's, its package's __init__.py, those of the modules of its package it imports
+    at any depth, and the package's table files they name. What the code in `paths` runs of them."""
+    named = re.compile(r"""["']((?:%s)(?:\.\w+)+)["']""" % "|".join(PACKAGES))
+    todo, files = [], set()
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            todo += named.findall(f.read())
+    while todo:
+        module = todo.pop()
+        package, _, rest = module.partition(".")
+        path = os.path.join(PACKAGES[package], *rest.split(".")) + ".py" if rest else \
+            os.path.join(PACKAGES[package], "__init__.py")
+        if path not in files and os.path.isfile(path):
+            files.add(path)
+            imports, tables = _package_reads(path, package)
+            todo += imports + [package]
+            files.update(tables)
+    return sorted(files)
+
+
+@functools.cache
+def _package_reads(path: str, package: str) -> tuple:
+    """(modules of `package` the file `path` imports, the package's non-Python files it names)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    imports = []
+    for node in ast.walk(ast.parse(text, path)):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == package):
+            base = package + ("." + node.module if node.module else "") if node.level else node.module
+            imports += [base] + [f"{base}.{a.name}" for a in node.names]   # a name may be a module
+        elif isinstance(node, ast.Import):
+            imports += [a.name for a in node.names if a.name.split(".")[0] == package]
+    tables = [f for f in sources(package)
+              if not f.endswith(".py") and re.search(r"""["']%s["']""" % re.escape(os.path.basename(f)), text)]
+    return imports, tables
 
 
 def probe_serial(state: str, k: int = 1) -> str:
