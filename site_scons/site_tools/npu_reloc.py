@@ -113,19 +113,23 @@ class _Shared:
     pack_inputs: list        # pack's code and the gate's board file
 
 
-_SHARED: dict[str, _Shared] = {}   # build folder → its _Shared
+_SHARED: dict[tuple, _Shared] = {}   # what a _Shared is found from → it
 
 
 def _shared(env):
-    key = env.subst("$BUILD_DIR")
+    """The _Shared of `env`, found once for each set of what it is found from: the install, the
+    size budgets, the board, RELOC_ABSOLUTE_FLASH_POOLS and the build folder (the steps' code nodes
+    are per build folder)."""
+    install = env.StedgeaiInstall()
+    gate, board_name, absolute = tuple(budgets(env).items()), env["BOARD"], bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
+    key = (env.subst("$BUILD_DIR"), install, gate, board_name, absolute)
     if key not in _SHARED:
-        install_rel, simulated = env.StedgeaiInstall()[1:]
-        gate = budgets(env)
-        board = gate_board(gate, env["BOARD"])
+        _, install_rel, simulated = install
+        board = gate_board(dict(gate), board_name)
         _SHARED[key] = _Shared(
-            simulated, image_area(env["BOARD"]) if env["RELOC_ABSOLUTE_FLASH_POOLS"] and not install_rel.multi_model
-            else None, tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
-            tuple(gate.items()), board, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
+            simulated, image_area(board_name) if absolute and not install_rel.multi_model else None,
+            tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT), gate, board,
+            step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
             [step_code(env, "pack", ["n6.reloc.pipeline", "n6.reloc.options", "n6.board"], __file__)] +
             ([env.File(board)] if board else []))
