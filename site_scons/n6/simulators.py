@@ -71,8 +71,9 @@ def _package_reads(path: str, package: str) -> tuple:
 
 
 def probe_serial(state: str, k: int = 1) -> str:
-    """The probe serial of the simulated board whose state folder is `state` (board `k` of a
-    bench: the serial it gets when it has none yet); a damaged probe file is one line."""
+    """The probe serial of the simulated board whose state folder is `state`: its probe file's, else
+    board `k` of a bench's factory serial (programmer_sim.board_state.factory_serial); a damaged
+    probe file is one line."""
     try:
         return load("programmer_sim.board_state").BoardState(state).probe(k)["serial"]
     except ValueError as e:
