@@ -5,7 +5,6 @@ the simulated install by its folder, the simulated programmer by its executable,
 board by its port. What it takes from here is what a real tool has no counterpart for: laying out
 the simulated install, the simulated probe's serial number."""
 import ast
-import functools
 import glob
 import importlib
 import importlib.util
@@ -32,42 +31,48 @@ def sources(package: str, recursive: bool = False) -> list:
 
 
 def loaded_files(paths: Iterable[str]) -> list:
-    """The files of the simulator modules the Python files `paths` load by name (load("npu_model.ecblob")),
-    sorted: each module's, its package's __init__.py, those of the modules of its package it imports
-    at any depth, and the package's table files they name. What the code in `paths` runs of them."""
+    """The files of the simulator modules the Python files `paths` load by name ("npu_model.ecblob"),
+    sorted: each module's, its packages' __init__.py, those of the modules of its package it
+    imports at any depth, and the package's table files they name: what `paths` runs of them."""
     named = re.compile(r"""["']((?:%s)(?:\.\w+)+)["']""" % "|".join(PACKAGES))
     todo, files = [], set()
     for path in paths:
         with open(path, encoding="utf-8") as f:
             todo += named.findall(f.read())
     while todo:
-        module = todo.pop()
-        package, _, rest = module.partition(".")
-        path = os.path.join(PACKAGES[package], *rest.split(".")) + ".py" if rest else \
-            os.path.join(PACKAGES[package], "__init__.py")
+        package, *rest = todo.pop().split(".")
+        folder = os.path.join(PACKAGES[package], *rest)
+        path = os.path.join(folder, "__init__.py") if os.path.isdir(folder) else folder + ".py"
         if path not in files and os.path.isfile(path):
             files.add(path)
-            imports, tables = _package_reads(path, package)
-            todo += imports + [package]
-            files.update(tables)
+            todo += _package_imports(path, package) + [".".join([package] + rest[:-1])] * bool(rest)
+            files.update(_package_tables(path, package))
     return sorted(files)
 
 
-@functools.cache
-def _package_reads(path: str, package: str) -> tuple:
-    """(modules of `package` the file `path` imports, the package's non-Python files it names)."""
+def _package_imports(path: str, package: str) -> list:
+    """The modules of `package` that its file `path` imports (a name imported may be a module)."""
+    within = os.path.relpath(os.path.dirname(path), PACKAGES[package])
+    here = [package] + ([] if within == os.curdir else within.split(os.sep))
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == package):
+            base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module
+            found += [base] + [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == package]
+    return found
+
+
+def _package_tables(path: str, package: str) -> list:
+    """The files of `package` other than Python that its file `path` names in a string."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    imports = []
-    for node in ast.walk(ast.parse(text, path)):
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == package):
-            base = package + ("." + node.module if node.module else "") if node.level else node.module
-            imports += [base] + [f"{base}.{a.name}" for a in node.names]   # a name may be a module
-        elif isinstance(node, ast.Import):
-            imports += [a.name for a in node.names if a.name.split(".")[0] == package]
-    tables = [f for f in sources(package)
-              if not f.endswith(".py") and re.search(r"""["']%s["']""" % re.escape(os.path.basename(f)), text)]
-    return imports, tables
+    return [f for f in sources(package, recursive=True) if not f.endswith(".py")
+            and re.search(r"""["']%s["']""" % re.escape(os.path.basename(f)), text)]
 
 
 def probe_serial(state: str, k: int = 1) -> str:
