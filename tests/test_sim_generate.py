@@ -345,3 +345,15 @@ def test_the_simulator_modules_a_file_loads_are_followed_through_its_imports_and
     npu = PACKAGES["npu_model"]
     assert loaded_files([os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "emit_c.py")]) == \
         [os.path.join(npu, f) for f in ("__init__.py", "aton_map.txt", "ecblob.py", "registers.py")]
+
+
+def test_loaded_files_follow_subpackages_and_other_simulator_packages(tmp_path):
+    """A module of a subpackage brings its packages' __init__.py; an import of another simulator
+    package's module (n6board's memory map reads the programmer's board state) is followed."""
+    from n6.simulators import PACKAGES, loaded_files
+    caller = tmp_path / "caller.py"
+    caller.write_text('memory_map = load("n6board.dk.memory_map")\n')
+    got = loaded_files([str(caller)])
+    board, programmer = PACKAGES["n6board"], PACKAGES["programmer_sim"]
+    assert {os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
+            os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "board_state.py")} <= set(got)

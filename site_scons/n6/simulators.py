@@ -32,8 +32,8 @@ def sources(package: str, recursive: bool = False) -> list:
 
 def loaded_files(paths: Iterable[str]) -> list:
     """The files of the simulator modules the Python files `paths` load by name ("npu_model.ecblob"),
-    sorted: each module's, its packages' __init__.py, those of the modules of its package it
-    imports at any depth, and the package's table files they name: what `paths` runs of them."""
+    sorted: each module's, its packages' __init__.py, those of the simulator modules it imports at
+    any depth, and the package table files they name: what `paths` runs of them."""
     named = re.compile(r"""["']((?:%s)(?:\.\w+)+)["']""" % "|".join(PACKAGES))
     todo, files = [], set()
     for path in paths:
@@ -51,19 +51,20 @@ def loaded_files(paths: Iterable[str]) -> list:
 
 
 def _package_imports(path: str, package: str) -> list:
-    """The modules of `package` that its file `path` imports (a name imported may be a module)."""
+    """The simulator modules that the file `path` of `package` imports (relative ones resolved; a
+    name imported may be a module)."""
     within = os.path.relpath(os.path.dirname(path), PACKAGES[package])
     here = [package] + ([] if within == os.curdir else within.split(os.sep))
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == package):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PACKAGES):
             base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else [])) \
                 if node.level else node.module
             found += [base] + [f"{base}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == package]
+            found += [a.name for a in node.names if a.name.split(".")[0] in PACKAGES]
     return found
 
 
