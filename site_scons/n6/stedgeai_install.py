@@ -46,6 +46,16 @@ NPU_DEVICE_HEADER = os.path.join("Middlewares", "ST", "AI", "Npu", "Devices", "S
 OPTIONAL_READ_PATHS = (VALIDATION_FIRMWARE_DIR,)
 
 
+# The file only a simulated install has (its tool reads its release there).
+SIMULATED_INSTALL_MARK = os.path.join("Utilities", "linux", "stedgeai_sim.json")
+
+
+def is_simulated_install(root: str) -> bool:
+    """Whether the install at `root` is a simulated one: the build's own, or a copy of it given as
+    STEDGEAI_CORE_DIR (its runtime sources are the simulated ones all the same)."""
+    return os.path.isfile(os.path.join(root, SIMULATED_INSTALL_MARK))
+
+
 def runtime_sources(simulated: bool) -> tuple[str, ...]:
     """The LL_ATON sources compiled into every image, for the simulated install or a real one."""
     return SIMULATED_RUNTIME_SOURCES if simulated else ST_RUNTIME_SOURCES
