@@ -12,7 +12,7 @@ import pytest
 
 from n6.stedgeai_install import (CONF_SHARED_SOURCES, LL_ATON, NDEBUG_SOURCES, OPTIONAL_READ_PATHS, PLATFORM,
                                  RUNTIME_LIB_GLOB, SIMULATED_RUNTIME_SOURCES, ST_RUNTIME_SOURCES, SW_LIB_INC_SOURCES,
-                                 read_paths)
+                                 is_simulated_install, read_paths)
 
 from conftest import copy_repo, scons
 
@@ -30,6 +30,7 @@ def test_the_simulated_install_has_every_path_the_build_reads(sim_install, rel):
     from stedgeai_sim.install import runtime_lib_path
     root = sim_install(rel)
     assert [p for p in _missing(root, read_paths(simulated=True)) if p != RUNTIME_LIB_GLOB] == []
+    assert is_simulated_install(root)     # its runtime sources are the simulated ones wherever it is
     assert fnmatch.fnmatch(runtime_lib_path(rel), RUNTIME_LIB_GLOB)   # the build compiles it there
 
 
@@ -61,6 +62,7 @@ def test_the_simulated_install_ships_the_c_sources_the_build_compiles_and_no_oth
 @needs_real
 def test_a_real_install_has_every_path_the_build_reads():
     assert _missing(os.path.join(REAL, "2.2"), read_paths(simulated=False) + OPTIONAL_READ_PATHS) == []
+    assert not is_simulated_install(os.path.join(REAL, "2.2"))
 
 
 @needs_real
