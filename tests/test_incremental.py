@@ -18,7 +18,7 @@ from n6.mpool import read_mpool
 from n6.placement import params_pool
 from n6.neural_art_profile import read_profile
 from n6.releases import generate_outputs, release
-from n6.stedgeai_install import CONF_SHARED_SOURCES, RUNTIME_SOURCES
+from n6.stedgeai_install import CONF_SHARED_SOURCES, SIMULATED_RUNTIME_SOURCES
 
 from conftest import BUNDLED, MODELS, ROOT, bump, copy_repo, scons
 
@@ -315,7 +315,7 @@ def test_runtime_objects_are_shared_by_the_models_with_the_same_flags(repo):
     configuration header): one model's own flags change → its own two objects and a second set of
     runtime objects, no other model's; back → its two objects only (the first set was kept)."""
     shared = sorted(os.listdir(os.path.join(repo, "build", "runtime", "secure-dbg_info")))
-    assert shared == sorted(s[:-2] + ".o" for s in RUNTIME_SOURCES + CONF_SHARED_SOURCES)
+    assert shared == sorted(s[:-2] + ".o" for s in SIMULATED_RUNTIME_SOURCES + CONF_SHARED_SOURCES)
     assert not any(os.path.exists(os.path.join(repo, "build", m, "reloc", "obj", o))
                    for m in ALL_MODELS for o in ("ll_aton.o", "ll_aton_reloc_callbacks.o"))
     spec = os.path.join(repo, "models", "tiny_prebuilt", "model.json")
@@ -323,7 +323,7 @@ def test_runtime_objects_are_shared_by_the_models_with_the_same_flags(repo):
         json.dump({"reloc": {"secure": False}}, f)
     got = steps(scons(repo))
     compiled = sorted(m for v, m in got if v == "CC")
-    assert compiled == ["runtime"] * len(RUNTIME_SOURCES + CONF_SHARED_SOURCES) + ["tiny_prebuilt"] * 2, got
+    assert compiled == ["runtime"] * len(SIMULATED_RUNTIME_SOURCES + CONF_SHARED_SOURCES) + ["tiny_prebuilt"] * 2, got
     assert {m for _, m in got} == {"runtime", "tiny_prebuilt"}
     assert os.path.isfile(os.path.join(repo, "build", "runtime", "nonsecure-dbg_info", "ll_aton_reloc_callbacks.o"))
     os.unlink(spec)

@@ -276,14 +276,15 @@ def test_compile_and_link_command_lines(tmp_path):
             and includes[1].endswith("scripts/N6_reloc/resources/platform/stm32n6"))
     assert (includes[2].endswith("scripts/N6_reloc/resources/platform")
             and includes[3].endswith("build/tiny_prebuilt/reloc"))
-    assert "-DNDEBUG" in lines["ecloader.o"] and "-DNDEBUG" in lines["ll_aton_lib_sw_operators.o"]
-    assert "-DNDEBUG" not in lines["ll_aton.o"]
+    assert "-DNDEBUG" in lines["ll_aton_lib_sw_operators.o"]
+    assert "-DNDEBUG" not in lines["ll_aton.o"] and "-DNDEBUG" not in lines["ec_ops.o"]
+    assert any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ec_ops.o"])
     assert any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_sw_integer.o"])
     assert not any(a.endswith("Middlewares/ST/AI/Inc") for a in lines["ll_aton.o"])
     link = lines["network.elf"]
     objs = [os.path.basename(a) for a in link if a.endswith((".o", ".a"))]
     assert objs == ["network_reloc.o", "ll_aton.o", "ll_aton_util.o", "ll_sw_integer.o", "ll_sw_float.o",
-                    "ll_aton_lib_sw_operators.o", "ecloader.o", "NetworkRuntime1020_CM55_GCC_PIC.a",
+                    "ll_aton_lib_sw_operators.o", "ec_ops.o", "NetworkRuntime1020_CM55_GCC_PIC.a",
                     "network_reloc_mempools.o", "ll_aton_reloc_callbacks.o"]
     tail = link[link.index("-T"):]
     assert tail[2:9] == ["-nostartfiles", "-nostdlib", "-Wl,--gc-sections", "-Wl,--cref", "-Bstatic",

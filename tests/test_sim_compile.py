@@ -6,12 +6,10 @@ import subprocess
 import pytest
 
 from n6 import gcc_flags
-from n6.stedgeai_install import PLATFORM
+from n6.stedgeai_install import (CONF_SHARED_SOURCES, LL_ATON, NDEBUG_SOURCES, PLATFORM,
+                                 SIMULATED_RUNTIME_SOURCES, SW_LIB_INC, SW_LIB_INC_SOURCES)
 
 from conftest import BUNDLED
-
-RUNTIME = ["ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
-           "ecloader.c", "ll_aton_reloc_callbacks.c"]
 
 
 def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
@@ -27,13 +25,10 @@ def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
 @pytest.mark.parametrize("rel", ["2.2", "3.0"])
 def test_runtime_sources_compile(sim_install, tmp_path, rel):
     install = sim_install(rel)
-    inc = os.path.join(install, "Middlewares", "ST", "AI", "Inc")
-    for name in RUNTIME:
-        src = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton", name)
-        extra = [f"-I{inc}"] if name in ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c") else []
-        if name in ("ll_aton_lib_sw_operators.c", "ecloader.c"):
-            extra.append("-DNDEBUG")
-        proc = _cc(install, tmp_path, src, extra=extra)   # only ST's per-file extras, nothing more
+    for name in SIMULATED_RUNTIME_SOURCES + CONF_SHARED_SOURCES:
+        extra = [f"-I{os.path.join(install, SW_LIB_INC)}"] if name in SW_LIB_INC_SOURCES else []
+        extra += ["-DNDEBUG"] if name in NDEBUG_SOURCES else []
+        proc = _cc(install, tmp_path, os.path.join(install, LL_ATON, name), extra=extra)   # only per-file extras
         assert proc.returncode == 0, f"{name}: {proc.stderr}"
 
 

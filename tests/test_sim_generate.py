@@ -304,3 +304,56 @@ def test_step_code_is_the_import_closure():
         want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))
                 if os.path.isfile(p)}
         assert {os.path.realpath(p) for p in module_closure(modules)} == want
+
+
+READS = r"""
+import json, sys
+read = set()
+sys.addaudithook(lambda event, args: read.add(args[0]) if event == "open" and isinstance(args[0], str) else None)
+from stedgeai_sim.cli import run
+for model, out in json.loads(sys.argv[1]):
+    assert run(["generate", "-m", model, "--target", "stm32n6", "--st-neural-art",
+                "default@" + model.rsplit("/", 1)[0] + "/neural_art.json", "-o", out, "-w", out + "_ws"]) == 0
+read |= {getattr(m, "__file__", None) or "" for m in list(sys.modules.values())}
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_install, tmp_path):
+    """The generate step depends on the simulated tool's code as its load() and import lines name it
+    (site_tools.stedgeai.sim_python_sources): every file of the project a generate opens or imports
+    (onnx and tflite models, epoch-controller blobs) is in that list, so a change to any regenerates."""
+    import subprocess
+    import sys
+    from site_tools.stedgeai import sim_python_sources
+    runs = [[os.path.join(MODELS, m, f), str(tmp_path / m)] for m, f in
+            [("cifar_cnn", "model.onnx"), ("ds_cnn", "model.tflite"), ("kws_mlp_f32", "model.onnx")]]
+    env = dict(os.environ, STEDGEAI_SIM_ROOT=sim_install("2.2"),
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "sim", "stedgeai"), os.path.join(ROOT, "site_scons")]))
+    proc = subprocess.run([sys.executable, "-c", READS, json.dumps(runs)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    code = [os.path.join(ROOT, d) for d in ("sim", "site_scons")]
+    read = {os.path.realpath(f) for f in json.loads(proc.stdout) if f.startswith(tuple(code)) and os.path.isfile(f)}
+    assert os.path.join(ROOT, "sim", "npu", "npu_model", "ecblob.py") in read   # loaded by name, not imported
+    assert sorted(read - {os.path.realpath(f) for f in sim_python_sources()}) == []
+
+
+def test_the_simulator_modules_a_file_loads_are_followed_through_its_imports_and_tables():
+    """emit_c.py loads the blob format by name; it imports the register map, which names its table."""
+    from n6.simulators import PACKAGES, loaded_files
+    npu = PACKAGES["npu_model"]
+    assert loaded_files([os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "emit_c.py")]) == \
+        [os.path.join(npu, f) for f in ("__init__.py", "aton_map.txt", "ecblob.py", "registers.py")]
+
+
+def test_loaded_files_follow_subpackages_and_other_simulator_packages(tmp_path):
+    """A module of a subpackage brings its packages' __init__.py; an import of another simulator
+    package's module (n6board's memory map reads the programmer's board state) is followed."""
+    from n6.simulators import PACKAGES, loaded_files
+    caller = tmp_path / "caller.py"
+    caller.write_text('memory_map = load("n6board.dk.memory_map")\n')
+    got = loaded_files([str(caller)])
+    board, programmer = PACKAGES["n6board"], PACKAGES["programmer_sim"]
+    assert {os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
+            os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "board_state.py")} <= set(got)

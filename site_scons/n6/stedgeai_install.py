@@ -14,8 +14,9 @@ def by_simulated_tool(c_text: str) -> bool:
     """Whether a generated C file's text was written by the simulated tool (its header's author)."""
     return SIMULATED_AUTHOR in c_text[:4096]
 
-# Every path the build reads from an install (real or simulated: both have this layout). The CLI
-# is the host's: Utilities/<windows|linux|mac|macarm>/stedgeai[.exe], as ST's scripts find it.
+# The paths the build reads from an install (real or simulated: both have this layout; read_paths()
+# lists them all). The CLI is the host's: Utilities/<windows|linux|mac|macarm>/stedgeai[.exe], as
+# ST's scripts find it.
 CLI = stedgeai_cli(HOST)
 LL_ATON = os.path.join("Middlewares", "ST", "AI", "Npu", "ll_aton")
 LL_ATON_VERSION = os.path.join(LL_ATON, "ll_aton_version.h")
@@ -24,21 +25,46 @@ RUNTIME_LIB_DIR = os.path.join("Middlewares", "ST", "AI", "Lib", "GCC", "ARMCort
 RUNTIME_LIB_GLOB = os.path.join(RUNTIME_LIB_DIR, "NetworkRuntime*_PIC.a")
 # The platform headers ST's relocatable-model makefile compiles with (-I<this> -I<this>/..).
 PLATFORM = os.path.join("scripts", "N6_reloc", "resources", "platform", "stm32n6")
-# LL_ATON sources compiled into every relocatable image (ST's makefile lists them). RUNTIME_SOURCES
-# never read the model's configuration header (MODEL_CONF), in ST's 2.2 install and the simulated
-# one: their objects are the same for every model compiled with the same flags.
-RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
-                   "ecloader.c")
+# LL_ATON sources compiled into every relocatable image, in link order: ST's makefile's list in a
+# real install; the simulated install has its operator-list runner (ec_ops.c) where ST's has its
+# blob loader (ecloader.c). None of them reads the model's configuration header (MODEL_CONF): their
+# objects are the same for every model compiled with the same flags.
+ST_RUNTIME_SOURCES = ("ll_aton.c", "ll_aton_util.c", "ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c",
+                      "ecloader.c")
+SIMULATED_RUNTIME_SOURCES = ST_RUNTIME_SOURCES[:-1] + ("ec_ops.c",)
 # Linked after the runtime archive. They read MODEL_CONF (through ll_aton_reloc_network.h) but use
 # none of its values: also compiled once per flag set, with a neutral header (n6.reloc.shared).
 CONF_SHARED_SOURCES = ("ll_aton_reloc_callbacks.c",)
+# What ST's makefile adds to some of them: -DNDEBUG, the software library's include folder
+# (SW_LIB_INC; ec_ops.c includes the simulated runtime archive's kernels from there).
+NDEBUG_SOURCES = ("ll_aton_lib_sw_operators.c", "ecloader.c")
+SW_LIB_INC_SOURCES = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c", "ec_ops.c")
 # Read when present: ST's prebuilt validation firmwares (the flash gate reads what they check). The
 # simulated install ships none: the simulated board plays the firmware.
 VALIDATION_FIRMWARE_DIR = os.path.join("scripts", "N6_reloc", "test")
 NPU_DEVICE_HEADER = os.path.join("Middlewares", "ST", "AI", "Npu", "Devices", "STM32N6XX", "ATON.h")
 OPTIONAL_READ_PATHS = (VALIDATION_FIRMWARE_DIR,)
-READ_PATHS = (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
-    tuple(os.path.join(LL_ATON, s) for s in RUNTIME_SOURCES + CONF_SHARED_SOURCES)
+
+
+# The file only a simulated install has (its tool reads its release there).
+SIMULATED_INSTALL_MARK = os.path.join("Utilities", "linux", "stedgeai_sim.json")
+
+
+def is_simulated_install(root: str) -> bool:
+    """Whether the install at `root` is a simulated one: the build's own, or a copy of it given as
+    STEDGEAI_CORE_DIR (its runtime sources are the simulated ones all the same)."""
+    return os.path.isfile(os.path.join(root, SIMULATED_INSTALL_MARK))
+
+
+def runtime_sources(simulated: bool) -> tuple[str, ...]:
+    """The LL_ATON sources compiled into every image, for the simulated install or a real one."""
+    return SIMULATED_RUNTIME_SOURCES if simulated else ST_RUNTIME_SOURCES
+
+
+def read_paths(simulated: bool) -> tuple[str, ...]:
+    """Every path the build reads from the install (the simulated one, or a real one)."""
+    return (CLI, LL_ATON, LL_ATON_VERSION, SW_LIB_INC, PLATFORM, os.path.dirname(PLATFORM), RUNTIME_LIB_GLOB) + \
+        tuple(os.path.join(LL_ATON, s) for s in runtime_sources(simulated) + CONF_SHARED_SOURCES)
 
 
 def check_install(root: str, host: Host = HOST) -> str:

@@ -115,15 +115,21 @@ class _Shared:
     pack_code: object
 
 
-_SHARED: dict[str, _Shared] = {}   # build folder → its _Shared
+_SHARED: dict[tuple, _Shared] = {}   # what a _Shared is found from → it
 
 
 def _shared(env):
-    key = env.subst("$BUILD_DIR")
+    """The _Shared of `env`, found once for each set of what it is found from: the install, the
+    RELOC_*_SIZE variables, the board, RELOC_ABSOLUTE_FLASH_POOLS and the build folder (the steps'
+    code nodes are per build folder)."""
+    install = env.StedgeaiInstall()
+    sizes = tuple(env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS)
+    absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
+    key = (env.subst("$BUILD_DIR"), install, sizes, env["BOARD"], absolute)
     if key not in _SHARED:
-        install_rel, simulated = env.StedgeaiInstall()[1:]
+        _, install_rel, simulated = install
         _SHARED[key] = _Shared(
-            simulated, image_area(env["BOARD"], install_rel) if env["RELOC_ABSOLUTE_FLASH_POOLS"] else None,
+            simulated, image_area(env["BOARD"], install_rel) if absolute else None,
             tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
             pack_gate(env), step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),

@@ -19,11 +19,9 @@ import SCons.Scanner.C
 
 from n6 import build_layout, gcc_flags
 from n6.reloc.names import CONF_NAME
-from n6.stedgeai_install import CONF_SHARED_SOURCES, LL_ATON, PLATFORM, RUNTIME_SOURCES, SW_LIB_INC
+from n6.stedgeai_install import (CONF_SHARED_SOURCES, LL_ATON, NDEBUG_SOURCES, PLATFORM, SW_LIB_INC,
+                                 SW_LIB_INC_SOURCES, is_simulated_install, runtime_sources)
 from n6_scons import ArgvAction, progress, reports_errors, step_code
-
-EXTRA_DEFINES = {"ll_aton_lib_sw_operators.c": ["NDEBUG"], "ecloader.c": ["NDEBUG"]}
-NEEDS_SW_LIB_INC = ("ll_sw_integer.c", "ll_sw_float.c", "ecloader.c")
 
 
 def reloc_objects(env, arm, opts, name, layout, prepared):
@@ -48,7 +46,8 @@ def reloc_objects(env, arm, opts, name, layout, prepared):
     runtime_defines = _quoted(gcc_flags.defines(None, opts.dbg_info, opts.ecblob_in_params))
     conf_defines = gcc_flags.defines(CONF_NAME, opts.dbg_info, opts.ecblob_in_params)
     reloc_c, mempools_c, conf_h = prepared[:3]
-    first = [model_obj(reloc_c, f"{name}_reloc.c")] + [shared_obj(s, runtime_defines) for s in RUNTIME_SOURCES]
+    runtime = [shared_obj(s, runtime_defines) for s in runtime_sources(is_simulated_install(install_root))]
+    first = [model_obj(reloc_c, f"{name}_reloc.c")] + runtime
     late = [model_obj(mempools_c, f"{name}_reloc_mempools.c")] + \
         [shared_obj(s, conf_defines, shared_conf=True) for s in CONF_SHARED_SOURCES]
     # MODEL_CONF is a macro include that no scanner sees: the model's sources read the prepared
@@ -78,8 +77,8 @@ def _compiled(flags, target, src, name, defines, includes, shared_conf=False):
     """The object `target` of C file `src` (named `name`: its extra flags) with ST's flags;
     `shared_conf`: compiled with a neutral configuration header, checked (n6.reloc.shared)."""
     if target not in _OBJECTS:
-        cpppath = flags.cpppath + includes + ([flags.sw_lib_inc] if name in NEEDS_SW_LIB_INC else [])
-        argv = flags.arm.CompileArgv(flags.ccflags, defines + EXTRA_DEFINES.get(name, []), cpppath)
+        cpppath = flags.cpppath + includes + ([flags.sw_lib_inc] if name in SW_LIB_INC_SOURCES else [])
+        argv = flags.arm.CompileArgv(flags.ccflags, defines + (["NDEBUG"] if name in NDEBUG_SOURCES else []), cpppath)
         builder = flags.arm.RelocSharedCompile if shared_conf else flags.arm.RelocCompile
         _OBJECTS[target] = builder(target, src, N6_ARGV=argv, CPPPATH=cpppath)   # CPPPATH: for the scanner
         if shared_conf:

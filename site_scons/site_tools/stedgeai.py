@@ -22,7 +22,7 @@ from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install
 from n6.variables import defaults
 from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
 
-from n6.simulators import load as load_simulator, sources as simulator_sources
+from n6.simulators import load as load_simulator, loaded_files as simulator_loaded_files, sources as simulator_sources
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -49,12 +49,10 @@ def _install(env):
 
 @functools.cache
 def sim_python_sources():
-    """The simulated tool's own code, the n6 modules it runs and the NPU model's blob format it
-    writes (npu_model.ecblob and the register map it reads): a change regenerates every model."""
+    """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
+    NPU model's blob format it writes, the register map that reads): a change regenerates every model."""
     own = [f for f in simulator_sources("stedgeai_sim") if f.endswith(".py")]
-    blob_format = [f for f in simulator_sources("npu_model")
-                   if os.path.basename(f) in ("ecblob.py", "registers.py", "aton_map.txt")]
-    return sorted(own) + blob_format + sorted(module_closure({m for f in own for m in n6_imports(f)}))
+    return sorted(own) + simulator_loaded_files(own) + sorted(module_closure({m for f in own for m in n6_imports(f)}))
 
 
 def build_sim_install(env, arm_env):

@@ -18,13 +18,13 @@ SECTOR_SIZE = 0x10000
 ERASED = 0xFF
 
 
-def probe_serial(k=1):
-    """The probe serial of a bench's simulated board k, unless its probe.json says otherwise (the
+def factory_serial(k=1):
+    """The probe serial a bench's simulated board k has until its probe.json says otherwise (the
     first: a lone board's): 24 hex digits, like an ST-LINK V3 serial number."""
     return f"0042{k:020d}"
 
 
-DEFAULT_SERIAL = probe_serial(1)
+DEFAULT_SERIAL = factory_serial(1)
 BOOT_MODES = ("development", "flash")
 
 
@@ -78,7 +78,7 @@ class BoardState:
             data = {}
         if not isinstance(data, dict):
             raise ValueError(f"{type(data).__name__}, not an object")
-        return {"serial": data.get("serial", probe_serial(k)), "boot": data.get("boot", "development")}
+        return {"serial": data.get("serial", factory_serial(k)), "boot": data.get("boot", "development")}
 
     def set_probe(self, serial=None, boot=None):
         data = self.probe()

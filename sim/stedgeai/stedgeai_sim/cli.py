@@ -8,6 +8,7 @@ import sys
 from n6.errors import N6Error, machine_error
 from n6.neural_art_profile import split_profile_arg
 from n6.releases import DEFAULT_RELEASE, release
+from n6.stedgeai_install import SIMULATED_INSTALL_MARK
 
 PROG = "stedgeai"
 
@@ -29,7 +30,7 @@ def install_dir_for_report(rel):
 
 
 def installed_release():
-    cfg = os.path.join(install_root(), "Utilities", "linux", "stedgeai_sim.json")
+    cfg = os.path.join(install_root(), SIMULATED_INSTALL_MARK)
     if os.path.exists(cfg):
         with open(cfg) as f:
             return release(json.load(f)["release"])

@@ -13,7 +13,7 @@ import sys
 
 from n6.atomic import write_bytes, write_text
 from n6.releases import release
-from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR
+from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR, SIMULATED_INSTALL_MARK as SIM_JSON_PATH
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(SIM_DIR, "install")
@@ -54,7 +54,6 @@ def _dest(rel, relpath):
     return relpath
 
 
-SIM_JSON_PATH = os.path.join("Utilities", "linux", "stedgeai_sim.json")
 
 
 def installed_files(core):

@@ -126,10 +126,11 @@ def check_firmware(path: str, data: Data, firmware: Firmware, ext_ram_budget: in
     return warnings
 
 
-def check_installs(path: str, data: Data, params: Data | None = None, img: Image | None = None) -> None:
+def check_installs(path: str, data: Data, params: Data | None = None, img: Image | None = None) -> Image:
     """The bytes about to be written, as the loader checks and installs them (n6.reloc.check, XIP
     and COPY): an image changed after the build checked it (a flipped byte, a file cut short) is
-    refused here, not found by the board. `img`: `data` (with `params`) parsed already."""
+    refused here, not found by the board. `img`: `data` (with `params`) parsed already. Returns
+    the image the checker accepted, parsed."""
     try:
         try:
             img = img or Image.parse(data, path, params=params)
@@ -138,6 +139,7 @@ def check_installs(path: str, data: Data, params: Data | None = None, img: Image
         check_image(data, params, Firmware.matching(img))
     except LoaderError as e:
         raise N6Error(path, f"rejected by the image checker: {e}", "build it again: `scons`") from None
+    return img
 
 
 def flash_pools(img: Image) -> list[tuple[PoolDescriptor, bytes]]:

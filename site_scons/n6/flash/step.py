@@ -21,7 +21,7 @@ from ..errors import N6Error
 from . import mrel
 from .deploy import ModelFiles, deploy, layout
 from .project import DEPLOY_VERBS
-from .gate import check_external_pools, check_firmware, check_installs, check_layout, default_firmware, parse_image
+from .gate import check_external_pools, check_firmware, check_installs, check_layout, default_firmware
 from .shared_board import board_holds, forget_held, record_held
 from .records import RecordStore
 
@@ -378,11 +378,10 @@ def flash_step(opts: FlashOptions, reports: Sequence[tuple[str, str]], say: Call
         if im.role == "network":
             params = next((p.data for p in images if p.role == "params" and p.models == im.models), None)
             try:
-                check_installs(im.path, im.data, params, im.image)
+                img = check_installs(im.path, im.data, params, im.image)   # as the layout parsed it, if it did
             except N6Error:
                 os.unlink(im.path)      # changed outside the build: the next build makes it again
                 raise
-            img = im.image or parse_image(im.path, im.data)   # parsed once, by the layout
             firmware, ext_exec_ram = firmware_for(opts, board, img, im.path)
             for w in check_firmware(im.path, im.data, firmware, opts.ext_ram, board.path, img):
                 say(f"  WARNING  {w}{tag}")

@@ -15,7 +15,8 @@ from ..errors import N6Error
 from ..paths import SIM_STEDGEAI
 from ..stedgeai_install import LL_ATON, PLATFORM, SW_LIB_INC
 
-RUNTIME = ("ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ecloader.c")
+# The simulated runtime's software sources (its ll_aton.c drives the NPU: not on a host).
+RUNTIME = ("ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ec_ops.c")
 
 MAIN = r"""
 #include <stdio.h>

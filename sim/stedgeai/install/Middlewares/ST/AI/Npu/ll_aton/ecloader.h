@@ -1,27 +1,51 @@
-/* The operators of an epoch-controller epoch, run in software (simulated LL_ATON). The simulated
- * tool hands the epoch controller a blob in ST's format holding the epoch's label and its end
- * interrupt only; the epoch's work is done by its start function, through ec_run_ops().
- *
- * An operator list is an array of little-endian u64 words: word 0 holds the magic 'ECB1' in its
- * low half and the operator count in its high half; each operator is a header word (opcode in
- * bits 0-7, number of argument words in bits 8-23) followed by its arguments. Buffer operands are
- * pool references, (pool index + 1) << 32 | offset, resolved through the bases registered with
- * ec_set_pool_base() - so the lists hold no absolute address and need no relocation. */
-#ifndef ECLOADER_H
-#define ECLOADER_H
+/* Epoch-controller blob loader (simulated LL_ATON): the interface of ST's runtime, declared so a
+ * generated network.c that includes it (as ST's generated code does) compiles the same against
+ * either install. The simulated install defines none of these functions: the blobs its tool writes
+ * hold no relocation or patch table, and its epochs' work runs through ec_ops.h. */
+#ifndef __ECLOADER_H
+#define __ECLOADER_H
 
-#include <stdint.h>
+#ifdef __cplusplus
+extern "C"
+{
+#endif
 
-#define EC_OPS_MAGIC  0x31424345u   /* "ECB1" */
-#define EC_MAX_POOLS  16
+#include <inttypes.h>
+#include <stdbool.h>
 
-enum {
-  EC_OP_CONV = 1,
-  EC_OP_DENSE = 2,
-  EC_OP_POOL = 3,
-};
+#include "ec.h"
 
-void ec_set_pool_base(uint32_t pool_index, uintptr_t base);
-int ec_run_ops(const uint64_t *ops);   /* 0 on success, < 0 on a malformed list */
+#ifdef USE_FILES
+  /* A blob read from a file (hosted use). */
+  extern long ec_file_size(const char *path);
+  extern bool ec_copy_file(const char *path, uint8_t *ptr);
+#endif
+
+  /* The blob inside an epoch-controller binary: where it is, or a copy of it. */
+  const uint64_t *ec_get_blob_ptr(const uint8_t *binary_ptr);
+  extern bool ec_copy_blob(ECInstr *blob, const uint8_t *binary_ptr, unsigned int *blob_size);
+
+  /* Relocations: the binary's table, and rewriting a blob's addresses for a new base. */
+  extern bool ec_copy_reloc_table(ECFileEntry *reloc_table, const uint8_t *binary_ptr, unsigned int *reloc_table_size);
+  extern const ECFileEntry *ec_get_reloc_table_ptr(const uint8_t *binary_ptr);
+  extern unsigned int ec_get_num_relocs(const ECFileEntry *reloc_table_ptr);
+  extern const char *ec_get_reloc_id(const ECFileEntry *reloc_table_ptr, unsigned int idx);
+  extern bool ec_reloc(const ECFileEntry *reloc_table_ptr, ECInstr *blob, unsigned int idx, ECAddr base,
+                       ECAddr *prev_base);
+  extern bool ec_reloc_by_id(const ECFileEntry *reloc_table_ptr, ECInstr *blob, const char *id, ECAddr base,
+                             ECAddr *prev_base);
+
+  /* Patches: the binary's table, and writing a value into the blob's patched fields. */
+  extern bool ec_copy_patch_table(ECFileEntry *patch_table, const uint8_t *binary_ptr, unsigned int *patch_table_size);
+  extern const ECFileEntry *ec_get_patch_table_ptr(const uint8_t *binary_ptr);
+  extern unsigned int ec_get_num_patches(const ECFileEntry *patch_table_ptr);
+  extern const char *ec_get_patch_id(const ECFileEntry *patch_table_ptr, unsigned int idx);
+  extern uint32_t ec_get_patch_mask(const ECFileEntry *patch_table_ptr, unsigned int idx);
+  extern bool ec_patch(const ECFileEntry *patch_table_ptr, ECInstr *blob, unsigned int idx, uint32_t value);
+  extern bool ec_patch_by_id(const ECFileEntry *patch_table_ptr, ECInstr *blob, const char *id, uint32_t value);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

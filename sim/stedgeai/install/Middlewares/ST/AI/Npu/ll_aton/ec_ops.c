@@ -1,6 +1,6 @@
 /* The operators of an epoch-controller epoch run in software (simulated LL_ATON), each with the
- * runtime library kernels. Format: see ecloader.h. */
-#include "ecloader.h"
+ * runtime library kernels. Format: see ec_ops.h. */
+#include "ec_ops.h"
 #include "nr_kernels.h"
 
 static uintptr_t pool_base[EC_MAX_POOLS];
