@@ -72,8 +72,8 @@ def test_every_byte_value_crosses_the_rfc2217_port_both_ways(board_url, client_c
 
 
 def test_a_session_renegotiates_the_rfc2217_port_settings_only_when_it_opens(board_url, monkeypatch):
-    """Before: every read of a packet or of its ack assigned the port's timeout, and pyserial's
-    own client then waited at least 0.1 s for the port's settings, for every packet."""
+    """Assigning an open port's timeout makes pyserial's own client renegotiate the port's settings
+    (at least 0.1 s): a session assigns it once, when it opens, not on every read of a packet."""
     monkeypatch.setattr(serial.urlhandler.protocol_rfc2217, "Serial", PyserialRfc2217)
     with Client.open(board_url) as client:
         for message in MESSAGES:
