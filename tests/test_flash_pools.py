@@ -198,6 +198,24 @@ def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
         move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
 
 
+def test_pools_kept_for_their_blobs_build_though_a_move_would_clash(tmp_path):
+    """Blobs holding a word inside the pool keep it where ST's flow puts it: where a move would
+    have landed does not matter then (ST's flow builds such a network)."""
+    from n6.reloc.area import ImageArea
+    from n6.releases import RELEASES
+    from n6.reloc.pools import TYPE_RELOC, Pool
+    from n6.reloc.prepare import Prepared, move_flash_pools
+    (tmp_path / "n_ecblobs.h").write_text("const uint64_t _ec_blob_1[] = { 0x0000000071000200ULL };\n")
+    prep = Prepared("network", None, RELEASES["2.2"], [Pool(i, f"P{i}", at, True, False, False, None, used=size,
+                                                            type=TYPE_RELOC)
+                                                       for i, (at, size) in enumerate([(0x7100_0000, 0x2_0000),
+                                                                                       (0x7181_0000, 0x100)])])
+    move_flash_pools(str(tmp_path / "n.c"), prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    assert prep.kept and "'P0' not moved: its epoch-controller blobs hold 1 word inside it (first 0x71000200)" \
+        in prep.kept
+    assert prep.moved == [] and [p.offset for p in prep.pools] == [0x7100_0000, 0x7181_0000]
+
+
 def test_the_pool_goes_at_its_address_and_the_image_clear_of_it_each_a_download(repo):
     flash(repo)
     data, params = image(repo), raw(repo)

@@ -18,7 +18,7 @@ from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
 from .area import ImageArea
-from .move import Moved, Span, blob_refusal, c_blob_words, move_addresses, plan
+from .move import Moved, Span, blob_refusal, c_blob_words, check_landing, move_addresses, plan
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
 
@@ -201,14 +201,15 @@ def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size:
     one definition network.c's and _ecblobs.h's addresses (reloc_c) and the pool's descriptor
     (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a moving pool
     keep the pools where they are, `kept` saying why."""
-    moved = plan(network_c, [Span(p.name, p.offset, p.used, in_external_flash(p))
-                             for p in prep.used_pools if p.absolute], area, blob_size)
+    spans = [Span(p.name, p.offset, p.used, in_external_flash(p)) for p in prep.used_pools if p.absolute]
+    moved = plan(spans, area, blob_size)
     ecblobs = ecblobs_path(network_c)
     if moved and os.path.exists(ecblobs):
         with open(ecblobs) as f:
             prep.kept = blob_refusal(c_blob_words(f.read()), moved, network_c)
     if prep.kept:
         return
+    check_landing(moved, spans, area, network_c)
     new = {mv.name: mv.new for mv in moved}
     for p in prep.used_pools:
         p.offset = new.get(p.name, p.offset)
