@@ -99,9 +99,11 @@ def c_blob_words(text: str) -> list[int]:
     return [w for m in _U64.finditer(text) for v in (int(m.group(1), 16),) for w in (v & 0xFFFF_FFFF, v >> 32)]
 
 
-def blob_refusal(blob_words: Sequence[int], moved: Sequence[Moved], where: str) -> str | None:
-    """Why the pools cannot move, if an epoch-controller blob word lies inside a moving pool."""
-    hits = [w for w in blob_words if shifted(w, moved) is not None]
+def blob_refusal(blob_words: Sequence[int], moved: Sequence[Moved], where: str,
+                 starts: Sequence[int] = ()) -> str | None:
+    """Why the pools cannot move, if an epoch-controller blob word lies inside a moving pool
+    (`starts`: as for `shifted`)."""
+    hits = [w for w in blob_words if shifted(w, moved, starts) is not None]
     if not hits:
         return None
     names = ", ".join(f"'{mv.name}'" for mv in moved)

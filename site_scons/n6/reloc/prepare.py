@@ -206,7 +206,7 @@ def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size:
     ecblobs = ecblobs_path(network_c)
     if moved and os.path.exists(ecblobs):
         with open(ecblobs) as f:
-            prep.kept = blob_refusal(c_blob_words(f.read()), moved, network_c)
+            prep.kept = blob_refusal(c_blob_words(f.read()), moved, network_c, [p.offset for p in prep.pools])
     if prep.kept:
         return
     check_landing(moved, spans, area, network_c)
