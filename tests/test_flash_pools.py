@@ -117,19 +117,21 @@ def test_a_pool_where_the_firmware_reads_the_image_moves_and_the_network_reads_i
 
 
 def test_outside_scons_prepare_and_the_flash_cli_move_the_pool_as_the_build_does(repo, tmp_path):
-    """The one decision (n6.reloc.options.image_area: the board's, for a 2.x release) and the one
+    """The one decision (n6.reloc.options.image_area: the board file's, for a 2.x release) and the one
     move (n6.reloc.move) outside SCons: prepare called with the DK's area writes the sources the
     build's PREPARE wrote, byte for byte, and `python -m n6.flash` of the build's image leaves the
     board holding what `scons flash` left: the image at 0x71000000, the pool at 0x71800000."""
     import subprocess
     import sys
     from n6.releases import RELEASES
-    from n6.reloc.options import image_area
+    from n6.board_files import board_path
+    from n6.reloc.options import board_facts, image_area
     from n6.reloc.prepare import prepare
     _, _, _, pieces = moved_build(repo, "build-moved")
     built = os.path.join(repo, "build-moved", "big_mlp")
-    area = image_area("stm32n6570-dk", RELEASES["2.2"])
-    assert image_area("stm32n6570-dk", RELEASES["3.0"]) is None      # 3.x: the header places the image
+    facts = board_facts(board_path("stm32n6570-dk"))
+    area = image_area(facts, RELEASES["2.2"])
+    assert image_area(facts, RELEASES["3.0"]) is None      # 3.x: the header places the image
     prep = prepare(os.path.join(repo, "models", "big_mlp", "network.c"), str(tmp_path / "reloc"),
                    absolute_flash_pools=True, image_area=area)
     assert [(m.name, m.old, m.new) for m in prep.moved] == [("xSPI2", POOL, 0x7180_0000)]

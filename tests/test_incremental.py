@@ -572,15 +572,16 @@ def test_board_parser_change_reruns_only_the_steps_whose_board_facts_change(tmp_
     assert sorted(steps(proc)) == [("PACK", m) for m in ALL_MODELS] and f"of {1 << 20} bytes)" in proc.stdout
 
 
-def test_board_budgets_are_read_once_per_board_file_content(repo):
-    """A no-op and a weight change load no board code (the budgets are remembered with the board
-    file's signature); a board edit is read again, and repacks every model only where a budget
-    changed."""
+@pytest.mark.parametrize("args", [(), ("RELOC_ABSOLUTE_FLASH_POOLS=1", "BUILD_DIR=build-absolute")])
+def test_board_budgets_are_read_once_per_board_file_content(repo, args):
+    """A no-op and a weight change load no board code (the budgets, and with absolute flash pools
+    the image area, are remembered with the board file's signature); a board edit is read again,
+    and repacks every model only where a budget changed."""
     board = os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")
     original = open(board).read()
 
     def build():
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "SCons", "-Q"], cwd=repo,
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "SCons", "-Q", *args], cwd=repo,
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return sorted(steps(proc)), re.search(r"\| +n6\.board$", proc.stderr, re.M) is not None, proc.stdout
@@ -590,7 +591,7 @@ def test_board_budgets_are_read_once_per_board_file_content(repo):
         open(board, "w").write(original.replace(old, new))
         bump(board)
     try:
-        scons(repo)
+        scons(repo, *args)
         assert build()[:2] == ([], False)
         raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
         with open(raw, "r+b") as f:
@@ -606,7 +607,7 @@ def test_board_budgets_are_read_once_per_board_file_content(repo):
     finally:
         open(board, "w").write(original)
         bump(board)
-        scons(repo)
+        scons(repo, *args)
 
 
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
