@@ -204,28 +204,28 @@ def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
         move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
 
 
-def test_pools_kept_for_their_blobs_build_though_a_move_would_clash(tmp_path):
+def test_pools_kept_for_their_blobs_build_though_a_move_would_clash():
     """Blobs holding a word inside the pool keep it where ST's flow puts it: where a move would
     have landed does not matter then (ST's flow builds such a network)."""
     from n6.reloc.area import ImageArea
     from n6.reloc.prepare import move_flash_pools
-    (tmp_path / "n_ecblobs.h").write_text("const uint64_t _ec_blob_1[] = { 0x0000000071000200ULL };\n")
     prep = pools((0x7100_0000, 0x2_0000), (0x7181_0000, 0x100))
-    move_flash_pools(str(tmp_path / "n.c"), prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    prep.ecblobs = "const uint64_t _ec_blob_1[] = { 0x0000000071000200ULL };\n"
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
     assert prep.kept and "'P0' not moved: its epoch-controller blobs hold 1 word inside it (first 0x71000200)" \
         in prep.kept
     assert prep.moved == [] and [p.offset for p in prep.pools] == [0x7100_0000, 0x7181_0000]
 
 
-def test_a_blob_word_at_the_next_pools_base_does_not_keep_the_pool(tmp_path):
+def test_a_blob_word_at_the_next_pools_base_does_not_keep_the_pool():
     """A blob word one past the moving pool's end, where the next pool starts, is that pool's
     address (moved_text leaves it so): it keeps nothing."""
     from n6.reloc.area import ImageArea
     from n6.reloc.move import Moved
     from n6.reloc.prepare import move_flash_pools
-    (tmp_path / "n_ecblobs.h").write_text("const uint64_t _ec_blob_1[] = { 0x0000000071000100ULL };\n")
     prep = pools((0x7100_0000, 0x100), (0x7100_0100, 0x40), read_write=(1,))
-    move_flash_pools(str(tmp_path / "n.c"), prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    prep.ecblobs = "const uint64_t _ec_blob_1[] = { 0x0000000071000100ULL };\n"
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
     assert prep.kept is None and prep.moved == [Moved("P0", 0x7100_0000, 0x7180_0000, 0x100)]
 
 
