@@ -8,6 +8,7 @@ Reported: no-op vs an empty SConstruct's no-op; weight-only change vs copy + CRC
 model's params and vs a clean build, and the time its pack step took (SCons's own figure for the
 time spent in build actions); code-only change vs a clean build; compiles/links each."""
 import hashlib
+import json
 import os
 import re
 import resource
@@ -25,16 +26,17 @@ sys.dont_write_bytecode = True   # no models/__pycache__: the bundled models are
 
 from conftest import bump, copy_repo  # noqa: E402
 from make_models import big_mlp  # noqa: E402
+from n6.reloc.options import board_facts  # noqa: E402
 
 STEP = re.compile(r"^  (GEN|PREPARE|CC|LINK|IMAGE|PACK)\s", re.M)
 ACTIONS = re.compile(r"^Total command execution time: ([0-9.]+) seconds", re.M)
 # Measure what a user's shell does: Python caches the build's own modules as bytecode.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 # Pack's fixed cost: a fresh interpreter imports what the pack action imports and packs model wide0 (checker,
-# report, results JSON) with the DK's budgets, as the step's options hold them (the build reads the board file);
-# the time spent streaming the params is left out.
+# report, results JSON) with the DK's budgets as the step's options hold them: read from the board file here, in the
+# parent, and given as JSON (the step reads no board file); the time spent streaming the params is left out.
 PACK_FIXED = """
-import sys, time
+import json, sys, time
 t, cpu = time.perf_counter(), time.process_time()
 sys.path.insert(0, "site_scons")
 from n6.reloc.params import ParamsBlob
@@ -48,7 +50,7 @@ def timed(self, out, crc=0):
     return crc
 ParamsBlob.stream = timed
 r = "build/wide0/reloc/"
-budgets = Budgets(flash=8 << 20, params_flash=104 << 20, exec_ram=640 << 10, ext_ram=27 << 20, copy_mode=False)
+budgets = Budgets(**json.loads(sys.argv[2]), copy_mode=False)
 pack_step(r + "network_rel_code.bin", r + "network_reloc_params.json", sys.argv[1] + "/network_rel.bin",
           sys.argv[1] + "/r.json", "network", budgets, split=True, log=lambda line: None, hash_name="sha256")
 print(time.perf_counter() - t - sum(s[0] for s in streaming), time.process_time() - cpu - sum(s[1] for s in streaming))
@@ -155,8 +157,9 @@ def main():
             bump(c)
             code.append(scons(repo))
         code_t = min(code)
+        budgets = json.dumps(board_facts(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml"))[0])
         fixed, fixed_cpu = (min(col) for col in zip(*(
-            map(float, subprocess.run([sys.executable, "-c", PACK_FIXED, tmp], cwd=repo, env=ENV, check=True,
+            map(float, subprocess.run([sys.executable, "-c", PACK_FIXED, tmp, budgets], cwd=repo, env=ENV, check=True,
                                       capture_output=True, text=True).stdout.split()) for _ in range(5))))
 
     print(f"models: 3, params {params / (1 << 20):.1f} MB in total, {changed / (1 << 20):.1f} MB "
