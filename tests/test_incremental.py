@@ -527,30 +527,30 @@ def test_two_checkouts_build_the_same_images_and_share_a_cache(tmp_path):
 
 
 def _rebuild_after_appending(tmp_path, relpath, text):
-    """Build a fresh copy, append `text` to one of its files, rebuild; the progress steps."""
+    """Build a fresh copy, append `text` to one of its files, rebuild: (the copy, the progress steps)."""
     repo = copy_repo(tmp_path / "appended")
     scons(repo)
     with open(os.path.join(repo, relpath), "a") as f:
         f.write(text)
-    return steps(scons(repo))
+    return repo, steps(scons(repo))
 
 
 def test_packer_change_repacks_without_regenerating_or_compiling(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "site_scons/n6/reloc/pack.py", "\n# a change of the packer's code\n")
+    _, got = _rebuild_after_appending(tmp_path, "site_scons/n6/reloc/pack.py", "\n# a change of the packer's code\n")
     assert {v for v, _ in got} == {"IMAGE", "PACK"}        # the steps that import it: not prepare
     assert len([1 for v, _ in got if v == "PACK"]) == len(ALL_MODELS)
 
 
 def test_runtime_library_change_relinks_without_regenerating(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/runtime_lib/nr_kernels.c",
-                                   "\nint nr_build_note(void) { return 1; }\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/runtime_lib/nr_kernels.c",
+                                      "\nint nr_build_note(void) { return 1; }\n")
     assert "GEN" not in {v for v, _ in got} and "PREPARE" not in {v for v, _ in got}
     assert len([1 for v, _ in got if v == "LINK"]) == len(ALL_MODELS)
 
 
 def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/install/Middlewares/ST/AI/Npu/ll_aton/ll_aton.h",
-                                   "\n/* a change of an installed header */\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/install/Middlewares/ST/AI/Npu/ll_aton/ll_aton.h",
+                                      "\n/* a change of an installed header */\n")
     assert got[0] == ("INSTALL", "stedgeai-sim") and "GEN" not in {v for v, _ in got}
     compiled = [m for v, m in got if v == "CC"]
     assert sorted(set(compiled)) == sorted(ALL_MODELS + ["runtime"])   # what includes it
@@ -563,8 +563,8 @@ def test_board_parser_change_reruns_only_the_steps_whose_board_facts_change(tmp_
     library. The build's steps read no board file: the size gate's budgets, read from it once per
     content of the file and of the parser, are in pack's options. A parser change that leaves them
     as they are reruns nothing; one that changes them repacks every model."""
-    assert _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n") == []
-    repo = str(tmp_path / "appended")
+    repo, got = _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n")
+    assert got == []
     with open(os.path.join(repo, "site_scons", "n6", "board.py"), "a") as f:
         f.write("\n_budgets = Board.budgets.fget\n"
                 "Board.budgets = property(lambda b: dict(_budgets(b), exec_ram=1 << 20))\n")
@@ -611,6 +611,6 @@ def test_board_budgets_are_read_once_per_board_file_content(repo, args):
 
 
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
     assert sorted(m for v, m in got if v == "GEN") == sorted(m for m in ALL_MODELS if m != "tiny_prebuilt")
     assert "CC" not in {v for v, _ in got}   # same generated code: nothing recompiles
