@@ -596,15 +596,19 @@ def test_the_numpy_files_a_user_gives_are_read_alike(tmp_path, what, content, pr
 
 
 def test_a_damaged_board_file_stops_neither_help_nor_clean(tmp_path):
-    """The size gate's budgets are read from the board file while the build is declared, but
-    `scons -h` and `scons -c` pack nothing: they do not read it; a build stops in one line."""
+    """The size gate's budgets (and with absolute flash pools the image area) are read from the
+    board file while the build is declared, but `scons -h` and `scons -c` build nothing: they do
+    not read it; a build stops in one line."""
     repo = copy_repo(tmp_path / "repo")
     _board("network = 0x71000000", "network = 0x10000000")(repo)
-    assert "Models (<model>):" in scons(repo, "-h", f"BOARD={BAD_BOARD}").stdout
-    scons(repo, "-c", f"BOARD={BAD_BOARD}")
-    proc = scons(repo, f"BOARD={BAD_BOARD}", "tiny_prebuilt", check=False)
-    assert proc.returncode == 2 and proc.stderr.count("scons: ***") == 1 and \
-        "board.toml: key images.network: 0x10000000 is outside the flash" in proc.stderr
+    for args in ((), ("RELOC_ABSOLUTE_FLASH_POOLS=1",)):
+        shown = scons(repo, "-h", f"BOARD={BAD_BOARD}", *args)
+        assert "Models (<model>):" in shown.stdout and "cannot be built" not in shown.stdout, args
+        cleaned = scons(repo, "-c", f"BOARD={BAD_BOARD}", *args)
+        assert "scons: ***" not in shown.stdout + shown.stderr + cleaned.stdout + cleaned.stderr, args
+        proc = scons(repo, f"BOARD={BAD_BOARD}", "tiny_prebuilt", *args, check=False)
+        assert proc.returncode == 2 and proc.stderr.count("scons: ***") == 1 and \
+            "board.toml: key images.network: 0x10000000 is outside the flash" in proc.stderr, args
 
 
 @pytest.mark.parametrize("value", ["none", "0x800000", "8M", "8388608"])

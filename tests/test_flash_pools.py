@@ -117,19 +117,21 @@ def test_a_pool_where_the_firmware_reads_the_image_moves_and_the_network_reads_i
 
 
 def test_outside_scons_prepare_and_the_flash_cli_move_the_pool_as_the_build_does(repo, tmp_path):
-    """The one decision (n6.reloc.options.image_area: the board's, for a 2.x release) and the one
+    """The one decision (n6.reloc.options.image_area: the board file's, for a 2.x release) and the one
     move (n6.reloc.move) outside SCons: prepare called with the DK's area writes the sources the
     build's PREPARE wrote, byte for byte, and `python -m n6.flash` of the build's image leaves the
     board holding what `scons flash` left: the image at 0x71000000, the pool at 0x71800000."""
     import subprocess
     import sys
     from n6.releases import RELEASES
-    from n6.reloc.options import image_area
+    from n6.board_files import board_path
+    from n6.reloc.options import board_facts, image_area
     from n6.reloc.prepare import prepare
     _, _, _, pieces = moved_build(repo, "build-moved")
     built = os.path.join(repo, "build-moved", "big_mlp")
-    area = image_area("stm32n6570-dk", RELEASES["2.2"])
-    assert image_area("stm32n6570-dk", RELEASES["3.0"]) is None      # 3.x: the header places the image
+    facts = board_facts(board_path("stm32n6570-dk"))
+    area = image_area(facts, RELEASES["2.2"])
+    assert image_area(facts, RELEASES["3.0"]) is None      # 3.x: the header places the image
     prep = prepare(os.path.join(repo, "models", "big_mlp", "network.c"), str(tmp_path / "reloc"),
                    absolute_flash_pools=True, image_area=area)
     assert [(m.name, m.old, m.new) for m in prep.moved] == [("xSPI2", POOL, 0x7180_0000)]
@@ -176,19 +178,23 @@ def test_addresses_inside_a_moved_pool_follow_it_and_no_other():
     assert move_addresses("p = 0x71000100UL;", two[:1], [0x7100_0000, 0x7100_0100]) == "p = 0x71000100UL;"
 
 
+def pools(*spans, read_write=()):
+    """A prepared 2.2 network of absolute pools P0, P1, ... at (address, size) (`read_write`: their indices)."""
+    from n6.releases import RELEASES
+    from n6.reloc.pools import TYPE_RELOC, Pool
+    from n6.reloc.prepare import Prepared
+    return Prepared("network", None, RELEASES["2.2"], [Pool(i, f"P{i}", at, True, i in read_write, False, None,
+                                                            used=size, type=TYPE_RELOC)
+                                                       for i, (at, size) in enumerate(spans)])
+
+
 def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
     """A moved pool landing on another absolute pool, or past the flash, stops the prepare step
     naming network.c, not later at the flash gate with a fix that does not apply."""
     from n6.errors import N6Error
     from n6.reloc.area import ImageArea
-    from n6.releases import RELEASES
-    from n6.reloc.pools import TYPE_RELOC, Pool
-    from n6.reloc.prepare import Prepared, move_flash_pools
+    from n6.reloc.prepare import move_flash_pools
     area = ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False)
-
-    def pools(*spans):
-        return Prepared("network", None, RELEASES["2.2"], [Pool(i, f"P{i}", at, True, False, False, None, used=size,
-                                                                type=TYPE_RELOC) for i, (at, size) in enumerate(spans)])
     prep = pools((0x7100_0000, 0x2_0000), (0x7181_0000, 0x100))
     with pytest.raises(N6Error, match=r"^n.c: absolute flash pool 'P0' lies where the firmware reads the image "
                                       r"\(0x71000000\); moved to 0x71800000 it would land onto pool 'P1'"):
@@ -196,6 +202,31 @@ def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
     prep = pools((0x7100_0000, 0x90_0000))
     with pytest.raises(N6Error, match="moved to 0x7F800000 it would land past the external flash"):
         move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
+
+
+def test_pools_kept_for_their_blobs_build_though_a_move_would_clash():
+    """Blobs holding a word inside the pool keep it where ST's flow puts it: where a move would
+    have landed does not matter then (ST's flow builds such a network)."""
+    from n6.reloc.area import ImageArea
+    from n6.reloc.prepare import move_flash_pools
+    prep = pools((0x7100_0000, 0x2_0000), (0x7181_0000, 0x100))
+    prep.ecblobs = "const uint64_t _ec_blob_1[] = { 0x0000000071000200ULL };\n"
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    assert prep.kept and "'P0' not moved: its epoch-controller blobs hold 1 word inside it (first 0x71000200)" \
+        in prep.kept
+    assert prep.moved == [] and [p.offset for p in prep.pools] == [0x7100_0000, 0x7181_0000]
+
+
+def test_a_blob_word_at_the_next_pools_base_does_not_keep_the_pool():
+    """A blob word one past the moving pool's end, where the next pool starts, is that pool's
+    address (moved_text leaves it so): it keeps nothing."""
+    from n6.reloc.area import ImageArea
+    from n6.reloc.move import Moved
+    from n6.reloc.prepare import move_flash_pools
+    prep = pools((0x7100_0000, 0x100), (0x7100_0100, 0x40), read_write=(1,))
+    prep.ecblobs = "const uint64_t _ec_blob_1[] = { 0x0000000071000100ULL };\n"
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    assert prep.kept is None and prep.moved == [Moved("P0", 0x7100_0000, 0x7180_0000, 0x100)]
 
 
 def test_the_pool_goes_at_its_address_and_the_image_clear_of_it_each_a_download(repo):

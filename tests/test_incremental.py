@@ -527,30 +527,30 @@ def test_two_checkouts_build_the_same_images_and_share_a_cache(tmp_path):
 
 
 def _rebuild_after_appending(tmp_path, relpath, text):
-    """Build a fresh copy, append `text` to one of its files, rebuild; the progress steps."""
+    """Build a fresh copy, append `text` to one of its files, rebuild: (the copy, the progress steps)."""
     repo = copy_repo(tmp_path / "appended")
     scons(repo)
     with open(os.path.join(repo, relpath), "a") as f:
         f.write(text)
-    return steps(scons(repo))
+    return repo, steps(scons(repo))
 
 
 def test_packer_change_repacks_without_regenerating_or_compiling(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "site_scons/n6/reloc/pack.py", "\n# a change of the packer's code\n")
+    _, got = _rebuild_after_appending(tmp_path, "site_scons/n6/reloc/pack.py", "\n# a change of the packer's code\n")
     assert {v for v, _ in got} == {"IMAGE", "PACK"}        # the steps that import it: not prepare
     assert len([1 for v, _ in got if v == "PACK"]) == len(ALL_MODELS)
 
 
 def test_runtime_library_change_relinks_without_regenerating(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/runtime_lib/nr_kernels.c",
-                                   "\nint nr_build_note(void) { return 1; }\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/runtime_lib/nr_kernels.c",
+                                      "\nint nr_build_note(void) { return 1; }\n")
     assert "GEN" not in {v for v, _ in got} and "PREPARE" not in {v for v, _ in got}
     assert len([1 for v, _ in got if v == "LINK"]) == len(ALL_MODELS)
 
 
 def test_simulated_install_change_recompiles_without_regenerating(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/install/Middlewares/ST/AI/Npu/ll_aton/ll_aton.h",
-                                   "\n/* a change of an installed header */\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/install/Middlewares/ST/AI/Npu/ll_aton/ll_aton.h",
+                                      "\n/* a change of an installed header */\n")
     assert got[0] == ("INSTALL", "stedgeai-sim") and "GEN" not in {v for v, _ in got}
     compiled = [m for v, m in got if v == "CC"]
     assert sorted(set(compiled)) == sorted(ALL_MODELS + ["runtime"])   # what includes it
@@ -563,8 +563,8 @@ def test_board_parser_change_reruns_only_the_steps_whose_board_facts_change(tmp_
     library. The build's steps read no board file: the size gate's budgets, read from it once per
     content of the file and of the parser, are in pack's options. A parser change that leaves them
     as they are reruns nothing; one that changes them repacks every model."""
-    assert _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n") == []
-    repo = str(tmp_path / "appended")
+    repo, got = _rebuild_after_appending(tmp_path, "site_scons/n6/board.py", "\n# a change of the board parser\n")
+    assert got == []
     with open(os.path.join(repo, "site_scons", "n6", "board.py"), "a") as f:
         f.write("\n_budgets = Board.budgets.fget\n"
                 "Board.budgets = property(lambda b: dict(_budgets(b), exec_ram=1 << 20))\n")
@@ -572,15 +572,16 @@ def test_board_parser_change_reruns_only_the_steps_whose_board_facts_change(tmp_
     assert sorted(steps(proc)) == [("PACK", m) for m in ALL_MODELS] and f"of {1 << 20} bytes)" in proc.stdout
 
 
-def test_board_budgets_are_read_once_per_board_file_content(repo):
-    """A no-op and a weight change load no board code (the budgets are remembered with the board
-    file's signature); a board edit is read again, and repacks every model only where a budget
-    changed."""
+@pytest.mark.parametrize("args", [(), ("RELOC_ABSOLUTE_FLASH_POOLS=1", "BUILD_DIR=build-absolute")])
+def test_board_budgets_are_read_once_per_board_file_content(repo, args):
+    """A no-op and a weight change load no board code (the budgets, and with absolute flash pools
+    the image area, are remembered with the board file's signature); a board edit is read again,
+    and repacks every model only where a budget changed."""
     board = os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")
     original = open(board).read()
 
     def build():
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "SCons", "-Q"], cwd=repo,
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "SCons", "-Q", *args], cwd=repo,
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return sorted(steps(proc)), re.search(r"\| +n6\.board$", proc.stderr, re.M) is not None, proc.stdout
@@ -590,7 +591,7 @@ def test_board_budgets_are_read_once_per_board_file_content(repo):
         open(board, "w").write(original.replace(old, new))
         bump(board)
     try:
-        scons(repo)
+        scons(repo, *args)
         assert build()[:2] == ([], False)
         raw = os.path.join(repo, "models", "tiny_prebuilt", "network_atonbuf.xSPI2.raw")
         with open(raw, "r+b") as f:
@@ -606,10 +607,10 @@ def test_board_budgets_are_read_once_per_board_file_content(repo):
     finally:
         open(board, "w").write(original)
         bump(board)
-        scons(repo)
+        scons(repo, *args)
 
 
 def test_simulated_tool_change_regenerates_every_source_model(tmp_path):
-    got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
+    _, got = _rebuild_after_appending(tmp_path, "sim/stedgeai/stedgeai_sim/emit_c.py", "\n# a change of the tool\n")
     assert sorted(m for v, m in got if v == "GEN") == sorted(m for m in ALL_MODELS if m != "tiny_prebuilt")
     assert "CC" not in {v for v, _ in got}   # same generated code: nothing recompiles

@@ -1,6 +1,7 @@
 """The npu_reloc tool's per-build state: what every model's image steps share is found once for
 each set of what it is found from, not once per build folder."""
 import os
+import types
 
 import pytest
 
@@ -23,6 +24,9 @@ class _Env(dict):
     def File(self, path):
         return path
 
+    def N6FromContent(self, path, reader, signature):
+        return reader(path)
+
 
 def _env(**changes):
     values = {"BUILD_DIR": "build", "install": ("build/stedgeai-sim/2.2", release("2.2"), True),
@@ -34,7 +38,8 @@ def _env(**changes):
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch):
     monkeypatch.setattr(npu_reloc, "_SHARED", {})
-    monkeypatch.setattr(npu_reloc, "step_code", lambda env, step, modules, tool: f"{env['BUILD_DIR']}:{step}")
+    monkeypatch.setattr(npu_reloc, "step_code", lambda env, step, modules, tool=None: types.SimpleNamespace(
+        value=f"{env['BUILD_DIR']}:{step}"))
 
 
 def test_one_shared_state_per_set_of_what_it_is_found_from():

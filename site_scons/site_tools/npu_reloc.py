@@ -23,7 +23,7 @@ from n6.models import c_identifier
 from n6.paths import FIRMWARE
 from n6.reloc.area import ImageArea
 from n6.reloc.names import params_path, prepare_outputs
-from n6.reloc.options import (BUDGETS, ImageOptions, PackOptions, PrepareOptions, board_budgets, gate_board,
+from n6.reloc.options import (BUDGETS, ImageOptions, PackOptions, PrepareOptions, board_facts, gate_board,
                               gate_budgets, image_area, size_budgets)
 from n6.variables import VARIABLES, defaults
 from n6_scons import ArgvAction, describe_targets, progress, reports_errors, say, step_code, uses_tool
@@ -128,10 +128,11 @@ def _shared(env):
     key = (env.subst("$BUILD_DIR"), install, sizes, env["BOARD"], absolute)
     if key not in _SHARED:
         _, install_rel, simulated = install
+        budgets, facts = pack_gate(env)
         _SHARED[key] = _Shared(
-            simulated, image_area(env["BOARD"], install_rel) if absolute else None,
+            simulated, image_area(facts, install_rel) if facts and absolute else None,
             tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
-            pack_gate(env), step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
+            budgets, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
             step_code(env, "pack", ["n6.reloc.pipeline"], __file__))
     return _SHARED[key]
@@ -158,15 +159,18 @@ def _longest_first(prepared, runtime):
 
 def pack_gate(env):
     """The size gate's budgets: the RELOC_*_SIZE variables, the board file's where one is empty
-    (n6.reloc.options.gate_budgets), read once per content of the board file and of the code
-    that reads it (the stat cache keeps them: a no-op reads no board file, loads no board code).
-    `scons -h` and `-c` pack nothing: they do not read it (a damaged one stops neither)."""
+    (n6.reloc.options.gate_budgets); and the board file's facts (n6.reloc.options.board_facts,
+    with RELOC_ABSOLUTE_FLASH_POOLS its image area), else None. Read once per content of the
+    board file and of the code that reads it (the stat cache keeps them: a no-op reads no board
+    file, loads no board code). `scons -h` and `-c` build nothing: they do not read it (a damaged
+    one stops neither)."""
     gate = size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
-    board = gate_board(gate, env["BOARD"])
+    board = gate_board(gate, env["BOARD"], bool(env["RELOC_ABSOLUTE_FLASH_POOLS"]))
     if board is None or SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
-        return gate_budgets(gate, dict.fromkeys(BUDGETS))
-    reader = step_code(env, "board-budgets", ["n6.reloc.options"]).value   # board_budgets and the code it runs
-    return gate_budgets(gate, env.N6FromContent(board, board_budgets, f"board_budgets {reader}"))
+        return gate_budgets(gate, dict.fromkeys(BUDGETS)), None
+    reader = step_code(env, "board-facts", ["n6.reloc.options"]).value   # board_facts and the code it runs
+    facts = env.N6FromContent(board, board_facts, f"board_facts {reader}")
+    return gate_budgets(gate, facts[0]), facts
 
 
 def _link_argv(arm, ccflags, first, late, runtime_lib, script):

@@ -1,5 +1,5 @@
 """Absolute flash pools moved out of where a 2.x firmware reads the image: which pools move where
-(`plan`), and the one rule for an address inside them (`shifted`), applied to the generated C
+(`plan`, `check_landing`), and the one rule for an address inside them (`shifted`), applied to the generated C
 (prepare: network.c and _ecblobs.h), where the compiler then places every address.
 
 Not to a linked image's words: which of them are addresses no image records (big_mlp's image,
@@ -38,17 +38,21 @@ class Moved:
     size: int
 
 
-def plan(where: str, pools: Sequence[Span], area: ImageArea, params_size: int) -> list[Moved]:
+def plan(pools: Sequence[Span], area: ImageArea, params_size: int) -> list[Moved]:
     """The moves of the flash pools lying in the image area: each to the params region's first
-    free sector (past a split build's params image of `params_size` bytes), one after the other.
-    A pool that would land on another absolute pool or past the flash stops it in one line
-    naming `where`."""
+    free sector (past a split build's params image of `params_size` bytes), one after the other."""
     at = align(area.end + (params_size if area.split else 0), area.sector)
     moved = []
     for p in pools:
         if p.flash and p.at < area.end and p.at + p.size > area.start:
             moved.append(Moved(p.name, p.at, at, p.size))
             at = align(at + p.size, area.sector)
+    return moved
+
+
+def check_landing(moved: Sequence[Moved], pools: Sequence[Span], area: ImageArea, where: str) -> None:
+    """A pool that would land on another absolute pool or past the flash stops the moves in one
+    line naming `where` (checked only for moves that happen: kept pools build as ST's flow builds them)."""
     for mv in moved:
         clash = next((p for p in pools if p.name != mv.name and p.at < mv.new + mv.size and mv.new < p.at + p.size),
                      None)
@@ -58,7 +62,6 @@ def plan(where: str, pools: Sequence[Span], area: ImageArea, params_size: int) -
                           f"(0x{area.start:08X}); moved to 0x{mv.new:08X} it would land {land}",
                           "set the board file's [images] network clear of the pool, or build without "
                           "RELOC_ABSOLUTE_FLASH_POOLS")
-    return moved
 
 
 def shifted(value: int, moved: Sequence[Moved], starts: Iterable[int] = ()) -> int | None:
@@ -96,9 +99,11 @@ def c_blob_words(text: str) -> list[int]:
     return [w for m in _U64.finditer(text) for v in (int(m.group(1), 16),) for w in (v & 0xFFFF_FFFF, v >> 32)]
 
 
-def blob_refusal(blob_words: Sequence[int], moved: Sequence[Moved], where: str) -> str | None:
-    """Why the pools cannot move, if an epoch-controller blob word lies inside a moving pool."""
-    hits = [w for w in blob_words if shifted(w, moved) is not None]
+def blob_refusal(blob_words: Sequence[int], moved: Sequence[Moved], where: str,
+                 starts: Sequence[int] = ()) -> str | None:
+    """Why the pools cannot move, if an epoch-controller blob word lies inside a moving pool
+    (`starts`: as for `shifted`)."""
+    hits = [w for w in blob_words if shifted(w, moved, starts) is not None]
     if not hits:
         return None
     names = ", ".join(f"'{mv.name}'" for mv in moved)

@@ -36,17 +36,21 @@ class ImageOptions:
         return cls(**{**defaults, **overrides})
 
 
-def image_area(board: str, release: "Release") -> ImageArea | None:
-    """Where absolute flash pools must move out of for the board named `board`: where its 2.x
-    firmware reads the image (an unsplit one; a split build's ImageArea says so with `split`).
-    None for a 3.x release: the multi-model header tells the firmware where the image is, and the
-    image moves past the pools. What the SCons step gives prepare, and what a caller of
-    n6.reloc.prepare.prepare outside SCons gives it to move pools as the build does."""
-    if release.multi_model:
-        return None
+def board_facts(path: str) -> "tuple[dict[str, int | None], ImageArea]":
+    """What the image steps take from a board file, in one read: the size gate's budgets
+    (n6.board.Board.budgets) and where its 2.x firmware reads the image (an unsplit one; a split
+    build's ImageArea says so with `split`)."""
     from ..board import load_board
-    b = load_board(board_path(board))
-    return ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)
+    b = load_board(path)
+    return b.budgets, ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)
+
+
+def image_area(facts: "tuple[Any, ImageArea]", release: "Release") -> ImageArea | None:
+    """Where absolute flash pools must move out of, given a board's `facts` (board_facts): the
+    image area for a 2.x release; None for 3.x: the multi-model header tells the firmware where
+    the image is, and the image moves past the pools. What the SCons step gives prepare, and what
+    a caller of n6.reloc.prepare.prepare outside SCons gives it to move pools as the build does."""
+    return None if release.multi_model else facts[1]
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,11 @@ def size_budgets(values: Mapping[str, object]) -> dict[str, int | str | None]:
             parse_size(values[k], f"RELOC_{k.upper()}_SIZE", allow_none=True) for k in BUDGETS}
 
 
-def gate_board(budgets: Mapping[str, int | str | None], board: str) -> str | None:
-    """The board file (of the board named `board`) the size gate reads, if any of `budgets`
-    comes from it; a missing one: load_board's one line, which says which boards there are."""
-    if "board" not in budgets.values():
+def gate_board(budgets: Mapping[str, int | str | None], board: str, moves_pools: bool) -> str | None:
+    """The board file (of the board named `board`) the image steps read, if any of `budgets`
+    comes from it or absolute flash pools may move (`moves_pools`); a missing one: load_board's
+    one line, which says which boards there are."""
+    if "board" not in budgets.values() and not moves_pools:
         return None
     path = board_path(board)
     if not os.path.isfile(path):
@@ -88,15 +93,9 @@ def gate_board(budgets: Mapping[str, int | str | None], board: str) -> str | Non
     return path
 
 
-def board_budgets(path: str) -> dict[str, int | None]:
-    """The size gate's budgets a board file gives (n6.board.Board.budgets)."""
-    from ..board import load_board
-    return load_board(path).budgets
-
-
 def gate_budgets(budgets: Mapping[str, int | str | None],
                  from_board: Mapping[str, int | None]) -> tuple[tuple[str, int | None], ...]:
-    """The size gate's budgets with the board file's (`from_board`, board_budgets) wherever
+    """The size gate's budgets with the board file's (`from_board`, board_facts) wherever
     `budgets` says "board": resolved once per build, so the pack step reads no board file and
     its signature holds the very figures it gates by."""
     return tuple((k, from_board[k] if isinstance(v, str) else v) for k, v in budgets.items())

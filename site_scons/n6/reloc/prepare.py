@@ -18,7 +18,7 @@ from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
 from .area import ImageArea
-from .move import Moved, Span, blob_refusal, c_blob_words, move_addresses, plan
+from .move import Moved, Span, blob_refusal, c_blob_words, check_landing, move_addresses, plan
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
 
@@ -30,6 +30,7 @@ class Prepared:
     release: Release
     pools: list[Pool]
     net: NetworkC | None = None                   # the parsed network C file
+    ecblobs: str | None = None                    # its _ecblobs.h's text (epoch controller only)
     raws: dict[str, str] = field(default_factory=dict)   # pool name → .raw path
     acts_sz: int = 0
     params_sz: int = 0
@@ -183,6 +184,10 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
         p.foff = offset
         offset += align8(p.used)
     params_blob(prep).verify()   # every pool's .raw is there, with the pool's size
+    ecblobs = ecblobs_path(network_c)
+    if os.path.exists(ecblobs):
+        with open(ecblobs) as f:
+            prep.ecblobs = f.read()
     if image_area:
         move_flash_pools(network_c, prep, image_area, offset)
     internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
@@ -198,17 +203,16 @@ def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size:
     """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
     image area would be written over by the image (ST's flow flashes it so, and the network reads
     the image's bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
-    one definition network.c's and _ecblobs.h's addresses (reloc_c) and the pool's descriptor
-    (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a moving pool
-    keep the pools where they are, `kept` saying why."""
-    moved = plan(network_c, [Span(p.name, p.offset, p.used, in_external_flash(p))
-                             for p in prep.used_pools if p.absolute], area, blob_size)
-    ecblobs = ecblobs_path(network_c)
-    if moved and os.path.exists(ecblobs):
-        with open(ecblobs) as f:
-            prep.kept = blob_refusal(c_blob_words(f.read()), moved, network_c)
+    one definition network.c's and _ecblobs.h's addresses (prepare, moved_text) and the pool's
+    descriptor (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a
+    moving pool keep the pools where they are, `kept` saying why."""
+    spans = [Span(p.name, p.offset, p.used, in_external_flash(p)) for p in prep.used_pools if p.absolute]
+    moved = plan(spans, area, blob_size)
+    if moved and prep.ecblobs is not None:
+        prep.kept = blob_refusal(c_blob_words(prep.ecblobs), moved, network_c, [p.offset for p in prep.pools])
     if prep.kept:
         return
+    check_landing(moved, spans, area, network_c)
     new = {mv.name: mv.new for mv in moved}
     for p in prep.used_pools:
         p.offset = new.get(p.name, p.offset)
@@ -329,10 +333,8 @@ def prepare(network_c: str, outdir: str, name: str | None = None, ecblob_in_para
     n = prep.name
     os.makedirs(outdir, exist_ok=True)
     write_text(os.path.join(outdir, f"{n}_reloc.c"), reloc_c(prep, prep.net.text, stem))   # type: ignore[union-attr]  # analyse sets net
-    ecblobs = ecblobs_path(network_c)
-    if os.path.exists(ecblobs):
-        with open(ecblobs) as f:
-            text = moved_text(prep, f.read())
+    if prep.ecblobs is not None:
+        text = moved_text(prep, prep.ecblobs)
         write_text(os.path.join(outdir, f"{n}_reloc_ecblobs.h"),
                    patch_ecblobs(text, prep.release) if ecblob_in_params else text)
     write_text(os.path.join(outdir, f"{n}_reloc_mempools.c"), mempools_c(prep))
