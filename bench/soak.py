@@ -36,11 +36,12 @@ from tabulate import tabulate  # noqa: E402
 from n6.aivalidation import BoardError, Timeouts  # noqa: E402
 from n6.aivalidation.messages import IO_ONLY, PER_LAYER, PER_LAYER_WITH_DATA  # noqa: E402
 from n6.board import load_board  # noqa: E402
+from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6.run import host_reference  # noqa: E402
 from n6.run.session import connect, reset_simulated_board, simulated_board  # noqa: E402
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
-STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")   # scons flash's too
+STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))   # scons flash's too
 ROWS = ("simulated", "twin", "st-client")     # per model: the simulated board, the twin with ours, with ST's
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
 HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a

@@ -29,10 +29,11 @@ from tabulate import tabulate  # noqa: E402
 
 from n6.aivalidation.framing import Framing  # noqa: E402
 from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
+from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
 
-STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")
+STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))
 ST_WINDOW_S = 0.1
 IO_ACK = b"\xaa"       # the board's one-byte go-ahead for a host message's next packet (never a header's
 #                        first byte: EOM and a length under 0x80 00)

@@ -196,10 +196,8 @@ def sim_board_code(env, session):
 
 
 def sim_board_dir(env):
-    """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
-    programmer and board read), else <build dir>/sim-board."""
-    named = os.environ.get("N6_SIM_BOARD")
-    return os.path.abspath(named) if named else env.Dir(build_layout.sim_board("$BUILD_DIR")).abspath
+    """The simulated board's state folder (build_layout.sim_board_state), made absolute."""
+    return os.path.abspath(build_layout.sim_board_state(env.Dir("$BUILD_DIR").abspath))
 
 
 def step_code(env, step, modules, tool=None):

@@ -2,6 +2,7 @@
 the simulated board, the deploy records) and each model's folder `<build>/<model>/` with what
 its steps write there. Tools and steps ask here instead of spelling a path."""
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 DEFAULT_BUILD_DIR = "build"        # BUILD_DIR='s default
@@ -37,6 +38,12 @@ def runtime_objects(build_dir: str, flags: str) -> str:
 
 def sim_board(build_dir: str) -> str:
     return os.path.join(build_dir, SIM_BOARD)
+
+
+def sim_board_state(build_dir: str, environ: Mapping[str, str] = os.environ) -> str:
+    """The simulated board's state folder: N6_SIM_BOARD when set (the variable the simulated
+    programmer and board read), else <build dir>/sim-board."""
+    return environ.get("N6_SIM_BOARD") or sim_board(build_dir)
 
 
 def deploy_records(build_dir: str) -> str:

@@ -28,7 +28,7 @@ from npu_model.npu import (EVENT_HIGH, EVENT_LOW, SIGNAL_HENV_READ, SIGNAL_STALL
 ALL_ENGINES = (1 << STRENG_NUM) - 1
 ACTIVE_MIN = 20             # STRG_I_ACTIVE / STRG_O_ACTIVE list the engines counting more cycles
 STRG_OPTIONS = STRG_I_ACTIVE | STRG_O_ACTIVE | STRG_ACTIVE | STRG_HENV
-BUS_ROWS = (("port0", "w", 0, True), ("port0", "r", 0, False), ("port1", "w", 1, True), ("port1", "r", 1, False))
+BUS_ROWS = ((0, True), (0, False), (1, True), (1, False))     # (bus interface, writing) in ST's order
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class EpochCounters:
             if not option & BUSIF_RW_DATA:
                 return cls()
             counters = [(burst_signal(busif, write, beats), EVENT_HIGH)
-                        for _, _, busif, write in BUS_ROWS for beats in BURST_BEATS]
+                        for busif, write in BUS_ROWS for beats in BURST_BEATS]
             return cls(BUSIF_RW_DATA, tuple(counters), len(counters))
         reading, writing = {STRG_I_ACTIVE: (ALL_ENGINES, 0), STRG_O_ACTIVE: (0, ALL_ENGINES),
                             STRG_ACTIVE: (in_mask, out_mask), STRG_HENV: (in_mask, 0)}[strg]
@@ -116,9 +116,9 @@ def log_lines(option, npu_counts, trace, counts):
         out += [f"s:node:streng_henv:{kind}:{i}:{c}:{core - c}" for kind, i, c in counted]
     elif trace.option == BUSIF_RW_DATA:
         rows = [counts[k:k + len(BURST_BEATS)] for k in range(0, len(counts), len(BURST_BEATS))]
-        out += ["s:node:{}:burst:{}:{}:{}:{}:{}".format(port, rw, *row)
-                for (port, rw, _, _), row in zip(BUS_ROWS, rows)]
-        moved = {write: sum(Bursts.nbytes(row) for (_, _, _, w), row in zip(BUS_ROWS, rows) if w == write)
+        out += ["s:node:port{}:burst:{}:{}:{}:{}:{}".format(busif, "w" if write else "r", *row)
+                for (busif, write), row in zip(BUS_ROWS, rows)]
+        moved = {write: sum(Bursts.nbytes(row) for (_, w), row in zip(BUS_ROWS, rows) if w == write)
                  for write in (False, True)}
         out.append(f"s:node:portx:burst:rw:{moved[False]}:{moved[True]}:{moved[False] + moved[True]}:0")
     if option & NPU_CACHE:
@@ -129,8 +129,5 @@ def log_lines(option, npu_counts, trace, counts):
 def _busiest(kind, listed):
     """ST's closing line: the kind, engine and count of the first engine counting the most
     (`kind`, -1 and 0 when none counts)."""
-    best = (kind, -1, 0)
-    for entry in listed:
-        if entry[2] > best[2]:
-            best = entry
+    best = max([(kind, -1, 0), *listed], key=lambda entry: entry[2])     # max keeps the first on ties
     return "s:node:streng_active:max:{}:{}:{}".format(*best)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ..board import load_board
 from .backend import BACKENDS
 from ..board_files import DEFAULT_BOARD, board_path
-from ..build_layout import DEFAULT_BUILD_DIR, FLASH_REPORT, ON_BOARD, sim_board
+from ..build_layout import DEFAULT_BUILD_DIR, FLASH_REPORT, ON_BOARD, sim_board_state
 from ..errors import N6Error
 from ..releases import DEFAULT_RELEASE, release_for_atonn
 from ..reloc.image import Image
@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--backend", choices=BACKENDS)
     p.add_argument("--force", action="store_true", help="write every sector")
     p.add_argument("--dry-run", action="store_true", help="print the programmer commands instead")
-    p.add_argument("--sim-board", default=os.environ.get("N6_SIM_BOARD") or sim_board(DEFAULT_BUILD_DIR),
+    p.add_argument("--sim-board", default=sim_board_state(DEFAULT_BUILD_DIR),
                    help="the simulated board's folder (default: N6_SIM_BOARD, else build/sim-board)")
     p.add_argument("--install", default="", help="the ST Edge AI Core install (its validation firmware's facts)")
     p.add_argument("--out", help="where the reports go (default: <image folder>/flash)")

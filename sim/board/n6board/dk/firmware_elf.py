@@ -20,14 +20,14 @@ class FirmwareElf:
     segments: list                   # [(address, bytes)]
     vector_table: int
     initial_sp: int
-    functions: list                  # [(address, name)] sorted (IAR's ??local labels left out)
+    functions: list                  # [(address, size, name)] sorted (IAR's ??local labels left out)
     objects: dict                    # data symbol name → address
 
     @classmethod
     def read(cls, path):
         entry, segments = elf_load(path)
         symbols = read_symbols(path)
-        functions = sorted((s.value & ~1, s.name) for s in symbols
+        functions = sorted((s.value & ~1, s.size, s.name) for s in symbols
                            if s.type == STT_FUNC and s.name and not s.name.startswith("??"))
         objects = {s.name: s.value for s in symbols if s.type == STT_OBJECT and s.name}
         vectors = next((s.value for s in symbols if s.name in ("__vector_table", "__Vectors")), None)
@@ -47,15 +47,13 @@ class FirmwareElf:
         """The function holding `pc`, or None (also outside the firmware's segments: a model's code)."""
         if not any(a <= pc < a + len(data) for a, data in self.segments):
             return None
-        i = bisect.bisect_right(self.functions, (pc & ~1, "\uffff")) - 1
-        return self.functions[i][1] if i >= 0 else None
+        i = bisect.bisect_right(self.functions, (pc & ~1, float("inf"))) - 1
+        return self.functions[i][2] if i >= 0 else None
 
-    def span_of(self, name):
-        """[start, end) of the function `name` (to the next function's start), or None."""
-        start = self.address_of(name)
-        if start is None:
-            return None
-        return start, next((a for a, _ in self.functions if a > start), max(a + len(d) for a, d in self.segments))
+    def spans_of(self, *names):
+        """The [start, start + st_size) ranges of the functions `names` the firmware has (those it
+        lacks, e.g. a helper the compiler inlined, have none)."""
+        return tuple((a, a + size) for a, size, n in self.functions if n in names)
 
     def address_of(self, name):
-        return next((a for a, n in self.functions if n == name), None)
+        return next((a for a, _, n in self.functions if n == name), None)

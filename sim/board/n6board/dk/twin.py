@@ -26,7 +26,8 @@ from .peripherals.xspi import dk_xspi_controllers
 
 NPU_IRQS = range(53, 57)          # NPU0..3 (the NPU's end-of-epoch and error interrupts)
 READY = b"Protocol version"       # the last line of the firmware's banner, before its protocol loop
-RECEIVE = "HAL_UART_Receive"       # ST's HAL: polls USART1's ISR until each byte it asks for arrives
+RECEIVE = ("HAL_UART_Receive",     # ST's HAL: polls USART1's ISR until each byte it asks for arrives,
+           "UART_WaitOnFlagUntilTimeout")   # in this helper when the compiler did not inline it
 CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does not say (SystemCoreClock)
 BOOT_CYCLES = 10 * CPU_HZ
 
@@ -47,9 +48,9 @@ class DkTwin:
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())
         self.bus.attach(Bsec())
-        receive_lo, receive_hi = self.firmware.span_of(RECEIVE) or (0, 0)
+        receive = self.firmware.spans_of(*RECEIVE)
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop,
-                                           lambda: receive_lo <= core.pc < receive_hi))
+                                           lambda: any(lo <= core.pc < hi for lo, hi in receive)))
         core.on_slice = self.usart.poll_host
         core.awaited = self.awaited_interrupt
         core.wait_outside = self.usart.wait_for_host
