@@ -27,15 +27,13 @@ sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "boa
 
 from tabulate import tabulate  # noqa: E402
 
-from n6.aivalidation.framing import Framing  # noqa: E402
+from n6.aivalidation.framing import SYNC_BYTE, Framing  # noqa: E402
 from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
 
 STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")
 ST_WINDOW_S = 0.1
-IO_ACK = b"\xaa"       # the board's one-byte go-ahead for a host message's next packet (never a header's
-#                        first byte: EOM and a length under 0x80 00)
 ST_PER_LAYER = """
 import sys
 import numpy as np
@@ -89,14 +87,15 @@ class TimedLink(PtyLink):
     def _cut(self, data):
         self.stream += data
         size = self.framing.packet_size
-        while self.stream[:1] == IO_ACK:
-            del self.stream[:1]
-        while len(self.stream) >= size:
+        while True:
+            # the board's go-ahead for a host message's next packet: never a header's first byte (EOM and a length
+            # under 0x80 00)
+            self.stream = self.stream.lstrip(bytes((SYNC_BYTE,)))
+            if len(self.stream) < size:
+                return
             eom, n = self.framing.unpack_header(self.stream[:2])
             self.message += self.stream[2:2 + n]
             del self.stream[:size]
-            while self.stream[:1] == IO_ACK:
-                del self.stream[:1]
             if eom:
                 resp = respMsg()
                 resp.ParseFromString(bytes(self.message))
