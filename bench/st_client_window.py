@@ -132,6 +132,7 @@ def measure(firmware, st_client, invokes, busy):
     finally:
         for p in loops:
             p.terminate()
+            p.join()
     seconds = time.monotonic() - started
     gaps = sorted(link.window_gaps())
     worst = gaps[-1] if gaps else (0, 0, 0)
