@@ -47,17 +47,18 @@ NEEDS = {"twin": "--firmware", "st-client": "--st-client"}   # a row's argument 
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
 HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
 #                                      loaded host can take longer (a host wait, not the board's cycles)
+ST_SEQUENCE = [[1, ["IO_ONLY"]], [1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]], [2, ["IO_ONLY"]],
+               [2, ["PER_LAYER"]]]   # ST's client's runs in turn: [batch, the modes it ORs]
 ST_MIXED = """
-import hashlib, json, sys
+import functools, hashlib, json, operator, sys
 import numpy as np
 from stm_ai_runner import AiRunner
 runner = AiRunner()
 assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
 inputs = runner.get_info()["inputs"]
 rng = np.random.default_rng(int(sys.argv[3]))
-M = AiRunner.Mode
-sequence = ((1, M.IO_ONLY), (1, M.PER_LAYER), (1, M.PER_LAYER | M.PER_LAYER_WITH_DATA), (2, M.IO_ONLY),
-            (2, M.PER_LAYER))
+sequence = [(batch, functools.reduce(operator.or_, (getattr(AiRunner.Mode, m) for m in modes)))
+            for batch, modes in json.loads(sys.argv[4])]
 records = []
 for i in range(int(sys.argv[2])):
     batch, mode = sequence[i % len(sequence)]
@@ -87,8 +88,8 @@ def our_session(firmware, model_mode, invokes, seed):
 
 def st_session(st_client, firmware, model_mode, invokes, seed, workdir):
     with simulated_board(BOARD, state=STATE, firmware=firmware, mode=model_mode) as port:
-        proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), str(seed)], capture_output=True,
-                              text=True, cwd=workdir)
+        proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), str(seed), json.dumps(ST_SEQUENCE)],
+                              capture_output=True, text=True, cwd=workdir)
     if proc.returncode:
         raise BoardError(port, f"ST's client: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -31,23 +31,11 @@ from n6.aivalidation.framing import SYNC_BYTE, Framing  # noqa: E402
 from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
+from soak import ST_MIXED  # noqa: E402
 
 STATE = os.environ.get("N6_SIM_BOARD") or os.path.join(ROOT, "build", "sim-board")
 ST_WINDOW_S = 0.1
-ST_PER_LAYER = """
-import sys
-import numpy as np
-from stm_ai_runner import AiRunner
-runner = AiRunner()
-assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
-inputs = runner.get_info()["inputs"]
-rng = np.random.default_rng(5)
-M = AiRunner.Mode
-for i in range(int(sys.argv[2])):
-    x = [rng.integers(-128, 128, size=(1,) + tuple(t["shape"][1:])).astype(t["type"]) for t in inputs]
-    runner.invoke(x, mode=M.PER_LAYER | M.PER_LAYER_WITH_DATA if i % 2 else M.PER_LAYER)
-runner.disconnect()
-"""
+ST_PER_LAYER = [[1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]]]   # ST's client's runs in turn
 
 
 class TimedLink(PtyLink):
@@ -127,7 +115,8 @@ def measure(firmware, st_client, invokes, busy):
     threading.Thread(target=twin.serve, daemon=True).start()
     started = time.monotonic()
     try:
-        proc = subprocess.run([st_client, "-c", ST_PER_LAYER, os.ttyname(slave), str(invokes)], capture_output=True,
+        proc = subprocess.run([st_client, "-c", ST_MIXED, os.ttyname(slave), str(invokes), "5",
+                               json.dumps(ST_PER_LAYER)], capture_output=True,
                               text=True, cwd=os.path.join(ROOT, "build"))
     finally:
         for p in loops:
