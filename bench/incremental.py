@@ -53,6 +53,7 @@ r = "build/wide0/reloc/"
 budgets = Budgets(**json.loads(sys.argv[2]), copy_mode=False)
 pack_step(r + "network_rel_code.bin", r + "network_reloc_params.json", sys.argv[1] + "/network_rel.bin",
           sys.argv[1] + "/r.json", "network", budgets, split=True, log=lambda line: None, hash_name="sha256")
+assert streaming, "pack_step no longer calls ParamsBlob.stream: time its streaming another way"
 print(time.perf_counter() - t - sum(s[0] for s in streaming), time.process_time() - cpu - sum(s[1] for s in streaming))
 """
 

@@ -42,21 +42,24 @@ from n6.run.session import connect, reset_simulated_board, simulated_board  # no
 
 BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))   # scons flash's too
-ROWS = ("simulated", "twin", "st-client")     # per model: the simulated board, the twin with ours, with ST's
+OUR_ROWS = {"simulated": "simulated board", "twin": "twin"}   # per model, our client on each board: its label
+ROWS = (*OUR_ROWS, "st-client")     # and ST's client on the twin
+NEEDS = {"twin": "--firmware", "st-client": "--st-client"}   # a row's argument (st-client also --firmware)
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
 HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
 #                                      loaded host can take longer (a host wait, not the board's cycles)
+ST_SEQUENCE = [[1, ["IO_ONLY"]], [1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]], [2, ["IO_ONLY"]],
+               [2, ["PER_LAYER"]]]   # ST's client's runs in turn: [batch, the modes it ORs]
 ST_MIXED = """
-import hashlib, json, sys
+import functools, hashlib, json, operator, sys
 import numpy as np
 from stm_ai_runner import AiRunner
 runner = AiRunner()
 assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
 inputs = runner.get_info()["inputs"]
 rng = np.random.default_rng(int(sys.argv[3]))
-M = AiRunner.Mode
-sequence = ((1, M.IO_ONLY), (1, M.PER_LAYER), (1, M.PER_LAYER | M.PER_LAYER_WITH_DATA), (2, M.IO_ONLY),
-            (2, M.PER_LAYER))
+sequence = [(batch, functools.reduce(operator.or_, (getattr(AiRunner.Mode, m) for m in modes)))
+            for batch, modes in json.loads(sys.argv[4])]
 records = []
 for i in range(int(sys.argv[2])):
     batch, mode = sequence[i % len(sequence)]
@@ -86,8 +89,8 @@ def our_session(firmware, model_mode, invokes, seed):
 
 def st_session(st_client, firmware, model_mode, invokes, seed, workdir):
     with simulated_board(BOARD, state=STATE, firmware=firmware, mode=model_mode) as port:
-        proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), str(seed)], capture_output=True,
-                              text=True, cwd=workdir)
+        proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), str(seed), json.dumps(ST_SEQUENCE)],
+                              capture_output=True, text=True, cwd=workdir)
     if proc.returncode:
         raise BoardError(port, f"ST's client: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -167,12 +170,19 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--firmware", default="", help="ST's validation firmware ELF (or install) for the twin rows")
     ap.add_argument("--st-client", default="", help="ST's st_ai_runner.sh: also soak ST's client on the twin")
-    ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows per model (of {', '.join(ROWS)})")
+    ap.add_argument("--rows", help=f"which rows per model (of {', '.join(ROWS)}; default: those the arguments allow)")
     ap.add_argument("--change", type=int, default=0, metavar="ROUNDS",
                     help="one session changing the model ROUNDS x (per model: flash, reset, run)")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "soak.json"))
     args = ap.parse_args(argv)
-    rows, wanted = [], args.rows.split(",")
+    given = {"--firmware": args.firmware, "--st-client": args.st_client and args.firmware}
+    wanted = args.rows.split(",") if args.rows else [r for r in ROWS if given.get(NEEDS.get(r, ""), True)]
+    for row in wanted:
+        if row not in ROWS:
+            ap.error(f"--rows: unknown row {row!r}: give some of {', '.join(ROWS)}")
+        if not given.get(NEEDS.get(row, ""), True):
+            ap.error(f"--rows {row}: needs {NEEDS[row]}" + (" and --firmware" if row == "st-client" else ""))
+    rows = []
     os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
     if args.change:
         for firmware in [""] + ([args.firmware] if args.firmware else []):
@@ -180,14 +190,14 @@ def main(argv=None):
     for model in args.models.split(",") if not args.change else ():
         subprocess.run([sys.executable, "-m", "SCons", "-Q", "flash", f"MODEL={model}"], cwd=ROOT, check=True,
                        capture_output=True)
-        boards = [("simulated", "simulated board", "")] + ([("twin", "twin", args.firmware)] if args.firmware else [])
-        for row, board, firmware in boards:
+        for row, board in OUR_ROWS.items():
             if row not in wanted:
                 continue
+            firmware = args.firmware if row == "twin" else ""
             rows.append(soak(model, f"{board}, our client",
                              lambda firmware=firmware: our_session(firmware, "COPY", args.invokes, args.seed),
                              args.repeats))
-        if args.firmware and args.st_client and "st-client" in wanted:
+        if "st-client" in wanted:
             workdir = os.path.join(ROOT, "build", "bench")
             os.makedirs(workdir, exist_ok=True)
             rows.append(soak(model, "twin, ST's client", lambda workdir=workdir: st_session(

@@ -27,30 +27,16 @@ sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "sim", "boa
 
 from tabulate import tabulate  # noqa: E402
 
-from n6.aivalidation.framing import Framing  # noqa: E402
+from n6.aivalidation.framing import SYNC_BYTE, Framing  # noqa: E402
 from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
 from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
+from soak import ST_MIXED  # noqa: E402
 
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))
 ST_WINDOW_S = 0.1
-IO_ACK = b"\xaa"       # the board's one-byte go-ahead for a host message's next packet (never a header's
-#                        first byte: EOM and a length under 0x80 00)
-ST_PER_LAYER = """
-import sys
-import numpy as np
-from stm_ai_runner import AiRunner
-runner = AiRunner()
-assert runner.connect(f"serial:{sys.argv[1]}:921600"), runner.get_error()
-inputs = runner.get_info()["inputs"]
-rng = np.random.default_rng(5)
-M = AiRunner.Mode
-for i in range(int(sys.argv[2])):
-    x = [rng.integers(-128, 128, size=(1,) + tuple(t["shape"][1:])).astype(t["type"]) for t in inputs]
-    runner.invoke(x, mode=M.PER_LAYER | M.PER_LAYER_WITH_DATA if i % 2 else M.PER_LAYER)
-runner.disconnect()
-"""
+ST_PER_LAYER = [[1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]]]   # ST's client's runs in turn
 
 
 class TimedLink(PtyLink):
@@ -90,14 +76,15 @@ class TimedLink(PtyLink):
     def _cut(self, data):
         self.stream += data
         size = self.framing.packet_size
-        while self.stream[:1] == IO_ACK:
-            del self.stream[:1]
-        while len(self.stream) >= size:
+        while True:
+            # the board's go-ahead for a host message's next packet: never a header's first byte (EOM and a length
+            # under 0x80 00)
+            self.stream = self.stream.lstrip(bytes((SYNC_BYTE,)))
+            if len(self.stream) < size:
+                return
             eom, n = self.framing.unpack_header(self.stream[:2])
             self.message += self.stream[2:2 + n]
             del self.stream[:size]
-            while self.stream[:1] == IO_ACK:
-                del self.stream[:1]
             if eom:
                 resp = respMsg()
                 resp.ParseFromString(bytes(self.message))
@@ -129,11 +116,13 @@ def measure(firmware, st_client, invokes, busy):
     threading.Thread(target=twin.serve, daemon=True).start()
     started = time.monotonic()
     try:
-        proc = subprocess.run([st_client, "-c", ST_PER_LAYER, os.ttyname(slave), str(invokes)], capture_output=True,
+        proc = subprocess.run([st_client, "-c", ST_MIXED, os.ttyname(slave), str(invokes), "5",
+                               json.dumps(ST_PER_LAYER)], capture_output=True,
                               text=True, cwd=os.path.join(ROOT, "build"))
     finally:
         for p in loops:
             p.terminate()
+            p.join()
     seconds = time.monotonic() - started
     gaps = sorted(link.window_gaps())
     worst = gaps[-1] if gaps else (0, 0, 0)

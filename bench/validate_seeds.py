@@ -21,7 +21,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "site_scons"), os.path.join(ROOT, "tests")]
 
-from conftest import copy_repo, scons  # noqa: E402
+from conftest import copy_repo, name_source, sample_as_model, scons  # noqa: E402
 from n6.run.options import NPU_MAX_LSB, NPU_TIE_LSB  # noqa: E402
 from npu_samples import REAL, need_test_bed, write_report  # noqa: E402  (bench/ is the script's folder)
 from tabulate import tabulate  # noqa: E402
@@ -35,11 +35,8 @@ def project(tmp, samples):
     repo = copy_repo(os.path.join(tmp, "repo"))
     shutil.rmtree(os.path.join(repo, "models"))
     for name in samples:
-        folder = os.path.join(repo, "models", name)
-        shutil.copytree(os.path.join(REAL, "samples", name), folder, ignore=shutil.ignore_patterns("SOURCE.txt"))
-        shutil.copy(os.path.join(REAL, "sources", name, "model.tflite"), folder)
-        with open(os.path.join(folder, "model.json"), "w") as f:
-            json.dump({"source": "model.tflite"}, f)
+        sample_as_model(repo, REAL, name)
+        name_source(repo, REAL, name)
     return repo
 
 

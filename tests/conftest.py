@@ -99,6 +99,20 @@ def copy_repo(dest):
     return dest
 
 
+def sample_as_model(repo, bed, name):
+    """ST's sample `name` of the test bed `bed` (its stedgeai outputs) as a prebuilt model of `repo`."""
+    shutil.copytree(os.path.join(bed, "samples", name), os.path.join(repo, "models", name),
+                    ignore=shutil.ignore_patterns("SOURCE.txt"))
+
+
+def name_source(repo, bed, name):
+    """The prebuilt sample `name` naming its published source model (from the test bed `bed`)."""
+    folder = os.path.join(repo, "models", name)
+    shutil.copy(os.path.join(bed, "sources", name, "model.tflite"), folder)
+    with open(os.path.join(folder, "model.json"), "w") as f:
+        json.dump({"source": "model.tflite"}, f)
+
+
 def forget_boards(build):
     """Forget every run, flash and simulated board of the build folder `build`: the next run or
     validate flashes and runs every model again."""

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from conftest import copy_repo, scons
+from conftest import copy_repo, sample_as_model, scons
 
 REAL = os.environ.get("N6_REAL_STEDGEAI", "")
 pytestmark = pytest.mark.skipif(not (REAL and os.path.isdir(os.path.join(REAL, "2.2"))),
@@ -98,11 +98,7 @@ def repo(tmp_path_factory):
     repo = copy_repo(tmp_path_factory.mktemp("real") / "repo")
     shutil.rmtree(os.path.join(repo, "models"))
     for sample in SAMPLES:
-        dest = os.path.join(repo, "models", sample)
-        os.makedirs(dest)
-        for f in os.listdir(os.path.join(REAL, "samples", sample)):
-            if f != "SOURCE.txt":
-                shutil.copy(os.path.join(REAL, "samples", sample, f), dest)
+        sample_as_model(repo, REAL, sample)
     with open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")) as f:
         text = f.read()
     assert text.count("network = 0x71000000") == 1 and text.count("params = 0x71800000") == 1   # rewritten below

@@ -10,11 +10,10 @@ Needs the test bed named by N6_REAL_STEDGEAI."""
 import json
 import os
 import re
-import shutil
 
 import pytest
 
-from conftest import scons
+from conftest import name_source, scons
 from n6.run.options import NPU_MAX_LSB
 from test_real_install import REAL, SAMPLES, _install, repo  # noqa: F401  (a fixture)
 
@@ -28,10 +27,7 @@ ARGS = ("RELOC_ABSOLUTE_FLASH_POOLS=1", "BOARD=pool-dk.toml")
 def sources(repo):  # noqa: F811  (repo: the samples as prebuilt models)
     """The samples naming their published source model."""
     for sample in RUNS:
-        dest = os.path.join(repo, "models", sample)
-        shutil.copy(os.path.join(REAL, "sources", sample, "model.tflite"), dest)
-        with open(os.path.join(dest, "model.json"), "w") as f:
-            json.dump({"source": "model.tflite"}, f)
+        name_source(repo, REAL, sample)
     return repo
 
 
