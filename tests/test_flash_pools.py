@@ -204,6 +204,18 @@ def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
         move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
 
 
+def test_a_pool_lands_where_another_moving_pool_was():
+    """A move is checked against the pools that stay: P0 lands where P1 lay, but P1 (crossing the
+    image area's end) moves on too, so both move, one after the other."""
+    from n6.reloc.area import ImageArea
+    from n6.reloc.prepare import move_flash_pools
+    prep = pools((0x7100_0000, 0x1_0000), (0x717F_0000, 0x2_0000))
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    assert [(mv.name, mv.old, mv.new) for mv in prep.moved] == [("P0", 0x7100_0000, 0x7180_0000),
+                                                                ("P1", 0x717F_0000, 0x7181_0000)]
+    assert [p.offset for p in prep.pools] == [0x7180_0000, 0x7181_0000]
+
+
 def test_pools_kept_for_their_blobs_build_though_a_move_would_clash():
     """Blobs holding a word inside the pool keep it where ST's flow puts it: where a move would
     have landed does not matter then (ST's flow builds such a network)."""
