@@ -129,9 +129,9 @@ def test_outside_scons_prepare_and_the_flash_cli_move_the_pool_as_the_build_does
     from n6.reloc.prepare import prepare
     _, _, _, pieces = moved_build(repo, "build-moved")
     built = os.path.join(repo, "build-moved", "big_mlp")
-    facts = board_facts(board_path("stm32n6570-dk"))
-    area = image_area(facts, RELEASES["2.2"])
-    assert image_area(facts, RELEASES["3.0"]) is None      # 3.x: the header places the image
+    board_area = board_facts(board_path("stm32n6570-dk")).area
+    area = image_area(board_area, RELEASES["2.2"])
+    assert image_area(board_area, RELEASES["3.0"]) is None      # 3.x: the header places the image
     prep = prepare(os.path.join(repo, "models", "big_mlp", "network.c"), str(tmp_path / "reloc"),
                    absolute_flash_pools=True, image_area=area)
     assert [(m.name, m.old, m.new) for m in prep.moved] == [("xSPI2", POOL, 0x7180_0000)]
