@@ -62,10 +62,11 @@ def reloc_options(env, spec):
 
 
 def check_variables(env):
-    """The variables every model shares: a bad one fails at once, not once per model."""
+    """The variables every model shares: a bad one fails at once, not once per model (the models'
+    steps then take the _Shared found here)."""
     if env.get("RELOC_NAME"):
         c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
-    pack_gate(env)
+    _shared(env)
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
