@@ -158,7 +158,7 @@ def main():
             bump(c)
             code.append(scons(repo))
         code_t = min(code)
-        budgets = json.dumps(board_facts(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml"))[0])
+        budgets = json.dumps(board_facts(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")).budgets)
         fixed, fixed_cpu = (min(col) for col in zip(*(
             map(float, subprocess.run([sys.executable, "-c", PACK_FIXED, tmp, budgets], cwd=repo, env=ENV, check=True,
                                       capture_output=True, text=True).stdout.split()) for _ in range(5))))

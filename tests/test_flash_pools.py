@@ -129,9 +129,9 @@ def test_outside_scons_prepare_and_the_flash_cli_move_the_pool_as_the_build_does
     from n6.reloc.prepare import prepare
     _, _, _, pieces = moved_build(repo, "build-moved")
     built = os.path.join(repo, "build-moved", "big_mlp")
-    facts = board_facts(board_path("stm32n6570-dk"))
-    area = image_area(facts, RELEASES["2.2"])
-    assert image_area(facts, RELEASES["3.0"]) is None      # 3.x: the header places the image
+    board_area = board_facts(board_path("stm32n6570-dk")).area
+    area = image_area(board_area, RELEASES["2.2"])
+    assert image_area(board_area, RELEASES["3.0"]) is None      # 3.x: the header places the image
     prep = prepare(os.path.join(repo, "models", "big_mlp", "network.c"), str(tmp_path / "reloc"),
                    absolute_flash_pools=True, image_area=area)
     assert [(m.name, m.old, m.new) for m in prep.moved] == [("xSPI2", POOL, 0x7180_0000)]
@@ -202,6 +202,18 @@ def test_a_pool_that_cannot_move_clear_of_the_image_is_one_line(tmp_path):
     prep = pools((0x7100_0000, 0x90_0000))
     with pytest.raises(N6Error, match="moved to 0x7F800000 it would land past the external flash"):
         move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7F80_0000, 0x1_0000, False), 0)
+
+
+def test_a_pool_lands_where_another_moving_pool_was():
+    """A move is checked against the pools that stay: P0 lands where P1 lay, but P1 (crossing the
+    image area's end) moves on too, so both move, one after the other."""
+    from n6.reloc.area import ImageArea
+    from n6.reloc.prepare import move_flash_pools
+    prep = pools((0x7100_0000, 0x1_0000), (0x717F_0000, 0x2_0000))
+    move_flash_pools("n.c", prep, ImageArea(0x7100_0000, 0x7180_0000, 0x1_0000, False), 0)
+    assert [(mv.name, mv.old, mv.new) for mv in prep.moved] == [("P0", 0x7100_0000, 0x7180_0000),
+                                                                ("P1", 0x717F_0000, 0x7181_0000)]
+    assert [p.offset for p in prep.pools] == [0x7180_0000, 0x7181_0000]
 
 
 def test_pools_kept_for_their_blobs_build_though_a_move_would_clash():

@@ -45,6 +45,8 @@ def _fresh(monkeypatch):
 def test_one_shared_state_per_set_of_what_it_is_found_from():
     first = npu_reloc._shared(_env())
     assert npu_reloc._shared(_env()) is first
+    assert npu_reloc._shared(_env(BUILD_DIR="b2")).prepare_code.value == "b2:prepare"
+    assert npu_reloc._shared(_env(BOARD="nucleo-n657x0-q")) is not first
     assert dict(first.budgets)["flash"] == 8 << 20
     other_budget = npu_reloc._shared(_env(RELOC_FLASH_SIZE="4M"))      # the same build folder
     assert dict(other_budget.budgets)["flash"] == 4 << 20

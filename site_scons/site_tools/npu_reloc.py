@@ -62,10 +62,11 @@ def reloc_options(env, spec):
 
 
 def check_variables(env):
-    """The variables every model shares: a bad one fails at once, not once per model."""
+    """The variables every model shares: a bad one fails at once, not once per model (the models'
+    steps then take the _Shared found here)."""
     if env.get("RELOC_NAME"):
         c_identifier(env["RELOC_NAME"], "RELOC_NAME", "image name", "set RELOC_NAME to a C identifier, e.g. kws")
-    pack_gate(env)
+    _shared(env)
 
 
 def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
@@ -130,7 +131,7 @@ def _shared(env):
         _, install_rel, simulated = install
         budgets, facts = pack_gate(env)
         _SHARED[key] = _Shared(
-            simulated, image_area(facts, install_rel) if facts and absolute else None,
+            simulated, image_area(facts.area, install_rel) if facts and absolute else None,
             tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
             budgets, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
@@ -170,7 +171,7 @@ def pack_gate(env):
         return gate_budgets(gate, dict.fromkeys(BUDGETS)), None
     reader = step_code(env, "board-facts", ["n6.reloc.options"]).value   # board_facts and the code it runs
     facts = env.N6FromContent(board, board_facts, f"board_facts {reader}")
-    return gate_budgets(gate, facts[0]), facts
+    return gate_budgets(gate, facts.budgets), facts
 
 
 def _link_argv(arm, ccflags, first, late, runtime_lib, script):

@@ -310,8 +310,6 @@ def invalidate_other_stamps(build_dir: str, own: Collection[str], result: FlashR
             if info.get("probe") != result.serial:      # on another board
                 continue
             spans = [(int(i["address"], 16), int(i["address"], 16) + i["size"]) for i in info["images"]]
-        except FileNotFoundError:
-            continue
         except (OSError, ValueError, KeyError, TypeError):
             spans = [(0, 1 << 32)]
         if any(a < d and c < b for a, b in written for c, d in spans):

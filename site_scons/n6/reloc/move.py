@@ -52,10 +52,12 @@ def plan(pools: Sequence[Span], area: ImageArea, params_size: int) -> list[Moved
 
 def check_landing(moved: Sequence[Moved], pools: Sequence[Span], area: ImageArea, where: str) -> None:
     """A pool that would land on another absolute pool or past the flash stops the moves in one
-    line naming `where` (checked only for moves that happen: kept pools build as ST's flow builds them)."""
+    line naming `where` (checked only for moves that happen: kept pools build as ST's flow builds them;
+    against the pools that stay, as a moving pool's old place is free)."""
+    moving = {mv.name for mv in moved}
+    staying = [p for p in pools if p.name not in moving]
     for mv in moved:
-        clash = next((p for p in pools if p.name != mv.name and p.at < mv.new + mv.size and mv.new < p.at + p.size),
-                     None)
+        clash = next((p for p in staying if p.at < mv.new + mv.size and mv.new < p.at + p.size), None)
         if clash or mv.new + mv.size > EXTERNAL_FLASH[1]:
             land = f"onto pool '{clash.name}'" if clash else "past the external flash"
             raise N6Error(where, f"absolute flash pool '{mv.name}' lies where the firmware reads the image "

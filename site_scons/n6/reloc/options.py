@@ -4,7 +4,7 @@ steps receive them as they are."""
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from ..board_files import board_path
 from ..errors import N6Error
@@ -36,21 +36,26 @@ class ImageOptions:
         return cls(**{**defaults, **overrides})
 
 
-def board_facts(path: str) -> "tuple[dict[str, int | None], ImageArea]":
-    """What the image steps take from a board file, in one read: the size gate's budgets
-    (n6.board.Board.budgets) and where its 2.x firmware reads the image (an unsplit one; a split
-    build's ImageArea says so with `split`)."""
+class BoardFacts(NamedTuple):
+    """What the image steps take from a board file, in one read: the size gate's `budgets`
+    (n6.board.Board.budgets) and the `area` where its 2.x firmware reads the image (an unsplit
+    one; a split build's ImageArea says so with `split`). Module-level: the stat cache pickles it."""
+    budgets: dict[str, int | None]
+    area: ImageArea
+
+
+def board_facts(path: str) -> BoardFacts:
     from ..board import load_board
     b = load_board(path)
-    return b.budgets, ImageArea(b.images.network, b.images.params, b.flash.sector_size, False)
+    return BoardFacts(b.budgets, ImageArea(b.images.network, b.images.params, b.flash.sector_size, False))
 
 
-def image_area(facts: "tuple[Any, ImageArea]", release: "Release") -> ImageArea | None:
-    """Where absolute flash pools must move out of, given a board's `facts` (board_facts): the
-    image area for a 2.x release; None for 3.x: the multi-model header tells the firmware where
-    the image is, and the image moves past the pools. What the SCons step gives prepare, and what
-    a caller of n6.reloc.prepare.prepare outside SCons gives it to move pools as the build does."""
-    return None if release.multi_model else facts[1]
+def image_area(area: ImageArea, release: "Release") -> ImageArea | None:
+    """Where absolute flash pools must move out of, given a board's image `area` (BoardFacts.area):
+    it for a 2.x release; None for 3.x: the multi-model header tells the firmware where the image
+    is, and the image moves past the pools. What the SCons step gives prepare, and what a caller
+    of n6.reloc.prepare.prepare outside SCons gives it to move pools as the build does."""
+    return None if release.multi_model else area
 
 
 @dataclass(frozen=True)

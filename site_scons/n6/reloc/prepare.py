@@ -38,6 +38,7 @@ class Prepared:
     runtime_desc: str = ""
     moved: list[Moved] = field(default_factory=list)   # absolute flash pools moved out of the image area
     kept: str | None = None       # why pools lying in the image area were not moved (their blobs' addresses)
+    starts: tuple[int, ...] = ()  # every pool's address before the move (n6.reloc.move.shifted's `starts`)
 
     @property
     def used_pools(self) -> list[Pool]:
@@ -206,10 +207,11 @@ def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size:
     one definition network.c's and _ecblobs.h's addresses (prepare, moved_text) and the pool's
     descriptor (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a
     moving pool keep the pools where they are, `kept` saying why."""
+    prep.starts = tuple(p.offset for p in prep.pools)
     spans = [Span(p.name, p.offset, p.used, in_external_flash(p)) for p in prep.used_pools if p.absolute]
     moved = plan(spans, area, blob_size)
     if moved and prep.ecblobs is not None:
-        prep.kept = blob_refusal(c_blob_words(prep.ecblobs), moved, network_c, [p.offset for p in prep.pools])
+        prep.kept = blob_refusal(c_blob_words(prep.ecblobs), moved, network_c, prep.starts)
     if prep.kept:
         return
     check_landing(moved, spans, area, network_c)
@@ -313,8 +315,7 @@ def patch_ecblobs(text: str, release: Release) -> str:
 
 def moved_text(prep: Prepared, text: str) -> str:
     """Generated C (network.c, _ecblobs.h) with the addresses inside the moved pools following them."""
-    old = {mv.name: mv.old for mv in prep.moved}
-    return move_addresses(text, prep.moved, [old.get(p.name, p.offset) for p in prep.pools])
+    return move_addresses(text, prep.moved, prep.starts)
 
 
 def reloc_c(prep: Prepared, network_c_text: str, stem: str) -> str:

@@ -113,8 +113,8 @@ def validate(model: ModelInfo, got_outputs: Sequence[np.ndarray], ref_outputs: S
     table = tabulate(rows, headers=["output", "acc", "rmse", "mae", "l2r", "cos", "mean |err| LSB", "max |err| LSB",
                                     "exact", "top-1"] + ([f"top-1 tie {tie} LSB"] if tie else []) + [""],
                      tablefmt="simple", disable_numparse=True)
-    rule = f"simulated NPU: {rule_words(tol, given, tie)} (docs/validate.md)" if simulated_npu else \
-        f"tolerance: {rule_words(tol, given, tie)}"
+    words = rule_words(tol, given, tie)
+    rule = f"simulated NPU: {words} (docs/validate.md)" if simulated_npu else f"tolerance: {words}"
     text = (f"  reference: {reference}; {rule}\n"
             f"  acc rmse mae l2r cos: ST's metrics on the dequantised values; LSB and top-1: ours\n{table}")
     return text, {"reference": reference, "rule": "simulated NPU" if simulated_npu else "tolerance",
