@@ -109,6 +109,15 @@ def test_a_cache_file_of_format_1_is_read(f, tmp_path):
     assert StatCache(str(tmp_path / "cache"), "sha256").entries == {}
 
 
+@pytest.mark.parametrize("gone", [b"cn6.reloc.options\nNoSuchFacts\n.", b"cn6.no_such_module\nFacts\n."],
+                         ids=["a class renamed", "a module removed"])
+def test_a_cache_file_naming_code_that_is_gone_is_read_as_no_cache(tmp_path, gone):
+    """A fact kept by an earlier version of the project whose class or module is gone: the
+    cache is not there (every file hashed once), not a traceback stopping the build."""
+    (tmp_path / "cache").write_bytes(gone)
+    assert StatCache(str(tmp_path / "cache"), "sha256").entries == {}
+
+
 def test_a_fact_read_from_a_file_is_kept_while_its_content_is(f, tmp_path):
     """from_content: read once per content and reader, also by the next run; read again after a
     change or by another reader's version, not kept when the file changes while it is read; None

@@ -58,8 +58,8 @@ class StatCache:
                 fmt, name, entries, *facts = pickle.load(f)   # facts: since from_content
             if (fmt, name) == (FORMAT, hash_name):
                 self.entries, self.facts = entries, (facts[0] if facts else {})
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError):
-            pass   # no or unreadable cache: every file is hashed once
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError, AttributeError, ImportError):
+            pass   # no or unreadable cache, or one naming code that is gone: every file is hashed once
 
     def signature(self, path: str, hash_file: Callable[[str], str]) -> str | None:
         """Content signature of `path` (hash_file(path) when not provably unchanged), None if
