@@ -355,5 +355,6 @@ def test_loaded_files_follow_subpackages_and_other_simulator_packages(tmp_path):
     caller.write_text('memory_map = load("n6board.dk.memory_map")\n')
     got = loaded_files([str(caller)])
     board, programmer = PACKAGES["n6board"], PACKAGES["programmer_sim"]
-    assert {os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
-            os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "board_state.py")} <= set(got)
+    assert sorted(got) == [os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
+                           os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "__init__.py"),
+                           os.path.join(programmer, "board_state.py")]
