@@ -52,8 +52,8 @@ def acquired_by(coordinator, place):
 
 def sim_serial(k):
     """The probe serial of the lab's board k (from 1): the simulated programmer's, ending in 10 + k."""
-    from programmer_sim.board_state import DEFAULT_SERIAL
-    return DEFAULT_SERIAL[:-4] + f"{k + 10:04d}"
+    from programmer_sim.board_state import factory_serial
+    return factory_serial(k + 10)
 
 
 @contextlib.contextmanager

@@ -38,7 +38,8 @@ def test_probes_and_ports_pair_in_order(tmp_path):
 
 
 def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed(tmp_path):
-    from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
+    from n6.simulators import probe_serial
+    from programmer_sim.board_state import DEFAULT_SERIAL, BoardState, factory_serial
     sim = str(tmp_path / "sim-board")
     boards = attached_boards(_line(sim_boards=3), sim, True)
     assert [b.sim_board for b in boards] == [sim, sim + "-2", sim + "-3"]
@@ -50,6 +51,8 @@ def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed
     assert [BoardState(b.sim_board).probe()["serial"] for b in boards] == serials
     BoardState(sim + "-2").set_probe(serial="0042000000000000000000AB")      # a folder's own probe wins
     assert attached_boards(_line(sim_boards=3), sim, True)[1].sim_probe == "0042000000000000000000AB"
+    fresh = str(tmp_path / "fresh")    # no probe file: a bench's board k has its factory serial, a lone board board 1's
+    assert (probe_serial(fresh, 3), BoardState(fresh).probe()["serial"]) == (factory_serial(3), DEFAULT_SERIAL)
     served = attached_boards(_line("", "rfc2217://h:1"), sim, True)        # one simulated board served on a port
     assert [(b.port, b.sim_board) for b in served] == [("rfc2217://h:1", sim)]
     with pytest.raises(N6Error) as e:          # several served elsewhere: labgrid places, not PORT=

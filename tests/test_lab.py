@@ -48,10 +48,10 @@ def test_whole_project_validate_through_labgrid_places_gives_the_one_board_summa
     for m in ("big_mlp", "cifar_cnn"):        # the first two sets: one on each place's board
         run = json.load(open(os.path.join(repo, "build", m, "run", "run.json")))
         assert run["simulated"]
-    from programmer_sim.board_state import DEFAULT_SERIAL
+    from programmer_sim.board_state import factory_serial
     probes = {m: json.load(open(os.path.join(repo, "build", m, "flash", "flash.json")))["probe"]
               for m in ("big_mlp", "cifar_cnn")}
-    assert probes == {"big_mlp": DEFAULT_SERIAL[:-4] + "0011", "cifar_cnn": DEFAULT_SERIAL[:-4] + "0012"}  # the places'
+    assert probes == {"big_mlp": factory_serial(11), "cifar_cnn": factory_serial(12)}  # the places'
     assert [acquired_by(coordinator, p) for p in PLACES] == ["None", "None"]      # released at the end
 
     client(coordinator, "-p", PLACES[1], "acquire")          # someone else holds a place: one line, nothing run
@@ -74,7 +74,7 @@ def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(
     """The place's ST-LINK is a NetworkUSBDebugger on LAB_MACHINE: the programmer runs there
     (through labgrid's SSH prefix), with the images it writes put there and what it reads back
     fetched; the board, served over RFC 2217, then runs the model it was given."""
-    from programmer_sim.board_state import DEFAULT_SERIAL, BoardState
+    from programmer_sim.board_state import BoardState, factory_serial
     repo, coordinator, folder = lab
     log = folder / "hosts.log"
     ssh = {"PATH": HOSTS + os.pathsep + os.environ["PATH"], "N6_TEST_HOSTS": str(folder / "hosts.json"),
@@ -84,7 +84,7 @@ def test_a_probe_exported_by_the_lab_machine_is_flashed_by_the_programmer_there(
     proc = scons(repo, "validate-kws_mlp", *place, "FLASH_RESET=hard", env=ssh, timeout=900)
     assert re.search(r"^  FLASH    build/kws_mlp/\S+ \S+ 0x71000000: .*  SIMULATED$", proc.stdout, re.M), proc.stdout
     flash = json.load(open(os.path.join(repo, "build", "kws_mlp", "flash", "flash.json")))
-    serial = DEFAULT_SERIAL[:-4] + "0013"
+    serial = factory_serial(13)
     assert flash["probe"] == serial and flash["simulated"]        # the programmer there said it is simulated
     assert flash["found_by"] == f"labgrid place {EXPORTED}, on {LAB_MACHINE}"
     assert acquired_by(coordinator, EXPORTED) == "None"

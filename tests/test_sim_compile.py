@@ -13,7 +13,7 @@ from conftest import BUNDLED
 
 
 def _cc(install, build_dir, src, secure=True, extra=(), obj_dir=None):
-    rt = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton")
+    rt = os.path.join(install, LL_ATON)
     plt = os.path.join(install, PLATFORM)
     defines = gcc_flags.defines("network")
     argv = (["arm-none-eabi-gcc"] + gcc_flags.compile_flags(secure) + [f"-D{d}" for d in defines] +
@@ -43,7 +43,7 @@ def test_generated_network_compiles(sim_install, generated, tmp_path, rel, model
 
 def test_secure_build_uses_the_secure_npu_alias(sim_install, tmp_path):
     install = sim_install("2.2")
-    src = os.path.join(install, "Middlewares", "ST", "AI", "Npu", "ll_aton", "ll_aton.c")
+    src = os.path.join(install, LL_ATON, "ll_aton.c")
     words = {}
     for secure in (True, False):
         assert _cc(install, tmp_path, src, secure).returncode == 0

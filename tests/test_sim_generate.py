@@ -253,6 +253,15 @@ def test_pool_too_small_for_weights(stedgeai, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_an_activation_pool_with_a_long_fname_generates(stedgeai, tmp_path):
+    """A pool without params writes no .raw, so its fname names no file: ST's tool takes it."""
+    mpool = json.load(open(f"{MODELS}/kws_mlp/kws_mlp.mpool"))
+    mpool["memory"]["mempools"][1]["fname"] = "A" * 230   # npuRAM5: activations
+    proc = stedgeai().generate("kws_mlp", tmp_path / "o", profile_file=_write_profile(tmp_path, json.dumps(mpool)))
+    assert proc.returncode == 0, proc.stderr
+    assert [f for f in os.listdir(tmp_path / "o") if f.endswith(".raw")] == ["network_atonbuf.AXISRAM2.raw"]
+
+
 def test_unknown_cli_option(stedgeai, tmp_path):
     proc = stedgeai().generate("kws_mlp", tmp_path / "o", "--turbo")
     _one_line_error(proc, "unrecognized arguments: --turbo", "stedgeai generate --help")
@@ -355,5 +364,6 @@ def test_loaded_files_follow_subpackages_and_other_simulator_packages(tmp_path):
     caller.write_text('memory_map = load("n6board.dk.memory_map")\n')
     got = loaded_files([str(caller)])
     board, programmer = PACKAGES["n6board"], PACKAGES["programmer_sim"]
-    assert {os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
-            os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "board_state.py")} <= set(got)
+    assert sorted(got) == [os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
+                           os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "__init__.py"),
+                           os.path.join(programmer, "board_state.py")]

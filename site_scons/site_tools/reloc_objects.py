@@ -20,14 +20,14 @@ import SCons.Scanner.C
 from n6 import build_layout, gcc_flags
 from n6.reloc.names import CONF_NAME
 from n6.stedgeai_install import (CONF_SHARED_SOURCES, LL_ATON, NDEBUG_SOURCES, PLATFORM, SW_LIB_INC,
-                                 SW_LIB_INC_SOURCES, is_simulated_install, runtime_sources)
+                                 SW_LIB_INC_SOURCES, runtime_sources)
 from n6_scons import ArgvAction, progress, reports_errors, step_code
 
 
 def reloc_objects(env, arm, opts, name, layout, prepared):
     """(first, late) objects of the model `name` (its ImageOptions `opts`, build folder `layout`,
     the RelocPrepare targets `prepared`) compiled in the arm_gcc environment `arm`."""
-    install_root = env.StedgeaiInstall()[0]
+    install_root, _, simulated = env.StedgeaiInstall()
     rt_dir, plt_dir = os.path.join(install_root, LL_ATON), os.path.join(install_root, PLATFORM)
     flags = _Flags(arm, gcc_flags.compile_flags(opts.secure), [rt_dir, plt_dir, os.path.dirname(plt_dir)],
                   os.path.join(install_root, SW_LIB_INC))
@@ -46,7 +46,7 @@ def reloc_objects(env, arm, opts, name, layout, prepared):
     runtime_defines = _quoted(gcc_flags.defines(None, opts.dbg_info, opts.ecblob_in_params))
     conf_defines = gcc_flags.defines(CONF_NAME, opts.dbg_info, opts.ecblob_in_params)
     reloc_c, mempools_c, conf_h = prepared[:3]
-    runtime = [shared_obj(s, runtime_defines) for s in runtime_sources(is_simulated_install(install_root))]
+    runtime = [shared_obj(s, runtime_defines) for s in runtime_sources(simulated)]
     first = [model_obj(reloc_c, f"{name}_reloc.c")] + runtime
     late = [model_obj(mempools_c, f"{name}_reloc_mempools.c")] + \
         [shared_obj(s, conf_defines, shared_conf=True) for s in CONF_SHARED_SOURCES]

@@ -68,9 +68,10 @@ class BoardState:
         return cls(root) if root else None
 
     # -- probe -----------------------------------------------------------------------------------
-    def probe(self, k=1):
-        """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with the
-        serial of a bench's board `k`. ValueError: a probe file that is not a JSON object."""
+    def probe(self):
+        """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with a lone
+        board's serial (a bench's board k gets its own in probe.json before the programmer runs:
+        n6.flash.boards.make_simulated_board). ValueError: a probe file that is not a JSON object."""
         try:
             with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
                 data = json.load(f)
@@ -78,7 +79,7 @@ class BoardState:
             data = {}
         if not isinstance(data, dict):
             raise ValueError(f"{type(data).__name__}, not an object")
-        return {"serial": data.get("serial", factory_serial(k)), "boot": data.get("boot", "development")}
+        return {"serial": data.get("serial", DEFAULT_SERIAL), "boot": data.get("boot", "development")}
 
     def set_probe(self, serial=None, boot=None):
         data = self.probe()

@@ -104,12 +104,16 @@ def _name_problem(fname):
     return None
 
 
-def _check_file_names(named, raws, mpool_path):
-    """The files to write (`named` after --name, `raws` after a pool's fname too) are files of
-    the output folder that the file system takes: else one line, before anything is written."""
+def _check_file_names(named, model_named, raws, model_path, mpool_path):
+    """The files to write (`named` after --name, `model_named` after the model, `raws` after a pool
+    with params and its fname) are files of the output folder that the file system takes: else one
+    line naming where the name came from, before anything is written."""
     for fname in named:
         if problem := _name_problem(fname):
             raise N6Error(None, f"--name: {problem}", "give a shorter --name, without '/'")
+    for fname in model_named:
+        if problem := _name_problem(fname):
+            raise N6Error(model_path, problem, "give the model a shorter name")
     for fname in raws:
         if problem := _name_problem(fname):
             raise N6Error(mpool_path, problem,
@@ -153,11 +157,12 @@ def generate(args, release, install_dir, command):
     info = emit_info.c_info(ctx, files)
     files[f"{name}_c_info.json"] = _json(info)
     files[f"{name}_generate_report.txt"] = emit_info.report(ctx)
-    files[f"{net.model_name}{release.oe_suffix}_Q.json"] = emit_info.quant_json(net)
     files["LICENSE.txt"] = LICENSE
-    raw_names = [f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw" for u in uses]
-    _check_file_names(files, raw_names, mpool.path)
-    raws = {raw: u.image() for raw, u in zip(raw_names, uses) if u.params}
+    model_files = {f"{net.model_name}{release.oe_suffix}_Q.json": emit_info.quant_json(net)}
+    raws = {f"{name}_{mpool.mem_file_prefix}.{u.pool.fname}.raw": u.image() for u in uses if u.params}
+    _check_file_names(files, list(model_files) + [f"{net.model_name}{release.oe_suffix}.onnx"], raws,
+                      args.model, mpool.path)
+    files.update(model_files)
     expected = generate_outputs(release, name, net.model_name, ctx.epoch_controller,
                                 [u.pool.fname for u in uses if u.params], mpool.mem_file_prefix)
     os.makedirs(args.output, exist_ok=True)

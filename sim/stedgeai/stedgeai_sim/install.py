@@ -13,7 +13,7 @@ import sys
 
 from n6.atomic import write_bytes, write_text
 from n6.releases import release
-from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR, SIMULATED_INSTALL_MARK as SIM_JSON_PATH
+from n6.stedgeai_install import CLI as LAUNCHER_PATH, RUNTIME_LIB_DIR, SIMULATED_INSTALL_MARK
 
 SIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(SIM_DIR, "install")
@@ -54,14 +54,12 @@ def _dest(rel, relpath):
     return relpath
 
 
-
-
 def installed_files(core):
     """{path in the install: its template, or None for a file written from scratch}, for every
     file materialize() writes."""
     rel = release(core)
     files = {_dest(rel, r): src for r, src in template_files()}
-    return dict(files, **{LAUNCHER_PATH: None, SIM_JSON_PATH: None})
+    return dict(files, **{LAUNCHER_PATH: None, SIMULATED_INSTALL_MARK: None})
 
 
 def write_file(dest, core, relpath, python=None):
@@ -74,7 +72,7 @@ def write_file(dest, core, relpath, python=None):
         write_text(target, LAUNCHER.format(core=rel.core_full, python=python or sys.executable,
                                            pythonpath=f"{SIM_DIR}:{SITE_SCONS}"))
         os.chmod(target, os.stat(target).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    elif relpath == SIM_JSON_PATH:
+    elif relpath == SIMULATED_INSTALL_MARK:
         write_text(target, json.dumps({"release": rel.core}) + "\n")
     elif src.endswith(".in"):
         major, minor, micro, dev = rel.atonn

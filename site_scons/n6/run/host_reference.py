@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from ..errors import N6Error
 from ..paths import SIM_STEDGEAI
-from ..stedgeai_install import LL_ATON, PLATFORM, SW_LIB_INC
+from ..stedgeai_install import LL_ATON, PLATFORM, SIMULATED_RUNTIME_SOURCES, SW_LIB_INC
 
-# The simulated runtime's software sources (its ll_aton.c drives the NPU: not on a host).
-RUNTIME = ("ll_sw_integer.c", "ll_sw_float.c", "ll_aton_lib_sw_operators.c", "ec_ops.c")
+# The simulated runtime's software sources (its ll_aton.c and ll_aton_util.c drive the NPU: not on a host).
+RUNTIME = tuple(s for s in SIMULATED_RUNTIME_SOURCES if s not in ("ll_aton.c", "ll_aton_util.c"))
 
 MAIN = r"""
 #include <stdio.h>
