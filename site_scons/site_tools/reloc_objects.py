@@ -20,7 +20,7 @@ import SCons.Scanner.C
 from n6 import build_layout, gcc_flags
 from n6.reloc.names import CONF_NAME
 from n6.stedgeai_install import (CONF_SHARED_SOURCES, LL_ATON, NDEBUG_SOURCES, PLATFORM, SW_LIB_INC,
-                                 SW_LIB_INC_SOURCES, runtime_sources)
+                                 SW_LIB_INC_SOURCES, is_simulated_install, runtime_sources)
 from n6_scons import ArgvAction, progress, reports_errors, step_code
 
 
@@ -46,7 +46,9 @@ def reloc_objects(env, arm, opts, name, layout, prepared):
     runtime_defines = _quoted(gcc_flags.defines(None, opts.dbg_info, opts.ecblob_in_params))
     conf_defines = gcc_flags.defines(CONF_NAME, opts.dbg_info, opts.ecblob_in_params)
     reloc_c, mempools_c, conf_h = prepared[:3]
-    runtime = [shared_obj(s, runtime_defines) for s in runtime_sources(simulated)]
+    # the build's own simulated install (laid out or not yet: -h, -c), or a copy of it as STEDGEAI_CORE_DIR
+    runtime = [shared_obj(s, runtime_defines)
+               for s in runtime_sources(simulated or is_simulated_install(install_root))]
     first = [model_obj(reloc_c, f"{name}_reloc.c")] + runtime
     late = [model_obj(mempools_c, f"{name}_reloc_mempools.c")] + \
         [shared_obj(s, conf_defines, shared_conf=True) for s in CONF_SHARED_SOURCES]
