@@ -67,8 +67,9 @@ def _value(unit, register, fields):
 
 
 def chain_program(units, routes):
-    """The register writes of one chain: each unit configured, the switch routes, then each unit
-    enabled from the last to the first (the chain starts when its reader is enabled)."""
+    """The register writes of one chain: each unit configured, the switch routes, each unit
+    enabled from the last to the first (the chain starts when its reader is enabled), then, as
+    ST's blobs do, a poll until each stream engine's CTRL.RUNNING is 0."""
     program = [_write(unit, i, register, _value(unit, register, fields))
                for unit, i, regs in units for register, fields in regs.items()]
     switch = aton_map().units["STRSWITCH"].registers
@@ -78,13 +79,28 @@ def chain_program(units, routes):
             0, link), 1)))
     for unit, i, regs in reversed(units):
         program.append(_write(unit, i, "CTRL", _value(unit, "CTRL", dict(regs["CTRL"], EN=1))))
+    for unit, i, _ in units:
+        if unit == "STRENG":
+            running = aton_map().units[unit].registers["CTRL"].field("RUNNING")
+            at = _write(unit, i, "CTRL", 0)
+            program.append(ecblob.Command(ecblob.POLL, at.unit, at.register, (0, ecblob.POLL_TIMEOUT), running.lsb,
+                                          running.lsb))
     return program
+
+
+def _engines_done():
+    """INTCLR of the stream engines' end interrupts: ST's runtime takes any interrupt of a blob
+    epoch but its controller's as an error (ll_aton_runtime.c), and ST's blobs write no INTCLR
+    (they clear each engine, CLR then CONFCLR, which the NPU model does not take as an
+    acknowledgement)."""
+    engines = [i for unit, i, _ in CHAIN_A + CHAIN_B if unit == "STRENG"]
+    return _write("INTCTRL", 0, "INTCLR", sum(1 << aton_map().irqs[f"STRENG{i}"] for i in engines))
 
 
 def blob_words():
     """Epoch 1's blob: its label, both chains, the end interrupt (optimised as ST's tool does)."""
     program = [ecblob.Command(ecblob.LABEL, number=EPOCH), *chain_program(CHAIN_A, ROUTES_A),
-               *chain_program(CHAIN_B, ROUTES_B), ecblob.Command(ecblob.IRQ)]
+               *chain_program(CHAIN_B, ROUTES_B), _engines_done(), ecblob.Command(ecblob.IRQ)]
     return ecblob.blob_u64(ecblob.optimise(program))
 
 

@@ -14,7 +14,8 @@ interface 0, 5-9 on 1).
 - STRENG7 reads 3 lines of 100 bytes: 300 bytes, 38 cycles; bus 1 reads 3 / 0 / 3 / 3, 312 bytes.
 - STRENG3 writes 300 bytes in a row: 38 cycles, 38 beats (4 x 8 + 4 + 2): bus 0 writes 0 / 1 / 1 / 4,
   304 bytes.
-The network's other epochs run in software: nothing counted."""
+The network's other epochs run in software: nothing counted. ST's validation firmware on the DK
+twin (opt-in) reads the same figures."""
 import json
 import os
 
@@ -27,19 +28,27 @@ ENGINES = [(0, "input", 125), (3, "output", 38), (6, "output", 250), (7, "input"
 BUS = {"busif0": {"read_bytes": 1040, "write_bytes": 304, "read_bursts": [10, 0, 10, 10], "write_bursts": [0, 1, 1, 4]},
        "busif1": {"read_bytes": 312, "write_bytes": 2000, "read_bursts": [3, 0, 3, 3], "write_bursts": [0, 1, 0, 31]}}
 IDLE = {"read_bytes": 0, "write_bytes": 0, "read_bursts": [0] * 4, "write_bursts": [0] * 4}
+REAL = os.environ.get("N6_REAL_STEDGEAI")
+BOARDS = ["own", pytest.param("twin", marks=pytest.mark.skipif(
+    not REAL, reason="set N6_REAL_STEDGEAI to ST's test bed folder (ST's validation firmware)"))]
 
 
 @pytest.fixture(scope="module")
-def profile(tmp_path_factory):
-    """profile.json of `scons profile-hw_epoch` in a copy of the repository."""
+def repo(tmp_path_factory):
+    """A copy of the repository with the prebuilt folder models/hw_epoch."""
     repo = copy_repo(tmp_path_factory.mktemp("hw_epoch"))
     make_prebuilt(os.path.join(repo, "models", "hw_epoch"))
-    scons(repo, "profile-hw_epoch", timeout=300)
-    with open(os.path.join(repo, "build", "hw_epoch", "profile", "profile.json")) as f:
-        return json.load(f)
+    return repo
 
 
-def test_the_hardware_epoch_reports_each_engines_cycles_and_each_interfaces_bursts(profile):
+@pytest.mark.parametrize("board", BOARDS)
+def test_the_hardware_epoch_reports_each_engines_cycles_and_each_interfaces_bursts(repo, board):
+    """On the simulated board's own firmware, and (opt-in) on ST's validation firmware on the DK
+    twin, which programs and reads the same counters with ST's code: the same figures."""
+    firmware = [f"SIM_FIRMWARE={os.path.join(REAL, '2.2')}"] if board == "twin" else []
+    scons(repo, "profile-hw_epoch", f"BUILD_DIR=build-{board}", *firmware, timeout=300)
+    with open(os.path.join(repo, f"build-{board}", "hw_epoch", "profile", "profile.json")) as f:
+        profile = json.load(f)
     first, *rest = profile["epochs"]
     assert (first["name"], first["kind"]) == ("epoch_1", "EC")
     assert [(s["id"], s["role"], s["cycles"]) for s in first["stream_engines"] or []] == ENGINES
