@@ -8,7 +8,9 @@ also programs and starts
 - chain A: STRENG0 reads a raster frame, 10 lines of 25 pixels of 4 bytes (100 bytes a line, 128
   bytes from line to line), ARITH0 computes 3x - 5 of each byte into 16 bits, STRENG6 writes the
   1,000 results as 2,000 bytes in a row;
-- chain B: STRENG7 reads 3 such lines, STRENG3 writes their 300 bytes in a row.
+- chain B: STRENG7 reads 3 such lines, STRENG3 writes their 300 bytes in a row;
+
+then awaits their ends and acknowledges the engines' interrupts (_engines_done).
 
 Both read and write a scratch area of npuRAM4 (AXISRAM4), a memory the network does not use: its
 software operators and outputs are untouched. The registers are set by ATON.h's field names
@@ -72,11 +74,9 @@ def chain_program(units, routes):
     ST's blobs do, a poll until each stream engine's CTRL.RUNNING is 0."""
     program = [_write(unit, i, register, _value(unit, register, fields))
                for unit, i, regs in units for register, fields in regs.items()]
-    switch = aton_map().units["STRSWITCH"].registers
     for dest, source in routes:
-        link = aton_map().links[source]
-        program.append(_write("STRSWITCH", 0, dest, switch[dest].field("EN0").put(switch[dest].field("LINK0").put(
-            0, link), 1)))
+        program.append(_write("STRSWITCH", 0, dest, _value("STRSWITCH", dest, {"EN0": 1,
+                                                                             "LINK0": aton_map().links[source]})))
     for unit, i, regs in reversed(units):
         program.append(_write(unit, i, "CTRL", _value(unit, "CTRL", dict(regs["CTRL"], EN=1))))
     for unit, i, _ in units:
@@ -90,9 +90,9 @@ def chain_program(units, routes):
 
 def _engines_done():
     """INTCLR of the stream engines' end interrupts: ST's runtime takes any interrupt of a blob
-    epoch but its controller's as an error (ll_aton_runtime.c), and ST's blobs write no INTCLR
-    (they clear each engine, CLR then CONFCLR, which the NPU model does not take as an
-    acknowledgement)."""
+    epoch but its controller's as an error (ll_aton_runtime.c). ST's blobs need none: they set
+    each engine's EVENT to EN_ILLCFG alone (ec-workspace), no frame-end interrupt, but the NPU
+    model raises an engine's end interrupt whatever its EVENT register enables."""
     engines = [i for unit, i, _ in CHAIN_A + CHAIN_B if unit == "STRENG"]
     return _write("INTCTRL", 0, "INTCLR", sum(1 << aton_map().irqs[f"STRENG{i}"] for i in engines))
 
