@@ -76,15 +76,12 @@ def _package_tables(path: str, package: str) -> list:
             and re.search(r"""["']%s["']""" % re.escape(os.path.basename(f)), text)]
 
 
-def probe_serial(state: str, k: int = 1) -> str:
+def probe_serial(state: str) -> str:
     """The probe serial of the simulated board whose state folder is `state`: its probe file's, else
-    (no probe file yet) board `k` of a bench's factory serial (programmer_sim.board_state.factory_serial);
-    a damaged probe file is one line."""
-    board_state = load("programmer_sim.board_state")
-    if not os.path.exists(os.path.join(state, "probe.json")):
-        return board_state.factory_serial(k)
+    (no probe file yet) its board's factory serial (programmer_sim.board_state.board_number); a
+    damaged probe file is one line."""
     try:
-        return board_state.BoardState(state).probe()["serial"]
+        return load("programmer_sim.board_state").BoardState(state).probe()["serial"]
     except ValueError as e:
         raise N6Error(os.path.join(state, "probe.json"), f"the simulated board's probe file is damaged: {e}",
                       "remove it (the board gets its probe serial again; its flash is kept)") from None
