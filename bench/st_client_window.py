@@ -12,6 +12,7 @@ The twin runs in a thread of this process behind a raw pty as the simulated boar
 (per layer, alternately with data) is the other end."""
 import argparse
 from collections import Counter
+import contextlib
 import json
 import multiprocessing
 import os
@@ -32,6 +33,7 @@ from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
 from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
+from n6board.server import BoardReset  # noqa: E402
 from soak import ST_MIXED  # noqa: E402
 
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))
@@ -101,29 +103,54 @@ def _busy():
         pass
 
 
+@contextlib.contextmanager
+def twin_on_pty(firmware, state=STATE):
+    """ST's firmware booted on a twin serving a raw pty from a thread: (its TimedLink, the path
+    the host opens). On leaving, the thread is stopped (its next read of the pty raises
+    BoardReset, as a programmer's reset stops a board) and joined, and only then are both ends
+    of the pty closed: no thread left reading a closed descriptor, nor one reused."""
+    master, slave = os.openpty()
+    try:
+        tty.setraw(master)
+        tty.setraw(slave)
+        link = TimedLink(master)
+        twin = DkTwin(firmware, link, state)
+        link.clock = twin.core.clock
+        twin.boot()
+        stop = threading.Event()
+        link.port.reset_requested = stop.is_set
+        thread = threading.Thread(target=_serve, args=(twin, stop.is_set))
+        thread.start()
+        try:
+            yield link, os.ttyname(slave)
+        finally:
+            stop.set()
+            thread.join()
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def _serve(twin, stopped):
+    with contextlib.suppress(BoardReset):
+        twin.serve(until=stopped)
+
+
 def measure(firmware, st_client, invokes, busy):
     """One session of ST's client on a fresh twin with `busy` host loops running."""
-    master, slave = os.openpty()
-    tty.setraw(master)
-    tty.setraw(slave)
-    link = TimedLink(master)
-    twin = DkTwin(firmware, link, STATE)
-    link.clock = twin.core.clock
     loops = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(busy)]
     for p in loops:
         p.start()
-    twin.boot()
-    threading.Thread(target=twin.serve, daemon=True).start()
-    started = time.monotonic()
     try:
-        proc = subprocess.run([st_client, "-c", ST_MIXED, os.ttyname(slave), str(invokes), "5",
-                               json.dumps(ST_PER_LAYER)], capture_output=True,
-                              text=True, cwd=os.path.join(ROOT, "build"))
+        with twin_on_pty(firmware) as (link, port):
+            started = time.monotonic()
+            proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), "5", json.dumps(ST_PER_LAYER)],
+                                  capture_output=True, text=True, cwd=os.path.join(ROOT, "build"))
+            seconds = time.monotonic() - started
     finally:
         for p in loops:
             p.terminate()
             p.join()
-    seconds = time.monotonic() - started
     gaps = sorted(link.window_gaps())
     worst = gaps[-1] if gaps else (0, 0, 0)
     return {"busy_loops": busy, "invokes": invokes, "seconds": round(seconds, 1),
