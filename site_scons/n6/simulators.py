@@ -23,11 +23,9 @@ PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
 CODE = CodeTree({**PACKAGES, "n6": os.path.join(SITE_SCONS, "n6")}, loaded=PACKAGES)   # what a simulator runs
 
 
-def sources(package: str, recursive: bool = False) -> list:
-    """The files a simulator package is made of (its Python, C and table files; `recursive`: its
-    subpackages' too), sorted: a step whose result it makes reruns when one changes."""
-    pattern = os.path.join(PACKAGES[package], "**" if recursive else "", "*.")
-    return sorted(f for ext in ("py", "c", "txt") for f in glob.glob(pattern + ext, recursive=recursive))
+def sources(package: str) -> list:
+    """The Python files of a simulator package (not its subpackages'), sorted."""
+    return sorted(glob.glob(os.path.join(PACKAGES[package], "*.py")))
 
 
 def code_files(paths: Iterable[str], references: Callable[[str], References | None] | None = None) -> list:

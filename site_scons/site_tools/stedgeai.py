@@ -51,7 +51,7 @@ def _install(env):
 def sim_python_sources():
     """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
     NPU model's blob format it writes, the register map that reads): a change regenerates every model."""
-    return simulator_code_files(f for f in simulator_sources("stedgeai_sim") if f.endswith(".py"))
+    return simulator_code_files(simulator_sources("stedgeai_sim"))
 
 
 def build_sim_install(env, arm_env):
