@@ -14,7 +14,7 @@ import SCons.Node
 from n6 import build_layout, code_closure
 from n6.code_closure import CodeTree
 from n6.errors import N6Error, machine_error
-from n6.paths import ROOT, SIM_BOARD, SITE_SCONS
+from n6.paths import N6, ROOT, SIM_BOARD
 from n6.simulators import CODE as SIMULATOR_CODE, code_files as simulator_code_files
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
@@ -214,7 +214,7 @@ def step_code(env, step, modules, tool=None):
                         + [os.path.abspath(__file__)] + ([tool] if tool else []))
 
 
-N6_CODE = CodeTree({"n6": os.path.join(SITE_SCONS, "n6")})     # the modules a step's action imports
+N6_CODE = CodeTree({"n6": N6})     # the modules a step's action imports
 
 
 def cached_references(env, tree):

@@ -14,13 +14,13 @@ from types import ModuleType
 
 from .code_closure import CodeTree, References
 from .errors import N6Error
-from .paths import SIM, SITE_SCONS
+from .paths import N6, SIM
 
 PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
             "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim"),
             "n6board": os.path.join(SIM, "board", "n6board"),
             "npu_model": os.path.join(SIM, "npu", "npu_model")}
-CODE = CodeTree({**PACKAGES, "n6": os.path.join(SITE_SCONS, "n6")}, loaded=PACKAGES)   # what a simulator runs
+CODE = CodeTree({**PACKAGES, "n6": N6}, loaded=PACKAGES)   # what a simulator runs
 
 
 def sources(package: str) -> list:
