@@ -197,15 +197,24 @@ def test_entering_the_networks_first_epoch_block_anew_begins_an_inference_on_the
 
 def test_a_firmware_without_sts_receive_routine_is_said_so_once_naming_its_elf(capsys, tmp_path):
     """The twin finds the host waits of ST's firmware by its receive routine's ranges: a firmware
-    without one gets none and one warning line naming its ELF, not one per boot (a reset boots anew)."""
+    without one that serves the host is said so in one warning line naming its ELF, once, not once
+    per boot (a reset boots a new twin); one with it is not (nor one that stops before serving: the
+    USB-C variants in test_twin_real)."""
+    from types import SimpleNamespace
     from n6board.dk.firmware_elf import FirmwareElf
-    from n6board.dk.twin import receive_spans
+    from n6board.dk.twin import RECEIVE, DkTwin
     functions = [(0x1000, 0x40, "main"), (0x1040, 0x80, "HAL_UART_Receive"), (0x10C0, 0x20, "Error_Handler")]
-    st = FirmwareElf(str(tmp_path / "st.elf"), 0x1001, [], 0, 0, functions, {})
-    other = FirmwareElf(str(tmp_path / "own.elf"), 0x1001, [], 0, 0, [functions[0], functions[2]], {})
-    assert receive_spans(st) == ((0x1040, 0x10C0),)
+
+    def serving(name, functions):
+        twin = DkTwin.__new__(DkTwin)          # only what serve reads: no firmware run
+        twin.firmware = FirmwareElf(str(tmp_path / name), 0x1001, [], 0, 0, functions, {})
+        twin.receive = twin.firmware.spans_of(*RECEIVE)
+        twin.usart, twin.core = SimpleNamespace(), SimpleNamespace(run=lambda until: None)
+        twin.serve()
+        return twin.receive
+    assert serving("st.elf", functions) == ((0x1040, 0x10C0),)
     assert capsys.readouterr().err == ""
-    assert (receive_spans(other), receive_spans(other)) == ((), ())
+    assert (serving("own.elf", functions[::2]), serving("own.elf", functions[::2])) == ((), ())
     assert capsys.readouterr().err.splitlines() == [
         f"n6board: warning: {tmp_path / 'own.elf'}: no HAL_UART_Receive or UART_WaitOnFlagUntilTimeout function: "
         "the twin takes the host's bytes where the firmware's idle polls end a slice, not where it asks for them"]

@@ -34,18 +34,9 @@ CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does 
 BOOT_CYCLES = 10 * CPU_HZ
 
 
-def receive_spans(firmware):
-    """The ranges of ST's receive routine (RECEIVE) in `firmware`, where a poll of USART1's ISR
-    is a wait for the host's next byte. A firmware without it is said so, once per ELF: its waits
-    are then found by idle polls (dk/peripherals/usart.py), at slice boundaries."""
-    spans = firmware.spans_of(*RECEIVE)
-    if not spans:
-        _say_no_receive(firmware.path)
-    return spans
-
-
 @functools.cache
 def _say_no_receive(path):
+    """Once per ELF (a reset boots a new twin): its host waits are found by idle polls alone."""
     print(f"n6board: warning: {path}: no {' or '.join(RECEIVE)} function: the twin takes the host's bytes "
           "where the firmware's idle polls end a slice, not where it asks for them", file=sys.stderr, flush=True)
 
@@ -66,7 +57,7 @@ class DkTwin:
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())
         self.bus.attach(Bsec())
-        receive = receive_spans(self.firmware)
+        self.receive = receive = self.firmware.spans_of(*RECEIVE)
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop,
                                            lambda: any(lo <= core.pc < hi for lo, hi in receive)))
         core.on_slice = self.usart.poll_host
@@ -185,7 +176,9 @@ class DkTwin:
 
     def serve(self, until=lambda: False):
         """Run the firmware for the host until it stops (Stop), `until()` holds (a reset) or the
-        process ends."""
+        process ends. A firmware without ST's receive routine (RECEIVE) is said so once."""
+        if not self.receive:
+            _say_no_receive(self.firmware.path)
         self.usart.block_for_host = True
         self.core.run(until=until)
 
