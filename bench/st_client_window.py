@@ -12,6 +12,7 @@ The twin runs in a thread of this process behind a raw pty as the simulated boar
 (per layer, alternately with data) is the other end."""
 import argparse
 from collections import Counter
+import contextlib
 import json
 import multiprocessing
 import os
@@ -44,8 +45,8 @@ class TimedLink(PtyLink):
     and cutting what the board sends (from the host's first byte) into its messages, so that each
     silence is known by the kind of message it delays."""
 
-    def __init__(self, fd):
-        super().__init__(fd)
+    def __init__(self, fd, stopped):
+        super().__init__(fd, stopped)
         self.clock, self.last = None, None     # clock: the twin's (emulated cycles)
         self.gaps = []           # (host s, CPU s, emulated cycles, index of the message it delays)
         self.kinds, self.framing, self.stream, self.message = [], Framing("2byte"), None, bytearray()
@@ -101,29 +102,48 @@ def _busy():
         pass
 
 
+@contextlib.contextmanager
+def twin_on_pty(firmware, state=STATE):
+    """ST's firmware booted on a twin serving a raw pty from a thread: (its TimedLink, the path
+    the host opens). On leaving, the thread is stopped (a wait for the host ends with nothing, the
+    run at its next slice) and joined, and only then are both ends of the pty closed: no thread
+    left reading a closed descriptor, nor one reused."""
+    master, slave = os.openpty()
+    try:
+        tty.setraw(master)
+        tty.setraw(slave)
+        stop = threading.Event()
+        link = TimedLink(master, stop.is_set)
+        twin = DkTwin(firmware, link, state)
+        link.clock = twin.core.clock
+        twin.boot()
+        thread = threading.Thread(target=twin.serve, args=(stop.is_set,))
+        thread.start()
+        try:
+            yield link, os.ttyname(slave)
+        finally:
+            stop.set()
+            thread.join()
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
 def measure(firmware, st_client, invokes, busy):
     """One session of ST's client on a fresh twin with `busy` host loops running."""
-    master, slave = os.openpty()
-    tty.setraw(master)
-    tty.setraw(slave)
-    link = TimedLink(master)
-    twin = DkTwin(firmware, link, STATE)
-    link.clock = twin.core.clock
     loops = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(busy)]
     for p in loops:
         p.start()
-    twin.boot()
-    threading.Thread(target=twin.serve, daemon=True).start()
-    started = time.monotonic()
     try:
-        proc = subprocess.run([st_client, "-c", ST_MIXED, os.ttyname(slave), str(invokes), "5",
-                               json.dumps(ST_PER_LAYER)], capture_output=True,
-                              text=True, cwd=os.path.join(ROOT, "build"))
+        with twin_on_pty(firmware) as (link, port):
+            started = time.monotonic()
+            proc = subprocess.run([st_client, "-c", ST_MIXED, port, str(invokes), "5", json.dumps(ST_PER_LAYER)],
+                                  capture_output=True, text=True, cwd=os.path.join(ROOT, "build"))
+            seconds = time.monotonic() - started
     finally:
         for p in loops:
             p.terminate()
             p.join()
-    seconds = time.monotonic() - started
     gaps = sorted(link.window_gaps())
     worst = gaps[-1] if gaps else (0, 0, 0)
     return {"busy_loops": busy, "invokes": invokes, "seconds": round(seconds, 1),

@@ -4,7 +4,6 @@ standing for the code a step runs."""
 import functools
 import hashlib
 import os
-import re
 import sys
 import threading
 
@@ -12,10 +11,11 @@ import SCons.Action
 import SCons.Errors
 import SCons.Node
 
-from n6 import build_layout
+from n6 import build_layout, code_closure
+from n6.code_closure import CodeTree
 from n6.errors import N6Error, machine_error
-from n6.paths import ROOT, SITE_SCONS
-from n6.simulators import sources as simulator_sources
+from n6.paths import N6, ROOT, SIM_BOARD
+from n6.simulators import CODE as SIMULATOR_CODE, code_files as simulator_code_files
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
@@ -187,11 +187,15 @@ def sim_firmware(env):
     return os.path.abspath(value) if value and value != "st" else value
 
 
+SIM_BOARD_MAIN = os.path.join(SIM_BOARD, "n6board", "__main__.py")     # the board is `python -m n6board`
+
+
 def sim_board_code(env, session):
-    """The simulated board's code (the DK twin's and the NPU model's included) and the firmware ELF
-    it runs, if one is named: a step on the simulated board reruns when they change."""
-    code = code_version(env, "sim-board", lambda: simulator_sources("n6board", recursive=True)
-                        + simulator_sources("npu_model"))
+    """The simulated board's code (`python -m n6board`: what it imports and loads, the DK twin's,
+    the NPU model's, the programmer's board state and the n6 modules included) and the firmware
+    ELF it runs, if one is named: a step on the simulated board reruns when they change."""
+    code = code_version(env, "sim-board", lambda: simulator_code_files(
+        [SIM_BOARD_MAIN], cached_references(env, SIMULATOR_CODE)))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
 
 
@@ -204,68 +208,17 @@ def step_code(env, step, modules, tool=None):
     """The code a step runs, as one node (code_version): the n6 modules its action imports
     (`modules`), every n6 module they import in turn, this module and the step's tool file. A
     step reruns when that code changes, not when any library module does. Each file's import
-    lines are read once per content of it and of this file (the stat cache keeps them): a no-op
-    reads no module."""
-    reader = f"n6_imports {env.N6ContentSignature(__file__)}"   # this file reads the import lines
-    return code_version(env, f"step-{step}", lambda: sorted(module_closure(
-        modules, lambda path: env.N6FromContent(path, n6_imports, reader) or [])) + [os.path.abspath(__file__)] +
-        ([tool] if tool else []))
+    lines are read once per content of it and of their reader (the stat cache keeps them): a
+    no-op reads no module."""
+    return code_version(env, f"step-{step}", lambda: sorted(N6_CODE.closure(modules, cached_references(env, N6_CODE)))
+                        + [os.path.abspath(__file__)] + ([tool] if tool else []))
 
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)|import[ \t]+(n6[\w.]*))",
-                     re.M)
+N6_CODE = CodeTree({"n6": N6})     # the modules a step's action imports
 
 
-def module_closure(modules, imports=None):
-    """Files of the n6 modules `modules` ("n6.reloc.prepare", ...) and of every n6 module they
-    import, at any depth and from any function (read from their import lines by `imports`, by
-    default n6_imports, not imported)."""
-    todo, files = list(modules), set()
-    while todo:
-        name = todo.pop()
-        path = _module_file(name)
-        if path and path not in files:
-            files.add(path)
-            todo += (imports or n6_imports)(path) + [name.rpartition(".")[0]] * ("." in name)   # and its package
-    return files
-
-
-@functools.cache
-def _module_file(name):
-    *package, last = name.split(".")
-    folder = os.path.join(SITE_SCONS, *package)
-    if last + ".py" in _listing(folder):
-        return os.path.join(folder, last + ".py")
-    return os.path.join(folder, last, "__init__.py") if "__init__.py" in _listing(os.path.join(folder, last)) else None
-
-
-@functools.cache
-def _listing(folder):
-    """The names in `folder` (none if it is not one): a module is looked up in its package's
-    listing, one read per folder, not two stats per name an import line gives."""
-    try:
-        return frozenset(os.listdir(folder))
-    except OSError:
-        return frozenset()
-
-
-@functools.cache
-def n6_imports(path):
-    """n6 modules a Python file names in its import lines (relative ones resolved)."""
-    package = os.path.relpath(os.path.dirname(path), SITE_SCONS).split(os.sep)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    out = []
-    for dots, module, names, plain in _IMPORT.findall(text):
-        if plain:
-            out.append(plain)
-            continue
-        if dots:
-            base = package[:len(package) - len(dots) + 1]
-            module = ".".join(base + ([module] if module else []))
-        if module.split(".")[0] != "n6":
-            continue
-        out.append(module)
-        out += [f"{module}.{n.split()[0]}" for n in names.strip("()").replace("\n", " ").split(",") if n.strip()]
-    return out
-
+def cached_references(env, tree):
+    """tree.references through the stat cache: read once per content of the file and of
+    n6.code_closure."""
+    reader = f"code_references {tree.key} {env.N6ContentSignature(code_closure.__file__)}"
+    return lambda path: env.N6FromContent(path, tree.references, reader)

@@ -37,6 +37,19 @@ def test_probes_and_ports_pair_in_order(tmp_path):
         attached_boards(_line("A", places="n6-1"), sim, False)
 
 
+def test_a_fresh_board_folder_of_a_bench_keeps_its_own_serial_when_its_boot_is_set(tmp_path):
+    """The programmer may set a fresh folder's boot mode before the flash step gave it its probe
+    file: board 2's folder then keeps board 2's serial, not board 1's."""
+    from programmer_sim.board_state import BoardState, factory_serial
+    sim = str(tmp_path / "sim-board")
+    folders = [b.sim_board for b in attached_boards(_line(sim_boards=2), sim, True)]
+    for folder in folders:
+        BoardState(folder).set_probe(boot="flash")
+    assert [BoardState(f).probe() for f in folders] == [{"serial": factory_serial(k), "boot": "flash"} for k in (1, 2)]
+    assert [b.sim_probe for b in attached_boards(_line(sim_boards=2), sim, True)] == [factory_serial(1),
+                                                                                     factory_serial(2)]
+
+
 def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed(tmp_path):
     from n6.simulators import probe_serial
     from programmer_sim.board_state import DEFAULT_SERIAL, BoardState, factory_serial
@@ -52,7 +65,7 @@ def test_simulated_boards_have_folders_and_probes_of_their_own_made_when_flashed
     BoardState(sim + "-2").set_probe(serial="0042000000000000000000AB")      # a folder's own probe wins
     assert attached_boards(_line(sim_boards=3), sim, True)[1].sim_probe == "0042000000000000000000AB"
     fresh = str(tmp_path / "fresh")    # no probe file: a bench's board k has its factory serial, a lone board board 1's
-    assert (probe_serial(fresh, 3), BoardState(fresh).probe()["serial"]) == (factory_serial(3), DEFAULT_SERIAL)
+    assert [probe_serial(f) for f in (fresh, fresh + "-3")] == [DEFAULT_SERIAL, factory_serial(3)]
     served = attached_boards(_line("", "rfc2217://h:1"), sim, True)        # one simulated board served on a port
     assert [(b.port, b.sim_board) for b in served] == [("rfc2217://h:1", sim)]
     with pytest.raises(N6Error) as e:          # several served elsewhere: labgrid places, not PORT=

@@ -4,6 +4,7 @@ them at the same place, so both take one code path. Where they differ (the simul
 own ec_ops.c for ST's ecloader.c), each lists what it has."""
 import fnmatch
 import glob
+import itertools
 import os
 import re
 import shlex
@@ -84,15 +85,38 @@ def test_the_real_runtime_sources_and_their_extras_are_those_of_st_makefile():
 
 
 def _declarations(path):
-    """A C header's function prototypes, typedefs and valued macros, each on one normalised line
-    (comments, extern, parameter spacing and the include guard's own macro left out)."""
+    """A C header's includes, function prototypes, typedefs and valued macros, each on one
+    normalised line behind the #if / #ifdef / #ifndef conditions it is under (#else and #elif as
+    the earlier branches' negation; comments, extern, parameter spacing and the include guard
+    left out): a declaration one header makes only under USE_FILES, the other always, differs."""
     with open(path) as f:
         text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read(), flags=re.S)
-    macros = sorted(" ".join(m.split()) for m in re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+[ \t]+\S.*)$", text, re.M))
-    code = " ".join(line for line in text.splitlines() if not line.strip().startswith("#"))
-    code = re.sub(r'extern\s+"C"\s*\{|^\s*\}|\bextern\b', " ", code)
-    statements = [re.sub(r"\s*([(),*])\s*", r"\1", " ".join(s.split())) for s in code.split(";")]
-    return macros + sorted(s.strip("} ") for s in statements if s.strip("} "))
+    lines = [line.strip() for line in text.splitlines()]
+    directives = [re.match(r"#\s*(\w+)\s*(.*)", line) for line in lines]
+    guard = next((m[2] for m, after in zip(directives, directives[1:]) if m and m[1] == "ifndef"
+                  and after and after[1] == "define" and after[2] == m[2]), None)
+    conditions, chunks, out = [], [], []     # chunks: (conditions, code line)
+    for line, d in zip(lines, directives):
+        if not d:
+            chunks.append((tuple(c for c in conditions if c), line))
+            continue
+        kind, rest = d[1], " ".join(d[2].split())
+        where = "".join(f"[{c}] " for c in conditions if c)
+        if kind in ("if", "ifdef", "ifndef"):
+            conditions.append(None if kind == "ifndef" and rest == guard else f"{kind} {rest}")
+        elif kind in ("elif", "else"):
+            conditions[-1] = f"not ({conditions[-1]})" + (f" and if {rest}" if kind == "elif" else "")
+        elif kind == "endif":
+            conditions.pop()
+        elif kind == "include":
+            out.append(f"{where}#include {rest}")
+        elif kind == "define" and len(rest.split(None, 1)) == 2:
+            out.append(f"{where}#define {rest}")
+    for where, group in itertools.groupby(chunks, key=lambda chunk: chunk[0]):
+        code = re.sub(r'extern\s+"C"\s*\{|^\s*\}|\bextern\b', " ", " ".join(line for _, line in group))
+        statements = [re.sub(r"\s*([(),*])\s*", r"\1", " ".join(s.split())).strip("} ") for s in code.split(";")]
+        out += ["".join(f"[{c}] " for c in where) + s for s in statements if s]
+    return sorted(out)
 
 
 @needs_real

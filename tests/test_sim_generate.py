@@ -303,16 +303,16 @@ def test_step_code_is_the_import_closure():
     reads from import lines equals the one Python's own parser finds, for the simulated tool's
     code (generation) and for the steps' entry modules."""
     import glob
-    from n6_scons import module_closure, n6_imports
+    from n6_scons import N6_CODE
     from site_tools.n6_run import RUN_MODULES
     sim = glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))
-    entries = [{m for f in sim for m in n6_imports(f)}, ["n6.reloc.prepare"], ["n6.reloc.pipeline", "n6.board"],
-               ["n6.flash.step"], RUN_MODULES]
+    entries = [{m for f in sim for m in N6_CODE.references(f)[0]}, ["n6.reloc.prepare"],
+               ["n6.reloc.pipeline", "n6.board"], ["n6.flash.step"], RUN_MODULES]
     for modules in entries:
         base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
         want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))
                 if os.path.isfile(p)}
-        assert {os.path.realpath(p) for p in module_closure(modules)} == want
+        assert {os.path.realpath(p) for p in N6_CODE.closure(modules)} == want
 
 
 READS = r"""
@@ -348,22 +348,31 @@ def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_instal
     assert sorted(read - {os.path.realpath(f) for f in sim_python_sources()}) == []
 
 
+def _n6_files(modules):
+    """The files of the n6 modules `modules` and of those they import (Python's own parser)."""
+    base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
+    return {p for b in base for p in (b + ".py", os.path.join(b, "__init__.py")) if os.path.isfile(p)}
+
+
 def test_the_simulator_modules_a_file_loads_are_followed_through_its_imports_and_tables():
-    """emit_c.py loads the blob format by name; it imports the register map, which names its table."""
-    from n6.simulators import PACKAGES, loaded_files
+    """emit_c.py loads the blob format by name; it imports the register map, which names its table;
+    the n6 modules it imports are followed as Python's parser finds them."""
+    from n6.simulators import PACKAGES, code_files
+    emit_c = os.path.join(PACKAGES["stedgeai_sim"], "emit_c.py")
+    got = code_files([emit_c])
     npu = PACKAGES["npu_model"]
-    assert loaded_files([os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "emit_c.py")]) == \
-        [os.path.join(npu, f) for f in ("__init__.py", "aton_map.txt", "ecblob.py", "registers.py")]
+    assert [f for f in got if not f.startswith(os.path.join(ROOT, "site_scons"))] == \
+        [os.path.join(npu, f) for f in ("__init__.py", "aton_map.txt", "ecblob.py", "registers.py")] + \
+        [os.path.join(PACKAGES["stedgeai_sim"], f) for f in ("__init__.py", "emit_c.py")]
+    assert {f for f in got if f.startswith(os.path.join(ROOT, "site_scons"))} == _n6_files(_n6_imports(emit_c))
 
 
-def test_loaded_files_follow_subpackages_and_other_simulator_packages(tmp_path):
+def test_code_files_follow_subpackages_and_other_simulator_packages():
     """A module of a subpackage brings its packages' __init__.py; an import of another simulator
     package's module (n6board's memory map reads the programmer's board state) is followed."""
-    from n6.simulators import PACKAGES, loaded_files
-    caller = tmp_path / "caller.py"
-    caller.write_text('memory_map = load("n6board.dk.memory_map")\n')
-    got = loaded_files([str(caller)])
+    from n6.simulators import PACKAGES, code_files
     board, programmer = PACKAGES["n6board"], PACKAGES["programmer_sim"]
-    assert sorted(got) == [os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
-                           os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "__init__.py"),
-                           os.path.join(programmer, "board_state.py")]
+    assert code_files([os.path.join(board, "dk", "memory_map.py")]) == [
+        os.path.join(board, "__init__.py"), os.path.join(board, "dk", "__init__.py"),
+        os.path.join(board, "dk", "memory_map.py"), os.path.join(programmer, "__init__.py"),
+        os.path.join(programmer, "board_state.py")]

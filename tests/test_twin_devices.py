@@ -193,3 +193,28 @@ def test_entering_the_networks_first_epoch_block_anew_begins_an_inference_on_the
         uc.mem_write(0x3400_0000, struct.pack("<4I", 0x40, current, 0x100, current + 0x18))
         twin._on_run_epoch_block(uc)
     assert len(begun) == 3
+
+
+def test_a_firmware_without_sts_receive_routine_is_said_so_once_naming_its_elf(capsys, tmp_path):
+    """The twin finds the host waits of ST's firmware by its receive routine's ranges: a firmware
+    without one that serves the host is said so in one warning line naming its ELF, once, not once
+    per boot (a reset boots a new twin); one with it is not (nor one that stops before serving: the
+    USB-C variants in test_twin_real)."""
+    from types import SimpleNamespace
+    from n6board.dk.firmware_elf import FirmwareElf
+    from n6board.dk.twin import RECEIVE, DkTwin
+    functions = [(0x1000, 0x40, "main"), (0x1040, 0x80, "HAL_UART_Receive"), (0x10C0, 0x20, "Error_Handler")]
+
+    def serving(name, functions):
+        twin = DkTwin.__new__(DkTwin)          # only what serve reads: no firmware run
+        twin.firmware = FirmwareElf(str(tmp_path / name), 0x1001, [], 0, 0, functions, {})
+        twin.receive = twin.firmware.spans_of(*RECEIVE)
+        twin.usart, twin.core = SimpleNamespace(), SimpleNamespace(run=lambda until: None)
+        twin.serve()
+        return twin.receive
+    assert serving("st.elf", functions) == ((0x1040, 0x10C0),)
+    assert capsys.readouterr().err == ""
+    assert (serving("own.elf", functions[::2]), serving("own.elf", functions[::2])) == ((), ())
+    assert capsys.readouterr().err.splitlines() == [
+        f"n6board: warning: {tmp_path / 'own.elf'}: no HAL_UART_Receive or UART_WaitOnFlagUntilTimeout function: "
+        "the twin takes the host's bytes where the firmware's idle polls end a slice, not where it asks for them"]

@@ -325,3 +325,19 @@ def test_soak_of_an_epoch_controller_model_with_blobs_in_sts_format(repo, tmp_pa
     in ST's format (30 invokes a session: bench/soak.py's 300 take ~20 min; docs/twin.md has them)."""
     for row in soak(repo, tmp_path, ["cifar_cnn"], 30):
         assert row["invokes"] == 60 and not row["fault"] and row["outputs_identical"] and row["cycles_identical"]
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning",    # none raised in unicorn's hooks
+                            "error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_the_st_client_window_bench_stops_its_twin_before_closing_its_pty(repo, capfd):
+    """bench/st_client_window.py serves the twin from a thread behind a pty: leaving it stops and
+    joins that thread (waiting for the host inside the firmware's receive routine) before it
+    closes both ends, leaving no thread, no descriptor and nothing said behind."""
+    import threading
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from st_client_window import twin_on_pty
+    fds, threads = set(os.listdir("/proc/self/fd")), set(threading.enumerate())
+    with twin_on_pty(firmware("copy"), os.path.join(repo, "build", "sim-board")) as (link, port):
+        assert os.path.exists(port) and len(set(threading.enumerate()) - threads) == 1
+    assert set(threading.enumerate()) == threads and set(os.listdir("/proc/self/fd")) == fds
+    assert capfd.readouterr().err == ""

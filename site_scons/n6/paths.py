@@ -7,6 +7,7 @@ StrPath = str | os.PathLike[str]   # a file named by text or by a Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE_SCONS = os.path.join(ROOT, "site_scons")
+N6 = os.path.join(SITE_SCONS, "n6")                    # the library (package n6)
 MODELS = os.path.join(ROOT, "models")                  # the model folders (no build output goes there)
 FIRMWARE = os.path.join(ROOT, "firmware")
 BOARDS = os.path.join(FIRMWARE, "boards")

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass
@@ -20,6 +21,17 @@ class ToolResult:
     seconds: float
     timed_out: bool = False
     dry_run: bool = False
+
+
+class Runner(Protocol):
+    """What a tool's caller needs of its runner: ToolRunner on this machine, or one that runs the
+    tool elsewhere through it (n6.flash.remote.RemoteRunner, on a labgrid exporter's host)."""
+
+    @property
+    def timeout(self) -> float: ...
+
+    def run(self, argv: Sequence[str], on_output: Callable[[str], object] | None = None,
+            timeout: float | None = None) -> ToolResult: ...
 
 
 class ToolRunner:

@@ -20,9 +20,9 @@ from n6.errors import N6Error
 from n6.releases import Release, generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
 from n6.variables import defaults
-from n6_scons import code_version, module_closure, n6_imports, progress, reports_errors, say
+from n6_scons import code_version, progress, reports_errors, say
 
-from n6.simulators import load as load_simulator, loaded_files as simulator_loaded_files, sources as simulator_sources
+from n6.simulators import code_files as simulator_code_files, load as load_simulator, sources as simulator_sources
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -51,8 +51,7 @@ def _install(env):
 def sim_python_sources():
     """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
     NPU model's blob format it writes, the register map that reads): a change regenerates every model."""
-    own = [f for f in simulator_sources("stedgeai_sim") if f.endswith(".py")]
-    return sorted(own) + simulator_loaded_files(own) + sorted(module_closure({m for f in own for m in n6_imports(f)}))
+    return simulator_code_files(simulator_sources("stedgeai_sim"))
 
 
 def build_sim_install(env, arm_env):

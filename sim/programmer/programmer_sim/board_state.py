@@ -12,6 +12,7 @@ Layout of the folder named by N6_SIM_BOARD:
 Only the standard library: the simulated board and the programmer import this file alone."""
 import json
 import os
+import re
 import time
 
 SECTOR_SIZE = 0x10000
@@ -25,6 +26,18 @@ def factory_serial(k=1):
 
 
 DEFAULT_SERIAL = factory_serial(1)
+
+
+def board_folder(first, k):
+    """The state folder of a bench's simulated board k, whose board 1's is `first`."""
+    return first if k == 1 else f"{first}-{k}"
+
+
+def board_number(folder):
+    """Which board k of a bench the state folder `folder` is (board_folder): a fresh folder's
+    probe serial is its board's, before any probe.json says so. 1 for a lone board's."""
+    m = re.fullmatch(r".+-([0-9]+)", os.path.basename(os.path.normpath(folder)))
+    return int(m[1]) if m and int(m[1]) >= 2 else 1
 BOOT_MODES = ("development", "flash")
 
 
@@ -69,9 +82,8 @@ class BoardState:
 
     # -- probe -----------------------------------------------------------------------------------
     def probe(self):
-        """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with a lone
-        board's serial (a bench's board k gets its own in probe.json before the programmer runs:
-        n6.flash.boards.make_simulated_board). ValueError: a probe file that is not a JSON object."""
+        """{"serial", "boot"}; a board never touched is a fresh DK in development boot, with its
+        board's factory serial (board_number). ValueError: a probe file that is not a JSON object."""
         try:
             with open(os.path.join(self.root, "probe.json"), encoding="utf-8") as f:
                 data = json.load(f)
@@ -79,7 +91,8 @@ class BoardState:
             data = {}
         if not isinstance(data, dict):
             raise ValueError(f"{type(data).__name__}, not an object")
-        return {"serial": data.get("serial", DEFAULT_SERIAL), "boot": data.get("boot", "development")}
+        serial = data["serial"] if "serial" in data else factory_serial(board_number(self.root))
+        return {"serial": serial, "boot": data.get("boot", "development")}
 
     def set_probe(self, serial=None, boot=None):
         data = self.probe()

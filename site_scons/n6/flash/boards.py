@@ -149,11 +149,11 @@ def simulated_boards(sim_dir: str, count: int) -> list[tuple[str, str]]:
     """(state folder, probe serial) of `count` simulated boards, each with a probe serial of its
     own (the first keeps the simulated programmer's; board k's ends in k; a folder's probe.json
     says otherwise), read, not made: the flash step makes a missing one (make_simulated_board)."""
-    folders = [sim_dir] + [f"{sim_dir}-{k}" for k in range(2, count + 1)]
     if count == 1:
         return [(sim_dir, "")]
-    from ..simulators import probe_serial
-    return [(folder, probe_serial(folder, k)) for k, folder in enumerate(folders, start=1)]
+    from ..simulators import load, probe_serial
+    folders = [load("programmer_sim.board_state").board_folder(sim_dir, k) for k in range(1, count + 1)]
+    return [(folder, probe_serial(folder)) for folder in folders]
 
 
 def flash_fields(unit: Attached | LabPlace, simulated: bool,

@@ -17,7 +17,7 @@ from typing import NoReturn, Self
 from ..errors import N6Error
 from ..host_layout import HOST, Host, cube_programmer_bins, executable, ide_tool, on_path
 from ..paths import SIM_PROGRAMMER_BIN
-from ..tool_runner import ToolResult, ToolRunner
+from ..tool_runner import Runner, ToolResult
 from .backend import Backend, Capabilities, Download, Progress, ProgrammerError, RESET_MODES
 
 CLI_NAME = "STM32_Programmer_CLI"
@@ -214,7 +214,7 @@ class CubeProgrammer(Backend):
     name = "stm32cubeprogrammer"
     capabilities = Capabilities(RESET_MODES, True, True, True)
 
-    def __init__(self, install: CliInstall, runner: ToolRunner, loader_name: str, frequency: int = 2000,
+    def __init__(self, install: CliInstall, runner: Runner, loader_name: str, frequency: int = 2000,
                  access_port: int = 1, serial: str | None = None, log_path: str | None = None) -> None:
         self.install, self.runner, self.loader_name = install, runner, loader_name
         self.frequency, self.access_port, self.serial = frequency, access_port, serial

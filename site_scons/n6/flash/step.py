@@ -101,19 +101,19 @@ def make_programmer(opts: FlashOptions, board: Board, log_path: str, verbose: bo
     """The backend that talks to the probe: STM32_Programmer_CLI through the tool runner, or pyOCD."""
     from .cubeprogrammer import CubeProgrammer
     from .pyocd_backend import PyOCD
-    from ..tool_runner import ToolRunner
+    from ..tool_runner import Runner, ToolRunner
     install = opts.programmer_install()
     if install is None:
         return PyOCD(board.programmer.pyocd_target, board.programmer.frequency, opts.probe, log_path)
     environ = dict(os.environ)
     if install.simulated:
         environ["N6_SIM_BOARD"] = opts.sim_board
-    runner = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
+    local = ToolRunner(log_path, verbose=verbose, dry_run=opts.dry_run, env=install.environ(environ))
+    runner: Runner = local
     cls: type[CubeProgrammer] = CubeProgrammer
     if opts.exporter:             # the probe is on the exporter's host: the programmer runs there
         from .remote import ExporterProgrammer, RemoteRunner
-        # RemoteRunner runs like a ToolRunner (run, timeout), not one: CubeProgrammer's runner is hinted ToolRunner
-        cls, runner = ExporterProgrammer, RemoteRunner(opts.exporter.host, runner)  # type: ignore[assignment]
+        cls, runner = ExporterProgrammer, RemoteRunner(opts.exporter.host, local)
     return cls(install, runner, board.flash.external_loader, board.programmer.frequency,
                board.programmer.access_port, opts.probe, log_path)
 

@@ -9,22 +9,25 @@ from n6.aivalidation.framing import LinkTimeout
 
 
 class PtyLink:
-    def __init__(self, fd):
+    def __init__(self, fd, stopped=lambda: False):
         self.port = FdPort(fd)
         self.port.timeout = 0
         self.dropped = 0            # bytes nobody read for 5 s (the wire does not wait)
+        self.stopped = stopped      # a wait for the host ends with nothing (the twin's run is ending)
 
     def receive(self):
         """The bytes the host has sent since the last call (never blocks)."""
         return self.port.read(4096)
 
     def wait_for_bytes(self):
-        """The host's next bytes, however long it takes (a closed port waits for a new client)."""
-        while True:
+        """The host's next bytes, however long it takes (a closed port waits for a new client),
+        or nothing once `stopped()`."""
+        while not self.stopped():
             data = self.receive()
             if data:
                 return data
             select.select([self.port.fd], [], [], 1.0)
+        return b""
 
     def send(self, data):
         try:

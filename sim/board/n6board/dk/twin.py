@@ -1,6 +1,8 @@
 """The STM32N6570-DK twin put together: the core, the memories (NOR flash from the simulated
 board's state), the bus with its device models, and ST's validation firmware loaded as gdb loads
 it (segments, then PC = Reset_Handler; SP from the vector table as a reset would set it)."""
+import functools
+import sys
 
 from unicorn import UC_HOOK_CODE, UcError
 from unicorn.arm_const import UC_ARM_REG_LR, UC_ARM_REG_PC, UC_ARM_REG_R0
@@ -32,6 +34,13 @@ CPU_HZ = 800_000_000               # the DK's CPU clock, when the firmware does 
 BOOT_CYCLES = 10 * CPU_HZ
 
 
+@functools.cache
+def _say_no_receive(path):
+    """Once per ELF (a reset boots a new twin): its host waits are found by idle polls alone."""
+    print(f"n6board: warning: {path}: no {' or '.join(RECEIVE)} function: the twin takes the host's bytes "
+          "where the firmware's idle polls end a slice, not where it asks for them", file=sys.stderr, flush=True)
+
+
 class DkTwin:
     """One board: `link` is the host's end of USART1, `state_dir` the simulated board whose flash
     the NOR holds, `npu_model` the NPU model's mode (npu_model.npu.MODES)."""
@@ -48,7 +57,7 @@ class DkTwin:
         self.bus.attach(DwtCycleCounter(core.clock))
         self.rcc = self.bus.attach(Rcc())
         self.bus.attach(Bsec())
-        receive = self.firmware.spans_of(*RECEIVE)
+        self.receive = receive = self.firmware.spans_of(*RECEIVE)
         self.usart = self.bus.attach(Usart(link, core.interrupt_line(IRQ0 + USART1_IRQ), core.request_stop,
                                            lambda: any(lo <= core.pc < hi for lo, hi in receive)))
         core.on_slice = self.usart.poll_host
@@ -167,7 +176,9 @@ class DkTwin:
 
     def serve(self, until=lambda: False):
         """Run the firmware for the host until it stops (Stop), `until()` holds (a reset) or the
-        process ends."""
+        process ends. A firmware without ST's receive routine (RECEIVE) is said so once."""
+        if not self.receive:
+            _say_no_receive(self.firmware.path)
         self.usart.block_for_host = True
         self.core.run(until=until)
 
