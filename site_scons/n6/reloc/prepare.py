@@ -206,8 +206,9 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
 
 def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, region_size: int) -> None:
     """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
-    image area would be written over by the image (ST's flow flashes it so, and the network reads
-    the image's bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
+    image area (or under a split build's params file, `region_size` bytes: ParamsBlob.region_size)
+    would be written over by the image (ST's flow flashes it so, and the network reads the image's
+    bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
     one definition network.c's and _ecblobs.h's addresses (prepare, moved_text) and the pool's
     descriptor (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a
     moving pool keep the pools where they are, `kept` saying why."""
