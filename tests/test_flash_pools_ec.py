@@ -119,6 +119,31 @@ def test_split_params_led_by_blobs_validate_with_the_moved_pool(repo):
     assert lsb == [0]
 
 
+def test_the_flash_cli_takes_a_split_images_params_beside_it_or_as_given(repo, tmp_path):
+    """`python -m n6.flash` of a split image: its params file beside it by default, or --params
+    from elsewhere; each flashed at [images] params (a dry run)."""
+    import shutil
+    import subprocess
+    import sys
+    scons(repo, "cifar_cnn", ABSOLUTE, *SPLIT_BLOBS, "BUILD_DIR=build-split-cli")
+    model = os.path.join(repo, "build-split-cli", "cifar_cnn")
+    shutil.copy(os.path.join(model, "network_rel.bin"), tmp_path)
+    shutil.copy(os.path.join(model, "network_rel_params.bin"), tmp_path / "weights.bin")
+
+    def flash_cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "n6.flash", *args, "--dry-run", "--sim-board",
+                               str(tmp_path / "board"), "--out", str(tmp_path / "out")], capture_output=True,
+                              text=True, cwd=repo, env=dict(os.environ, PYTHONPATH=os.path.join(repo, "site_scons")))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return re.findall(r"  FLASH    (.+?) → (0x\w+):", proc.stdout)
+    beside = os.path.join(model, "network_rel.bin")
+    assert flash_cli(beside) == [(f"{beside} pool xSPI2", "0x71810000"), (beside, "0x71000000"),
+                                 (os.path.join(model, "network_rel_params.bin"), "0x71800000")]
+    alone = str(tmp_path / "network_rel.bin")
+    assert flash_cli(alone, "--params", str(tmp_path / "weights.bin")) == \
+        [(f"{alone} pool xSPI2", "0x71810000"), (alone, "0x71000000"), (str(tmp_path / "weights.bin"), "0x71800000")]
+
+
 def test_split_params_led_by_blobs_the_moved_pool_clears_their_last_sector(repo):
     """The same on a board of 512-byte sectors, where the params blob alone fills 49 sectors and
     the blobs before it reach into a 50th: the pool goes past all 50 (the gate judges the layout;

@@ -267,6 +267,7 @@ class Image:
     descriptors: list[PoolDescriptor] = field(default_factory=list)
     descriptors_terminated: bool = True
     rt_ctx: RtCtx | None = None
+    params_file: str | None = None     # the split params file `load` mapped
 
     @classmethod
     def parse(cls, data: Data, path: str = "network_rel.bin", n_words: int | None = None,
@@ -339,7 +340,7 @@ class Image:
         split = img.header.magic == MAGIC and img.header.params_offset == 0
         params = params or (params_path(bin_path) if split else None)
         if params and os.path.exists(params):
-            img.params = _map(params)
+            img.params, img.params_file = _map(params), params
         elif split and img.rt_ctx is not None and img.rt_ctx.params_bin_sz:
             raise N6Error(params, f"missing: this split image's params file ({img.rt_ctx.params_bin_sz} "
                           "bytes) is not there", "pass --params <file>, or rebuild the image")
