@@ -175,12 +175,12 @@ def test_a_params_description_keeps_relative_paths(tmp_path, monkeypatch):
     blob.save("params.json")                  # a bare file name: its folder is "."
     doc = json.loads((tmp_path / "params.json").read_text())
     parts = [{"pool": f"pool{i}", "path": f"network_atonbuf.pool{i}.raw", "size": n} for i, n in enumerate((5, 8))]
-    assert doc == {"version": 1, "size": 16, "parts": parts}
+    assert doc == {"version": 2, "size": 16, "lead": 0, "parts": parts}
     assert ParamsBlob.load("params.json").parts == [ParamsPart(p["pool"], p["path"], p["size"]) for p in doc["parts"]]
     assert ParamsBlob.load(str(tmp_path / "params.json")).parts == blob.parts
-    for bad in ('{"version": 2, "parts": []}', '[1]'):
+    for bad in ('{"version": 1, "parts": []}', '[1]'):
         (tmp_path / "params.json").write_text(bad)
-        with pytest.raises(N6Error, match="not a params description of version 1"):
+        with pytest.raises(N6Error, match="not a params description of version 2"):
             ParamsBlob.load("params.json")
 
 
@@ -197,7 +197,7 @@ def test_verify_names_a_missing_or_resized_raw(tmp_path):
 
 def _pack(tmp_path, ec=b"", sizes=(5, 8), split=False):
     CodeImage(_image_bytes(), ec).save(str(tmp_path / "code.bin"))
-    _blob(tmp_path, sizes).save(str(tmp_path / "params.json"))
+    ParamsBlob(_blob(tmp_path, sizes).parts, lead=len(ec)).save(str(tmp_path / "params.json"))
     return pack(str(tmp_path / "code.bin"), str(tmp_path / "params.json"), str(tmp_path / "rel.bin"), split=split)
 
 
@@ -240,7 +240,7 @@ def test_a_split_pack_writes_the_params_file_and_no_offset(tmp_path):
 def test_pack_gives_the_digest_of_every_file_it_wrote(tmp_path, split):
     """The build takes these as the outputs' signatures instead of reading them back."""
     CodeImage(_image_bytes(), b"EC").save(str(tmp_path / "code.bin"))
-    _blob(tmp_path, (5, 8)).save(str(tmp_path / "params.json"))
+    ParamsBlob(_blob(tmp_path, (5, 8)).parts, lead=2).save(str(tmp_path / "params.json"))
     r = pack(str(tmp_path / "code.bin"), str(tmp_path / "params.json"), str(tmp_path / "rel.bin"), split=split,
              hash_name="sha256")
     written = ["rel.bin"] + ["rel_params.bin"] * split

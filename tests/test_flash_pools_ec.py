@@ -93,3 +93,67 @@ def test_sts_blobs_write_their_pools_addresses():
     why = blob_refusal(words, [Moved("xSPI2", 0x7038_0000, 0x7180_0000, size)], "default.c")
     assert why and why.startswith("default.c: absolute flash pool 'xSPI2' not moved: its epoch-controller blobs "
                                   "hold 377 words inside it (first 0x704A4680)")
+
+
+
+SPLIT_BLOBS = ("RELOC_SPLIT=1", "RELOC_ECBLOB_IN_PARAMS=1")
+
+
+def test_split_params_led_by_blobs_validate_with_the_moved_pool(repo):
+    """RELOC_SPLIT=1 with RELOC_ECBLOB_IN_PARAMS=1 on the DK: the params file is the 32 bytes of
+    blobs (the lead prepare reserved: the linked blobs' size), then the 25088-byte params blob;
+    the pool goes past it, the image checker takes the blobs before the COPY pool's bytes, the run
+    finds the split params file beside the image, and the model validates at 0 LSB."""
+    from n6.reloc.image import CodeImage
+    out, lsb = _validate(repo, "build-split-blobs", *SPLIT_BLOBS)
+    assert "  MOVE     build-split-blobs/cifar_cnn/st_ai_output/network.c: absolute flash pool 'xSPI2' 0x71000000 → " \
+        "0x71810000, clear of the image the firmware reads at 0x71000000" in out.splitlines()
+    model = os.path.join(repo, "build-split-blobs", "cifar_cnn")
+    code = CodeImage.load(os.path.join(model, "reloc", "network_rel_code.bin"))
+    with open(os.path.join(model, "reloc", "network_reloc_params.json")) as f:
+        assert json.load(f)["lead"] == len(code.ec_blobs) == 32
+    with open(os.path.join(model, "flash", "flash.json")) as f:
+        assert [(i["role"], i["address"]) for i in json.load(f)["images"]] == \
+            [("pool", "0x71810000"), ("network", "0x71000000"), ("params", "0x71800000")]
+    assert os.path.getsize(os.path.join(model, "network_rel_params.bin")) == 32 + 25088
+    assert lsb == [0]
+
+
+def test_the_flash_cli_takes_a_split_images_params_beside_it_or_as_given(repo, tmp_path):
+    """`python -m n6.flash` of a split image: its params file beside it by default, or --params
+    from elsewhere; each flashed at [images] params (a dry run)."""
+    import shutil
+    import subprocess
+    import sys
+    scons(repo, "cifar_cnn", ABSOLUTE, *SPLIT_BLOBS, "BUILD_DIR=build-split-cli")
+    model = os.path.join(repo, "build-split-cli", "cifar_cnn")
+    shutil.copy(os.path.join(model, "network_rel.bin"), tmp_path)
+    shutil.copy(os.path.join(model, "network_rel_params.bin"), tmp_path / "weights.bin")
+
+    def flash_cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "n6.flash", *args, "--dry-run", "--sim-board",
+                               str(tmp_path / "board"), "--out", str(tmp_path / "out")], capture_output=True,
+                              text=True, cwd=repo, env=dict(os.environ, PYTHONPATH=os.path.join(repo, "site_scons")))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return re.findall(r"  FLASH    (.+?) → (0x\w+):", proc.stdout)
+    beside = os.path.join(model, "network_rel.bin")
+    assert flash_cli(beside) == [(f"{beside} pool xSPI2", "0x71810000"), (beside, "0x71000000"),
+                                 (os.path.join(model, "network_rel_params.bin"), "0x71800000")]
+    alone = str(tmp_path / "network_rel.bin")
+    assert flash_cli(alone, "--params", str(tmp_path / "weights.bin")) == \
+        [(f"{alone} pool xSPI2", "0x71810000"), (alone, "0x71000000"), (str(tmp_path / "weights.bin"), "0x71800000")]
+
+
+def test_split_params_led_by_blobs_the_moved_pool_clears_their_last_sector(repo):
+    """The same on a board of 512-byte sectors, where the params blob alone fills 49 sectors and
+    the blobs before it reach into a 50th: the pool goes past all 50 (the gate judges the layout;
+    a dry run, as the simulated programmer erases the DK's 64 KB sectors)."""
+    with open(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml")) as f:
+        text = f.read()
+    with open(os.path.join(repo, "small-sectors.toml"), "w") as f:
+        f.write(text.replace("sector_size = 0x10000", "sector_size = 0x200").replace("page_size = 0x1000",
+                                                                                     "page_size = 0x200"))
+    out = scons(repo, "flash", "MODEL=cifar_cnn", ABSOLUTE, *SPLIT_BLOBS, "BOARD=small-sectors.toml", "DRY_RUN=1",
+                "BUILD_DIR=build-small-sectors").stdout
+    moved = 0x7180_0000 + 50 * 0x200
+    assert re.findall(r"  FLASH    .+? → (0x\w+):", out) == [f"0x{moved:08X}", "0x71000000", "0x71800000"], out

@@ -50,8 +50,9 @@ def test_one_shared_state_per_set_of_what_it_is_found_from():
     assert dict(first.budgets)["flash"] == 8 << 20
     other_budget = npu_reloc._shared(_env(RELOC_FLASH_SIZE="4M"))      # the same build folder
     assert dict(other_budget.budgets)["flash"] == 4 << 20
-    area = npu_reloc._shared(_env(RELOC_ABSOLUTE_FLASH_POOLS=True)).image_area
-    assert area is not None and first.image_area is None
+    absolute = npu_reloc._shared(_env(RELOC_ABSOLUTE_FLASH_POOLS=True))
+    assert absolute.image_area is not None and first.image_area is None
+    assert absolute.absolute_flash_pools is True and first.absolute_flash_pools is False
     real = npu_reloc._shared(_env(install=("/opt/st/2.2", release("2.2"), False)))
     assert not real.simulated and real.runtime_lib == "/opt/st/2.2/runtime.a"
     v3 = npu_reloc._shared(_env(install=("build/stedgeai-sim/3.0", release("3.0"), True)))

@@ -79,8 +79,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
     shared = _shared(env)
     build = layout.reloc
     raws = [n for n in inputs if str(n).endswith(".raw")]
-    absolute = bool(env["RELOC_ABSOLUTE_FLASH_POOLS"])
-    prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, absolute,
+    prep_opts = PrepareOptions(name, opts.ecblob_in_params, epoch_controller, shared.absolute_flash_pools,
                                replace(shared.image_area, split=opts.split) if shared.image_area else None,
                                shared.simulated, shared.atonn, tuple(sorted(str(r) for r in raws)))
     prepared = env.RelocPrepare(env.Dir(build), [network_c] + [n for n in inputs if n not in raws],
@@ -106,6 +105,7 @@ def build_reloc(env, arm, spec, network_c, inputs, epoch_controller, layout):
 class _Shared:
     """What every model's image steps share, found once per build."""
     simulated: bool
+    absolute_flash_pools: bool     # RELOC_ABSOLUTE_FLASH_POOLS
     image_area: ImageArea | None   # where a 2.x firmware reads the image (3.x: the header places it)
     atonn: tuple             # the install's ATONN version
     runtime_lib: object      # the runtime archive node
@@ -129,9 +129,9 @@ def _shared(env):
     key = (env.subst("$BUILD_DIR"), install, sizes, env["BOARD"], absolute)
     if key not in _SHARED:
         _, install_rel, simulated = install
-        budgets, facts = pack_gate(env)
+        budgets, facts = pack_gate(env, absolute)
         _SHARED[key] = _Shared(
-            simulated, image_area(facts.area, install_rel) if facts and absolute else None,
+            simulated, absolute, image_area(facts.area, install_rel) if facts and absolute else None,
             tuple(install_rel.atonn), env.StedgeaiRuntimeLib(), env.File(LINKER_SCRIPT),
             budgets, step_code(env, "prepare", ["n6.reloc.prepare"], __file__),
             step_code(env, "image", ["n6.reloc.pipeline"], __file__),
@@ -158,7 +158,7 @@ def _longest_first(prepared, runtime):
     return runtime[:1] + prepared + runtime[1:]
 
 
-def pack_gate(env):
+def pack_gate(env, absolute_flash_pools):
     """The size gate's budgets: the RELOC_*_SIZE variables, the board file's where one is empty
     (n6.reloc.options.gate_budgets); and the board file's facts (n6.reloc.options.board_facts,
     with RELOC_ABSOLUTE_FLASH_POOLS its image area), else None. Read once per content of the
@@ -166,7 +166,7 @@ def pack_gate(env):
     file, loads no board code). `scons -h` and `-c` build nothing: they do not read it (a damaged
     one stops neither)."""
     gate = size_budgets({k: env.get(f"RELOC_{k.upper()}_SIZE", "") for k in BUDGETS})
-    board = gate_board(gate, env["BOARD"], bool(env["RELOC_ABSOLUTE_FLASH_POOLS"]))
+    board = gate_board(gate, env["BOARD"], absolute_flash_pools)
     if board is None or SCons.Script.GetOption("help") or SCons.Script.GetOption("clean"):
         return gate_budgets(gate, dict.fromkeys(BUDGETS)), None
     reader = step_code(env, "board-facts", ["n6.reloc.options"]).value   # board_facts and the code it runs

@@ -20,7 +20,7 @@ from .step import FlashOptions, attached_probes, find_programmer, flash_step
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m n6.flash", description=__doc__.split("\n\n")[0])
     p.add_argument("image")
-    p.add_argument("--params", help="the split params image (<name>_rel_params.bin)")
+    p.add_argument("--params", help="the split params image (default: <image stem>_params.bin beside a split image)")
     p.add_argument("--board", default=DEFAULT_BOARD, help="board file: a bundled name or a .toml path")
     p.add_argument("--probe", help="serial number of the ST-LINK (default: the only one attached)")
     p.add_argument("--backend", choices=BACKENDS)
@@ -36,11 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         board = load_board(bpath)
         backend, install = find_programmer(args.backend or board.programmer.backend, board)
         simulated = install is not None and install.simulated
-        img = Image.load(args.image)
+        img = Image.load(args.image, args.params)
         rel = release_for_atonn(img.rt_ctx.ll_aton_version) if img.rt_ctx else None
         out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.image)), "flash")
         opts = FlashOptions(
-            board=bpath, files=(("network", args.image, args.params),), multi=False,
+            board=bpath, files=(("network", args.image, img.params_file),), multi=False,
             release=rel.core if rel else DEFAULT_RELEASE, backend=backend, cli=install.cli if install else None,
             simulated=simulated, found_by=install.found_by if install else "pyocd",
             probes=(args.probe,) if args.probe else tuple(attached_probes(simulated, args.sim_board)),

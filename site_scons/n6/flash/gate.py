@@ -29,6 +29,32 @@ def _span(p: Placed) -> str:
     return f"{p.size} bytes at 0x{p.address:08X}-0x{p.address + p.size:08X}"
 
 
+MPOOL_FIX = "move the pool in its .mpool and regenerate"   # a pool's address is network.c's, from the .mpool
+
+
+def _region_fix(p: Placed, placed: Sequence[Placed], board: Board) -> str:
+    """What makes `p` fit its region: a pool, the .mpool; an image, the images' addresses or sizes
+    (a split build has params images; a multi-model set, a header and fewer models to flash)."""
+    if p.role == "pool":
+        return MPOOL_FIX
+    fewer = ", or flash fewer models" if any(q.role == "header" for q in placed) else ""
+    if p.role == "network" and not any(q.role == "params" for q in placed):
+        return f"build with RELOC_SPLIT=1 (params in their own image at [images] params){fewer}"
+    return f"place [images] params of {board.path} to give the {p.role} images room{fewer}"
+
+
+def _overlap_fix(a: Placed, b: Placed, board: Board) -> str:
+    """What moves one of two overlapping pieces: an image's address is the board file's, a pool's
+    the .mpool's (a pool prepare moved from under a 2.x build's images, RELOC_ABSOLUTE_FLASH_POOLS,
+    stays where the .mpool puts it once that is clear of them)."""
+    images = [p.role for p in (a, b) if p.role != "pool"]
+    if not images:
+        return "move one of the pools in its .mpool and regenerate"
+    if len(images) == 1:
+        return f"{MPOOL_FIX}, or the {images[0]} image in [images] of {board.path}"
+    return f"move one of them in [images] of {board.path}"
+
+
 def check_layout(placed: Sequence[Placed], board: Board) -> None:
     flash = board.flash
     sector = flash.sector_size
@@ -41,7 +67,7 @@ def check_layout(placed: Sequence[Placed], board: Board) -> None:
         if p.address < lo or p.address + p.size > hi:
             raise N6Error(p.path, f"{_span(p)} does not fit the {name} region 0x{lo:08X}-0x{hi:08X} "
                           f"({hi - lo} bytes; {p.address + p.size - hi if p.address + p.size > hi else lo - p.address}"
-                          " bytes over)", "build with RELOC_SPLIT=1 or flash fewer models")
+                          " bytes over)", _region_fix(p, placed, board))
         if p.address < flash.base or p.address + p.size > flash.end:
             raise N6Error(p.path, f"{_span(p)} is outside the flash 0x{flash.base:08X}-0x{flash.end:08X}",
                           "move the pool into the board's flash in the .mpool and regenerate" if p.role == "pool" else
@@ -58,7 +84,7 @@ def check_layout(placed: Sequence[Placed], board: Board) -> None:
         if b.address // sector <= a_last:
             raise N6Error(b.path, f"{_span(b)} overlaps {a.path} ({_span(a)}) within the same "
                           f"{sector // 1024} KB erase sector" if b.address >= a.address + a.size else
-                          f"{_span(b)} overlaps {a.path} ({_span(a)})", "move one of them in the board file")
+                          f"{_span(b)} overlaps {a.path} ({_span(a)})", _overlap_fix(a, b, board))
 
 
 def default_firmware(install_release: str) -> Firmware:

@@ -21,7 +21,6 @@ from ..jsonfile import JsonObject
 from . import check
 from .firmware import Firmware
 from .image import MAGIC, Image, off
-from .names import params_path
 
 
 def inspect(img: Image) -> JsonObject:
@@ -80,7 +79,7 @@ def _run(argv: Sequence[str] | None) -> int:
     p.add_argument("--board", default=DEFAULT_BOARD,
                    help=f"check: judge for this board's firmware (a bundled board or a .toml; default {DEFAULT_BOARD})")
     args = p.parse_args(argv)
-    params = args.params or params_path(args.image)
+    params = args.params
     try:
         if args.command == "inspect":
             img = Image.load(args.image, params)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class ImageArea:
     """Where a 2.x firmware reads the image: the board's network region [start, end), one image at
-    `start` (its firmware knows no other address). An absolute flash pool lying there moves to the
-    params region's first sector the params image (`split`) leaves free."""
+    `start` (its firmware knows no other address). An absolute flash pool lying there, or under the
+    params image at `end` (`split`), moves to the first sector past them (n6.reloc.move.plan)."""
     start: int                      # [images] network
     end: int                        # [images] params
     sector: int                     # the flash's erase sector

@@ -175,11 +175,13 @@ def check_runtime(rt_version: int, struct_sizes: int, fw: Firmware) -> None:
 def check_params_size(img: Image, params: Data | memoryview) -> None:
     """Our rule: a split params file is the params blob rt_ctx declares, preceded by nothing but
     the epoch-controller blobs of an image built with --ecblob-in-params (the image declares no
-    size for them, but points at where the params blob starts after them): bytes before the
-    params shift every pool the loader rebases."""
+    size for them, but points at where the params blob starts after them: a GOT or REL word into
+    param segment 0, or the file offset of a COPY pool's bytes): bytes before the params shift
+    every pool the loader rebases or copies."""
     assert img.rt_ctx is not None   # check_layout refuses an image whose rt_ctx is not in its data
     before = len(params) - img.rt_ctx.params_bin_sz
-    if before and before not in img.params_references():
+    copied = [d.foff for d in img.descriptors if d.type == TYPE_COPY]
+    if before and before not in img.params_references() + copied:
         raise LoaderError("INVALID_BIN", f"the params file is {len(params)} bytes: {before} bytes before the "
                           f"{img.rt_ctx.params_bin_sz}-byte params blob rt_ctx declares, not the image's "
                           "epoch-controller blobs (the image does not point there)", rule="params_size")

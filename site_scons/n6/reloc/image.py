@@ -10,6 +10,7 @@ from typing import Self
 
 from ..atomic import write_bytes
 from ..errors import N6Error
+from .names import params_path
 from .pools import describe_flags
 
 Data = bytes | bytearray | mmap.mmap   # an image's bytes: read, built, or mapped from its file
@@ -266,6 +267,7 @@ class Image:
     descriptors: list[PoolDescriptor] = field(default_factory=list)
     descriptors_terminated: bool = True
     rt_ctx: RtCtx | None = None
+    params_file: str | None = None     # the split params file `load` mapped
 
     @classmethod
     def parse(cls, data: Data, path: str = "network_rel.bin", n_words: int | None = None,
@@ -331,13 +333,16 @@ class Image:
 
     @classmethod
     def load(cls, bin_path: str, params: str | None = None) -> Self:
-        """Map an image file and, when given, its split params file: read-only, never copied,
-        so tens of MB of params cost no memory and only the pages a check touches are read."""
-        extra = _map(params) if params and os.path.exists(params) else None
-        img = cls.parse(_map(bin_path), bin_path, params=extra)
-        if img.header.magic == MAGIC and img.header.params_offset == 0 and extra is None and \
-                img.rt_ctx is not None and img.rt_ctx.params_bin_sz:
-            raise N6Error(params or bin_path, f"missing: this split image's params file ({img.rt_ctx.params_bin_sz} "
+        """Map an image file and, when given, its split params file (a split image's default: the one
+        beside it, names.params_path): read-only, never copied, so tens of MB of params cost no
+        memory and only the pages a check touches are read."""
+        img = cls.parse(_map(bin_path), bin_path)
+        split = img.header.magic == MAGIC and img.header.params_offset == 0
+        params = params or (params_path(bin_path) if split else None)
+        if params and os.path.exists(params):
+            img.params, img.params_file = _map(params), params
+        elif split and img.rt_ctx is not None and img.rt_ctx.params_bin_sz:
+            raise N6Error(params, f"missing: this split image's params file ({img.rt_ctx.params_bin_sz} "
                           "bytes) is not there", "pass --params <file>, or rebuild the image")
         return img
 

@@ -38,13 +38,14 @@ class Moved:
     size: int
 
 
-def plan(pools: Sequence[Span], area: ImageArea, params_size: int) -> list[Moved]:
-    """The moves of the flash pools lying in the image area: each to the params region's first
-    free sector (past a split build's params image of `params_size` bytes), one after the other."""
-    at = align(area.end + (params_size if area.split else 0), area.sector)
+def plan(pools: Sequence[Span], area: ImageArea, params_region: int) -> list[Moved]:
+    """The moves of the flash pools lying where the firmware reads the images (the image area, and
+    a split build's params image of `params_region` bytes, ParamsBlob.region_size, after it): each
+    to the first free sector past them, one after the other."""
+    at = free = align(area.end + (params_region if area.split else 0), area.sector)
     moved = []
     for p in pools:
-        if p.flash and p.at < area.end and p.at + p.size > area.start:
+        if p.flash and p.at < free and p.at + p.size > area.start:
             moved.append(Moved(p.name, p.at, at, p.size))
             at = align(at + p.size, area.sector)
     return moved

@@ -76,6 +76,9 @@ def pack(code_path: str, params_desc: str, bin_path: str, split: bool = False,
     blob = ParamsBlob.load(params_desc)
     blob.verify()
     ec_blobs = c.ec_blobs
+    if len(ec_blobs) > blob.lead:    # pools prepare moved past the params region would lie over the blobs
+        raise N6Error(code_path, f"the linked epoch-controller blobs take {len(ec_blobs)} bytes before the params, "
+                      f"prepare reserved {blob.lead} ({params_desc})", "report this as a bug of the prepare step")
     code = bytearray(c.code)
     params_offset = len(code) if (blob.size or ec_blobs) and not split else 0
     struct.pack_into("<I", code, Header.offset_of("params_offset"), params_offset)

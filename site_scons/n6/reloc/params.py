@@ -1,6 +1,7 @@
 """The params blob: the `.raw` files of the pools that carry parameters, in pool order, each
-zero-padded to 8 bytes. Prepare describes it in `<name>_reloc_params.json`; pack streams it
-from the `.raw` files straight into the image, so new weights cost one copy and one CRC-32."""
+zero-padded to 8 bytes, and the bytes of epoch-controller blobs that lead it in the params region
+(--ecblob-in-params). Prepare describes it in `<name>_reloc_params.json`; pack streams it from the
+`.raw` files straight into the image, so new weights cost one copy and one CRC-32."""
 import json
 import os
 import zlib
@@ -13,7 +14,7 @@ from ..jsonfile import read_json
 from .image import align8
 
 CHUNK = 1 << 20
-VERSION = 1
+VERSION = 2
 REGENERATE = "use the .raw files written by the same stedgeai run as network.c"
 
 
@@ -33,16 +34,24 @@ class ParamsPart:
 @dataclass
 class ParamsBlob:
     parts: list[ParamsPart]
+    lead: int = 0       # the bytes reserved before the blob for the epoch-controller blobs (prepare.params_lead)
 
     @property
     def size(self) -> int:
         return sum(align8(p.size) for p in self.parts)
 
+    @property
+    def region_size(self) -> int:
+        """The bytes the params region holds at most: the blobs leading it and the params blob (a
+        split image's params file; what a pool moved past it must clear)."""
+        return self.lead + self.size
+
     def save(self, path: str) -> None:
         """Paths are stored relative to the description's folder ("" is the current one)."""
         folder = os.path.dirname(path)
         parts = [{"pool": p.pool, "path": os.path.relpath(p.path, folder), "size": p.size} for p in self.parts]
-        write_text(path, json.dumps({"version": VERSION, "size": self.size, "parts": parts}, indent=1) + "\n")
+        doc = {"version": VERSION, "size": self.size, "lead": self.lead, "parts": parts}
+        write_text(path, json.dumps(doc, indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str) -> Self:
@@ -51,7 +60,7 @@ class ParamsBlob:
             raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
         folder = os.path.dirname(path)
         return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
-                    for p in doc["parts"]])
+                    for p in doc["parts"]], doc["lead"])
 
     def verify(self) -> None:
         """Every part is there with the size the network was generated for (before any copy)."""

@@ -56,7 +56,7 @@ def check_step(images: Sequence[str], say: Callable[[str], object] = print,
     rejected: list[N6Error] = []
     for path in images:
         try:
-            _, modes = check_file(path, params_path(path))
+            _, modes = check_file(path)
         except LoaderError as e:
             os.unlink(path)
             rejected.append(N6Error(path, f"rejected: {e}", "build it again: `scons`"))

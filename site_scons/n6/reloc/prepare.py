@@ -32,6 +32,7 @@ class Prepared:
     net: NetworkC | None = None                   # the parsed network C file
     ecblobs: str | None = None                    # its _ecblobs.h's text (epoch controller only)
     raws: dict[str, str] = field(default_factory=dict)   # pool name → .raw path
+    params_lead: int = 0                          # bytes of epoch-controller blobs before the params (params_lead)
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
@@ -162,11 +163,12 @@ def check_absolute_flash(network_c: str, pools: Sequence[Pool]) -> None:
 
 def analyse(network_c: str, name: str | None = None, install_version: Sequence[int] | None = None,
             absolute_flash_pools: bool = False, simulated_install: bool = False,
-            image_area: ImageArea | None = None) -> Prepared:
+            image_area: ImageArea | None = None, ecblob_in_params: bool = False) -> Prepared:
     """Parse and classify; no file is written. `install_version` is the LL_ATON version of the
     ST Edge AI install the image will be compiled against (`simulated_install`: the simulated one,
     whose runtime compiles the simulated tool's outputs only); `image_area`: where the firmware
-    reads the image (absolute flash pools lying there move out of it)."""
+    reads the image (absolute flash pools lying there move out of it); `ecblob_in_params`: the
+    constant epoch-controller blobs lead the params region."""
     net = parse_network_c(network_c)
     if simulated_install and not by_simulated_tool(net.text):
         raise N6Error(network_c, "written by a real ST Edge AI Core: the simulated install's runtime cannot compile it",
@@ -184,13 +186,15 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
         prep.raws[p.name] = _match_raw(candidates, p.name) or os.path.join(folder, f"{stem}_atonbuf.{p.name}.raw")
         p.foff = offset
         offset += align8(p.used)
-    params_blob(prep).verify()   # every pool's .raw is there, with the pool's size
     ecblobs = ecblobs_path(network_c)
     if os.path.exists(ecblobs):
         with open(ecblobs) as f:
             prep.ecblobs = f.read()
+        prep.params_lead = params_lead(prep.ecblobs) if ecblob_in_params else 0
+    blob = params_blob(prep)
+    blob.verify()   # every pool's .raw is there, with the pool's size
     if image_area:
-        move_flash_pools(network_c, prep, image_area, offset)
+        move_flash_pools(network_c, prep, image_area, blob.region_size)
     internal = [p for p in prep.pools if p.offset < EXTERNAL_BASE]
     external = [p for p in prep.pools if p.offset >= EXTERNAL_BASE]
     prep.acts_sz = sum(p.rw for p in internal) + sum(p.rw for p in external)
@@ -200,16 +204,17 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     return prep
 
 
-def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, blob_size: int) -> None:
+def move_flash_pools(network_c: str, prep: Prepared, area: ImageArea, region_size: int) -> None:
     """A 2.x firmware reads the image at one flash address: an absolute flash pool lying in the
-    image area would be written over by the image (ST's flow flashes it so, and the network reads
-    the image's bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
+    image area (or under a split build's params file, `region_size` bytes: ParamsBlob.region_size)
+    would be written over by the image (ST's flow flashes it so, and the network reads the image's
+    bytes as its weights). Such pools move (n6.reloc.move.plan); the new offset is the
     one definition network.c's and _ecblobs.h's addresses (prepare, moved_text) and the pool's
     descriptor (where `scons flash` puts its bytes) follow. Blobs holding addresses inside a
     moving pool keep the pools where they are, `kept` saying why."""
     prep.starts = tuple(p.offset for p in prep.pools)
     spans = [Span(p.name, p.offset, p.used, in_external_flash(p)) for p in prep.used_pools if p.absolute]
-    moved = plan(spans, area, blob_size)
+    moved = plan(spans, area, region_size)
     if moved and prep.ecblobs is not None:
         prep.kept = blob_refusal(c_blob_words(prep.ecblobs), moved, network_c, prep.starts)
     if prep.kept:
@@ -239,8 +244,8 @@ def check_generated(network_c: str) -> None:
 
 
 def params_blob(prep: Prepared) -> ParamsBlob:
-    """The params pools' raws in pool order (each zero-padded to 8 in the blob)."""
-    return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.params_pools])
+    """The params pools' raws in pool order (each zero-padded to 8 in the blob), after the blobs' lead."""
+    return ParamsBlob([ParamsPart(p.name, prep.raws[p.name], p.used) for p in prep.params_pools], prep.params_lead)
 
 
 def conf_h(prep: Prepared) -> str:
@@ -279,6 +284,29 @@ def mempools_c(prep: Prepared) -> str:
                  f".size = {p.used}}}, /* {describe_flags(p.flags)} */")
     L += ["  {.name = NULL, .flags = 0, .foff = 0, .dst = 0, .size = 0},", "};", ""]
     return "\n".join(L)
+
+
+_CONST_BLOB = re.compile(r"^ECBLOB_CONST_SECTION[ \t]*$(?P<before>.*?)\buint64_t\s+\w+\s*\[(?P<n>[^]]*)\]"
+                         r"\s*=\s*\{(?P<words>[^}]*)\}", re.M | re.S)
+_ALIGNED = re.compile(r"\baligned\s*\(\s*(\d+)\s*\)")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def params_lead(text: str) -> int:
+    """The bytes an _ecblobs.h's constant blobs take at the start of the params region with
+    --ecblob-in-params: the linker script lays every array marked ECBLOB_CONST_SECTION in
+    .const_ec_blob, 8-aligned, before the params (pack writes them there, from the ELF). Each is
+    its 8-byte words after at most its own alignment's padding: exact for 8-aligned blobs (ST
+    2.x's, and the simulated tool's), at least the linked size for ST 3.0's 64-byte aligned ones,
+    whose order the compiler chooses. The one size the pools moved past the params must clear
+    (pack refuses an image whose blobs came out longer)."""
+    lead = 0
+    for m in _CONST_BLOB.finditer(text):
+        n = m["n"].strip()
+        words = int(n) if n.isdigit() else len([w for w in _COMMENT.sub("", m["words"]).split(",") if w.strip()])
+        align = max([8] + [int(a) for a in _ALIGNED.findall(m["before"])])
+        lead += align - 8 + 8 * words
+    return lead
 
 
 _BLOB_DECL = re.compile(r"^(\s*)(static\s+)?const\s+uint64_t\s+(_ec_blob_(\w+?))\s*\[")
@@ -329,7 +357,8 @@ def prepare(network_c: str, outdir: str, name: str | None = None, ecblob_in_para
             install_version: Sequence[int] | None = None, absolute_flash_pools: bool = False,
             simulated_install: bool = False, image_area: ImageArea | None = None) -> Prepared:
     """Run the prepare step; returns the Prepared description."""
-    prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install, image_area)
+    prep = analyse(network_c, name, install_version, absolute_flash_pools, simulated_install, image_area,
+                   ecblob_in_params)
     stem = os.path.splitext(os.path.basename(network_c))[0]
     n = prep.name
     os.makedirs(outdir, exist_ok=True)
