@@ -17,11 +17,12 @@ from .atomic import write_text
 from .build_layout import ModelLayout
 from .errors import N6Error
 from .paths import MODELS, ROOT, SOURCE_FOLDERS
+from .unchanged import RECORD
 
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 PID_WIDTH = 20   # a lock file holds its holder's pid padded to this width: every pid covers the last one's
-BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
+BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite", RECORD)
 
 
 def check_build_dir(path: str, variable: str = "BUILD_DIR", shown: str | None = None, create: bool = True) -> None:
