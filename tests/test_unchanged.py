@@ -266,3 +266,17 @@ def test_an_edit_of_a_module_the_build_imports_walks(repo):
         assert "n6_project edited" in proc.stdout and TAKEN not in proc.stdout
     finally:
         undo()
+
+
+def test_a_record_holds_each_path_once_and_a_link_both_ways(tmp_path, monkeypatch):
+    f, link = tmp_path / "f", tmp_path / "link"
+    f.write_bytes(b"x")
+    os.symlink(f, link)
+    settle()
+    monkeypatch.chdir(tmp_path)
+    made = record(("argv",), [("f", STAT), (str(f), STAT), (str(f), LSTAT), ("link", STAT), ("link", LSTAT)],
+                  time.time_ns())
+    assert sorted(made.seen) == [(str(f), STAT), (str(link), STAT), (str(link), LSTAT)]
+    os.unlink(link)
+    os.symlink(tmp_path / "elsewhere", link)   # the link moved: its target's stat says absent, its own a new key
+    assert made.first_change(("argv",)) == str(link)

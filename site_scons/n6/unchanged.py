@@ -80,13 +80,18 @@ class Record:
 def record(now: tuple, looked: Iterable[Look], started_ns: int) -> Record | None:
     """The record of a run with fingerprint `now` that started at `started_ns` and looked at
     `looked`; None if a stat cannot vouch for what the run saw (a file or listed folder changed
-    during the run or shortly before it)."""
-    seen = {}
+    during the run or shortly before it). Each path once, absolute; a path both stat'ed and
+    lstat'ed once when it is no link (the two show the same)."""
+    seen: dict[Look, Seen] = {}
     for path, how in looked:
-        now_seen = look(path, how)
-        if isinstance(now_seen, tuple) and not settled(now_seen, started_ns):
-            return None
-        seen[path, how] = now_seen
+        key = os.path.abspath(path), how
+        if key not in seen:
+            seen[key] = now_seen = look(*key)
+            if isinstance(now_seen, tuple) and not settled(now_seen, started_ns):
+                return None
+    for path, how in list(seen):
+        if how == LSTAT and seen.get((path, STAT), None) == seen[path, how] is not None:
+            del seen[path, how]
     return Record(now, seen)
 
 
