@@ -124,9 +124,9 @@ class Watcher:
     def note(self, path: Any, how: int) -> None:
         if isinstance(path, int):   # a descriptor: its path was noted when it was opened
             return
-        path = os.fsdecode(path)
-        if not self.ignored(path, how):
-            self.looked[path, how] = None
+        key = (path if isinstance(path, str) else os.fsdecode(path), how)
+        if key not in self.looked and not self.ignored(*key):
+            self.looked[key] = None
 
     def _audit(self, event: str, args: tuple) -> None:
         if not self.watching:
