@@ -18,7 +18,7 @@ import SCons.Util
 
 from conftest import SITE
 from n6.errors import N6Error
-from n6.statcache import FINE_MARGIN_NS, FORMAT, MARGIN_NS, StatCache, _settled, stat_key
+from n6.statcache import FINE_MARGIN_NS, FORMAT, MARGIN_NS, StatCache, settled, stat_key
 
 sys.path.insert(0, os.path.join(SITE, "site_tools"))
 import n6_decider  # noqa: E402  (a tool module: SCons loads it by path)
@@ -31,16 +31,16 @@ S = 1_000_000_000
 @pytest.mark.parametrize("changed, margin", [(10 * S, MARGIN_NS), (10 * S + 123, FINE_MARGIN_NS)])
 def test_a_file_is_settled_one_nanosecond_after_its_margin(changed, margin):
     key = (changed, 10, 1, changed, 1)
-    assert not _settled(key, changed + margin)
-    assert _settled(key, changed + margin + 1)
+    assert not settled(key, changed + margin)
+    assert settled(key, changed + margin + 1)
     assert (MARGIN_NS, FINE_MARGIN_NS) == (2 * S, S // 10)
 
 
 @pytest.mark.parametrize("mtime, ctime", [(10 * S + 5, 3 * S + 5), (3 * S + 5, 10 * S + 5)])
 def test_the_later_of_mtime_and_ctime_counts_not_size_inode_or_device(mtime, ctime):
     key = (mtime, 1, 2, ctime, 3)
-    assert not _settled(key, 10 * S + 5 + FINE_MARGIN_NS)
-    assert _settled(key, 10 * S + 6 + FINE_MARGIN_NS)
+    assert not settled(key, 10 * S + 5 + FINE_MARGIN_NS)
+    assert settled(key, 10 * S + 6 + FINE_MARGIN_NS)
 
 
 # -- the cache ------------------------------------------------------------------------------------

@@ -245,16 +245,16 @@ def test_stat_cache_rehashes_racy_entries_only(tmp_path):
     assert run(t0 + 10 * FINE_MARGIN_NS) == "z" * 10
 
 
-@pytest.mark.parametrize("mtime, ctime, moment, settled", [
+@pytest.mark.parametrize("mtime, ctime, moment, expected", [
     (10_123_000_000, 10_123_000_000, 10_224_000_000, True),      # stamps below the second: 100 ms
     (10_123_000_000, 10_123_000_000, 10_200_000_000, False),
     (10_000_000_000, 10_000_000_000, 11_500_000_000, False),     # whole seconds (FAT, ...): 2 s
     (10_000_000_000, 10_000_000_000, 12_100_000_000, True),
     (5_000_000_001, 10_123_000_000, 10_200_000_000, False),      # an old mtime set back: the ctime counts
 ])
-def test_stat_cache_margin_follows_the_stamps(mtime, ctime, moment, settled):
-    from n6.statcache import _settled
-    assert _settled((mtime, 10, 1, ctime, 1), moment) is settled
+def test_stat_cache_margin_follows_the_stamps(mtime, ctime, moment, expected):
+    from n6.statcache import settled
+    assert settled((mtime, 10, 1, ctime, 1), moment) is expected
 
 
 def test_outputs_rewritten_within_one_second_still_propagate(repo):

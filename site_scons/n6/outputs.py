@@ -17,11 +17,12 @@ from .atomic import write_text
 from .build_layout import ModelLayout
 from .errors import N6Error
 from .paths import MODELS, ROOT, SOURCE_FOLDERS
+from .unchanged import RECORD
 
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 PID_WIDTH = 20   # a lock file holds its holder's pid padded to this width: every pid covers the last one's
-BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite")
+BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite", RECORD)
 
 
 def check_build_dir(path: str, variable: str = "BUILD_DIR", shown: str | None = None, create: bool = True) -> None:
@@ -67,7 +68,10 @@ class FileLock:
         self.fd: int | None = None
 
     def acquire(self, say: Callable[[str], object] = print) -> bool:
-        """Lock; if another process holds it, say so once and wait. Returns whether it waited."""
+        """Lock; if another process holds it, say so once and wait. Returns whether it waited (held
+        already by this object: at once, False)."""
+        if self.fd is not None:
+            return False
         try:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except PermissionError:       # another user's lock file: locking needs no write access
@@ -92,10 +96,16 @@ class FileLock:
             self.fd = None
 
 
+_BUILD_LOCKS: dict[str, FileLock] = {}
+
+
 def build_lock(build_dir: str, label: str | None = None) -> FileLock:
-    """One build at a time in `build_dir`."""
-    return FileLock(os.path.join(build_dir, LOCK),
-                    f"another build is running in {label or build_dir} (pid {{pid}}); waiting for it to finish")
+    """One build at a time in `build_dir`: one lock per folder in this process, whoever asks."""
+    key = os.path.abspath(build_dir)
+    if key not in _BUILD_LOCKS:
+        _BUILD_LOCKS[key] = FileLock(os.path.join(build_dir, LOCK), f"another build is running in "
+                                     f"{label or build_dir} (pid {{pid}}); waiting for it to finish")
+    return _BUILD_LOCKS[key]
 
 
 def read_manifest(build_dir: str) -> set[str]:

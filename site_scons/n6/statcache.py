@@ -30,7 +30,7 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns, st.st_dev)
 
 
-def _settled(key: StatKey, moment: int) -> bool:
+def settled(key: StatKey, moment: int) -> bool:
     """The file's last change (mtime, or ctime: a metadata change such as an mtime set back) was
     well before `moment`, by the margin its stamps need."""
     changed = max(key[0], key[3])
@@ -73,7 +73,7 @@ class StatCache:
             return self.written[path][1]
         entry = self.entries.get(path)
         if entry is not None and entry[0] == key and not self.always_hash and \
-                _settled(key, entry[2]):
+                settled(key, entry[2]):
             return entry[1]
         sig = hash_file(path)
         try:   # the file may have changed while being read: then record nothing

@@ -15,10 +15,8 @@ import SCons.Node.FS
 import SCons.Node.Alias
 import SCons.Script
 
-from n6.outputs import BOOKKEEPING, FileLock, build_lock, check_build_dir, prune, remove_empty_dirs
+from n6.outputs import BOOKKEEPING, build_lock, check_build_dir, prune, remove_empty_dirs
 from n6_scons import say
-
-_LOCKS: dict[str, FileLock] = {}
 
 
 def _readonly():
@@ -32,9 +30,7 @@ def build_folder(env):
     check_build_dir(build_dir, shown=env.subst("$BUILD_DIR"), create=not _readonly())
     if _readonly():
         return build_dir
-    if build_dir not in _LOCKS:
-        _LOCKS[build_dir] = build_lock(build_dir, env.subst("$BUILD_DIR"))
-        _LOCKS[build_dir].acquire(say=say)
+    build_lock(build_dir, env.subst("$BUILD_DIR")).acquire(say=say)
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)
     return build_dir

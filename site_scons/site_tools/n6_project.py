@@ -119,6 +119,12 @@ def project_targets(env):
 
 @_fails_in_one_line
 def generate(env):
+    env.Tool("n6_unchanged")
+    if env.N6NothingChanged():   # nothing the last complete build depended on changed: nothing to declare
+        env.AddMethod(lambda env, models_dir: [], "N6ModelFolders")
+        # an alias of an unchanged value is "up to date", as after a walk (one of nothing has "nothing to be done")
+        env.AddMethod(lambda env: env.Default(env.Alias("build", env.Value(""))), "N6ProjectTargets")
+        return
     SCons.Script.SetOption("num_jobs", os.cpu_count() or 1)   # parallel by default; -j N (or SCONSFLAGS) wins
     SCons.Script.SetOption("hash_format", "sha256")   # hashes tens of MB of weights ~2x faster than MD5
     SCons.Script.DefaultEnvironment(tools=[])          # no host-compiler probing behind Default() and friends
@@ -126,6 +132,7 @@ def generate(env):
     env.Tool("n6_outputs")
     build_dir = env.subst("$BUILD_DIR")
     env.N6BuildFolder()                # one build at a time in a build folder; before any signature is read
+    env.N6WatchBuild(build_dir)        # the no-op record goes; a plain build is watched and recorded
     env.Tool("n6_cache")
     env.SConsignFile(build_layout.sconsign(build_dir))
     env.Tool("n6_decider")             # content signatures, re-hashed only when a file's stat moves

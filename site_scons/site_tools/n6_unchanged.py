@@ -1,0 +1,113 @@
+"""`scons` with nothing to do reads no build description and walks no graph: when nothing the last
+complete build depended on has changed since (n6.unchanged), it says what a walk would have said.
+
+  env.N6NothingChanged()        first of all: True if this is a plain build and the last complete
+                                build's record holds (the build lock is taken to read it)
+  env.N6WatchBuild(build_dir)   once the lock is held: the record goes; a plain build is watched
+                                and recorded at exit if it succeeds
+
+A plain build is `scons` or `scons build` with -j, -k, -Q, -s or --debug=time and variables on
+the command line (DECIDER=content asks for every file to be hashed: never recorded). The record
+is made at exit, after SCons wrote its signatures and the stat cache was saved (atexit runs the
+handlers registered later first), and before the lock is released."""
+import atexit
+import functools
+import os
+import sys
+
+import SCons.Script
+import SCons.Script.Main
+
+from n6.build_layout import DEFAULT_BUILD_DIR
+from n6.outputs import BOOKKEEPING, build_lock
+from n6.unchanged import LISTED, RECORD, STAT, Record, Watcher, fingerprint, record
+
+PLAIN_OPTIONS = {"num_jobs", "keep_going", "no_progress", "silent", "debug"}
+SET_BY_SCONS = {"debug_explain", "debug_includes"}   # from --debug, False unless asked for
+
+
+def _plain():
+    given = {name for name, value in vars(SCons.Script.Main.OptionsParser.values).items()
+             if not name.startswith("__") and (value or name not in SET_BY_SCONS)}
+    return given <= PLAIN_OPTIONS and set(SCons.Script.GetOption("debug") or ()) <= {"time"} and \
+        set(SCons.Script.COMMAND_LINE_TARGETS) <= {"build"} and SCons.Script.ARGUMENTS.get("DECIDER") != "content"
+
+
+def nothing_changed(env):
+    # Before the variables are read: the record names its command line, so the folder it is looked
+    # for in only has to follow from the command line (BUILD_DIR has no environment variable).
+    build_dir = SCons.Script.ARGUMENTS.get("BUILD_DIR", DEFAULT_BUILD_DIR)
+    path = os.path.join(build_dir, RECORD)
+    if not _plain() or not os.path.exists(path):
+        return False
+    build_lock(build_dir).acquire(say=_say)
+    last = Record.load(path)
+    if last is None or last.first_change(fingerprint()) is not None:
+        return False
+    SCons.Script.Main.progress_display(
+        f"scons: nothing changed since the last complete build ({len(last.seen)} paths looked at)")
+    return True
+
+
+def _say(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def watch_build(env, build_dir):
+    path = os.path.join(build_dir, RECORD)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    if _plain():
+        watcher = Watcher(functools.partial(_bookkeeping, os.path.abspath(build_dir)))
+        _startup(watcher, env.Dir("#").abspath)
+        atexit.register(_record, watcher, path, fingerprint(), int(SCons.Script.start_time * 1e9))
+
+
+def _bookkeeping(build_dir, path, how):
+    """The build's own files in the build folder, kept by its lock, and the folder's listing: its
+    entries are those files (rewritten at exit) and outputs, each seen by its own stat."""
+    if how == LISTED:
+        return os.path.basename(path.rstrip(os.sep)) == os.path.basename(build_dir) and \
+            os.path.abspath(path) == build_dir
+    return os.path.basename(path) in BOOKKEEPING and os.path.dirname(os.path.abspath(path)) == build_dir
+
+
+def _startup(watcher, top):
+    """What SCons looked at before the SConstruct ran: the SConstruct names it tries, and its site
+    folders (their site_init.py and site_tools), as SCons lists them for this platform."""
+    for name in SCons.Script.Main.KNOWN_SCONSTRUCT_NAMES:
+        watcher.note(os.path.join(top, name), STAT)
+    sites = []
+    load = SCons.Script.Main._load_site_scons_dir
+    SCons.Script.Main._load_site_scons_dir = lambda d, site_dir_name=None: sites.append(
+        os.path.join(d, site_dir_name or "site_scons"))
+    try:
+        SCons.Script.Main._load_all_site_scons_dirs(top)
+    finally:
+        SCons.Script.Main._load_site_scons_dir = load
+    for site in sites:
+        watcher.note(site, LISTED)
+        for name in ("site_init.py", "site_tools"):
+            watcher.note(os.path.join(site, name), STAT)
+
+
+def _record(watcher, path, now, started_ns):
+    watcher.stop()
+    if SCons.Script.Main.exit_status or SCons.Script.GetBuildFailures() or watcher.other:
+        return
+    watcher.modules()
+    made = record(now, watcher.looked, started_ns)
+    if made is not None:
+        made.save(path)
+
+
+def generate(env):
+    env.AddMethod(nothing_changed, "N6NothingChanged")
+    env.AddMethod(watch_build, "N6WatchBuild")
+
+
+def exists(env):
+    return True
