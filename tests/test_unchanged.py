@@ -1,6 +1,7 @@
 """A no-op that reads no build description: taken only when nothing the last complete build
 depended on changed; every kind of change walks the graph and rebuilds what it must."""
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import time
 
 import pytest
 
+from n6 import unchanged
 from n6.statcache import FINE_MARGIN_NS
 from n6.unchanged import FOLDER, LISTED, LSTAT, STAT, Record, Watcher, look, record
 
@@ -63,11 +65,35 @@ def test_a_record_vouches_only_for_what_settled_before_the_run(tmp_path):
     assert made.first_change(("argv",)) == str(f)
 
 
+def test_a_path_gone_or_made_a_folder_during_the_run_is_vouched_for_by_its_folder(tmp_path):
+    """A file read and then removed (or replaced by a folder) before the run ended: its stat says
+    absent (or folder), which a record could not tell from absent all along; the folder holding
+    it moved during the run."""
+    gone, kind = tmp_path / "gone", tmp_path / "kind"
+    gone.write_bytes(b"x")
+    kind.write_bytes(b"x")
+    settle()
+    started = time.time_ns()
+    assert record(("argv",), [(str(gone), STAT), (str(kind), STAT), (str(tmp_path / "never" / "there"), STAT)],
+                  started) is not None
+    gone.unlink()
+    assert record(("argv",), [(str(gone), STAT)], started) is None
+    kind.unlink()
+    kind.mkdir()
+    assert record(("argv",), [(str(kind), STAT)], started) is None
+    settle()
+    assert record(("argv",), [(str(gone), STAT), (str(kind), STAT)], time.time_ns()) is not None
+
+
 def test_a_record_survives_its_file_and_a_damaged_one_is_none(tmp_path):
     made = Record(("argv",), {("a", STAT): None})
     made.save(str(tmp_path / "r"))
     assert Record.load(str(tmp_path / "r")) == made
     (tmp_path / "r").write_bytes(b"\x80garbage")
+    assert Record.load(str(tmp_path / "r")) is None
+    (tmp_path / "r").write_bytes(pickle.dumps((unchanged.FORMAT, ("argv",), ["not", "a", "dict"])))
+    assert Record.load(str(tmp_path / "r")) is None
+    (tmp_path / "r").write_bytes(b"cno_such_module\nThing\n.")   # a record naming code that is gone
     assert Record.load(str(tmp_path / "r")) is None
     assert Record.load(str(tmp_path / "missing")) is None
 
@@ -95,7 +121,7 @@ def test_the_watcher_notes_reads_listings_and_lookups_not_writes(tmp_path):
     assert (str(tmp_path / "absent"), STAT) in looked
     assert (str(tmp_path / "read"), LSTAT) in looked
     assert not {p for p, _ in looked if p.endswith(("written", "ignored", "after"))}
-    assert os.stat is not watcher._stat
+    assert os.stat is unchanged._STAT and os.lstat is unchanged._LSTAT
 
 
 # -- the build ------------------------------------------------------------------------------------
@@ -221,6 +247,23 @@ def test_a_variable_or_the_environment_walks(repo):
     assert ("PACK", "tiny_prebuilt") in steps(run(repo))   # the record was of RELOC_SPLIT=1: back without it
 
 
+def test_another_interpreter_flag_or_a_module_ahead_on_the_import_path_walks(repo):
+    """The same arguments to another interpreter command line (-X utf8) walk; so does a module put
+    in the project's top folder, ahead on the import path of the one the build imports."""
+    recorded(repo)
+    proc = subprocess.run([sys.executable, "-X", "utf8", "-m", "SCons"], cwd=repo, capture_output=True, text=True,
+                          check=True)
+    assert TAKEN not in proc.stdout
+    recorded(repo)
+    shadow = os.path.join(repo, "difflib.py")   # the build description imports difflib
+    with open(shadow, "w") as f:
+        f.write("raise SystemExit('difflib shadowed')\n")
+    try:
+        assert TAKEN not in run(repo, check=False).stdout
+    finally:
+        os.unlink(shadow)
+
+
 def test_a_site_init_scons_would_load_walks(repo):
     """SCons looks for site_scons/site_init.py before the SConstruct runs: one added is seen."""
     recorded(repo)
@@ -253,6 +296,14 @@ def test_a_failed_build_or_another_command_leaves_no_record(repo):
     recorded(repo)
     run(repo, "tiny_prebuilt")   # a run that may write the build folder: the record goes first
     assert not os.path.exists(record_file)
+
+
+def test_a_dry_run_or_a_question_keeps_the_record(repo):
+    """-n and -q write nothing, take no lock and leave the record: the next plain run reads nothing."""
+    recorded(repo)
+    run(repo, "-n")
+    assert run(repo, "-q", check=False).returncode == 0
+    assert TAKEN in run(repo).stdout
 
 
 def test_an_edit_of_a_module_the_build_imports_walks(repo):

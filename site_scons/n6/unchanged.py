@@ -45,8 +45,10 @@ def look(path: str, how: int) -> Seen:
 
 
 def fingerprint() -> tuple:
-    """The run's command line, working folder, environment and interpreter."""
-    return tuple(sys.argv[1:]), os.getcwd(), tuple(sorted(os.environ.items())), sys.executable, sys.version
+    """The run's command line (the interpreter's flags too), working folder, environment, and
+    interpreter with the folders it imports from."""
+    return tuple(sys.orig_argv), os.getcwd(), tuple(sorted(os.environ.items())), sys.executable, sys.version, \
+        tuple(sys.path)
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,9 @@ class Record:
         try:
             with open(path, "rb") as f:
                 fmt, fp, seen = pickle.load(f)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError, TypeError):
+        except Exception:   # no record, or one damaged or of other code: none
             return None
-        return cls(fp, seen) if fmt == FORMAT else None
+        return cls(fp, seen) if fmt == FORMAT and isinstance(fp, tuple) and isinstance(seen, dict) else None
 
     def save(self, path: str) -> None:
         write_bytes(path, pickle.dumps((FORMAT, self.fingerprint, self.seen), pickle.HIGHEST_PROTOCOL))
@@ -79,20 +81,34 @@ class Record:
 
 def record(now: tuple, looked: Iterable[Look], started_ns: int) -> Record | None:
     """The record of a run with fingerprint `now` that started at `started_ns` and looked at
-    `looked`; None if a stat cannot vouch for what the run saw (a file or listed folder changed
-    during the run or shortly before it). Each path once, absolute; a path both stat'ed and
-    lstat'ed once when it is no link (the two show the same)."""
+    `looked`; None if a stat cannot vouch for what the run saw: a file or listed folder changed
+    during the run or shortly before it, or, for a path absent or a folder, the folder holding it
+    (an entry that comes, goes or changes kind moves it). Each path once, absolute; a path both
+    stat'ed and lstat'ed once when it is no link (the two show the same)."""
     seen: dict[Look, Seen] = {}
+    holders: dict[str, bool] = {}   # a folder → whether its entries settled before the run
     for path, how in looked:
         key = os.path.abspath(path), how
-        if key not in seen:
-            seen[key] = now_seen = look(*key)
-            if isinstance(now_seen, tuple) and not settled(now_seen, started_ns):
-                return None
+        if key in seen:
+            continue
+        seen[key] = now_seen = look(*key)
+        if not (settled(now_seen, started_ns) if isinstance(now_seen, tuple) else
+                _holder_settled(key[0], started_ns, holders)):
+            return None
     for path, how in list(seen):
         if how == LSTAT and seen.get((path, STAT), None) == seen[path, how] is not None:
             del seen[path, how]
     return Record(now, seen)
+
+
+def _holder_settled(path: str, started_ns: int, holders: dict[str, bool]) -> bool:
+    """The nearest existing folder above `path` had its last entry change before the run."""
+    folder = os.path.dirname(path)
+    if folder not in holders:
+        key = look(folder, LISTED)
+        holders[folder] = settled(key, started_ns) if isinstance(key, tuple) else \
+            folder != path and _holder_settled(folder, started_ns, holders)
+    return holders[folder]
 
 
 class Watcher:

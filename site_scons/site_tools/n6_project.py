@@ -132,10 +132,10 @@ def generate(env):
     env.Tool("n6_outputs")
     build_dir = env.subst("$BUILD_DIR")
     env.N6BuildFolder()                # one build at a time in a build folder; before any signature is read
-    env.N6WatchBuild(build_dir)        # the no-op record goes; a plain build is watched and recorded
     env.Tool("n6_cache")
     env.SConsignFile(build_layout.sconsign(build_dir))
     env.Tool("n6_decider")             # content signatures, re-hashed only when a file's stat moves
+    env.N6WatchBuild()                 # a plain build is watched and recorded (before the stat cache is saved)
     SCons.Script.SetOption("implicit_cache", 1)   # remember #include scans between runs
     for tool in ("n6_progress", "stedgeai", "npu_reloc", "n6_flash", "n6_run", "n6_profile"):
         env.Tool(tool)

@@ -3,13 +3,15 @@ complete build depended on has changed since (n6.unchanged), it says what a walk
 
   env.N6NothingChanged()        first of all: True if this is a plain build and the last complete
                                 build's record holds (the build lock is taken to read it)
-  env.N6WatchBuild(build_dir)   once the lock is held: the record goes; a plain build is watched
-                                and recorded at exit if it succeeds
+  env.N6WatchBuild()            once the build folder is locked (which removes the record) and
+                                the stat cache loaded: a plain build is watched from here on and
+                                recorded at exit if it succeeds
 
 A plain build is `scons` or `scons build` with -j, -k, -Q, -s or --debug=time and variables on
 the command line (DECIDER=content asks for every file to be hashed: never recorded). The record
-is made at exit, after SCons wrote its signatures and the stat cache was saved (atexit runs the
-handlers registered later first), and before the lock is released."""
+is made at exit before the stat cache is saved (atexit runs the handlers registered later
+first): what the record vouches for is the build folder as the run left it, before its own
+bookkeeping is written."""
 import atexit
 import functools
 import os
@@ -40,7 +42,7 @@ def nothing_changed(env):
     path = os.path.join(build_dir, RECORD)
     if not _plain() or not os.path.exists(path):
         return False
-    build_lock(build_dir).acquire(say=_say)
+    build_lock(build_dir).acquire(say=functools.partial(print, flush=True))
     last = Record.load(path)
     if last is None or last.first_change(fingerprint()) is not None:
         return False
@@ -49,29 +51,17 @@ def nothing_changed(env):
     return True
 
 
-def _say(text):
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-
-
-def watch_build(env, build_dir):
-    path = os.path.join(build_dir, RECORD)
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+def watch_build(env):
     if _plain():
-        watcher = Watcher(functools.partial(_bookkeeping, os.path.abspath(build_dir)))
+        watcher = Watcher(functools.partial(_bookkeeping, os.path.abspath(env.subst("$BUILD_DIR"))))
+        watcher.modules()   # imported before the watch: the sources Python checked out of sight
         _startup(watcher, env.Dir("#").abspath)
-        atexit.register(_record, watcher, path, fingerprint(), int(SCons.Script.start_time * 1e9))
+        atexit.register(_record, watcher, os.path.join(env.subst("$BUILD_DIR"), RECORD), fingerprint(),
+                        int(SCons.Script.start_time * 1e9))
 
 
 def _bookkeeping(build_dir, path, how):
-    """The build's own files in the build folder, kept by its lock, and the folder's listing: its
-    entries are those files (rewritten at exit) and outputs, each seen by its own stat."""
-    if how == LISTED:
-        return os.path.basename(path.rstrip(os.sep)) == os.path.basename(build_dir) and \
-            os.path.abspath(path) == build_dir
+    """The build's own files, kept by the build folder's lock."""
     return os.path.basename(path) in BOOKKEEPING and os.path.dirname(os.path.abspath(path)) == build_dir
 
 
@@ -92,13 +82,15 @@ def _startup(watcher, top):
         watcher.note(site, LISTED)
         for name in ("site_init.py", "site_tools"):
             watcher.note(os.path.join(site, name), STAT)
+    for folder in sys.path:   # a module added ahead of one imported would be imported instead
+        watcher.note(folder or ".", LISTED)
 
 
 def _record(watcher, path, now, started_ns):
     watcher.stop()
     if SCons.Script.Main.exit_status or SCons.Script.GetBuildFailures() or watcher.other:
         return
-    watcher.modules()
+    watcher.modules()   # and those imported since
     made = record(now, watcher.looked, started_ns)
     if made is not None:
         made.save(path)
