@@ -175,7 +175,7 @@ def test_a_params_description_keeps_relative_paths(tmp_path, monkeypatch):
     blob.save("params.json")                  # a bare file name: its folder is "."
     doc = json.loads((tmp_path / "params.json").read_text())
     parts = [{"pool": f"pool{i}", "path": f"network_atonbuf.pool{i}.raw", "size": n} for i, n in enumerate((5, 8))]
-    assert doc == {"version": 2, "size": 16, "lead": 0, "parts": parts}
+    assert doc == {"version": 2, "size": 16, "lead": None, "parts": parts}
     assert ParamsBlob.load("params.json").parts == [ParamsPart(p["pool"], p["path"], p["size"]) for p in doc["parts"]]
     assert ParamsBlob.load(str(tmp_path / "params.json")).parts == blob.parts
     for bad in ('{"version": 1, "parts": []}', '[1]'):

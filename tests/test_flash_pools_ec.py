@@ -119,6 +119,18 @@ def test_split_params_led_by_blobs_validate_with_the_moved_pool(repo):
     assert lsb == [0]
 
 
+def test_a_lead_counted_short_fails_no_build_whose_params_no_pool_was_planned_past(repo):
+    """The lead matters only where pools are planned past a split params file: a build with the
+    blobs in an unsplit params region packs as ST's flow does, whatever prepare counted (here 0
+    bytes, tests/fixtures/short_lead), and its params description reserves nothing."""
+    short = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "short_lead")
+    scons(repo, "cifar_cnn", ABSOLUTE, "RELOC_ECBLOB_IN_PARAMS=1", "BUILD_DIR=build-short-lead",
+          env={"PYTHONPATH": short})
+    reloc = os.path.join(repo, "build-short-lead", "cifar_cnn", "reloc")
+    with open(os.path.join(reloc, "network_reloc_params.json")) as f:
+        assert json.load(f)["lead"] is None
+
+
 def test_the_flash_cli_takes_a_split_images_params_beside_it_or_as_given(repo, tmp_path):
     """`python -m n6.flash` of a split image: its params file beside it by default, or --params
     from elsewhere; each flashed at [images] params (a dry run)."""

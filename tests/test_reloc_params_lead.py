@@ -146,6 +146,15 @@ def test_pack_refuses_blobs_longer_than_prepare_reserved(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["code.bin", "p.raw", "params.json"]
 
 
+
+def test_pack_reserves_nothing_where_no_pool_was_planned_past_the_params(tmp_path):
+    """lead None (no split params file had pools planned past it): the blobs take what they take."""
+    from test_bite_reloc import _image_bytes
+    (tmp_path / "p.raw").write_bytes(bytes(8))
+    CodeImage(_image_bytes(), bytes(40)).save(str(tmp_path / "code.bin"))
+    ParamsBlob([ParamsPart("p", str(tmp_path / "p.raw"), 8)]).save(str(tmp_path / "params.json"))
+    assert pack(str(tmp_path / "code.bin"), str(tmp_path / "params.json"), str(tmp_path / "rel.bin")).params_size == 48
+
 # -- the flash gate's fix text ---------------------------------------------------------------------
 
 DK = load_board(board_path("stm32n6570-dk"))

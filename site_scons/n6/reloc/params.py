@@ -34,7 +34,8 @@ class ParamsPart:
 @dataclass
 class ParamsBlob:
     parts: list[ParamsPart]
-    lead: int = 0       # the bytes reserved before the blob for the epoch-controller blobs (prepare.params_lead)
+    lead: int | None = None   # the bytes reserved before the blob for the epoch-controller blobs (prepare.params_lead;
+    #                           None: no pool was planned past the params region, nothing to reserve)
 
     @property
     def size(self) -> int:
@@ -44,7 +45,7 @@ class ParamsBlob:
     def region_size(self) -> int:
         """The bytes the params region holds at most: the blobs leading it and the params blob (a
         split image's params file; what a pool moved past it must clear)."""
-        return self.lead + self.size
+        return (self.lead or 0) + self.size
 
     def save(self, path: str) -> None:
         """Paths are stored relative to the description's folder ("" is the current one)."""

@@ -32,7 +32,8 @@ class Prepared:
     net: NetworkC | None = None                   # the parsed network C file
     ecblobs: str | None = None                    # its _ecblobs.h's text (epoch controller only)
     raws: dict[str, str] = field(default_factory=dict)   # pool name → .raw path
-    params_lead: int = 0                          # bytes of epoch-controller blobs before the params (params_lead)
+    params_lead: int | None = None   # bytes of epoch-controller blobs before the params (params_lead): where pools
+    #                                  are planned past the params region (a split image's), else None
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
@@ -190,7 +191,8 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     if os.path.exists(ecblobs):
         with open(ecblobs) as f:
             prep.ecblobs = f.read()
-        prep.params_lead = params_lead(prep.ecblobs) if ecblob_in_params else 0
+    if image_area and image_area.split:   # pools are planned past the params file: its blobs' lead counts
+        prep.params_lead = params_lead(prep.ecblobs) if ecblob_in_params and prep.ecblobs else 0
     blob = params_blob(prep)
     blob.verify()   # every pool's .raw is there, with the pool's size
     if image_area:
