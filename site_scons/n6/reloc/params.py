@@ -59,9 +59,12 @@ class ParamsBlob:
         doc = read_json(path, "params description", lenient=False)
         if not isinstance(doc, dict) or doc.get("version") != VERSION:
             raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
+        lead = doc.get("lead")
+        if lead is not None and (not isinstance(lead, int) or isinstance(lead, bool)):
+            raise N6Error(path, f"lead {lead!r} is not a byte count", "rebuild: the prepare step writes it")
         folder = os.path.dirname(path)
         return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
-                    for p in doc["parts"]], doc["lead"])
+                    for p in doc["parts"]], lead)
 
     def verify(self) -> None:
         """Every part is there with the size the network was generated for (before any copy)."""
