@@ -43,8 +43,9 @@ class ParamsBlob:
 
     @property
     def region_size(self) -> int:
-        """The bytes the params region holds at most: the blobs leading it and the params blob (a
-        split image's params file; what a pool moved past it must clear)."""
+        """The bytes reserved for the params region, a bound: the blobs' lead prepare counted and the
+        params blob (a split image's params file; what a pool moved past it must clear). The bytes
+        written there are pack's Packed.params_size."""
         return (self.lead or 0) + self.size
 
     def save(self, path: str) -> None:
