@@ -214,6 +214,27 @@ def test_the_image_is_refused_before_its_header_is_read():
         check.check_image(short)
 
 
+
+def _split_image(*copy_foffs, references=()):
+    """A stand-in for a split image of a 16-byte params blob whose COPY pools start at `copy_foffs`."""
+    return SimpleNamespace(rt_ctx=SimpleNamespace(params_bin_sz=16), params_references=lambda: list(references),
+                           descriptors=[SimpleNamespace(type=TYPE_COPY, foff=f) for f in copy_foffs]
+                           + [SimpleNamespace(type=TYPE_RELOC, foff=200)])
+
+
+def test_bytes_before_a_split_params_blob_are_the_blobs_the_first_copy_pool_follows():
+    """The epoch-controller blobs end where the first COPY pool's bytes start (or where a GOT or
+    REL word points); as many bytes as a later pool's offset are not the blobs."""
+    check.check_params_size(_split_image(96, 32), bytes(32 + 16))
+    check.check_params_size(_split_image(references=[40]), bytes(40 + 16))
+    check.check_params_size(_split_image(96, 32), bytes(16))
+    for before in (96, 200, 8):
+        with pytest.raises(LoaderError) as e:
+            check.check_params_size(_split_image(96, 32), bytes(before + 16))
+        assert (e.value.rule, e.value.detail) == ("params_size", f"the params file is {before + 16} bytes: {before} "
+                                                  "bytes before the 16-byte params blob rt_ctx declares, not the "
+                                                  "image's epoch-controller blobs (the image does not point there)")
+
 # -- layout.py's table rules on a stand-in image --------------------------------------------------------
 
 @pytest.mark.parametrize("entry, ok", [(0x2000_00FF, True), (0x2000_0101, False), (0x2000_00FE, False),

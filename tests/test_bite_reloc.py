@@ -175,13 +175,21 @@ def test_a_params_description_keeps_relative_paths(tmp_path, monkeypatch):
     blob.save("params.json")                  # a bare file name: its folder is "."
     doc = json.loads((tmp_path / "params.json").read_text())
     parts = [{"pool": f"pool{i}", "path": f"network_atonbuf.pool{i}.raw", "size": n} for i, n in enumerate((5, 8))]
-    assert doc == {"version": 2, "size": 16, "lead": 0, "parts": parts}
+    assert doc == {"version": 2, "size": 16, "lead": None, "parts": parts}
     assert ParamsBlob.load("params.json").parts == [ParamsPart(p["pool"], p["path"], p["size"]) for p in doc["parts"]]
     assert ParamsBlob.load(str(tmp_path / "params.json")).parts == blob.parts
     for bad in ('{"version": 1, "parts": []}', '[1]'):
         (tmp_path / "params.json").write_text(bad)
         with pytest.raises(N6Error, match="not a params description of version 2"):
             ParamsBlob.load("params.json")
+    (tmp_path / "params.json").write_text('{"version": 2, "parts": []}')     # no lead: none reserved
+    assert ParamsBlob.load("params.json").lead is None
+    for lead in ('"32"', "true", "1.5"):
+        (tmp_path / "params.json").write_text(f'{{"version": 2, "lead": {lead}, "parts": []}}')
+        with pytest.raises(N6Error) as e:
+            ParamsBlob.load("params.json")
+        assert str(e.value) == f"params.json: lead {json.loads(lead)!r} is not a byte count (fix: rebuild: the " \
+            "prepare step writes it)"
 
 
 def test_verify_names_a_missing_or_resized_raw(tmp_path):

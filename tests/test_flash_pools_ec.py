@@ -99,16 +99,22 @@ def test_sts_blobs_write_their_pools_addresses():
 SPLIT_BLOBS = ("RELOC_SPLIT=1", "RELOC_ECBLOB_IN_PARAMS=1")
 
 
-def test_split_params_led_by_blobs_validate_with_the_moved_pool(repo):
+@pytest.fixture(scope="module")
+def split_blobs(repo):
+    """cifar_cnn validated with SPLIT_BLOBS into build-split-blobs, once: (stdout, LSBs, model folder)."""
+    out, lsb = _validate(repo, "build-split-blobs", *SPLIT_BLOBS)
+    return out, lsb, os.path.join(repo, "build-split-blobs", "cifar_cnn")
+
+
+def test_split_params_led_by_blobs_validate_with_the_moved_pool(split_blobs):
     """RELOC_SPLIT=1 with RELOC_ECBLOB_IN_PARAMS=1 on the DK: the params file is the 32 bytes of
     blobs (the lead prepare reserved: the linked blobs' size), then the 25088-byte params blob;
     the pool goes past it, the image checker takes the blobs before the COPY pool's bytes, the run
     finds the split params file beside the image, and the model validates at 0 LSB."""
     from n6.reloc.image import CodeImage
-    out, lsb = _validate(repo, "build-split-blobs", *SPLIT_BLOBS)
+    out, lsb, model = split_blobs
     assert "  MOVE     build-split-blobs/cifar_cnn/st_ai_output/network.c: absolute flash pool 'xSPI2' 0x71000000 → " \
         "0x71810000, clear of the image the firmware reads at 0x71000000" in out.splitlines()
-    model = os.path.join(repo, "build-split-blobs", "cifar_cnn")
     code = CodeImage.load(os.path.join(model, "reloc", "network_rel_code.bin"))
     with open(os.path.join(model, "reloc", "network_reloc_params.json")) as f:
         assert json.load(f)["lead"] == len(code.ec_blobs) == 32
@@ -119,14 +125,25 @@ def test_split_params_led_by_blobs_validate_with_the_moved_pool(repo):
     assert lsb == [0]
 
 
-def test_the_flash_cli_takes_a_split_images_params_beside_it_or_as_given(repo, tmp_path):
+def test_a_lead_counted_short_fails_no_build_whose_params_no_pool_was_planned_past(repo):
+    """The lead matters only where pools are planned past a split params file: a build with the
+    blobs in an unsplit params region packs as ST's flow does, whatever prepare counted (here 0
+    bytes, tests/fixtures/short_lead), and its params description reserves nothing."""
+    short = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "short_lead")
+    scons(repo, "cifar_cnn", ABSOLUTE, "RELOC_ECBLOB_IN_PARAMS=1", "BUILD_DIR=build-short-lead",
+          env={"PYTHONPATH": short})
+    reloc = os.path.join(repo, "build-short-lead", "cifar_cnn", "reloc")
+    with open(os.path.join(reloc, "network_reloc_params.json")) as f:
+        assert json.load(f)["lead"] is None
+
+
+def test_the_flash_cli_takes_a_split_images_params_beside_it_or_as_given(repo, split_blobs, tmp_path):
     """`python -m n6.flash` of a split image: its params file beside it by default, or --params
     from elsewhere; each flashed at [images] params (a dry run)."""
     import shutil
     import subprocess
     import sys
-    scons(repo, "cifar_cnn", ABSOLUTE, *SPLIT_BLOBS, "BUILD_DIR=build-split-cli")
-    model = os.path.join(repo, "build-split-cli", "cifar_cnn")
+    model = split_blobs[2]
     shutil.copy(os.path.join(model, "network_rel.bin"), tmp_path)
     shutil.copy(os.path.join(model, "network_rel_params.bin"), tmp_path / "weights.bin")
 

@@ -19,7 +19,8 @@ from n6.reloc.image import CodeImage
 from n6.reloc.move import Span, plan
 from n6.reloc.pack import pack
 from n6.reloc.params import ParamsBlob, ParamsPart
-from n6.reloc.prepare import params_lead
+from n6.releases import RELEASES
+from n6.reloc.prepare import params_lead, patch_ecblobs
 
 REAL = os.environ.get("N6_REAL_STEDGEAI")
 SECTION = 'ECBLOB_CONST_SECTION=__attribute__((used, section (".const_ec_blob"), ))'   # as the build defines it
@@ -58,7 +59,7 @@ ST_30 = """ECBLOB_CONST_SECTION
 __attribute__((aligned(64)))
 static const uint64_t _ec_blob_default_1[3] =
 {
-  0x1UL, 0x2UL, 0x3UL,
+  0x0000000000000001UL, 0x0000000000000002UL, 0x0000000000000003UL,
 };
 
 ECBLOB_CONST_SECTION
@@ -66,7 +67,7 @@ ECBLOB_CONST_SECTION
 __attribute__((aligned(64)))
 static const uint64_t _ec_blob_default_7[] =
 {
-  0x1UL,
+  0x0000000000000001UL,
 };
 """
 
@@ -89,27 +90,40 @@ def compiled_lead(text, tmp_path):
     return int(re.search(r"\.const_ec_blob\s+([0-9a-f]+)", heads).group(1), 16)
 
 
+R22, R30 = RELEASES["2.2"], RELEASES["3.0"]
+
+
 @pytest.mark.parametrize("text, size", [(SIMULATED, 48), (ST_2X, 40)])
 def test_the_lead_of_8_aligned_blobs_is_what_the_compiler_lays_out(text, size, tmp_path):
     """The simulated tool's blobs and ST 2.x's (a declared count over fewer words; `[]` sized by
     its words, comments among them); a runtime blob is not in the params region."""
-    assert params_lead(text) == compiled_lead(text, tmp_path) == size
+    assert params_lead(text, R22) == compiled_lead(text, tmp_path) == size
+
+
+def test_an_indented_marker_is_a_blob_the_lead_counts_as_patch_ecblobs_moves_it(tmp_path):
+    """ST's prepare_network.py takes a marker line stripped: so do the rename and the count, one
+    walk of the blobs for both."""
+    text = ST_2X.replace("ECBLOB_CONST_SECTION", "  ECBLOB_CONST_SECTION\t")
+    assert params_lead(text, R22) == compiled_lead(text, tmp_path) == 40
+    patched = patch_ecblobs(text + "bool LL_ATON_EC_Network_Init_Default(void)\n{\n}\n", R22)
+    assert "_ec_blob_1 [] =" not in patched and "_ec_blob_129 [] =" not in patched
+    assert "const uint64_t _ec_blob_PARAM_1[] =" in patched and "const uint64_t _ec_blob_PARAM_129[] =" in patched
 
 
 def test_the_lead_of_cache_line_aligned_blobs_is_at_least_their_layout(tmp_path):
     """ST 3.0's blobs are 64-byte aligned and the compiler chooses their order (it reverses it):
     the lead is their words plus at most each one's padding."""
-    assert compiled_lead(ST_30, tmp_path) == 8 + 56 + 24 <= params_lead(ST_30) == 56 + 24 + 56 + 8
+    assert compiled_lead(ST_30, tmp_path) == 8 + 56 + 24 <= params_lead(ST_30, R30) == 56 + 24 + 56 + 8
 
 
 @pytest.mark.skipif(not REAL, reason="needs N6_REAL_STEDGEAI (ST's generated _ecblobs.h files)")
 def test_sts_blobs_lead_as_the_compiler_lays_them_out(tmp_path):
     with open(os.path.join(REAL, "samples", "facereco", "network_ecblobs.h")) as f:
         facereco = f.read()
-    assert params_lead(facereco) == compiled_lead(facereco, tmp_path) == 1408
+    assert params_lead(facereco, R22) == compiled_lead(facereco, tmp_path) == 1408
     with open(os.path.join(REAL, "ec-workspace", "default_ecblobs.h")) as f:
         workspace = f.read()
-    assert compiled_lead(workspace, tmp_path) == 344960 <= params_lead(workspace) == 344960 + 3 * 56
+    assert compiled_lead(workspace, tmp_path) == 344960 <= params_lead(workspace, R30) == 344960 + 3 * 56
 
 
 SECTOR = 0x200
@@ -145,6 +159,15 @@ def test_pack_refuses_blobs_longer_than_prepare_reserved(tmp_path):
         f"prepare reserved 32 ({tmp_path}/params.json) (fix: report this as a bug of the prepare step)"
     assert sorted(os.listdir(tmp_path)) == ["code.bin", "p.raw", "params.json"]
 
+
+
+def test_pack_reserves_nothing_where_no_pool_was_planned_past_the_params(tmp_path):
+    """lead None (no split params file had pools planned past it): the blobs take what they take."""
+    from test_bite_reloc import _image_bytes
+    (tmp_path / "p.raw").write_bytes(bytes(8))
+    CodeImage(_image_bytes(), bytes(40)).save(str(tmp_path / "code.bin"))
+    ParamsBlob([ParamsPart("p", str(tmp_path / "p.raw"), 8)]).save(str(tmp_path / "params.json"))
+    assert pack(str(tmp_path / "code.bin"), str(tmp_path / "params.json"), str(tmp_path / "rel.bin")).params_size == 48
 
 # -- the flash gate's fix text ---------------------------------------------------------------------
 

@@ -79,10 +79,9 @@ def _run(argv: Sequence[str] | None) -> int:
     p.add_argument("--board", default=DEFAULT_BOARD,
                    help=f"check: judge for this board's firmware (a bundled board or a .toml; default {DEFAULT_BOARD})")
     args = p.parse_args(argv)
-    params = args.params
     try:
         if args.command == "inspect":
-            img = Image.load(args.image, params)
+            img = Image.load(args.image, args.params)
             if img.header.magic != MAGIC:
                 raise N6Error(args.image, f"not a relocatable model image (magic 0x{img.header.magic:08X}, "
                               f"expected 0x{MAGIC:08X})", "pass a network_rel.bin built by n6 or ST's npu_driver.py")
@@ -92,8 +91,8 @@ def _run(argv: Sequence[str] | None) -> int:
                 raise N6Error(args.image, f"malformed image: {e}", "rebuild the image") from None
             print(json.dumps(info, indent=1)) if args.json else _print(info)
             return 0
-        fw, judged_for = _firmware(args.board, args.image, params)
-        _, results = check.check_file(args.image, params, fw=fw)
+        fw, judged_for = _firmware(args.board, args.image, args.params)
+        _, results = check.check_file(args.image, args.params, fw=fw)
     except BrokenPipeError:
         raise
     except OSError as e:

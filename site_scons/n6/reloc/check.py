@@ -176,12 +176,12 @@ def check_params_size(img: Image, params: Data | memoryview) -> None:
     """Our rule: a split params file is the params blob rt_ctx declares, preceded by nothing but
     the epoch-controller blobs of an image built with --ecblob-in-params (the image declares no
     size for them, but points at where the params blob starts after them: a GOT or REL word into
-    param segment 0, or the file offset of a COPY pool's bytes): bytes before the params shift
+    param segment 0, or the file offset of the first COPY pool's bytes): bytes before the params shift
     every pool the loader rebases or copies."""
     assert img.rt_ctx is not None   # check_layout refuses an image whose rt_ctx is not in its data
     before = len(params) - img.rt_ctx.params_bin_sz
-    copied = [d.foff for d in img.descriptors if d.type == TYPE_COPY]
-    if before and before not in img.params_references() + copied:
+    copied = min((d.foff for d in img.descriptors if d.type == TYPE_COPY), default=None)
+    if before and before != copied and before not in img.params_references():
         raise LoaderError("INVALID_BIN", f"the params file is {len(params)} bytes: {before} bytes before the "
                           f"{img.rt_ctx.params_bin_sz}-byte params blob rt_ctx declares, not the image's "
                           "epoch-controller blobs (the image does not point there)", rule="params_size")

@@ -94,12 +94,12 @@ def move_addresses(text: str, moved: Sequence[Moved], starts: Sequence[int] = ()
     return _ADDRESS.sub(shift, text) if moved else text
 
 
-_U64 = re.compile(r"\b0x([0-9a-fA-F]{16})ULL?\b")
+U64_WORD = re.compile(r"\b0x([0-9a-fA-F]{16})ULL?\b")   # a blob word (c_blob_words, prepare.const_blobs)
 
 
 def c_blob_words(text: str) -> list[int]:
     """The 32-bit words of the 64-bit blob arrays of an `_ecblobs.h` (little-endian halves)."""
-    return [w for m in _U64.finditer(text) for v in (int(m.group(1), 16),) for w in (v & 0xFFFF_FFFF, v >> 32)]
+    return [w for m in U64_WORD.finditer(text) for v in (int(m.group(1), 16),) for w in (v & 0xFFFF_FFFF, v >> 32)]
 
 
 def blob_refusal(blob_words: Sequence[int], moved: Sequence[Moved], where: str,

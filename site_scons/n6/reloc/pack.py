@@ -76,7 +76,7 @@ def pack(code_path: str, params_desc: str, bin_path: str, split: bool = False,
     blob = ParamsBlob.load(params_desc)
     blob.verify()
     ec_blobs = c.ec_blobs
-    if len(ec_blobs) > blob.lead:    # pools prepare moved past the params region would lie over the blobs
+    if blob.lead is not None and len(ec_blobs) > blob.lead:   # pools planned past the params would lie under them
         raise N6Error(code_path, f"the linked epoch-controller blobs take {len(ec_blobs)} bytes before the params, "
                       f"prepare reserved {blob.lead} ({params_desc})", "report this as a bug of the prepare step")
     code = bytearray(c.code)

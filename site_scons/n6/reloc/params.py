@@ -34,7 +34,8 @@ class ParamsPart:
 @dataclass
 class ParamsBlob:
     parts: list[ParamsPart]
-    lead: int = 0       # the bytes reserved before the blob for the epoch-controller blobs (prepare.params_lead)
+    lead: int | None = None   # the bytes reserved before the blob for the epoch-controller blobs (prepare.params_lead;
+    #                           None: no pool was planned past the params region, nothing to reserve)
 
     @property
     def size(self) -> int:
@@ -42,9 +43,10 @@ class ParamsBlob:
 
     @property
     def region_size(self) -> int:
-        """The bytes the params region holds at most: the blobs leading it and the params blob (a
-        split image's params file; what a pool moved past it must clear)."""
-        return self.lead + self.size
+        """The bytes reserved for the params region, a bound: the blobs' lead prepare counted and the
+        params blob (a split image's params file; what a pool moved past it must clear). The bytes
+        written there are pack's Packed.params_size."""
+        return (self.lead or 0) + self.size
 
     def save(self, path: str) -> None:
         """Paths are stored relative to the description's folder ("" is the current one)."""
@@ -58,9 +60,12 @@ class ParamsBlob:
         doc = read_json(path, "params description", lenient=False)
         if not isinstance(doc, dict) or doc.get("version") != VERSION:
             raise N6Error(path, f"not a params description of version {VERSION}", "rebuild: the prepare step writes it")
+        lead = doc.get("lead")
+        if lead is not None and (not isinstance(lead, int) or isinstance(lead, bool)):
+            raise N6Error(path, f"lead {lead!r} is not a byte count", "rebuild: the prepare step writes it")
         folder = os.path.dirname(path)
         return cls([ParamsPart(p["pool"], os.path.normpath(os.path.join(folder, p["path"])), p["size"])
-                    for p in doc["parts"]], doc["lead"])
+                    for p in doc["parts"]], lead)
 
     def verify(self) -> None:
         """Every part is there with the size the network was generated for (before any copy)."""

@@ -5,7 +5,7 @@ sources of a relocatable image: `<name>_reloc.c`, `_reloc_mempools.c`, `_reloc_c
 import glob
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..atomic import write_text
@@ -18,7 +18,7 @@ from ..releases import Release, release_for_atonn
 from ..mpool import EXTERNAL_BASE, EXTERNAL_FLASH
 from .image import FAKE_SIZE, align8
 from .area import ImageArea
-from .move import Moved, Span, blob_refusal, c_blob_words, check_landing, move_addresses, plan
+from .move import U64_WORD, Moved, Span, blob_refusal, c_blob_words, check_landing, move_addresses, plan
 from .params import ParamsBlob, ParamsPart
 from .pools import TYPE_RELOC, TYPE_UNUSED, Pool, describe_flags, pools_of
 
@@ -32,7 +32,8 @@ class Prepared:
     net: NetworkC | None = None                   # the parsed network C file
     ecblobs: str | None = None                    # its _ecblobs.h's text (epoch controller only)
     raws: dict[str, str] = field(default_factory=dict)   # pool name → .raw path
-    params_lead: int = 0                          # bytes of epoch-controller blobs before the params (params_lead)
+    params_lead: int | None = None   # bytes of epoch-controller blobs before the params (params_lead): where pools
+    #                                  are planned past the params region (a split image's), else None
     acts_sz: int = 0
     params_sz: int = 0
     ext_ram_sz: int = 0
@@ -190,7 +191,8 @@ def analyse(network_c: str, name: str | None = None, install_version: Sequence[i
     if os.path.exists(ecblobs):
         with open(ecblobs) as f:
             prep.ecblobs = f.read()
-        prep.params_lead = params_lead(prep.ecblobs) if ecblob_in_params else 0
+    if image_area and image_area.split:   # pools are planned past the params file: its blobs' lead counts
+        prep.params_lead = params_lead(prep.ecblobs, rel) if ecblob_in_params and prep.ecblobs else 0
     blob = params_blob(prep)
     blob.verify()   # every pool's .raw is there, with the pool's size
     if image_area:
@@ -286,13 +288,40 @@ def mempools_c(prep: Prepared) -> str:
     return "\n".join(L)
 
 
-_CONST_BLOB = re.compile(r"^ECBLOB_CONST_SECTION[ \t]*$(?P<before>.*?)\buint64_t\s+\w+\s*\[(?P<n>[^]]*)\]"
-                         r"\s*=\s*\{(?P<words>[^}]*)\}", re.M | re.S)
+_BLOB_DECL = re.compile(r"^(\s*)(static\s+)?const\s+uint64_t\s+(_ec_blob_(\w+?))\s*\[")
+_COUNT = re.compile(r"\s*(\d*)\s*\]")
 _ALIGNED = re.compile(r"\baligned\s*\(\s*(\d+)\s*\)")
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
-def params_lead(text: str) -> int:
+@dataclass(frozen=True)
+class ConstBlob:
+    """A constant epoch-controller blob of an _ecblobs.h (one ECBLOB_CONST_SECTION array)."""
+    line: int       # its declaration's line index
+    name: str       # `_ec_blob_<suffix>`
+    align: int      # bytes: 8, or its aligned(N)
+    words: int      # its 8-byte words: the declared count, else its initializer's
+
+
+def const_blobs(lines: Sequence[str], release: Release) -> Iterator[ConstBlob]:
+    """The arrays marked ECBLOB_CONST_SECTION, found as ST's prepare_network.py finds them: a line
+    that is the marker (stripped), the declaration 1 line after it (3 on 3.x, past the comment and
+    the aligned attribute). Words are the hex words c_blob_words reads (move.U64_WORD)."""
+    look = 3 if release.core >= "3" else 1
+    for i, line in enumerate(lines[:len(lines) - look]):
+        if line.strip() != "ECBLOB_CONST_SECTION" or not (m := _BLOB_DECL.match(lines[i + look])):
+            continue
+        body = []
+        for text in lines[i + look:]:
+            body.append(text)
+            if "}" in text:
+                break
+        count = _COUNT.match(lines[i + look], m.end())
+        words = int(count[1]) if count and count[1] else len(U64_WORD.findall("\n".join(body)))
+        align = max([8] + [int(a) for a in _ALIGNED.findall("\n".join(lines[i + 1:i + look + 1]))])
+        yield ConstBlob(i + look, m[3], align, words)
+
+
+def params_lead(text: str, release: Release) -> int:
     """The bytes an _ecblobs.h's constant blobs take at the start of the params region with
     --ecblob-in-params: the linker script lays every array marked ECBLOB_CONST_SECTION in
     .const_ec_blob, 8-aligned, before the params (pack writes them there, from the ELF). Each is
@@ -300,36 +329,20 @@ def params_lead(text: str) -> int:
     2.x's, and the simulated tool's), at least the linked size for ST 3.0's 64-byte aligned ones,
     whose order the compiler chooses. The one size the pools moved past the params must clear
     (pack refuses an image whose blobs came out longer)."""
-    lead = 0
-    for m in _CONST_BLOB.finditer(text):
-        n = m["n"].strip()
-        words = int(n) if n.isdigit() else len([w for w in _COMMENT.sub("", m["words"]).split(",") if w.strip()])
-        align = max([8] + [int(a) for a in _ALIGNED.findall(m["before"])])
-        lead += align - 8 + 8 * words
-    return lead
-
-
-_BLOB_DECL = re.compile(r"^(\s*)(static\s+)?const\s+uint64_t\s+(_ec_blob_(\w+?))\s*\[")
+    return sum(b.align - 8 + 8 * b.words for b in const_blobs(text.splitlines(), release))
 
 
 def patch_ecblobs(text: str, release: Release) -> str:
     """--ecblob-in-params: constant blobs become `_ec_blob_PARAM_*` arrays placed by
     ECBLOB_CONST_SECTION in .const_ec_blob; #defines keep the old names working."""
     lines = text.splitlines()
-    look = 3 if release.core >= "3" else 1
     renamed = []
-    for i, line in enumerate(lines):
-        if line.strip() != "ECBLOB_CONST_SECTION" or i + look >= len(lines):
-            continue
-        m = _BLOB_DECL.match(lines[i + look])
-        if not m:
-            continue
-        old, suffix = m.group(3), m.group(4)
-        new = f"_ec_blob_PARAM_{suffix}"
-        lines[i + look] = _BLOB_DECL.sub(
+    for b in list(const_blobs(lines, release)):
+        new = f"_ec_blob_PARAM_{b.name[len('_ec_blob_'):]}"
+        lines[b.line] = _BLOB_DECL.sub(
             lambda mm, new=new: f"{mm.group(1)}const uint64_t {new}[",  # type: ignore[misc]  # a default: untyped
-            lines[i + look])
-        renamed.append((old, new))
+            lines[b.line])
+        renamed.append((b.name, new))
     if not renamed:
         return text
     # the defines and the pointer table go right after the last blob definition
