@@ -14,7 +14,7 @@ import SCons.Node
 from n6 import build_layout, code_closure
 from n6.errors import N6Error, machine_error
 from n6.paths import ROOT, SIM_BOARD
-from n6.simulators import CODE, code_files as simulator_code_files   # n6 and the simulators: one tree
+from n6.simulators import CODE, code_files as simulator_code_files, sources as simulator_sources  # CODE: n6, sims
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
@@ -196,6 +196,14 @@ def sim_board_code(env, session):
     code = code_version(env, "sim-board", lambda: simulator_code_files(
         [SIM_BOARD_MAIN], cached_references(env, CODE)))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
+
+
+def sim_tool_code(env):
+    """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
+    NPU model's blob format it writes, the register map that reads), as one node: a change
+    regenerates every model; a no-op reads none of it (cached_references)."""
+    return code_version(env, "stedgeai-sim", lambda: simulator_code_files(
+        simulator_sources("stedgeai_sim"), cached_references(env, CODE)))
 
 
 def sim_board_dir(env):

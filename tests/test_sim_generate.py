@@ -330,11 +330,11 @@ print(json.dumps(sorted(read)))
 
 def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_install, tmp_path):
     """The generate step depends on the simulated tool's code as its load() and import lines name it
-    (site_tools.stedgeai.sim_python_sources): every file of the project a generate opens or imports
+    (n6_scons.sim_tool_code): every file of the project a generate opens or imports
     (onnx and tflite models, epoch-controller blobs) is in that list, so a change to any regenerates."""
     import subprocess
     import sys
-    from site_tools.stedgeai import sim_python_sources
+    from n6.simulators import code_files, sources
     runs = [[os.path.join(MODELS, m, f), str(tmp_path / m)] for m, f in
             [("cifar_cnn", "model.onnx"), ("ds_cnn", "model.tflite"), ("kws_mlp_f32", "model.onnx")]]
     env = dict(os.environ, STEDGEAI_SIM_ROOT=sim_install("2.2"),
@@ -345,7 +345,7 @@ def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_instal
     code = [os.path.join(ROOT, d) for d in ("sim", "site_scons")]
     read = {os.path.realpath(f) for f in json.loads(proc.stdout) if f.startswith(tuple(code)) and os.path.isfile(f)}
     assert os.path.join(ROOT, "sim", "npu", "npu_model", "ecblob.py") in read   # loaded by name, not imported
-    assert sorted(read - {os.path.realpath(f) for f in sim_python_sources()}) == []
+    assert sorted(read - {os.path.realpath(f) for f in code_files(sources("stedgeai_sim"))}) == []
 
 
 def _n6_files(modules):
