@@ -193,9 +193,13 @@ def sim_board_code(env, session):
     """The simulated board's code (`python -m n6board`: what it imports and loads, the DK twin's,
     the NPU model's, the programmer's board state and the n6 modules included) and the firmware
     ELF it runs, if one is named: a step on the simulated board reruns when they change."""
-    code = code_version(env, "sim-board", lambda: simulator_code_files(
-        [SIM_BOARD_MAIN], cached_references(env, CODE)))
+    code = code_version(env, "sim-board", lambda: sim_board_files(cached_references(env, CODE)))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
+
+
+def sim_board_files(references=None):
+    """The files `python -m n6board` runs (n6.simulators.code_files; `references`: CodeTree's)."""
+    return simulator_code_files([SIM_BOARD_MAIN], references)
 
 
 def sim_tool_code(env):
