@@ -33,6 +33,7 @@ from n6.aivalidation.n6_aivalidation_pb2 import respMsg  # noqa: E402
 from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
+from n6board.server import BoardReset  # noqa: E402
 from soak import ST_MIXED  # noqa: E402
 
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))
@@ -45,8 +46,8 @@ class TimedLink(PtyLink):
     and cutting what the board sends (from the host's first byte) into its messages, so that each
     silence is known by the kind of message it delays."""
 
-    def __init__(self, fd, stopped):
-        super().__init__(fd, stopped)
+    def __init__(self, fd):
+        super().__init__(fd)
         self.clock, self.last = None, None     # clock: the twin's (emulated cycles)
         self.gaps = []           # (host s, CPU s, emulated cycles, index of the message it delays)
         self.kinds, self.framing, self.stream, self.message = [], Framing("2byte"), None, bytearray()
@@ -105,19 +106,21 @@ def _busy():
 @contextlib.contextmanager
 def twin_on_pty(firmware, state=STATE):
     """ST's firmware booted on a twin serving a raw pty from a thread: (its TimedLink, the path
-    the host opens). On leaving, the thread is stopped (a wait for the host ends with nothing, the
-    run at its next slice) and joined, and only then are both ends of the pty closed: no thread
-    left reading a closed descriptor, nor one reused."""
+    the host opens). On leaving, the thread is stopped as a programmer's reset stops a board (the
+    port's reset_requested(): a wait for the host ends with nothing and the run at its next slice,
+    or a read between slices raises BoardReset) and joined, and only then are both ends of the pty
+    closed: no thread left reading a closed descriptor, nor one reused."""
     master, slave = os.openpty()
     try:
         tty.setraw(master)
         tty.setraw(slave)
         stop = threading.Event()
-        link = TimedLink(master, stop.is_set)
+        link = TimedLink(master)
+        link.port.reset_requested = stop.is_set
         twin = DkTwin(firmware, link, state)
         link.clock = twin.core.clock
         twin.boot()
-        thread = threading.Thread(target=twin.serve, args=(stop.is_set,))
+        thread = threading.Thread(target=_serve, args=(twin, stop.is_set))
         thread.start()
         try:
             yield link, os.ttyname(slave)
@@ -127,6 +130,11 @@ def twin_on_pty(firmware, state=STATE):
     finally:
         os.close(slave)
         os.close(master)
+
+
+def _serve(twin, stopped):
+    with contextlib.suppress(BoardReset):
+        twin.serve(until=stopped)
 
 
 def measure(firmware, st_client, invokes, busy):

@@ -12,10 +12,9 @@ import SCons.Errors
 import SCons.Node
 
 from n6 import build_layout, code_closure
-from n6.code_closure import CodeTree
 from n6.errors import N6Error, machine_error
-from n6.paths import N6, ROOT, SIM_BOARD
-from n6.simulators import CODE as SIMULATOR_CODE, code_files as simulator_code_files
+from n6.paths import ROOT, SIM_BOARD
+from n6.simulators import CODE, code_files as simulator_code_files, sources as simulator_sources  # CODE: n6, sims
 from n6.variables import BOOL, BY_NAME, CHOICE, NUMBER, PATH, VARIABLES
 
 
@@ -194,9 +193,21 @@ def sim_board_code(env, session):
     """The simulated board's code (`python -m n6board`: what it imports and loads, the DK twin's,
     the NPU model's, the programmer's board state and the n6 modules included) and the firmware
     ELF it runs, if one is named: a step on the simulated board reruns when they change."""
-    code = code_version(env, "sim-board", lambda: simulator_code_files(
-        [SIM_BOARD_MAIN], cached_references(env, SIMULATOR_CODE)))
+    code = code_version(env, "sim-board", lambda: sim_board_files(cached_references(env, CODE)))
     return [code] + ([env.File(session.sim_firmware)] if os.path.isfile(session.sim_firmware) else [])
+
+
+def sim_board_files(references=None):
+    """The files `python -m n6board` runs (n6.simulators.code_files; `references`: CodeTree's)."""
+    return simulator_code_files([SIM_BOARD_MAIN], references)
+
+
+def sim_tool_code(env):
+    """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
+    NPU model's blob format it writes, the register map that reads), as one node: a change
+    regenerates every model; a no-op reads none of it (cached_references)."""
+    return code_version(env, "stedgeai-sim", lambda: simulator_code_files(
+        simulator_sources("stedgeai_sim"), cached_references(env, CODE)))
 
 
 def sim_board_dir(env):
@@ -210,11 +221,8 @@ def step_code(env, step, modules, tool=None):
     step reruns when that code changes, not when any library module does. Each file's import
     lines are read once per content of it and of their reader (the stat cache keeps them): a
     no-op reads no module."""
-    return code_version(env, f"step-{step}", lambda: sorted(N6_CODE.closure(modules, cached_references(env, N6_CODE)))
+    return code_version(env, f"step-{step}", lambda: sorted(CODE.closure(modules, cached_references(env, CODE)))
                         + [os.path.abspath(__file__)] + ([tool] if tool else []))
-
-
-N6_CODE = CodeTree({"n6": N6})     # the modules a step's action imports
 
 
 def cached_references(env, tree):

@@ -22,6 +22,7 @@ import shutil
 from npu_model import ecblob
 from npu_model.registers import aton_map
 
+from aton_fields import register_value
 from conftest import MODELS
 
 SCRATCH = 0x3427_0000                   # AXISRAM4 (npuRAM4): no pool of digits_mlp
@@ -54,36 +55,31 @@ CHAIN_B = [("STRENG", *_raster(7, SCRATCH + 0x2000, 3)), ("STRENG", *_raw(3, SCR
 ROUTES_B = [("DSTSTRENG3", "STRENG7")]
 
 
+def _at(unit, i, register):
+    """A blob command's (unit, register) of unit instance i's register: its 4 KB block, its word in it."""
+    offset = aton_map().address(unit, i, register)
+    return offset >> 12, (offset & 0xFFF) >> 2
+
+
 def _write(unit, i, register, value):
-    aton = aton_map()
-    offset = aton.address(unit, i, register)
-    return ecblob.Command(ecblob.WRITE, unit=offset >> 12, register=(offset & 0xFFF) >> 2, values=(value,))
-
-
-def _value(unit, register, fields):
-    reg = aton_map().units[unit].registers[register]
-    value = reg.reset
-    for name, v in fields.items():
-        value = reg.field(name).put(value, v)
-    return value
+    return ecblob.Command(ecblob.WRITE, *_at(unit, i, register), values=(value,))
 
 
 def chain_program(units, routes):
     """The register writes of one chain: each unit configured, the switch routes, each unit
     enabled from the last to the first (the chain starts when its reader is enabled), then, as
     ST's blobs do, a poll until each stream engine's CTRL.RUNNING is 0."""
-    program = [_write(unit, i, register, _value(unit, register, fields))
+    program = [_write(unit, i, register, register_value(unit, register, fields))
                for unit, i, regs in units for register, fields in regs.items()]
     for dest, source in routes:
-        program.append(_write("STRSWITCH", 0, dest, _value("STRSWITCH", dest, {"EN0": 1,
-                                                                             "LINK0": aton_map().links[source]})))
+        fields = {"EN0": 1, "LINK0": aton_map().links[source]}
+        program.append(_write("STRSWITCH", 0, dest, register_value("STRSWITCH", dest, fields)))
     for unit, i, regs in reversed(units):
-        program.append(_write(unit, i, "CTRL", _value(unit, "CTRL", dict(regs["CTRL"], EN=1))))
+        program.append(_write(unit, i, "CTRL", register_value(unit, "CTRL", dict(regs["CTRL"], EN=1))))
     for unit, i, _ in units:
         if unit == "STRENG":
             running = aton_map().units[unit].registers["CTRL"].field("RUNNING")
-            at = _write(unit, i, "CTRL", 0)
-            program.append(ecblob.Command(ecblob.POLL, at.unit, at.register, (0, ecblob.POLL_TIMEOUT), running.lsb,
+            program.append(ecblob.Command(ecblob.POLL, *_at(unit, i, "CTRL"), (0, ecblob.POLL_TIMEOUT), running.lsb,
                                           running.lsb))
     return program
 

@@ -86,28 +86,32 @@ def test_the_real_runtime_sources_and_their_extras_are_those_of_st_makefile():
 
 def _declarations(path):
     """A C header's includes, function prototypes, typedefs and valued macros, each on one
-    normalised line behind the #if / #ifdef / #ifndef conditions it is under (#else and #elif as
-    the earlier branches' negation; comments, extern, parameter spacing and the include guard
-    left out): a declaration one header makes only under USE_FILES, the other always, differs."""
+    normalised line behind the #if / #ifdef / #ifndef conditions it is under (an #elif or #else
+    branch's: the negation of every earlier branch of its #if, and its own; comments, extern,
+    parameter spacing and the include guard left out): a declaration one header makes only under
+    USE_FILES, the other always, differs."""
     with open(path) as f:
         text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read(), flags=re.S)
-    lines = [line.strip() for line in text.splitlines()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]   # a comment between guard lines
     directives = [re.match(r"#\s*(\w+)\s*(.*)", line) for line in lines]
     guard = next((m[2] for m, after in zip(directives, directives[1:]) if m and m[1] == "ifndef"
                   and after and after[1] == "define" and after[2] == m[2]), None)
-    conditions, chunks, out = [], [], []     # chunks: (conditions, code line)
+    levels: list[list[str]] = []     # per open #if: its branches' conditions so far ("": #else, the guard)
+    chunks, out = [], []             # chunks: (conditions, code line)
     for line, d in zip(lines, directives):
+        conditions = [" and ".join([f"not ({c})" for c in level[:-1]] + [level[-1]] * bool(level[-1]))
+                      for level in levels]
         if not d:
             chunks.append((tuple(c for c in conditions if c), line))
             continue
         kind, rest = d[1], " ".join(d[2].split())
         where = "".join(f"[{c}] " for c in conditions if c)
         if kind in ("if", "ifdef", "ifndef"):
-            conditions.append(None if kind == "ifndef" and rest == guard else f"{kind} {rest}")
+            levels.append(["" if kind == "ifndef" and rest == guard else f"{kind} {rest}"])
         elif kind in ("elif", "else"):
-            conditions[-1] = f"not ({conditions[-1]})" + (f" and if {rest}" if kind == "elif" else "")
+            levels[-1].append(f"if {rest}" if kind == "elif" else "")
         elif kind == "endif":
-            conditions.pop()
+            levels.pop()
         elif kind == "include":
             out.append(f"{where}#include {rest}")
         elif kind == "define" and len(rest.split(None, 1)) == 2:

@@ -11,6 +11,8 @@ import pytest
 from n6board.emulator import Cpu, NpuStopped, Region
 from npu_model.npu import Npu
 
+from aton_fields import encode
+
 ACCESS = """
 .syntax unified
 .thumb
@@ -88,21 +90,6 @@ def test_a_chain_the_code_closes_moves_its_bytes_and_an_unmodelled_one_stops_the
         cpu.call(STORE, SECURE + STRENG(0), cpu.call(LOAD, SECURE + STRENG(0)) | 1)
     assert str(e.value) == ("epoch 5: STRENG1 (data movement: 8 items written, 4 read) is not modelled "
                             "(NPU_MODEL=control runs on with its outputs zeroed)")
-
-
-def encode(unit, i, registers):
-    """[(offset, value)] of unit instance i's registers set by ATON.h field name (aton_map.txt,
-    itself judged against ATON.h in test_npu_registers.py), other fields at reset."""
-    from npu_model.registers import aton_map
-    u = aton_map().units[unit]
-    out = []
-    for name, fields in registers.items():
-        r = u.registers[name]
-        value = r.reset
-        for field, v in fields.items():
-            value = r.field(field).put(value, v)
-        out.append((u.instance_base(i) + r.offset, value))
-    return out
 
 
 def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(code):

@@ -1,5 +1,5 @@
 """A step on the simulated board depends on the board's code as its import and load lines name it
-(n6_scons.sim_board_code, n6.simulators.code_files of `python -m n6board`): every project file a
+(n6_scons.sim_board_code: sim_board_files, the code `python -m n6board` runs): every project file a
 board process opens or imports while it serves a session from its flashed state is in that list,
 so a change to any reruns the steps on it. The board's own firmware always; ST's validation
 firmware on the DK twin with the test bed (N6_REAL_STEDGEAI)."""
@@ -40,8 +40,7 @@ def flashed(tmp_path_factory):
 
 @pytest.mark.parametrize("firmware", ["", "st"])
 def test_a_board_session_reads_no_project_file_its_steps_do_not_depend_on(flashed, tmp_path, monkeypatch, firmware):
-    from n6.simulators import code_files
-    from n6_scons import SIM_BOARD_MAIN
+    from n6_scons import sim_board_files
     if firmware and not os.path.isfile(ST_FIRMWARE):
         pytest.skip("no ST validation firmware (set N6_REAL_STEDGEAI to a test bed folder)")
     audit, log = tmp_path / "audit.py", tmp_path / "opened"
@@ -61,5 +60,5 @@ def test_a_board_session_reads_no_project_file_its_steps_do_not_depend_on(flashe
         c.run("network", [bytes(size)], PER_LAYER)
     code = tuple(os.path.join(ROOT, d) + os.sep for d in ("sim", "site_scons"))
     opened = {os.path.realpath(f) for f in log.read_text().split("\n") if f.startswith(code) and os.path.isfile(f)}
-    assert os.path.join(ROOT, "sim", "programmer", "programmer_sim", "board_state.py") in opened
-    assert sorted(opened - {os.path.realpath(f) for f in code_files([SIM_BOARD_MAIN])}) == []
+    assert os.path.realpath(os.path.join(ROOT, "sim", "programmer", "programmer_sim", "board_state.py")) in opened
+    assert sorted(opened - {os.path.realpath(f) for f in sim_board_files()}) == []

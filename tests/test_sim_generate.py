@@ -303,16 +303,16 @@ def test_step_code_is_the_import_closure():
     reads from import lines equals the one Python's own parser finds, for the simulated tool's
     code (generation) and for the steps' entry modules."""
     import glob
-    from n6_scons import N6_CODE
+    from n6.simulators import CODE
     from site_tools.n6_run import RUN_MODULES
     sim = glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))
-    entries = [{m for f in sim for m in N6_CODE.references(f)[0]}, ["n6.reloc.prepare"],
+    entries = [{m for f in sim for m in CODE.references(f)[0] if m.split(".")[0] == "n6"}, ["n6.reloc.prepare"],
                ["n6.reloc.pipeline", "n6.board"], ["n6.flash.step"], RUN_MODULES]
     for modules in entries:
         base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
         want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))
                 if os.path.isfile(p)}
-        assert {os.path.realpath(p) for p in N6_CODE.closure(modules)} == want
+        assert {os.path.realpath(p) for p in CODE.closure(modules)} == want
 
 
 READS = r"""
@@ -330,11 +330,11 @@ print(json.dumps(sorted(read)))
 
 def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_install, tmp_path):
     """The generate step depends on the simulated tool's code as its load() and import lines name it
-    (site_tools.stedgeai.sim_python_sources): every file of the project a generate opens or imports
+    (n6_scons.sim_tool_code): every file of the project a generate opens or imports
     (onnx and tflite models, epoch-controller blobs) is in that list, so a change to any regenerates."""
     import subprocess
     import sys
-    from site_tools.stedgeai import sim_python_sources
+    from n6.simulators import code_files, sources
     runs = [[os.path.join(MODELS, m, f), str(tmp_path / m)] for m, f in
             [("cifar_cnn", "model.onnx"), ("ds_cnn", "model.tflite"), ("kws_mlp_f32", "model.onnx")]]
     env = dict(os.environ, STEDGEAI_SIM_ROOT=sim_install("2.2"),
@@ -344,8 +344,9 @@ def test_a_generate_reads_no_project_file_its_step_does_not_depend_on(sim_instal
     assert proc.returncode == 0, proc.stderr
     code = [os.path.join(ROOT, d) for d in ("sim", "site_scons")]
     read = {os.path.realpath(f) for f in json.loads(proc.stdout) if f.startswith(tuple(code)) and os.path.isfile(f)}
-    assert os.path.join(ROOT, "sim", "npu", "npu_model", "ecblob.py") in read   # loaded by name, not imported
-    assert sorted(read - {os.path.realpath(f) for f in sim_python_sources()}) == []
+    ecblob = os.path.realpath(os.path.join(ROOT, "sim", "npu", "npu_model", "ecblob.py"))
+    assert ecblob in read   # loaded by name, not imported
+    assert sorted(read - {os.path.realpath(f) for f in code_files(sources("stedgeai_sim"))}) == []
 
 
 def _n6_files(modules):

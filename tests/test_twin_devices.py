@@ -2,6 +2,8 @@
 and switch status; BSEC's VDDIO fuse word; USART1 flags, data, interrupt and waiting for the host;
 xSPI never busy; the NPU model on the bus (both aliases, reset values, self-clearing bits); the
 cycle counters and SysTick on the cycle clock; the bus's security aliases and byte lanes."""
+import os
+
 import pytest
 from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 
@@ -9,13 +11,14 @@ from n6board.dk.bus import Bus
 from n6board.dk.clock import CycleClock
 from n6board.dk.exceptions import ExceptionUnit
 from n6board.dk.mve import Helium
-from n6board.dk.host_link import BufferLink
+from n6board.dk.host_link import BufferLink, PtyLink
 from n6board.dk.peripherals.bsec import Bsec
 from n6board.dk.peripherals.cycle_counters import PmuCycleCounter
 from n6board.dk.peripherals.rcc import Rcc
 from n6board.dk.peripherals.system_control import SystemControlSpace
 from n6board.dk.peripherals.usart import IDLE_POLLS, Usart
 from n6board.dk.peripherals.xspi import dk_xspi_controllers
+from n6board.server import BoardReset
 from npu_model.npu import Npu
 
 
@@ -218,3 +221,19 @@ def test_a_firmware_without_sts_receive_routine_is_said_so_once_naming_its_elf(c
     assert capsys.readouterr().err.splitlines() == [
         f"n6board: warning: {tmp_path / 'own.elf'}: no HAL_UART_Receive or UART_WaitOnFlagUntilTimeout function: "
         "the twin takes the host's bytes where the firmware's idle polls end a slice, not where it asks for them"]
+
+
+def test_a_reset_ends_a_wait_for_the_host_with_nothing_and_a_read_between_slices_with_boardreset():
+    """A reset (the pty port's reset_requested) ends the firmware's wait for the host with no bytes
+    (the wait runs in the emulator's register hook, where an exception is lost: ctypes prints it
+    and the read goes on) and a read between slices with BoardReset, which the serving loop catches."""
+    master, slave = os.openpty()
+    try:
+        link = PtyLink(master)
+        link.port.reset_requested = lambda: True
+        assert link.wait_for_bytes() == b""
+        with pytest.raises(BoardReset):
+            link.receive()
+    finally:
+        os.close(slave)
+        os.close(master)

@@ -20,7 +20,7 @@ PACKAGES = {"stedgeai_sim": os.path.join(SIM, "stedgeai", "stedgeai_sim"),
             "programmer_sim": os.path.join(SIM, "programmer", "programmer_sim"),
             "n6board": os.path.join(SIM, "board", "n6board"),
             "npu_model": os.path.join(SIM, "npu", "npu_model")}
-CODE = CodeTree({**PACKAGES, "n6": N6}, loaded=PACKAGES)   # what a simulator runs
+CODE = CodeTree({**PACKAGES, "n6": N6}, loaded=set(PACKAGES))   # what a simulator runs
 
 
 def sources(package: str) -> list:

@@ -3,7 +3,6 @@ this project builds) and provides the Generate builder.
 
 Generate: model + profile JSON + .mpool (+ the tool and its release, options as Value nodes)
 → every file `stedgeai generate` writes, named by an emitter from the same inputs the action uses."""
-import functools
 import glob
 import json
 import os
@@ -20,9 +19,9 @@ from n6.errors import N6Error
 from n6.releases import Release, generate_outputs, release
 from n6.stedgeai_install import CLI, RUNTIME_LIB_GLOB, SW_LIB_INC, check_install, install_release
 from n6.variables import defaults
-from n6_scons import code_version, progress, reports_errors, say
+from n6_scons import progress, reports_errors, say, sim_tool_code
 
-from n6.simulators import code_files as simulator_code_files, load as load_simulator, sources as simulator_sources
+from n6.simulators import load as load_simulator
 
 
 # -- install discovery -----------------------------------------------------------------------------
@@ -45,13 +44,6 @@ def _install(env):
             rel = release(key[1])
             _INSTALLS[key] = env.Dir(build_layout.sim_install("$BUILD_DIR", rel.core)).path, rel, True
     return _INSTALLS[key]
-
-
-@functools.cache
-def sim_python_sources():
-    """The simulated tool's own code, the n6 modules it runs and the simulator modules it loads (the
-    NPU model's blob format it writes, the register map that reads): a change regenerates every model."""
-    return simulator_code_files(simulator_sources("stedgeai_sim"))
 
 
 def build_sim_install(env, arm_env):
@@ -131,7 +123,7 @@ def generate_model(env, spec, outdir):
         root = _install(env)[0]
         sources += [os.path.join(root, f) for f in installed_files(args["release"])
                     if f.startswith("Utilities") and f != CLI]
-        sources.append(code_version(env, "stedgeai-sim", sim_python_sources()))
+        sources.append(sim_tool_code(env))
     else:
         sources.append(args["tool"])
     targets = env.StedgeaiGenerate(env.Dir(outdir), sources + [env.Value(json.dumps(args, sort_keys=True))])

@@ -4,30 +4,34 @@ pseudo-terminal (what `scons run` and ST's client open); `BufferLink` is an in-m
 tests and benchmarks. `wait_for_bytes` blocks in host time, while emulated time stands still."""
 import select
 
-from ..server import FdPort
+from ..server import BoardReset, FdPort
 from n6.aivalidation.framing import LinkTimeout
 
 
 class PtyLink:
-    def __init__(self, fd, stopped=lambda: False):
+    def __init__(self, fd):
         self.port = FdPort(fd)
         self.port.timeout = 0
         self.dropped = 0            # bytes nobody read for 5 s (the wire does not wait)
-        self.stopped = stopped      # a wait for the host ends with nothing (the twin's run is ending)
 
     def receive(self):
-        """The bytes the host has sent since the last call (never blocks)."""
+        """The bytes the host has sent since the last call (never blocks); BoardReset once the
+        port's reset_requested() holds."""
         return self.port.read(4096)
 
     def wait_for_bytes(self):
         """The host's next bytes, however long it takes (a closed port waits for a new client),
-        or nothing once `stopped()`."""
-        while not self.stopped():
-            data = self.receive()
-            if data:
-                return data
-            select.select([self.port.fd], [], [], 1.0)
-        return b""
+        or nothing once the port's reset_requested() holds: the wait runs within the emulator's
+        register hook, where a BoardReset would be lost (ctypes prints it and the read goes on);
+        the run ends at its next slice (its until())."""
+        try:
+            while True:
+                data = self.receive()
+                if data:
+                    return data
+                select.select([self.port.fd], [], [], 1.0)
+        except BoardReset:
+            return b""
 
     def send(self, data):
         try:
