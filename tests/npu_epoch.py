@@ -10,7 +10,9 @@ also programs and starts
   1,000 results as 2,000 bytes in a row;
 - chain B: STRENG7 reads 3 such lines, STRENG3 writes their 300 bytes in a row;
 
-then awaits their ends and acknowledges the engines' interrupts (_engines_done).
+then awaits their ends. Like ST's blobs (ec-workspace), each stream engine's EVENT enables its
+illegal-configuration interrupt alone, not its frame end: ST's runtime takes any interrupt of a
+blob epoch but its controller's as an error (ll_aton_runtime.c).
 
 Both read and write a scratch area of npuRAM4 (AXISRAM4), a memory the network does not use: its
 software operators and outputs are untouched. The registers are set by ATON.h's field names
@@ -27,19 +29,20 @@ from conftest import MODELS
 
 SCRATCH = 0x3427_0000                   # AXISRAM4 (npuRAM4): no pool of digits_mlp
 EPOCH = 1                               # the epoch-controller epoch of digits_mlp (its two dense layers)
+EVENT = {"EN_ILLCFG": 1}                # a stream engine's EVENT in ST's blobs: no frame-end interrupt
 
 
 def _raster(engine, address, lines, writes=False):
     """A stream engine reading (or writing) `lines` lines of 25 pixels of 4 one-byte items, 128
     bytes apart, one frame."""
     return engine, {"ADDR": {"REG": address}, "FSIZE": {"WIDTH": 25, "HEIGHT": lines},
-                    "DEPTH": {"SIZE": 4, "OFFSET": 4}, "STRD": {"LOFF": 128},
+                    "DEPTH": {"SIZE": 4, "OFFSET": 4}, "STRD": {"LOFF": 128}, "EVENT": EVENT,
                     "CTRL": {"SINGLE": 1, "DIR": int(writes), "SIZE0": 8}}
 
 
 def _raw(engine, address, items, item_bytes, writes=True):
     """A stream engine writing (or reading) `items` items of `item_bytes` bytes back to back."""
-    return engine, {"ADDR": {"REG": address}, "FSIZE": {"WIDTH": items},
+    return engine, {"ADDR": {"REG": address}, "FSIZE": {"WIDTH": items}, "EVENT": EVENT,
                     "CTRL": {"SINGLE": 1, "RAW": 1, "DIR": int(writes), "SIZE0": 8,
                              "SIZE1": 8 if item_bytes > 1 else 0}}
 
@@ -84,19 +87,10 @@ def chain_program(units, routes):
     return program
 
 
-def _engines_done():
-    """INTCLR of the stream engines' end interrupts: ST's runtime takes any interrupt of a blob
-    epoch but its controller's as an error (ll_aton_runtime.c). ST's blobs need none: they set
-    each engine's EVENT to EN_ILLCFG alone (ec-workspace), no frame-end interrupt, but the NPU
-    model raises an engine's end interrupt whatever its EVENT register enables."""
-    engines = [i for unit, i, _ in CHAIN_A + CHAIN_B if unit == "STRENG"]
-    return _write("INTCTRL", 0, "INTCLR", sum(1 << aton_map().irqs[f"STRENG{i}"] for i in engines))
-
-
 def blob_words():
     """Epoch 1's blob: its label, both chains, the end interrupt (optimised as ST's tool does)."""
     program = [ecblob.Command(ecblob.LABEL, number=EPOCH), *chain_program(CHAIN_A, ROUTES_A),
-               *chain_program(CHAIN_B, ROUTES_B), _engines_done(), ecblob.Command(ecblob.IRQ)]
+               *chain_program(CHAIN_B, ROUTES_B), ecblob.Command(ecblob.IRQ)]
     return ecblob.blob_u64(ecblob.optimise(program))
 
 

@@ -51,13 +51,15 @@ def board(code, mode):
 
 def program_copy(cpu, read_bits=8):
     """STRENG0 reads 8 bytes of AXISRAM2 as `read_bits`-bit items, STRENG1 writes them 0x100
-    further as 8-bit items (raw, one frame): a copy, or (16-bit reads) half the items the writer
-    waits for, a chain the model does not end."""
+    further as 8-bit items (raw, one frame; its EVENT enables its frame-end interrupt, as ST's
+    runtime does for writers): a copy, or (16-bit reads) half the items the writer waits for, a
+    chain the model does not end."""
     sizes = {8: 8 << 16, 16: 8 << 16 | 8 << 20}
     for i, (address, direction, bits) in enumerate(((0x3410_0000, 0, read_bits), (0x3410_0100, 1 << 3, 8))):
         cpu.call(STORE, SECURE + STRENG(i) + 0x8, address)
         cpu.call(STORE, SECURE + STRENG(i) + 0xC, 8 * 8 // bits)
         cpu.call(STORE, SECURE + STRENG(i), 1 << 8 | 1 << 2 | sizes[bits] | direction)
+    cpu.call(STORE, SECURE + STRENG(1) + 0x28, 1 << 19)      # EVENT.EN_OFLOW_FRM
     cpu.call(STORE, SECURE + 0x4008 + 4, 1 | 0 << 1)        # STRSWITCH DSTSTRENG1: EN0, LINK0 = STRENG0
 
 
@@ -75,7 +77,7 @@ def test_a_chain_the_code_closes_moves_its_bytes_and_an_unmodelled_one_stops_the
     program_copy(cpu)
     for i in (1, 0):
         cpu.call(STORE, SECURE + STRENG(i), cpu.call(LOAD, SECURE + STRENG(i)) | 1)
-    assert cpu.call(LOAD, SECURE + 0x1008) == 0b11                     # INTREG: both engines ended
+    assert cpu.call(LOAD, SECURE + 0x1008) == 0b10                     # INTREG: the writer ended
     assert cpu.read(0x3410_0100, 8) == b"abcdefgh"
     cpu, npu = board(code, "control")
     cpu.write(0x3410_0100, b"\xff" * 8)
@@ -111,7 +113,7 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
                                          "CTRL": {"RAW": 1, "SINGLE": 1, "SIZE0": 8, "DIR": write}}
     m9 = lambda v: v & 0x1FF
     writes = encode("STRENG", 0, raw(features, x.size, 0)) + encode("STRENG", 1, raw(kernels, k.size, 0)) + \
-        encode("STRENG", 2, raw(out, h * w * nr, 1)) + encode("CONVACC", 0, {
+        encode("STRENG", 2, dict(raw(out, h * w * nr, 1), EVENT={"EN_OFLOW_FRM": 1})) + encode("CONVACC", 0, {
             "KFORMAT": {"WIDTH": 3, "HEIGHT": 3, "BTCDEPTH": c, "NR": nr},
             "SAMPLE": {"TPAD": 1, "BPAD": 1, "LPAD": 1, "RPAD": 1, "HSTRD": 1, "VSTRD": 1},
             "FFORMAT": {"WIDTH": w * c, "HEIGHT": h}, "FSUB": {"FSUB": zero},
@@ -136,7 +138,7 @@ def test_a_convolution_requantised_by_an_arithmetic_unit_computes_on_the_board(c
         cpu.call(STORE, SECURE + offset, value)
     for i in (2, 1, 0):
         cpu.call(STORE, SECURE + STRENG(i), cpu.call(LOAD, SECURE + STRENG(i)) | 1)
-    assert cpu.call(LOAD, SECURE + 0x1008) == 0b111                    # INTREG: the three engines ended
+    assert cpu.call(LOAD, SECURE + 0x1008) == 0b100                    # INTREG: the writer ended
     padded = np.pad(x - zero, ((1, 1), (1, 1), (0, 0)))
     sums = np.zeros((h, w, nr), dtype=np.int64)
     for dy in range(3):

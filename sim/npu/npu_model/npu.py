@@ -2,7 +2,8 @@
 file of every ATON unit (aton_map.txt: reset values, read-only fields, self-clearing CLR and
 CONFCLR, CONFCLR restoring a unit's configuration), unit enable and running, the interrupt
 controller (INTREG, INTSET, INTCLR and the four lines' OR and AND masks) and the stream engines'
-end-of-frame interrupts the runtime waits for.
+end-of-frame interrupts the runtime waits for, raised only where an engine's EVENT register
+enables them.
 
 A chain starts when it is closed: every enabled unit that the stream switch connects to it is
 enabled too, and it writes memory through at least one stream engine. Its program is decoded
@@ -422,13 +423,22 @@ class Npu:
                 lo, hi = f.span
                 self.not_computed.append({"epoch": program.label, "units": unmodelled, "engine": f.engine,
                                           "first": lo, "end": hi, "bytes": f.nbytes, "location": f.location})
-        bits = 0
         for unit, i in chain:
             self.running.discard((unit, i))
             if unit == "STRENG":
-                bits |= 1 << self.aton.irqs[f"STRENG{i}"]
-        self.intreg |= bits
+                self._frame_end(i)
         self._update_lines()
+
+    def _frame_end(self, i):
+        """Stream engine `i` reached its frame limit: IRQ.RAW_OFLOW_FRM is set and, only if its
+        EVENT.EN_OFLOW_FRM enables it, the engine's INTREG bit (ATON.h; ST's runtime enables it
+        for writing engines alone, ST's blobs for none)."""
+        unit = self.aton.units["STRENG"]
+        base = unit.instance_base(i)
+        irq, event = unit.registers["IRQ"], unit.registers["EVENT"]
+        self.regs[base + irq.offset] = irq.field("RAW_OFLOW_FRM").put(self.regs.get(base + irq.offset, 0), 1)
+        if event.field("EN_OFLOW_FRM").get(self.regs.get(base + event.offset, event.reset)):
+            self.intreg |= 1 << self.aton.irqs[f"STRENG{i}"]
 
     # -- epoch-controller blobs ------------------------------------------------------------------
     def _run_blob(self, i):

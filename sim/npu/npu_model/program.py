@@ -125,8 +125,8 @@ def decode(aton, regs, started, label, writes=0, locate=None):
         unit = aton.units[kind]
         registers = {}
         for r in sorted(unit.registers.values(), key=lambda r: r.offset):
-            if all(f.access == "r" for f in r.fields) and r.fields:
-                continue                                    # status, not configuration
+            if r.fields and all(f.access == "r" or f.name.startswith("RAW_") for f in r.fields):
+                continue                                    # status and raw interrupt flags, not configuration
             value = regs.get(unit.instance_base(i) + r.offset, r.reset)
             if value == r.reset and r.name != "CTRL":
                 continue
