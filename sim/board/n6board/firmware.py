@@ -236,7 +236,8 @@ class InstalledModel:
         if missing:
             engines = ", ".join(f"STRENG{i}" for i in range(32) if missing >> i & 1)
             raise NpuStopped(f"epoch {ep.first}: {engines} never ended: no closed chain of enabled units feeds "
-                             "it (the NPU model starts a chain when every unit it connects is enabled)", 0)
+                             "it (the NPU model starts a chain when every unit it connects is enabled), or its "
+                             "EVENT register does not enable its end interrupt (EN_OFLOW_FRM)", 0)
         self.npu.acknowledge(ends)
 
     def _run_blob(self, ep):
