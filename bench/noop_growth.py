@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from conftest import copy_repo  # noqa: E402
-from n6.unchanged import RECORD  # noqa: E402
+from n6.unchanged import RECORD, forget, holds  # noqa: E402
 
 SIZES = (1, 10, 40)
 PAIRS = 9
@@ -127,7 +127,7 @@ def main():
         time.sleep(0.2)   # the builds' outputs settle: the first no-op walks the graph and records it
 
         def walk(repo, **kwargs):   # the no-op after a change elsewhere (the record gone): the graph walked
-            os.unlink(os.path.join(repo, "build", RECORD))
+            forget(os.path.join(repo, "build", RECORD))
             return scons(repo, **kwargs)
         noop, ratio, cpu, cpu_ratio = {}, {}, {}, {}
         runs = [(("no-op", n), functools.partial(scons, r)) for n, r in repos.items()] + \
@@ -135,7 +135,7 @@ def main():
             [(("floor", n), functools.partial(scons, top)) for n, top in floors.items()]
         for key, run in runs:
             pairs = [(run(), scons(empty)) for _ in range(PAIRS)]
-            assert key[0] != "no-op" or os.path.exists(os.path.join(repos[key[1]], "build", RECORD)), \
+            assert key[0] != "no-op" or holds(os.path.join(repos[key[1]], "build", RECORD)), \
                 f"{key[1]} model(s): the no-ops left no record, they all walked the graph"
             noop[key] = statistics.median(a[0] for a, _ in pairs)
             ratio[key] = statistics.median(a[0] / b[0] for a, b in pairs)
@@ -145,7 +145,7 @@ def main():
                 run(profile=os.path.abspath(f"noop-{key[0]}-{key[1]}.prof"))
         empty_runs = [scons(empty) for _ in range(PAIRS)]
         empty_t, empty_cpu = (statistics.median(r[i] for r in empty_runs) for i in (0, 2))
-        os.unlink(os.path.join(repos[40], "build", RECORD))   # the walk's memory: a no-op that reads nothing needs less
+        forget(os.path.join(repos[40], "build", RECORD))   # the walk's memory: a no-op that reads nothing needs less
         rss = subprocess.run([sys.executable, "-c", RSS, sys.executable, "-m", "SCons", "-Q"], cwd=repos[40],
                              capture_output=True, text=True, env=ENV, check=True).stdout.split()[-1]
         if clean:

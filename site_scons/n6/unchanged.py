@@ -79,6 +79,20 @@ class Record:
         return None
 
 
+def forget(path: str) -> None:
+    """The record at `path` no longer holds: emptied in place, not removed (removing it would move
+    the stamp of the folder holding it, which vouches for the paths found absent there)."""
+    try:
+        os.truncate(path, 0)
+    except OSError:   # no record
+        pass
+
+
+def holds(path: str) -> bool:
+    """A record is at `path` (an emptied one is none)."""
+    return Record.load(path) is not None
+
+
 def record(now: tuple, looked: Iterable[Look], started_ns: int) -> Record | None:
     """The record of a run with fingerprint `now` that started at `started_ns` and looked at
     `looked`; None if a stat cannot vouch for what the run saw: a file or listed folder changed

@@ -5,7 +5,6 @@ and no bookkeeping behind.
 Call `env.N6BuildFolder()` before any node is read (it checks the folder and takes the lock),
 `env.N6PruneStale(keep=[...])` after every target is declared."""
 import atexit
-import contextlib
 import os
 import sys
 
@@ -17,7 +16,7 @@ import SCons.Node.Alias
 import SCons.Script
 
 from n6.outputs import BOOKKEEPING, build_lock, check_build_dir, prune, remove_empty_dirs
-from n6.unchanged import RECORD
+from n6.unchanged import RECORD, forget
 from n6_scons import say
 
 
@@ -33,8 +32,7 @@ def build_folder(env):
     if _readonly():
         return build_dir
     build_lock(build_dir, env.subst("$BUILD_DIR")).acquire(say=say)
-    with contextlib.suppress(OSError):   # this run may write the folder: the no-op record no longer holds
-        os.unlink(os.path.join(build_dir, RECORD))
+    forget(os.path.join(build_dir, RECORD))   # this run may write the folder: the no-op record no longer holds
     if SCons.Script.GetOption("clean"):
         atexit.register(_after_clean, build_dir)
     return build_dir
