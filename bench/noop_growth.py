@@ -149,7 +149,7 @@ def main():
         rss = subprocess.run([sys.executable, "-c", RSS, sys.executable, "-m", "SCons", "-Q"], cwd=repos[40],
                              capture_output=True, text=True, env=ENV, check=True).stdout.split()[-1]
         if clean:
-            one = project(tmp, 1)
+            one = project(os.path.join(tmp, "clean"), 1)   # a fresh one: repo1 is built already
             shutil.rmtree(os.path.join(repos[40], "build"))
             many = scons(repos[40])
             single = scons(one)
