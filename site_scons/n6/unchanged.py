@@ -9,7 +9,7 @@ run that starts another program or changes folder is not recorded (what that pro
 not seen). Every path is looked at once more when the run ends: a record is made only if each
 stat then shows no change since well before the run started (n6.statcache's racy rule), so the
 run saw what the record vouches for, whenever during the run it looked. A record is kept by the
-one who holds the build folder's lock: a run that may write the folder removes it first."""
+one who holds the build folder's lock: a run that may write the folder empties it first."""
 import os
 import pickle
 import stat

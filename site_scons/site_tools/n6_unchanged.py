@@ -35,16 +35,20 @@ def _plain():
         set(SCons.Script.COMMAND_LINE_TARGETS) <= {"build"} and SCons.Script.ARGUMENTS.get("DECIDER") != "content"
 
 
+_NOW: list[tuple] = []   # this run's fingerprint, taken once before anything of the build is loaded
+
+
 def nothing_changed(env):
     # Before the variables are read: the record names its command line, so the folder it is looked
     # for in only has to follow from the command line (BUILD_DIR has no environment variable).
+    _NOW[:] = [fingerprint()]
     build_dir = SCons.Script.ARGUMENTS.get("BUILD_DIR", DEFAULT_BUILD_DIR)
     path = os.path.join(build_dir, RECORD)
     if not _plain() or not os.path.exists(path):
         return False
     build_lock(build_dir).acquire(say=functools.partial(print, flush=True))
     last = Record.load(path)
-    if last is None or last.first_change(fingerprint()) is not None:
+    if last is None or last.first_change(_NOW[0]) is not None:
         return False
     SCons.Script.Main.progress_display(
         f"scons: nothing changed since the last complete build ({len(last.seen)} paths looked at)")
@@ -56,7 +60,7 @@ def watch_build(env):
         watcher = Watcher(functools.partial(_bookkeeping, os.path.abspath(env.subst("$BUILD_DIR"))))
         watcher.modules()   # imported before the watch: the sources Python checked out of sight
         _startup(watcher, env.Dir("#").abspath)
-        atexit.register(_record, watcher, os.path.join(env.subst("$BUILD_DIR"), RECORD), fingerprint(),
+        atexit.register(_record, watcher, os.path.join(env.subst("$BUILD_DIR"), RECORD), _NOW[0],
                         int(SCons.Script.start_time * 1e9))
 
 
