@@ -110,6 +110,14 @@ def test_the_watcher_notes_reads_listings_and_lookups_not_writes(tmp_path):
         os.path.exists(tmp_path / "absent")
         os.path.islink(tmp_path / "read")
         assert watcher.other == ""
+        here, fd = os.getcwd(), os.open(tmp_path, os.O_RDONLY)
+        try:
+            os.fchdir(fd)   # a change of folder by descriptor: noted, and the change happens
+            assert os.getcwd() == str(tmp_path) and watcher.other == "os.chdir"
+        finally:
+            os.chdir(here)
+            os.close(fd)
+        watcher.other = ""
         subprocess.run(["true"], check=True)
     finally:
         watcher.stop()
@@ -297,6 +305,23 @@ def test_a_failed_build_or_another_command_leaves_no_record(repo):
     recorded(repo)
     run(repo, "tiny_prebuilt")   # a run that may write the build folder: the record goes first
     assert not holds(record_file)
+
+
+def test_a_python_error_while_the_build_is_read_leaves_no_record(repo):
+    """SCons exits 2 after a Python error in the build description without setting its exit status:
+    such a run must not be taken for a complete build, or the next plain run would say nothing
+    changed and succeed."""
+    recorded(repo)
+    undo = _rewrite(os.path.join(repo, "SConstruct"), b"env.N6ProjectTargets()",
+                    b"env.N6ProjectTargets()\nraise RuntimeError('broken SConstruct')")
+    try:
+        assert run(repo, check=False).returncode == 2
+        settle()
+        again = run(repo, check=False)
+        assert again.returncode == 2 and TAKEN not in again.stdout
+        assert not holds(os.path.join(repo, "build", ".n6-unchanged"))
+    finally:
+        undo()
 
 
 def test_a_dry_run_or_a_question_keeps_the_record(repo):

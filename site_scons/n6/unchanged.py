@@ -26,7 +26,7 @@ FORMAT = 1
 STAT, LSTAT, LISTED = 0, 1, 2       # how a path was looked at
 FOLDER = "folder"                   # a folder stat'ed (not listed): only that it is one counts
 OTHER_PROGRAM = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
-                 "os.forkpty", "os.fchdir")
+                 "os.forkpty")
 _STAT, _LSTAT = os.stat, os.lstat   # the originals, whoever watches them later
 Look = tuple[str, int]              # a path and how it was looked at
 Seen = StatKey | str | None
@@ -168,8 +168,9 @@ class Watcher:
                 self.note(path, STAT)
         elif event in ("os.listdir", "os.scandir"):
             self.note(args[0] if args[0] is not None else ".", LISTED)
-        elif event == "os.chdir" and os.path.abspath(os.fsdecode(args[0])) != self.folder and not self.other:
-            self.other = event   # SCons changes into the SConstruct's folder: the one it runs in
+        elif event == "os.chdir" and not self.other and \
+                (isinstance(args[0], int) or os.path.abspath(os.fsdecode(args[0])) != self.folder):
+            self.other = event   # SCons changes into the SConstruct's folder: the one it runs in; fchdir: a fd
         elif event in OTHER_PROGRAM and not self.other:
             self.other = event
 

@@ -131,11 +131,11 @@ def generate(env):
     _read_variables(env)
     env.Tool("n6_outputs")
     build_dir = env.subst("$BUILD_DIR")
-    env.N6BuildFolder()                # one build at a time in a build folder; before any signature is read
+    folder = env.N6BuildFolder()       # one build at a time in a build folder; before any signature is read
     env.Tool("n6_cache")
     env.SConsignFile(build_layout.sconsign(build_dir))
     env.Tool("n6_decider")             # content signatures, re-hashed only when a file's stat moves
-    env.N6WatchBuild()                 # a plain build is watched and recorded (before the stat cache is saved)
+    env.N6WatchBuild(folder)           # a plain build is watched, recorded before the stat cache is saved
     SCons.Script.SetOption("implicit_cache", 1)   # remember #include scans between runs
     for tool in ("n6_progress", "stedgeai", "npu_reloc", "n6_flash", "n6_run", "n6_profile"):
         env.Tool(tool)

@@ -3,9 +3,9 @@ complete build depended on has changed since (n6.unchanged), it says what a walk
 
   env.N6NothingChanged()        first of all: True if this is a plain build and the last complete
                                 build's record holds (the build lock is taken to read it)
-  env.N6WatchBuild()            once the build folder is locked (which removes the record) and
+  env.N6WatchBuild(build_dir)   once the build folder is locked (which empties the record) and
                                 the stat cache loaded: a plain build is watched from here on and
-                                recorded at exit if it succeeds
+                                recorded at exit if its walk ended and succeeded
 
 A plain build is `scons` or `scons build` with -j, -k, -Q, -s or --debug=time and variables on
 the command line (DECIDER=content asks for every file to be hashed: never recorded). The record
@@ -17,6 +17,7 @@ import functools
 import os
 import sys
 
+import SCons.SConsign
 import SCons.Script
 import SCons.Script.Main
 
@@ -55,12 +56,19 @@ def nothing_changed(env):
     return True
 
 
-def watch_build(env):
+def watch_build(env, build_dir):
     if _plain():
-        watcher = Watcher(functools.partial(_bookkeeping, os.path.abspath(env.subst("$BUILD_DIR"))))
+        watcher = Watcher(functools.partial(_bookkeeping, build_dir))
         watcher.modules()   # imported before the watch: the sources Python checked out of sight
         _startup(watcher, env.Dir("#").abspath)
-        atexit.register(_record, watcher, os.path.join(env.subst("$BUILD_DIR"), RECORD), _NOW[0],
+        walked: list[bool] = []   # SCons writes its signatures when the graph walk ends, and only then
+        write = SCons.SConsign.write
+
+        def walk_ended():
+            walked.append(True)
+            write()
+        SCons.SConsign.write = walk_ended
+        atexit.register(_record, watcher, walked, os.path.join(build_dir, RECORD), _NOW[0],
                         int(SCons.Script.start_time * 1e9))
 
 
@@ -90,9 +98,11 @@ def _startup(watcher, top):
         watcher.note(folder or ".", LISTED)
 
 
-def _record(watcher, path, now, started_ns):
+def _record(watcher, walked, path, now, started_ns):
+    """Exit status 0 is also what SCons leaves after a Python error or Ctrl-C while the build
+    description was read (it exits 2 without setting it): a record needs the walk to have ended."""
     watcher.stop()
-    if SCons.Script.Main.exit_status or SCons.Script.GetBuildFailures() or watcher.other:
+    if not walked or SCons.Script.Main.exit_status or SCons.Script.GetBuildFailures() or watcher.other:
         return
     watcher.modules()   # and those imported since
     made = record(now, watcher.looked, started_ns)
