@@ -197,6 +197,8 @@ CHANGES = {   # name → (change(repo) returning its undo, the step that must ru
                   ("PACK", "tiny_prebuilt")),
     "an output deleted": (lambda repo: _delete(os.path.join(repo, "build", "tiny_prebuilt", "reloc", "network.elf")),
                           ("LINK", "tiny_prebuilt")),
+    "SCons's signatures deleted": (lambda repo: _delete(os.path.join(repo, "build", ".sconsign.dblite")),
+                                   ("PACK", "tiny_prebuilt")),
     "a board budget": (lambda repo: _rewrite(os.path.join(repo, "firmware", "boards", "stm32n6570-dk.toml"),
                                              b"size = 0xA0000 }", b"size = 0x9F000 }"), ("PACK", "tiny_prebuilt")),
 }

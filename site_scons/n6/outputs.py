@@ -22,7 +22,8 @@ from .unchanged import RECORD
 MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 PID_WIDTH = 20   # a lock file holds its holder's pid padded to this width: every pid covers the last one's
-BOOKKEEPING = (MANIFEST, LOCK, ".n6-stat", ".sconsign.dblite", RECORD)
+STAT_CACHE = ".n6-stat"
+BOOKKEEPING = (MANIFEST, LOCK, STAT_CACHE, ".sconsign.dblite", RECORD)
 
 
 def check_build_dir(path: str, variable: str = "BUILD_DIR", shown: str | None = None, create: bool = True) -> None:

@@ -24,6 +24,7 @@ import SCons.Script
 import SCons.Util
 
 from n6.errors import N6Error
+from n6.outputs import STAT_CACHE
 from n6.paths import ROOT
 from n6.statcache import StatCache
 
@@ -178,7 +179,7 @@ def generate(env):
     build_dir = env.Dir("$BUILD_DIR").abspath
     if _CACHE[0] is None:
         # the hash SCons will use: set after the SConscripts are read, so asked of the option here
-        _CACHE[0] = StatCache(os.path.join(build_dir, ".n6-stat"), SCons.Script.GetOption("hash_format") or "md5",
+        _CACHE[0] = StatCache(os.path.join(build_dir, STAT_CACHE), SCons.Script.GetOption("hash_format") or "md5",
                               always_hash=env.get("DECIDER") == "content")
         SCons.Node.FS.File.get_max_drift_csig = _stat_cache_csig
         SCons.Node.FS.File.is_up_to_date = _is_up_to_date

@@ -22,7 +22,7 @@ import SCons.Script
 import SCons.Script.Main
 
 from n6.build_layout import DEFAULT_BUILD_DIR
-from n6.outputs import BOOKKEEPING, build_lock
+from n6.outputs import LOCK, STAT_CACHE, build_lock
 from n6.unchanged import LISTED, RECORD, STAT, Record, Watcher, fingerprint, record
 
 PLAIN_OPTIONS = {"num_jobs", "keep_going", "no_progress", "silent", "debug"}
@@ -72,9 +72,13 @@ def watch_build(env, build_dir):
                         int(SCons.Script.start_time * 1e9))
 
 
+UNSEEN = (LOCK, RECORD, STAT_CACHE)   # rewritten by every run, or at exit after the record is made
+
+
 def _bookkeeping(build_dir, path, how):
-    """The build's own files, kept by the build folder's lock."""
-    return os.path.basename(path) in BOOKKEEPING and os.path.dirname(os.path.abspath(path)) == build_dir
+    """The build's own files that a record cannot see: kept by the build folder's lock. (SCons's
+    signatures and the outputs list are seen: without them a walk rebuilds.)"""
+    return os.path.basename(path) in UNSEEN and os.path.dirname(os.path.abspath(path)) == build_dir
 
 
 def _startup(watcher, top):
