@@ -44,11 +44,12 @@ BOARD = os.path.join(ROOT, "firmware", "boards", "stm32n6570-dk.toml")
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))   # scons flash's too
 OUR_ROWS = {"simulated": "simulated board", "twin": "twin"}   # per model, our client on each board: its label
 ROWS = (*OUR_ROWS, "st-client")     # and ST's client on the twin
-NEEDS = {"twin": "--firmware", "st-client": "--st-client"}   # a row's argument (st-client also --firmware)
+NEEDS = {"simulated": (), "twin": ("--firmware",), "st-client": ("--st-client", "--firmware")}   # a row's arguments
 MODES = (IO_ONLY, PER_LAYER, PER_LAYER | PER_LAYER_WITH_DATA)
 HOST_WAITS = Timeouts(tensor=10.0)   # ST's host allows 0.1 s between epoch tensors: an emulated board on a
 #                                      loaded host can take longer (a host wait, not the board's cycles)
-ST_SEQUENCE = [[1, ["IO_ONLY"]], [1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]], [2, ["IO_ONLY"]],
+ST_PER_LAYER = [[1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]]]   # its per-layer runs, batch 1
+ST_SEQUENCE = [[1, ["IO_ONLY"]], *ST_PER_LAYER, [2, ["IO_ONLY"]],
                [2, ["PER_LAYER"]]]   # ST's client's runs in turn: [batch, the modes it ORs]
 ST_MIXED = """
 import functools, hashlib, json, operator, sys
@@ -175,13 +176,14 @@ def main(argv=None):
                     help="one session changing the model ROUNDS x (per model: flash, reset, run)")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench", "soak.json"))
     args = ap.parse_args(argv)
-    given = {"--firmware": args.firmware, "--st-client": args.st_client and args.firmware}
-    wanted = args.rows.split(",") if args.rows else [r for r in ROWS if given.get(NEEDS.get(r, ""), True)]
+    def missing(row):
+        return [flag for flag in NEEDS[row] if not getattr(args, flag[2:].replace("-", "_"))]
+    wanted = args.rows.split(",") if args.rows else [r for r in ROWS if not missing(r)]
     for row in wanted:
         if row not in ROWS:
             ap.error(f"--rows: unknown row {row!r}: give some of {', '.join(ROWS)}")
-        if not given.get(NEEDS.get(row, ""), True):
-            ap.error(f"--rows {row}: needs {NEEDS[row]}" + (" and --firmware" if row == "st-client" else ""))
+        if missing(row):
+            ap.error(f"--rows {row}: needs {' and '.join(missing(row))}")
     rows = []
     os.makedirs(os.path.join(ROOT, "build", "bench"), exist_ok=True)
     if args.change:

@@ -34,11 +34,10 @@ from n6.build_layout import DEFAULT_BUILD_DIR, sim_board_state  # noqa: E402
 from n6board.dk.host_link import PtyLink  # noqa: E402
 from n6board.dk.twin import DkTwin  # noqa: E402
 from n6board.server import BoardReset  # noqa: E402
-from soak import ST_MIXED  # noqa: E402
+from soak import ST_MIXED, ST_PER_LAYER  # noqa: E402
 
 STATE = sim_board_state(os.path.join(ROOT, DEFAULT_BUILD_DIR))
 ST_WINDOW_S = 0.1
-ST_PER_LAYER = [[1, ["PER_LAYER"]], [1, ["PER_LAYER", "PER_LAYER_WITH_DATA"]]]   # ST's client's runs in turn
 
 
 class TimedLink(PtyLink):
