@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from .atomic import write_text
-from .build_layout import ModelLayout
+from .build_layout import SCONSIGN, ModelLayout
 from .errors import N6Error
 from .paths import MODELS, ROOT, SOURCE_FOLDERS
 from .unchanged import RECORD
@@ -23,7 +23,8 @@ MANIFEST = ".n6-outputs"
 LOCK = ".lock"
 PID_WIDTH = 20   # a lock file holds its holder's pid padded to this width: every pid covers the last one's
 STAT_CACHE = ".n6-stat"
-BOOKKEEPING = (MANIFEST, LOCK, STAT_CACHE, ".sconsign.dblite", RECORD)
+REWRITTEN = (LOCK, STAT_CACHE, RECORD)   # bookkeeping every run, or its exit, rewrites
+BOOKKEEPING = (MANIFEST, f"{SCONSIGN}.dblite", *REWRITTEN)
 
 
 def check_build_dir(path: str, variable: str = "BUILD_DIR", shown: str | None = None, create: bool = True) -> None:

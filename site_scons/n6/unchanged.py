@@ -110,7 +110,7 @@ def record(now: tuple, looked: Iterable[Look], started_ns: int) -> Record | None
                 _holder_settled(key[0], started_ns, holders)):
             return None
     for path, how in list(seen):
-        if how == LSTAT and seen.get((path, STAT), None) == seen[path, how] is not None:
+        if how == LSTAT and seen[path, how] is not None and seen.get((path, STAT)) == seen[path, how]:
             del seen[path, how]
     return Record(now, seen)
 

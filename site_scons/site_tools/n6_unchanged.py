@@ -22,7 +22,7 @@ import SCons.Script
 import SCons.Script.Main
 
 from n6.build_layout import DEFAULT_BUILD_DIR
-from n6.outputs import LOCK, STAT_CACHE, build_lock
+from n6.outputs import REWRITTEN, build_lock
 from n6.unchanged import LISTED, RECORD, STAT, Record, Watcher, fingerprint, record
 
 PLAIN_OPTIONS = {"num_jobs", "keep_going", "no_progress", "silent", "debug"}
@@ -36,20 +36,21 @@ def _plain():
         set(SCons.Script.COMMAND_LINE_TARGETS) <= {"build"} and SCons.Script.ARGUMENTS.get("DECIDER") != "content"
 
 
-_NOW: list[tuple] = []   # this run's fingerprint, taken once before anything of the build is loaded
+_RUN: list[tuple[tuple, bool]] = []   # this run's fingerprint and whether it is plain, taken once before
+#                                       anything of the build is loaded
 
 
 def nothing_changed(env):
     # Before the variables are read: the record names its command line, so the folder it is looked
     # for in only has to follow from the command line (BUILD_DIR has no environment variable).
-    _NOW[:] = [fingerprint()]
+    _RUN[:] = [(fingerprint(), _plain())]
     build_dir = SCons.Script.ARGUMENTS.get("BUILD_DIR", DEFAULT_BUILD_DIR)
     path = os.path.join(build_dir, RECORD)
-    if not _plain() or not os.path.exists(path):
+    if not _RUN[0][1] or not os.path.exists(path):   # no record: no lock to take here
         return False
     build_lock(build_dir).acquire(say=functools.partial(print, flush=True))
     last = Record.load(path)
-    if last is None or last.first_change(_NOW[0]) is not None:
+    if last is None or last.first_change(_RUN[0][0]) is not None:
         return False
     SCons.Script.Main.progress_display(
         f"scons: nothing changed since the last complete build ({len(last.seen)} paths looked at)")
@@ -57,7 +58,8 @@ def nothing_changed(env):
 
 
 def watch_build(env, build_dir):
-    if _plain():
+    now, plain = _RUN[0]
+    if plain:
         watcher = Watcher(functools.partial(_bookkeeping, build_dir))
         watcher.modules()   # imported before the watch: the sources Python checked out of sight
         _startup(watcher, env.Dir("#").abspath)
@@ -68,17 +70,14 @@ def watch_build(env, build_dir):
             walked.append(True)
             write()
         SCons.SConsign.write = walk_ended
-        atexit.register(_record, watcher, walked, os.path.join(build_dir, RECORD), _NOW[0],
+        atexit.register(_record, watcher, walked, os.path.join(build_dir, RECORD), now,
                         int(SCons.Script.start_time * 1e9))
 
 
-UNSEEN = (LOCK, RECORD, STAT_CACHE)   # rewritten by every run, or at exit after the record is made
-
-
 def _bookkeeping(build_dir, path, how):
-    """The build's own files that a record cannot see: kept by the build folder's lock. (SCons's
-    signatures and the outputs list are seen: without them a walk rebuilds.)"""
-    return os.path.basename(path) in UNSEEN and os.path.dirname(os.path.abspath(path)) == build_dir
+    """The build's own files that a record cannot see (every run rewrites them): kept by the build
+    folder's lock. SCons's signatures and the outputs list are seen: without them a walk rebuilds."""
+    return os.path.basename(path) in REWRITTEN and os.path.dirname(os.path.abspath(path)) == build_dir
 
 
 def _startup(watcher, top):
