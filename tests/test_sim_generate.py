@@ -306,12 +306,10 @@ def test_step_code_is_the_import_closure():
     from n6.simulators import CODE
     from site_tools.n6_run import RUN_MODULES
     sim = glob.glob(os.path.join(ROOT, "sim", "stedgeai", "stedgeai_sim", "*.py"))
-    entries = [{m for f in sim for m in CODE.references(f)[0] if m.split(".")[0] == "n6"}, ["n6.reloc.prepare"],
+    entries = [{m for f in sim for m in _n6_imports(f)}, ["n6.reloc.prepare"],   # seeded by Python's parser too
                ["n6.reloc.pipeline", "n6.board"], ["n6.flash.step"], RUN_MODULES]
     for modules in entries:
-        base = [os.path.join(ROOT, "site_scons", *m.split(".")) for m in _closure(modules)]
-        want = {os.path.realpath(p) for b in base for p in (b + ".py", os.path.join(b, "__init__.py"))
-                if os.path.isfile(p)}
+        want = {os.path.realpath(p) for p in _n6_files(modules)}
         assert {os.path.realpath(p) for p in CODE.closure(modules)} == want
 
 

@@ -339,9 +339,9 @@ class Npu:
         self.writes_since = 0
         self.programs.append(program)
         self.in_chain |= set(chain)
-        stop = next((u for u in program.units if u.kind in NOT_MODELLED), None)
-        why = f"{stop.name} is not modelled: {NOT_MODELLED[stop.kind]}" if stop else None
-        unmodelled = [u.name for u in program.units if u.kind in NOT_MODELLED]
+        stops = [u for u in program.units if u.kind in NOT_MODELLED]
+        why = f"{stops[0].name} is not modelled: {NOT_MODELLED[stops[0].kind]}" if stops else None
+        unmodelled = [u.name for u in stops]
         copies, computed = [], []
         if not unmodelled and all(u.kind == "STRENG" for u in program.units):      # a copy
             copies, reason = self._copies(program)
